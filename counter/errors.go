@@ -1,0 +1,41 @@
+package counter
+
+import "errors"
+
+// Errors an operation can end in. Every error a Doer or a parser returns wraps one of
+// these, so front ends map them to status codes with errors.Is; the wrapping message
+// adds the detail (which field, what value).
+//
+// Bad input (HTTP 400, RESP -ERR):
+var (
+	ErrEmptyKey    = errors.New("key is empty")
+	ErrKeyTooLong  = errors.New("key is too long")
+	ErrBadWindow   = errors.New("invalid window")
+	ErrBadBuckets  = errors.New("invalid buckets")
+	ErrBadN        = errors.New("invalid n")
+	ErrBadLimit    = errors.New("invalid limit")
+	ErrUnknownOp   = errors.New("unknown op")
+	ErrBadArgument = errors.New("invalid argument")
+)
+
+// Failures of the service rather than of the input (HTTP 503, RESP -ERR):
+var (
+	// ErrUnavailable: the counter's owner, and any fallback, cannot decide the op now.
+	ErrUnavailable = errors.New("counter unavailable")
+	// ErrShuttingDown: the node is stopping and takes no new operations.
+	ErrShuttingDown = errors.New("node is shutting down")
+)
+
+var badInput = []error{ErrEmptyKey, ErrKeyTooLong, ErrBadWindow, ErrBadBuckets, ErrBadN,
+	ErrBadLimit, ErrUnknownOp, ErrBadArgument}
+
+// IsBadInput reports whether err is the caller's fault (HTTP 400) rather than the
+// service's (HTTP 503).
+func IsBadInput(err error) bool {
+	for _, e := range badInput {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

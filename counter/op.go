@@ -1,0 +1,140 @@
+package counter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Bounds of the contract.
+const (
+	DefaultMaxKeyBytes = 256
+	DefaultBuckets     = 10
+	MinWindowMs        = 1
+	MaxWindowMs        = 31 * 24 * 3600 * 1000 // 31 days
+	MaxBuckets         = 3600
+	MaxN               = 1<<31 - 1
+	MaxLimit           = 1 << 62
+	MaxBatch           = 1000 // ops in one /v1/batch request
+)
+
+// Kind names one of the four operations.
+type Kind uint8
+
+// The operations. The zero Kind is invalid, so an Op whose Kind was never set fails Validate.
+const (
+	Incr Kind = iota + 1
+	Count
+	Allow
+	Reset
+)
+
+var kindNames = [...]string{Incr: "incr", Count: "count", Allow: "allow", Reset: "reset"}
+
+func (k Kind) String() string {
+	if k >= Incr && k <= Reset {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ParseKind maps "incr", "count", "allow", "reset" (any case) to a Kind.
+func ParseKind(s string) (Kind, error) {
+	for k := Incr; k <= Reset; k++ {
+		if strings.EqualFold(s, kindNames[k]) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q: want incr, count, allow or reset", ErrUnknownOp, s)
+}
+
+// Op is one operation on one counter. Window is in milliseconds. N and Limit are
+// used only by the kinds that take them (N: incr, allow; Limit: allow).
+type Op struct {
+	Kind    Kind
+	Key     string
+	Window  int64
+	Buckets int
+	N       int64
+	Limit   int64
+}
+
+// Result is what an op answered. Count is set for every kind but reset; Allowed,
+// Remaining and RetryAfterMs for allow; Existed for reset. Err, when set, means the op
+// was not decided (and changed nothing).
+type Result struct {
+	Count        int64
+	Allowed      bool
+	Remaining    int64
+	RetryAfterMs int64
+	Existed      bool
+	Err          error
+}
+
+// A Doer decides operations on counters. It fills results[i] for ops[i]
+// (len(results) == len(ops)); an op that could not be decided gets Err set. Ops on the
+// same counter are decided in slice order. Do never panics on invalid ops: it reports
+// them through Err like any other failure.
+type Doer interface {
+	Do(ctx context.Context, ops []Op, results []Result)
+}
+
+// Limits are the bounds a node enforces that its flags can change.
+type Limits struct {
+	MaxKeyBytes int // 0 means DefaultMaxKeyBytes
+}
+
+func (l Limits) maxKey() int {
+	if l.MaxKeyBytes <= 0 {
+		return DefaultMaxKeyBytes
+	}
+	return l.MaxKeyBytes
+}
+
+// Validate checks op against the contract's bounds. It does not fill defaults: parsers
+// set Buckets and N to their defaults when the request leaves them out.
+func (l Limits) Validate(op *Op) error {
+	if op.Kind < Incr || op.Kind > Reset {
+		return fmt.Errorf("%w: %v", ErrUnknownOp, op.Kind)
+	}
+	if err := l.ValidateKey(op.Key); err != nil {
+		return err
+	}
+	if err := ValidateSpec(op.Window, op.Buckets); err != nil {
+		return err
+	}
+	if op.Kind == Incr || op.Kind == Allow {
+		if op.N < 1 || op.N > MaxN {
+			return fmt.Errorf("%w: n must be from 1 to %d, got %d", ErrBadN, MaxN, op.N)
+		}
+	}
+	if op.Kind == Allow && (op.Limit < 0 || op.Limit > MaxLimit) {
+		return fmt.Errorf("%w: limit must be from 0 to %d, got %d", ErrBadLimit, int64(MaxLimit), op.Limit)
+	}
+	return nil
+}
+
+// ValidateKey checks a key's length.
+func (l Limits) ValidateKey(key string) error {
+	if key == "" {
+		return ErrEmptyKey
+	}
+	if max := l.maxKey(); len(key) > max {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrKeyTooLong, len(key), max)
+	}
+	return nil
+}
+
+// ValidateSpec checks a window (ms) and a bucket count.
+func ValidateSpec(windowMs int64, buckets int) error {
+	if windowMs < MinWindowMs || windowMs > MaxWindowMs {
+		return fmt.Errorf("%w: must be from 1ms to 31 days (%dms), got %dms", ErrBadWindow, int64(MaxWindowMs), windowMs)
+	}
+	if buckets < 1 || buckets > MaxBuckets {
+		return fmt.Errorf("%w: must be from 1 to %d, got %d", ErrBadBuckets, MaxBuckets, buckets)
+	}
+	if windowMs%int64(buckets) != 0 {
+		return fmt.Errorf("%w: window %dms does not divide evenly into %d buckets", ErrBadBuckets, windowMs, buckets)
+	}
+	return nil
+}
