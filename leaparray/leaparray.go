@@ -76,6 +76,9 @@ func (a *LeapArray) Allow(now, limit, n int64) Decision {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.started && n > limit { // denied, and an empty ring stays empty
+		return Decision{Remaining: limit, RetryAfterMs: -1}
+	}
 	j := a.at(now)
 	d := allowAt(&a.h, a.counts, now, j, a.bucketMs, uint64(limit), uint64(n))
 	a.moved()

@@ -26,8 +26,7 @@ func advance[C count](h *head, counts []C, j int64) {
 		clear(counts)
 		h.sum = 0
 	} else {
-		for k := h.bucket + 1; k <= j; k++ {
-			s := slot(k, len(counts))
+		for k, s := h.bucket+1, slot(h.bucket+1, len(counts)); k <= j; k, s = k+1, next(s, len(counts)) {
 			h.sum -= uint64(counts[s])
 			counts[s] = 0
 		}
@@ -69,9 +68,10 @@ func countAt[C count](h *head, counts []C, j int64) uint64 {
 	if gone >= int64(len(counts)) {
 		return 0
 	}
+	// The buckets that left are the oldest gone ones: slots from the one after the head on.
 	sum := h.sum
-	for k := h.bucket - int64(len(counts)) + 1; k <= j-int64(len(counts)); k++ {
-		sum -= uint64(counts[slot(k, len(counts))])
+	for k, s := int64(0), next(slot(h.bucket, len(counts)), len(counts)); k < gone; k, s = k+1, next(s, len(counts)) {
+		sum -= uint64(counts[s])
 	}
 	return sum
 }
@@ -114,6 +114,14 @@ func allowAt[C count](h *head, counts []C, now, j, bucketMs int64, limit, n uint
 		}
 	}
 	return d
+}
+
+// next is the slot after s, without the division slot needs.
+func next(s, b int) int {
+	if s++; s == b {
+		return 0
+	}
+	return s
 }
 
 func clampInt(v uint64) int64 {

@@ -1,138 +1,168 @@
 package leaparray
 
-import (
-	"sync"
-
-	"github.com/cespare/xxhash/v2"
-)
-
-// INTERIM: a simple map-of-rings store with the final API; replaced by the slab store.
+import "github.com/cespare/xxhash/v2"
 
 // Store is a keyed set of counters, safe for concurrent use. A counter is named by its
-// key and Spec. Each operation on one counter is atomic.
+// key and Spec; each operation on one counter is atomic (one shard lock around the
+// lookup and the ring update), so allow never admits past its limit.
+//
+// Memory follows the live set: Sweep forgets counters untouched for a whole window and
+// slabs shrink as they empty. See slab.go for the layout.
 type Store struct {
-	shards []storeShard
-}
-
-type ckey struct {
-	key  string
-	spec Spec
-}
-
-type storeShard struct {
-	mu sync.Mutex
-	m  map[ckey]*LeapArray
+	tables tableSet
+	cursor sweepCursor
 }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	s := &Store{shards: make([]storeShard, 256)}
-	for i := range s.shards {
-		s.shards[i].m = make(map[ckey]*LeapArray)
-	}
+	s := &Store{}
+	s.tables.init()
 	return s
 }
 
-func (s *Store) shard(key string) *storeShard {
-	return &s.shards[xxhash.Sum64String(key)%uint64(len(s.shards))]
+func hashKey(key string) uint64 { return xxhash.Sum64String(key) }
+
+// locked finds the counter's shard and runs fn under its lock. With create false an
+// unknown Spec runs nothing and returns false. A shape that is not a valid Spec runs
+// nothing (the contract's validation happens before the store; this guard only keeps a
+// bad call from dividing by zero).
+func (s *Store) locked(key string, sp Spec, create bool, fn func(sh *shard, h uint64, bucketMs int64)) bool {
+	for {
+		t := s.tables.get(sp)
+		if t == nil {
+			if !create || !validSpec(sp) {
+				return false
+			}
+			t = s.tables.getOrCreate(sp)
+		}
+		h := hashKey(key)
+		sh := t.shard(h)
+		sh.mu.Lock()
+		if t.dead { // removed by Sweep after we found it: look again
+			sh.mu.Unlock()
+			continue
+		}
+		fn(sh, h, t.bucketMs)
+		sh.mu.Unlock()
+		return true
+	}
 }
 
-// Incr adds n at time now and returns the count afterwards.
+func validSpec(sp Spec) bool {
+	_, err := MakeSpec(sp.WindowMs, sp.Buckets)
+	return err == nil
+}
+
+// Incr adds n (n <= 0 adds nothing) at time now and returns the count afterwards.
 func (s *Store) Incr(key string, sp Spec, n, now int64) int64 {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	a := sh.m[ckey{key, sp}]
-	if a == nil {
-		a, _ = New(sp)
-		sh.m[ckey{key, sp}] = a
-	}
-	return a.Add(now, n)
+	var c uint64
+	s.locked(key, sp, true, func(sh *shard, h uint64, bucketMs int64) {
+		r, j := sh.at(key, h, floorDiv(now, bucketMs), true)
+		r = sh.widen(key, h, r, j, nonNeg(n))
+		c = sh.add(r, j, nonNeg(n))
+	})
+	return clampInt(c)
 }
 
 // Count returns the count at time now; an unknown counter counts 0 and is not created.
 func (s *Store) Count(key string, sp Spec, now int64) int64 {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if a := sh.m[ckey{key, sp}]; a != nil {
-		return a.Count(now)
-	}
-	return 0
+	var c uint64
+	s.locked(key, sp, false, func(sh *shard, h uint64, bucketMs int64) {
+		if r, j := sh.at(key, h, floorDiv(now, bucketMs), false); r.slot >= 0 {
+			c = sh.count(r, j)
+		}
+	})
+	return clampInt(c)
 }
 
-// Allow adds n if the count plus n stays within limit, atomically.
+// Allow adds n at time now if the count plus n stays within limit, and says what it did.
+// A denied allow on an unknown counter does not create it.
 func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	a := sh.m[ckey{key, sp}]
-	if a == nil {
-		a, _ = New(sp)
-		sh.m[ckey{key, sp}] = a
-	}
-	return a.Allow(now, limit, n)
+	var d Decision
+	lim, add := nonNeg(limit), nonNeg(n)
+	s.locked(key, sp, true, func(sh *shard, h uint64, bucketMs int64) {
+		j := floorDiv(now, bucketMs)
+		r, j := sh.at(key, h, j, add <= lim)
+		if r.slot < 0 { // unknown, and n alone is over the limit
+			d = allowAt(&head{bucket: j}, []uint64(nil), now, j, bucketMs, lim, add)
+			return
+		}
+		r = sh.widen(key, h, r, j, add)
+		d = sh.allow(r, now, j, bucketMs, lim, add)
+	})
+	return d
 }
 
 // Reset forgets the counter and reports whether it existed.
 func (s *Store) Reset(key string, sp Spec) bool {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	_, ok := sh.m[ckey{key, sp}]
-	delete(sh.m, ckey{key, sp})
-	return ok
+	existed := false
+	s.locked(key, sp, false, func(sh *shard, h uint64, _ int64) {
+		if r, ok := sh.find(key, h); ok {
+			sh.remove(r, h)
+			existed = true
+		}
+	})
+	return existed
 }
 
-// Snapshot returns the counter's buckets within the window at now (nil if unknown).
+// Snapshot returns the counter's buckets within the window at now, oldest first (nil if
+// the counter is unknown).
 func (s *Store) Snapshot(key string, sp Spec, now int64) []Bucket {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if a := sh.m[ckey{key, sp}]; a != nil {
-		return a.Snapshot(now)
-	}
-	return nil
+	var out []Bucket
+	s.locked(key, sp, false, func(sh *shard, h uint64, bucketMs int64) {
+		if r, j := sh.at(key, h, floorDiv(now, bucketMs), false); r.slot >= 0 {
+			out = windowBuckets(sh.buckets(nil, r), j, sp.Buckets)
+		}
+	})
+	return out
 }
 
-// Merge adds buckets to the counter, creating it if needed.
+// Merge adds buckets to the counter bucket by bucket, creating it if needed. Buckets
+// older than the counter's window at its head are dropped: they count for nothing.
 func (s *Store) Merge(key string, sp Spec, buckets []Bucket) {
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	a := sh.m[ckey{key, sp}]
-	if a == nil {
-		a, _ = New(sp)
-		sh.m[ckey{key, sp}] = a
+	if len(buckets) == 0 {
+		return
 	}
-	a.Merge(buckets)
+	s.locked(key, sp, true, func(sh *shard, h uint64, _ int64) {
+		r, _ := sh.at(key, h, newestBucket(buckets), true)
+		for _, b := range buckets {
+			r = sh.widen(key, h, r, b.Index, b.Count)
+			sh.add(r, b.Index, b.Count)
+		}
+	})
 }
 
 // Len is the number of counters held.
 func (s *Store) Len() int {
 	n := 0
-	for i := range s.shards {
-		s.shards[i].mu.Lock()
-		n += len(s.shards[i].m)
-		s.shards[i].mu.Unlock()
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			n += sh.len()
+			sh.mu.Unlock()
+		}
 	}
 	return n
 }
 
-// Sweep forgets counters that count 0 at now, examining at most budget counters, and
-// returns how many it forgot.
-func (s *Store) Sweep(now int64, budget int) int {
-	removed := 0
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		for k, a := range sh.m {
-			if a.Count(now) == 0 {
-				delete(sh.m, k)
-				removed++
-			}
-		}
-		sh.mu.Unlock()
+// at finds key's counter and the bucket an operation at bucket j acts at:
+// max(j, head). With create it makes a missing counter (head j); without, a missing
+// counter gives slot −1.
+func (sh *shard) at(key string, h uint64, j int64, create bool) (ref, int64) {
+	r, ok := sh.find(key, h)
+	switch {
+	case ok:
+		return r, max(j, sh.headOf(r).bucket)
+	case create:
+		return sh.create(key, h, j), j
 	}
-	return removed
+	return ref{slot: -1}, j
+}
+
+func nonNeg(v int64) uint64 {
+	if v < 0 {
+		return 0
+	}
+	return uint64(v)
 }

@@ -1,0 +1,137 @@
+package leaparray
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+var sink int64
+
+// The clock advances 1 ms every 64 ops, so the adds cross bucket boundaries now and
+// then, as in production.
+func BenchmarkLeapArrayAdd(b *testing.B) {
+	a, _ := New(Spec{WindowMs: 10_000, Buckets: 10})
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		sink = a.Add(t0+int64(i>>6), 1)
+	}
+}
+
+// Count at the head bucket: the running sum.
+func BenchmarkLeapArrayCount(b *testing.B) {
+	a := filledLeapArray()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		sink = a.Count(t0 + 9_999)
+	}
+}
+
+// Count half a window after the head: five buckets are subtracted one by one.
+func BenchmarkLeapArrayCountAfterHead(b *testing.B) {
+	a := filledLeapArray()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		sink = a.Count(t0 + 14_999)
+	}
+}
+
+func filledLeapArray() *LeapArray {
+	a, _ := New(Spec{WindowMs: 10_000, Buckets: 10})
+	for j := int64(0); j < 10; j++ {
+		a.Add(t0+j*1000, j+1)
+	}
+	return a
+}
+
+// Each goroutine adds to its own counter: this should scale with cores.
+func BenchmarkLeapArrayAddParallel(b *testing.B) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		a, _ := New(Spec{WindowMs: 10_000, Buckets: 10})
+		i := 0
+		for pb.Next() {
+			a.Add(t0+int64(i>>6), 1)
+			i++
+		}
+	})
+}
+
+func BenchmarkStoreIncr(b *testing.B) {
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	for _, n := range []int{1000, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			s, keys := NewStore(), makeKeys(n)
+			for _, k := range keys {
+				s.Incr(k, sp, 1, t0)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				sink = s.Incr(keys[i%n], sp, 1, t0+int64(i>>10))
+			}
+		})
+	}
+}
+
+func BenchmarkStoreIncrParallel(b *testing.B) {
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	s, keys := NewStore(), makeKeys(100_000)
+	for _, k := range keys {
+		s.Incr(k, sp, 1, t0)
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(1)) * 7919
+		for pb.Next() {
+			s.Incr(keys[i%len(keys)], sp, 1, t0)
+			i++
+		}
+	})
+}
+
+func BenchmarkStoreAllow(b *testing.B) {
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	s, keys := NewStore(), makeKeys(1000)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		s.Allow(keys[i%len(keys)], sp, 1<<40, 1, t0+int64(i>>10))
+	}
+}
+
+// BenchmarkStoreMemory reports the heap bytes one live counter costs at 1M counters
+// (60s / 10 buckets), beyond its key's own bytes, and the GC's view of it.
+func BenchmarkStoreMemory(b *testing.B) {
+	const n = 1_000_000
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	keys := makeKeys(n)
+	keyBytes := 0
+	for _, k := range keys {
+		keyBytes += len(k)
+	}
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := NewStore()
+		for j, k := range keys {
+			s.Incr(k, sp, 1, t0+int64(j%60_000))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)-int64(keyBytes))/n, "bytes/counter")
+		b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects)), "heap-objects")
+		runtime.KeepAlive(s)
+	}
+}
+
+func makeKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user:%08d", i)
+	}
+	return keys
+}

@@ -1,0 +1,115 @@
+package leaparray
+
+import "sync"
+
+// shard is one lock's worth of a table: the counters whose key hashes to it. Counters
+// start in the narrow slab (uint32 buckets: half the memory) and move to the wide slab
+// the first time a bucket would overflow.
+type shard struct {
+	mu     sync.Mutex
+	narrow slab[uint32]
+	wide   slab[uint64]
+	sweep  int // next narrow slot the sweep looks at; wide slots follow
+	_      [64]byte
+}
+
+func (sh *shard) init(b int) {
+	sh.narrow.b = b
+	sh.wide.b = b
+}
+
+// ref names one counter in a shard: which slab, which slot.
+type ref struct {
+	wide bool
+	slot int
+}
+
+func (sh *shard) find(key string, h uint64) (ref, bool) {
+	if i := sh.narrow.find(key, h); i >= 0 {
+		return ref{slot: i}, true
+	}
+	if len(sh.wide.refs) > 0 {
+		if i := sh.wide.find(key, h); i >= 0 {
+			return ref{wide: true, slot: i}, true
+		}
+	}
+	return ref{}, false
+}
+
+// create inserts an empty counter with its head at bucket j.
+func (sh *shard) create(key string, h uint64, j int64) ref {
+	return ref{slot: sh.narrow.insert(key, h, j)}
+}
+
+func (sh *shard) headOf(r ref) *head {
+	if r.wide {
+		return &sh.wide.heads[r.slot]
+	}
+	return &sh.narrow.heads[r.slot]
+}
+
+// widen makes room for n more in bucket j of r, moving the counter to the wide slab if
+// a narrow bucket would overflow, and returns where the counter now is.
+func (sh *shard) widen(key string, h uint64, r ref, j int64, n uint64) ref {
+	if r.wide {
+		return r
+	}
+	hd, counts := sh.narrow.ring(r.slot)
+	if fits(hd, counts, j, n) {
+		return r
+	}
+	w := sh.wide.insert(key, h, hd.bucket)
+	whd, wcounts := sh.wide.ring(w)
+	*whd = *hd
+	for i, c := range counts {
+		wcounts[i] = uint64(c)
+	}
+	sh.narrow.remove(r.slot, h)
+	return ref{wide: true, slot: w}
+}
+
+func (sh *shard) add(r ref, j int64, n uint64) uint64 {
+	if r.wide {
+		hd, counts := sh.wide.ring(r.slot)
+		return addAt(hd, counts, j, n)
+	}
+	hd, counts := sh.narrow.ring(r.slot)
+	return addAt(hd, counts, j, n)
+}
+
+func (sh *shard) count(r ref, j int64) uint64 {
+	if r.wide {
+		hd, counts := sh.wide.ring(r.slot)
+		return countAt(hd, counts, j)
+	}
+	hd, counts := sh.narrow.ring(r.slot)
+	return countAt(hd, counts, j)
+}
+
+func (sh *shard) allow(r ref, now, j, bucketMs int64, limit, n uint64) Decision {
+	if r.wide {
+		hd, counts := sh.wide.ring(r.slot)
+		return allowAt(hd, counts, now, j, bucketMs, limit, n)
+	}
+	hd, counts := sh.narrow.ring(r.slot)
+	return allowAt(hd, counts, now, j, bucketMs, limit, n)
+}
+
+func (sh *shard) buckets(dst []Bucket, r ref) []Bucket {
+	if r.wide {
+		hd, counts := sh.wide.ring(r.slot)
+		return appendBuckets(dst, hd, counts)
+	}
+	hd, counts := sh.narrow.ring(r.slot)
+	return appendBuckets(dst, hd, counts)
+}
+
+func (sh *shard) remove(r ref, h uint64) {
+	if r.wide {
+		sh.wide.remove(r.slot, h)
+	} else {
+		sh.narrow.remove(r.slot, h)
+	}
+}
+
+func (sh *shard) len() int { return len(sh.narrow.refs) + len(sh.wide.refs) }

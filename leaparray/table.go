@@ -1,0 +1,90 @@
+package leaparray
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// table holds the counters of one Spec. Slabs have a fixed stride per Spec, so each
+// Spec gets its own table; real deployments use a handful of Specs.
+type table struct {
+	spec     Spec
+	bucketMs int64
+	shards   []shard
+	mask     uint64
+	dead     bool // set with every shard lock held; read under any one
+}
+
+func newTable(sp Spec, nshards int) *table {
+	t := &table{spec: sp, bucketMs: sp.BucketMs(), shards: make([]shard, nshards), mask: uint64(nshards - 1)}
+	for i := range t.shards {
+		t.shards[i].init(sp.Buckets)
+	}
+	return t
+}
+
+// shard picks the shard by the hash's top bits; the slab index uses the low bits and
+// the fingerprint the high 32, so the three stay nearly independent.
+func (t *table) shard(h uint64) *shard { return &t.shards[(h>>40)&t.mask] }
+
+// tables is the store's immutable set of tables, replaced whole when a Spec is added or
+// removed, so that finding a table on the hot path takes no lock.
+type tables struct {
+	list   []*table
+	bySpec map[Spec]*table // used past a few Specs, where a scan gets slower than a map
+}
+
+const scanTables = 8
+
+func (ts *tables) get(sp Spec) *table {
+	if ts.bySpec != nil {
+		return ts.bySpec[sp]
+	}
+	for _, t := range ts.list {
+		if t.spec == sp {
+			return t
+		}
+	}
+	return nil
+}
+
+func makeTables(list []*table) *tables {
+	ts := &tables{list: list}
+	if len(list) > scanTables {
+		ts.bySpec = make(map[Spec]*table, len(list))
+		for _, t := range list {
+			ts.bySpec[t.spec] = t
+		}
+	}
+	return ts
+}
+
+// tableSet is the store's tables and the lock for changing them.
+type tableSet struct {
+	cur     atomic.Pointer[tables]
+	mu      sync.Mutex // serializes adding and removing tables
+	nshards int
+}
+
+func (s *tableSet) init() {
+	s.nshards = nextPow2(max(64, 4*runtime.GOMAXPROCS(0)))
+	s.cur.Store(makeTables(nil))
+}
+
+func (s *tableSet) get(sp Spec) *table { return s.cur.Load().get(sp) }
+
+func (s *tableSet) getOrCreate(sp Spec) *table {
+	if t := s.get(sp); t != nil {
+		return t
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.cur.Load()
+	if t := old.get(sp); t != nil {
+		return t
+	}
+	t := newTable(sp, s.nshards)
+	s.cur.Store(makeTables(append(old.list[:len(old.list):len(old.list)], t)))
+	return t
+}
