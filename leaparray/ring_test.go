@@ -18,7 +18,7 @@ func TestContractExample(t *testing.T) {
 		{t0 + 59_999, 1, 8},        // last bucket of the first window
 		{t0 + 60_000, 1, 6},        // bucket 0 (3) has left
 		{t0 + 66_000, 1, 3},        // bucket 1 (4) has left
-		{t0 + 10 * 60_000, 5, 5},   // a jump of many windows clears everything
+		{t0 + 10*60_000, 5, 5},     // a jump of many windows clears everything
 		{t0 + 10*60_000 - 1, 1, 6}, // a step back acts at the head: nothing is lost
 	}
 	for i, st := range steps {
