@@ -1,0 +1,29 @@
+# leapcount: `make test` is what CI runs (.ci/run); `make build` makes the static binary.
+GO ?= go
+BIN ?= bin/leapcount-node
+
+.PHONY: test build bench fuzz tools clean
+
+# Installs redis-server if missing (the tests start their own, on free ports), then vets
+# and runs every test under the race detector.
+test: tools
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+tools:
+	./scripts/ensure-redis.sh
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/node
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Runs each parser fuzzer for a while (the seed corpora run in every `make test`).
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseOp -fuzztime $(FUZZTIME) ./httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./respapi/
+
+clean:
+	rm -rf bin
