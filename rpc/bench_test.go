@@ -1,0 +1,106 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+func benchOps(n int) []counter.Op {
+	ops := make([]counter.Op, n)
+	for i := range ops {
+		ops[i] = incr(fmt.Sprintf("user:%08d", i), 1)
+	}
+	return ops
+}
+
+// BenchmarkCodec encodes and decodes a 100-op request with this package's codec and with
+// encoding/gob (a fresh encoder per frame, as frames go to different peers): the reason
+// the wire format is hand-written.
+func BenchmarkCodec(b *testing.B) {
+	req := fwd(benchOps(100)...)
+	b.Run("hand", func(b *testing.B) {
+		var buf []byte
+		var out Request
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			buf = appendRequestFrame(buf[:0], uint64(i), req)
+			if _, err := decodeRequestFrame(buf[4:], &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(buf)), "bytes/frame")
+	})
+	b.Run("gob", func(b *testing.B) {
+		var buf bytes.Buffer
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			buf.Reset()
+			if err := gob.NewEncoder(&buf).Encode(&req); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(buf.Len()), "bytes/frame")
+			var out Request
+			if err := gob.NewDecoder(&buf).Decode(&out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkForward sends single-op calls from many goroutines to one owner over real
+// loopback TCP, with batching on (many calls per frame) and off (one call per frame).
+// ops/frame shows how many calls each frame carried.
+func BenchmarkForward(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"batching=on", Config{}}, // the default linger
+		{"batching=on,linger=0", Config{Linger: -1}},
+		{"batching=on,linger=100us", Config{Linger: 100 * time.Microsecond}},
+		{"batching=off", Config{MaxBatchOps: 1}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			o := startOwner(&testing.T{}, "")
+			defer o.srv.Close()
+			c := NewClient(mode.cfg)
+			defer c.Close()
+			b.SetParallelism(32) // many callers at once, as behind a busy front end
+			b.ReportAllocs()
+			cpu := startCPU()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				res := make([]counter.Result, 1)
+				for pb.Next() {
+					if err := c.Do(context.Background(), o.addr, fwd(incr("k", 1)), res); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(cpu.perOp(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(b.N)/float64(max(1, o.frames.Load())), "ops/frame")
+		})
+	}
+}
+
+// cpuClock measures the CPU time (user and system) this process spends, which on a
+// shared machine says more about cost than wall time does.
+type cpuClock struct{ start time.Duration }
+
+func startCPU() cpuClock { return cpuClock{processCPU()} }
+
+func (c cpuClock) perOp(n int) float64 { return float64(processCPU()-c.start) / float64(n) }
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,315 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/leaparray"
+)
+
+const t0 = 1_699_999_200_000
+
+// owner is a real server deciding ops against a real store, counting the frames it got.
+type owner struct {
+	addr   string
+	srv    *Server
+	local  *counter.Local
+	frames atomic.Int64
+	block  chan struct{} // when non-nil, Handle waits on it
+}
+
+func startOwner(t *testing.T, addr string) *owner {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &owner{addr: ln.Addr().String(), local: &counter.Local{Store: leaparray.NewStore(), Now: func() int64 { return t0 }}}
+	o.srv = NewServer(HandlerFunc(func(ctx context.Context, req *Request, res []counter.Result) {
+		o.frames.Add(1)
+		if o.block != nil {
+			<-o.block
+		}
+		if !req.Forwarded {
+			panic("test sender always sets the hop mark")
+		}
+		o.local.Do(ctx, req.Ops, res)
+	}), nil)
+	go o.srv.Serve(ln)
+	t.Cleanup(func() { o.srv.Close() })
+	return o
+}
+
+func incr(key string, n int64) counter.Op {
+	return counter.Op{Kind: counter.Incr, Key: key, Window: 60_000, Buckets: 10, N: n}
+}
+
+func fwd(ops ...counter.Op) Request { return Request{Epoch: 7, Forwarded: true, Ops: ops} }
+
+func TestRoundTrip(t *testing.T) {
+	o := startOwner(t, "")
+	c := NewClient(Config{})
+	defer c.Close()
+	ops := []counter.Op{
+		incr("a", 3), incr("a", 2),
+		{Kind: counter.Count, Key: "a", Window: 60_000, Buckets: 10},
+		{Kind: counter.Allow, Key: "a", Window: 60_000, Buckets: 10, N: 10, Limit: 12},
+		{Kind: counter.Reset, Key: "a", Window: 60_000, Buckets: 10},
+		{Kind: counter.Incr, Key: "", Window: 60_000, Buckets: 10, N: 1}, // bad input
+	}
+	res := make([]counter.Result, len(ops))
+	if err := c.Do(context.Background(), o.addr, fwd(ops...), res); err != nil {
+		t.Fatal(err)
+	}
+	want := []counter.Result{{Count: 3}, {Count: 5}, {Count: 5}, {Count: 5, Remaining: 7, RetryAfterMs: 60_000}, {Existed: true}}
+	for i, w := range want {
+		if res[i] != w {
+			t.Errorf("op %d: got %+v; want %+v", i, res[i], w)
+		}
+	}
+	if !errors.Is(res[5].Err, counter.ErrBadArgument) || !counter.IsBadInput(res[5].Err) {
+		t.Errorf("bad op: got %v; want a bad-input error", res[5].Err)
+	}
+}
+
+func TestNotOwnerCrossesTheHop(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := NewServer(HandlerFunc(func(_ context.Context, req *Request, res []counter.Result) {
+		for i := range res {
+			res[i].Err = fmt.Errorf("%w: epoch %d", ErrNotOwner, req.Epoch)
+		}
+	}), nil)
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := NewClient(Config{})
+	defer c.Close()
+	res := make([]counter.Result, 1)
+	if err := c.Do(context.Background(), ln.Addr().String(), fwd(incr("a", 1)), res); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[0].Err, ErrNotOwner) {
+		t.Fatalf("got %v; want ErrNotOwner", res[0].Err)
+	}
+}
+
+// With a call in flight (held by the owner), later calls linger; their batch closes as
+// soon as it is full, even with a long linger.
+func TestBatchClosesWhenFull(t *testing.T) {
+	o := startOwner(t, "")
+	o.block = make(chan struct{})
+	c := NewClient(Config{MaxBatchOps: 8, Linger: time.Minute})
+	defer c.Close()
+	var wg sync.WaitGroup
+	call := func() {
+		defer wg.Done()
+		res := make([]counter.Result, 1)
+		if err := c.Do(context.Background(), o.addr, fwd(incr("k", 1)), res); err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Add(1)
+	go call()
+	waitFor(t, func() bool { return o.frames.Load() == 1 }) // the first call is in flight, held
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go call()
+	}
+	// Two frames in flight: the held one and the batch, which with a minute's linger can
+	// only have gone out because it was full.
+	waitFor(t, func() bool { return framesInFlight(c, o.addr) == 2 })
+	close(o.block)
+	wg.Wait()
+	if got := o.frames.Load(); got != 2 {
+		t.Fatalf("frames: got %d; want 2 (one call, then a full batch of 8)", got)
+	}
+	if got := o.local.Store.Count("k", leaparray.Spec{WindowMs: 60_000, Buckets: 10}, t0); got != 9 {
+		t.Fatalf("count: got %d; want 9", got)
+	}
+}
+
+// With a call in flight, a lone later call goes out after the linger.
+func TestBatchClosesAfterLinger(t *testing.T) {
+	o := startOwner(t, "")
+	o.block = make(chan struct{})
+	c := NewClient(Config{MaxBatchOps: 100, Linger: 50 * time.Millisecond})
+	defer c.Close()
+	done := make(chan error, 2)
+	go func() { done <- c.Do(context.Background(), o.addr, fwd(incr("k", 1)), make([]counter.Result, 1)) }()
+	waitFor(t, func() bool { return o.frames.Load() == 1 })
+	go func() { done <- c.Do(context.Background(), o.addr, fwd(incr("k", 1)), make([]counter.Result, 1)) }()
+	waitFor(t, func() bool { return framesInFlight(c, o.addr) == 2 }) // sent after the linger
+	close(o.block)
+	for i := 0; i < 2; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := o.frames.Load(); got != 2 {
+		t.Fatalf("frames: got %d; want 2", got)
+	}
+}
+
+func framesInFlight(c *Client, addr string) int {
+	p, _ := c.peer(addr)
+	p.mu.Lock()
+	cn := p.conn
+	p.mu.Unlock()
+	if cn == nil {
+		return 0
+	}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return len(cn.inflight)
+}
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestUnreachablePeerFailsFast(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused
+	c := NewClient(Config{DownFor: time.Minute})
+	defer c.Close()
+	res := make([]counter.Result, 1)
+	for i := 0; i < 3; i++ {
+		err := c.Do(context.Background(), addr, fwd(incr("a", 1)), res)
+		if !errors.Is(err, ErrPeerUnreachable) {
+			t.Fatalf("call %d: got %v; want ErrPeerUnreachable", i, err)
+		}
+	}
+}
+
+// A peer that stops answering costs a caller at most the timeout, and its late answer
+// never lands in a result slice the caller got back.
+func TestTimeoutAndLateAnswer(t *testing.T) {
+	o := startOwner(t, "")
+	o.block = make(chan struct{})
+	c := NewClient(Config{Timeout: 100 * time.Millisecond})
+	defer c.Close()
+	res := make([]counter.Result, 1)
+	start := time.Now()
+	err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v; want ErrTimeout", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v; the deadline is 100ms", d)
+	}
+	res[0].Count = -42 // the caller owns the slice again
+	close(o.block)     // the owner answers now, too late
+	// A new call works (on a new connection) and the old slice is untouched.
+	res2 := make([]counter.Result, 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := c.Do(context.Background(), o.addr, fwd(incr("b", 1)), res2); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no call succeeded after the timeout: %v", err)
+		}
+	}
+	if res[0].Count != -42 {
+		t.Fatalf("late answer wrote into an abandoned call's results: %+v", res[0])
+	}
+}
+
+// When the owner goes away, calls in flight fail; when it is back, calls work again.
+func TestOwnerRestart(t *testing.T) {
+	o := startOwner(t, "")
+	addr := o.addr
+	c := NewClient(Config{DownFor: time.Millisecond})
+	defer c.Close()
+	res := make([]counter.Result, 1)
+	if err := c.Do(context.Background(), addr, fwd(incr("a", 1)), res); err != nil {
+		t.Fatal(err)
+	}
+	o.srv.Close()
+	if err := c.Do(context.Background(), addr, fwd(incr("a", 1)), res); !errors.Is(err, ErrPeerUnreachable) {
+		t.Fatalf("after the owner closed: got %v; want ErrPeerUnreachable", err)
+	}
+	startOwner(t, addr)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := c.Do(context.Background(), addr, fwd(incr("a", 1)), res)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("owner back, calls still fail: %v", err)
+		}
+	}
+}
+
+// Garbage on a connection drops that connection only.
+func TestMalformedFrameDropsConnection(t *testing.T) {
+	o := startOwner(t, "")
+	for _, junk := range [][]byte{
+		{0, 0, 0, 0},                                    // zero length
+		{0xff, 0xff, 0xff, 0xff},                        // over MaxFrameBytes
+		{0, 0, 0, 3, frameRequest, 1},                   // truncated body
+		{0, 0, 0, 2, frameResponse, 1},                  // wrong type
+		{0, 0, 0, 6, frameRequest, 1, 0, 0, 0xff, 0xff}, // op count beyond the bytes left
+	} {
+		nc, err := net.Dial("tcp", o.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Write(junk)
+		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Read(make([]byte, 1)); err == nil {
+			t.Errorf("%x: the server answered garbage", junk)
+		}
+		nc.Close()
+	}
+	c := NewClient(Config{})
+	defer c.Close()
+	res := make([]counter.Result, 1)
+	if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res); err != nil || res[0].Count != 1 {
+		t.Fatalf("after garbage: got %v %+v; want count 1", err, res[0])
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add(appendRequestFrame(nil, 1, fwd(incr("a", 1), incr("bb", 2)))[4:])
+	f.Add([]byte{frameRequest, 1, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		var req Request
+		if _, err := decodeRequestFrame(frame, &req); err == nil {
+			again := appendRequestFrame(nil, 1, req)
+			var req2 Request
+			if _, err := decodeRequestFrame(again[4:], &req2); err != nil || len(req2.Ops) != len(req.Ops) {
+				t.Fatalf("re-encoded request does not decode: %v", err)
+			}
+		}
+	})
+}
+
+// appendRequestFrame encodes a whole request frame (the client builds it from calls).
+func appendRequestFrame(b []byte, id uint64, req Request) []byte {
+	b = appendHeader(b, frameRequest, id)
+	b = appendRequestHead(b, req.Epoch, req.Forwarded, len(req.Ops))
+	for i := range req.Ops {
+		b = appendOp(b, &req.Ops[i])
+	}
+	finishFrame(b, 0)
+	return b
+}

@@ -1,0 +1,215 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// Handler decides a batch that arrived from a peer, filling results[i] for req.Ops[i].
+// For a forwarded request it answers ErrNotOwner for ops it does not own.
+type Handler interface {
+	Handle(ctx context.Context, req *Request, results []counter.Result)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request, results []counter.Result)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request, results []counter.Result) {
+	f(ctx, req, results)
+}
+
+// writeTimeout bounds one response write, so a peer that stops reading cannot hold a
+// server goroutine forever.
+const writeTimeout = 5 * time.Second
+
+// Server answers peers' requests on the --rpc address.
+type Server struct {
+	h      Handler
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	lns    map[net.Listener]struct{}
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer returns a server that decides requests with h.
+func NewServer(h Handler, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Server{h: h, logger: logger, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+}
+
+// Serve accepts connections on ln until Close. It returns ErrClosed after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln, nil) {
+		ln.Close()
+		return ErrClosed
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if !s.track(nil, c) {
+			c.Close()
+			return ErrClosed
+		}
+		s.wg.Add(1)
+		go s.serveConn(c)
+	}
+}
+
+func (s *Server) track(ln net.Listener, c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if ln != nil {
+		s.lns[ln] = struct{}{}
+	}
+	if c != nil {
+		s.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close stops accepting, closes every connection and waits for their goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// serveConn decides one connection's frames in order. Responses are buffered and
+// flushed when no further request is already buffered, so a pipelined burst of
+// requests is answered with few writes.
+func (s *Server) serveConn(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	br := bufio.NewReaderSize(c, 64<<10)
+	bw := bufio.NewWriterSize(c, 64<<10)
+	var (
+		frame   []byte
+		req     Request
+		results []counter.Result
+		out     []byte
+	)
+	ctx := context.Background()
+	for {
+		var err error
+		if frame, err = readFrame(br, frame); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.logger.Debug("rpc connection dropped", "peer", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		id, err := decodeRequestFrame(frame, &req)
+		if err != nil {
+			s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", c.RemoteAddr().String(), "err", err)
+			return
+		}
+		results = resize(results, len(req.Ops))
+		s.h.Handle(ctx, &req, results)
+		out = appendResponse(out[:0], id, results)
+		c.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := bw.Write(out); err != nil {
+			return
+		}
+		if br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func decodeRequestFrame(frame []byte, req *Request) (uint64, error) {
+	d := decoder{b: frame}
+	if typ := d.byte("type"); typ != frameRequest && d.err == nil {
+		return 0, fmt.Errorf("%w: type %d, want a request", ErrBadFrame, typ)
+	}
+	id := d.uvarint("id")
+	d.request(req)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return id, d.err
+}
+
+func appendResponse(b []byte, id uint64, results []counter.Result) []byte {
+	b = appendHeader(b, frameResponse, id)
+	b = binary.AppendUvarint(b, uint64(len(results)))
+	for i := range results {
+		b = appendResult(b, &results[i])
+	}
+	finishFrame(b, 0)
+	return b
+}
+
+// readFrame reads one length-prefixed frame into buf (grown as needed).
+func readFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return buf, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > MaxFrameBytes {
+		return buf, fmt.Errorf("%w: length %d", ErrBadFrame, n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	_, err := io.ReadFull(r, buf)
+	return buf, err
+}
+
+func resize(rs []counter.Result, n int) []counter.Result {
+	if cap(rs) < n {
+		return make([]counter.Result, n)
+	}
+	rs = rs[:n]
+	clear(rs)
+	return rs
+}
