@@ -1,0 +1,226 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// Forwarder sends a batch of ops to the node at addr (rpc.Client in production).
+type Forwarder interface {
+	Do(ctx context.Context, addr string, req rpc.Request, results []counter.Result) error
+}
+
+// Router decides ops on their owners. It is safe for concurrent use.
+type Router struct {
+	self    string       // this node's member name
+	local   counter.Doer // decides ops this node owns
+	forward Forwarder
+	limits  counter.Limits
+	ring    atomic.Pointer[ring.Ring]
+}
+
+// New returns a router for the member named self. Until SetRing is called it owns
+// nothing and answers ErrUnavailable.
+func New(self string, local counter.Doer, forward Forwarder, limits counter.Limits) *Router {
+	return &Router{self: self, local: local, forward: forward, limits: limits}
+}
+
+// SetRing installs the ring that decides owners from now on.
+func (r *Router) SetRing(rg *ring.Ring) { r.ring.Store(rg) }
+
+// Ring is the ring in use (nil before SetRing).
+func (r *Router) Ring() *ring.Ring { return r.ring.Load() }
+
+// Do decides each op on its owner and fills results.
+func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	rg := r.ring.Load()
+	if r.allLocal(rg, ops) {
+		r.local.Do(ctx, ops, results) // the common single-owner case: no grouping, no copies
+		return
+	}
+	p := r.plan(rg, ops, results)
+	p.run(ctx, r, rg)
+	if len(p.retry) > 0 {
+		r.retry(ctx, rg, ops, results, p.retry)
+	}
+}
+
+// allLocal reports whether this node owns every op's key (invalid ops count as local:
+// the local Doer rejects them).
+func (r *Router) allLocal(rg *ring.Ring, ops []counter.Op) bool {
+	if rg == nil {
+		return false
+	}
+	for i := range ops {
+		if m, ok := rg.Owner(ops[i].Key); !ok || m.Name != r.self {
+			if ok || r.limits.Validate(&ops[i]) == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// retry routes the ops answered "not owner" once more, if the ring has changed since.
+func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, results []counter.Result, idx []int) {
+	rg := r.ring.Load()
+	if rg == nil || sent == nil || rg.Epoch() == sent.Epoch() {
+		for _, i := range idx {
+			results[i] = counter.Result{Err: fmt.Errorf("%w: ownership of %q is moving; retry", counter.ErrUnavailable, ops[i].Key)}
+		}
+		return
+	}
+	sub := make([]counter.Op, len(idx))
+	subRes := make([]counter.Result, len(idx))
+	for k, i := range idx {
+		sub[k] = ops[i]
+	}
+	p := r.plan(rg, sub, subRes)
+	p.run(ctx, r, rg)
+	for k, i := range idx {
+		results[i] = subRes[k]
+		if errors.Is(subRes[k].Err, rpc.ErrNotOwner) {
+			results[i] = counter.Result{Err: fmt.Errorf("%w: ownership of %q is moving; retry", counter.ErrUnavailable, ops[i].Key)}
+		}
+	}
+}
+
+// group is the ops of one owner, with their places in the caller's slices.
+type group struct {
+	addr    string // "" for this node
+	idx     []int
+	ops     []counter.Op
+	results []counter.Result
+}
+
+// plan splits ops by owner. Invalid ops and ops with no owner are answered at once.
+type plan struct {
+	groups  []*group
+	results []counter.Result
+	retry   []int // ops answered "not owner"
+	mu      sync.Mutex
+}
+
+func (r *Router) plan(rg *ring.Ring, ops []counter.Op, results []counter.Result) *plan {
+	p := &plan{results: results}
+	byAddr := map[string]*group{}
+	for i := range ops {
+		if err := r.limits.Validate(&ops[i]); err != nil {
+			results[i] = counter.Result{Err: err}
+			continue
+		}
+		addr, err := r.ownerAddr(rg, ops[i].Key)
+		if err != nil {
+			results[i] = counter.Result{Err: err}
+			continue
+		}
+		g := byAddr[addr]
+		if g == nil {
+			g = &group{addr: addr}
+			byAddr[addr] = g
+			p.groups = append(p.groups, g)
+		}
+		g.idx = append(g.idx, i)
+		g.ops = append(g.ops, ops[i])
+	}
+	return p
+}
+
+// ownerAddr is the owner's rpc address, or "" when this node owns the key.
+func (r *Router) ownerAddr(rg *ring.Ring, key string) (string, error) {
+	if rg == nil {
+		return "", fmt.Errorf("%w: this node has not joined a cluster yet", counter.ErrUnavailable)
+	}
+	m, ok := rg.Owner(key)
+	if !ok {
+		return "", fmt.Errorf("%w: no owner: %v", counter.ErrUnavailable, rg.Err())
+	}
+	if m.Name == r.self {
+		return "", nil
+	}
+	return m.RPCAddr, nil
+}
+
+// run decides every group, the remote ones concurrently, and scatters the results.
+func (p *plan) run(ctx context.Context, r *Router, rg *ring.Ring) {
+	var wg sync.WaitGroup
+	for _, g := range p.groups {
+		g.results = make([]counter.Result, len(g.ops))
+		if g.addr == "" {
+			continue
+		}
+		wg.Add(1)
+		go func(g *group) {
+			defer wg.Done()
+			p.remote(ctx, r, rg, g)
+		}(g)
+	}
+	for _, g := range p.groups {
+		if g.addr == "" {
+			r.local.Do(ctx, g.ops, g.results)
+			p.scatter(g)
+		}
+	}
+	wg.Wait()
+}
+
+func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
+	err := r.forward.Do(ctx, g.addr, rpc.Request{Epoch: rg.Epoch(), Forwarded: true, Ops: g.ops}, g.results)
+	if err != nil {
+		err = fmt.Errorf("%w: owner %s: %v", counter.ErrUnavailable, g.addr, err)
+		for k := range g.results {
+			g.results[k] = counter.Result{Err: err}
+		}
+	}
+	p.scatter(g)
+}
+
+// scatter copies a group's results to the caller's places; not-owner answers are noted
+// for one retry.
+func (p *plan) scatter(g *group) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, i := range g.idx {
+		if errors.Is(g.results[k].Err, rpc.ErrNotOwner) {
+			p.retry = append(p.retry, i)
+		}
+		p.results[i] = g.results[k]
+	}
+}
+
+// Handle decides a batch forwarded by a peer: the ops this node owns are decided here;
+// the others are answered ErrNotOwner. A forwarded op is never forwarded again.
+func (r *Router) Handle(ctx context.Context, req *rpc.Request, results []counter.Result) {
+	rg := r.ring.Load()
+	if r.allLocal(rg, req.Ops) {
+		r.local.Do(ctx, req.Ops, results)
+		return
+	}
+	var own []counter.Op
+	var idx []int
+	for i := range req.Ops {
+		addr, err := r.ownerAddr(rg, req.Ops[i].Key)
+		switch {
+		case err != nil:
+			results[i] = counter.Result{Err: err}
+		case addr != "":
+			results[i] = counter.Result{Err: fmt.Errorf("%w: %q belongs to %s here (epoch %d; sender's %d)",
+				rpc.ErrNotOwner, req.Ops[i].Key, addr, rg.Epoch(), req.Epoch)}
+		default:
+			own = append(own, req.Ops[i])
+			idx = append(idx, i)
+		}
+	}
+	ownRes := make([]counter.Result, len(own))
+	r.local.Do(ctx, own, ownRes)
+	for k, i := range idx {
+		results[i] = ownRes[k]
+	}
+}

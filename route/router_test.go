@@ -1,0 +1,201 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+const t0 = 1_699_999_200_000
+
+// testNode is a router with its own store and a real rpc server on loopback.
+type testNode struct {
+	name   string
+	router *Router
+	store  *leaparray.Store
+	srv    *rpc.Server
+	addr   string
+	client *rpc.Client
+}
+
+// makeNodes starts n routers that share a clock and, unless told otherwise, one ring.
+func makeNodes(t *testing.T, n int, now func() int64) ([]*testNode, []ring.Member) {
+	t.Helper()
+	nodes := make([]*testNode, n)
+	members := make([]ring.Member, n)
+	for i := range nodes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn := &testNode{name: fmt.Sprint("n", i), store: leaparray.NewStore(), addr: ln.Addr().String(), client: rpc.NewClient(rpc.Config{})}
+		local := &counter.Local{Store: tn.store, Now: now}
+		tn.router = New(tn.name, local, tn.client, counter.Limits{})
+		tn.srv = rpc.NewServer(tn.router, nil)
+		go tn.srv.Serve(ln)
+		t.Cleanup(func() { tn.srv.Close(); tn.client.Close() })
+		nodes[i] = tn
+		members[i] = ring.Member{Name: tn.name, RPCAddr: tn.addr}
+	}
+	rg := ring.New(members, ring.Config{})
+	for _, tn := range nodes {
+		tn.router.SetRing(rg)
+	}
+	return nodes, members
+}
+
+func fixedClock(v int64) func() int64 { return func() int64 { return v } }
+
+// The same random operations through random nodes of a 3-node cluster and against one
+// local store give the same answers.
+func TestClusterMatchesOneStore(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var now atomic.Int64
+	now.Store(t0)
+	clock := now.Load
+	nodes, _ := makeNodes(t, 3, clock)
+	ref := &counter.Local{Store: leaparray.NewStore(), Now: clock}
+	kinds := []counter.Kind{counter.Incr, counter.Count, counter.Allow, counter.Reset}
+	for i := 0; i < 3000; i++ {
+		now.Add(rng.Int64N(300))
+		batch := make([]counter.Op, 1+rng.IntN(8))
+		for k := range batch {
+			batch[k] = counter.Op{
+				Kind: kinds[rng.IntN(len(kinds))], Key: fmt.Sprint("key-", rng.IntN(40)),
+				Window: 10_000, Buckets: 10, N: 1 + rng.Int64N(3), Limit: rng.Int64N(30),
+			}
+			if rng.IntN(50) == 0 {
+				batch[k].Key = "" // an invalid op among valid ones
+			}
+		}
+		got := make([]counter.Result, len(batch))
+		want := make([]counter.Result, len(batch))
+		nodes[rng.IntN(len(nodes))].router.Do(context.Background(), batch, got)
+		ref.Do(context.Background(), batch, want)
+		for k := range batch {
+			if (got[k].Err == nil) != (want[k].Err == nil) || (got[k].Err == nil && got[k] != want[k]) {
+				t.Fatalf("batch %d op %d %+v (seed %d): got %+v; want %+v", i, k, batch[k], seed, got[k], want[k])
+			}
+		}
+	}
+	// The counters really are spread: every node holds some.
+	for _, tn := range nodes {
+		if tn.store.Len() == 0 {
+			t.Errorf("%s holds no counter", tn.name)
+		}
+	}
+}
+
+// Concurrent allow calls through every node admit exactly the limit.
+func TestConcurrentAllowAdmitsExactlyLimit(t *testing.T) {
+	nodes, _ := makeNodes(t, 3, fixedClock(t0))
+	const limit = 500
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 12; w++ {
+		wg.Add(1)
+		go func(tn *testNode) {
+			defer wg.Done()
+			op := []counter.Op{{Kind: counter.Allow, Key: "hot", Window: 60_000, Buckets: 10, N: 1, Limit: limit}}
+			res := make([]counter.Result, 1)
+			for i := 0; i < 100; i++ {
+				tn.router.Do(context.Background(), op, res)
+				if res[0].Err != nil {
+					t.Error(res[0].Err)
+					return
+				}
+				if res[0].Allowed {
+					admitted.Add(1)
+				}
+			}
+		}(nodes[w%3])
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != limit {
+		t.Fatalf("admitted %d; want %d", got, limit)
+	}
+}
+
+// Two nodes that each think the other owns a key never bounce it: the receiver answers
+// "not owner", and the sender, whose ring has not changed, fails the op.
+func TestNoBounceBetweenDisagreeingNodes(t *testing.T) {
+	nodes, members := makeNodes(t, 2, fixedClock(t0))
+	key := ""
+	full := ring.New(members, ring.Config{})
+	for i := 0; ; i++ {
+		if m, _ := full.Owner(fmt.Sprint("k", i)); m.Name == "n1" {
+			key = fmt.Sprint("k", i)
+			break
+		}
+	}
+	// n1 believes it is alone with n0 owning everything: impossible to express with a
+	// ring that contains n1, so give n1 a ring of n0 alone.
+	nodes[1].router.SetRing(ring.New(members[:1], ring.Config{}))
+	res := make([]counter.Result, 1)
+	nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
+	if !errors.Is(res[0].Err, counter.ErrUnavailable) {
+		t.Fatalf("got %+v; want ErrUnavailable (ownership moving)", res[0])
+	}
+	if nodes[0].store.Len()+nodes[1].store.Len() != 0 {
+		t.Fatalf("a counter was created by a bounced op")
+	}
+	// Once the rings agree again, the op succeeds.
+	nodes[1].router.SetRing(full)
+	nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
+	if res[0].Err != nil || res[0].Count != 1 {
+		t.Fatalf("after the rings agree: got %+v; want count 1", res[0])
+	}
+}
+
+// An owner that cannot be reached makes its ops fail with ErrUnavailable, quickly, and
+// leaves the other ops of the batch decided.
+func TestUnreachableOwner(t *testing.T) {
+	nodes, _ := makeNodes(t, 2, fixedClock(t0))
+	nodes[1].srv.Close()
+	ops := make([]counter.Op, 20)
+	for i := range ops {
+		ops[i] = counter.Op{Kind: counter.Incr, Key: fmt.Sprint("k", i), Window: 1000, Buckets: 10, N: 1}
+	}
+	res := make([]counter.Result, len(ops))
+	start := time.Now()
+	nodes[0].router.Do(context.Background(), ops, res)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	ok, failed := 0, 0
+	for _, r := range res {
+		switch {
+		case r.Err == nil && r.Count == 1:
+			ok++
+		case errors.Is(r.Err, counter.ErrUnavailable):
+			failed++
+		default:
+			t.Fatalf("unexpected result %+v", r)
+		}
+	}
+	if ok == 0 || failed == 0 {
+		t.Fatalf("ok %d, failed %d; want both (keys spread over both nodes)", ok, failed)
+	}
+}
+
+func TestNoRingYet(t *testing.T) {
+	r := New("n0", &counter.Local{Store: leaparray.NewStore(), Now: fixedClock(t0)}, rpc.NewClient(rpc.Config{}), counter.Limits{})
+	res := make([]counter.Result, 2)
+	r.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: "a", Window: 1000, Buckets: 10, N: 1}, {Kind: counter.Incr}}, res)
+	if !errors.Is(res[0].Err, counter.ErrUnavailable) || !counter.IsBadInput(res[1].Err) {
+		t.Fatalf("got %v, %v; want unavailable, bad input", res[0].Err, res[1].Err)
+	}
+}
