@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Name is the local member's name.
+func (c *Cluster) Name() string { return c.name }
+
+// LocalAddr is the gossip address peers reach this member at (host:port), with the
+// real port when BindAddr asked for port 0.
+func (c *Cluster) LocalAddr() string { return c.localAddr }
+
+// Self returns the local member as the table has it.
+func (c *Cluster) Self() Member {
+	m, _ := c.tab.get(c.name)
+	return m
+}
+
+// Members returns every member this node knows, the local one included, sorted by
+// name: alive and leaving ones, and dead or left ones for a few minutes after.
+func (c *Cluster) Members() []Member { return c.tab.list(nil) }
+
+// Alive returns the members that should own keys (Member.Serving), sorted by name:
+// the input of a ring.
+func (c *Cluster) Alive() []Member { return c.tab.list(Member.Serving) }
+
+// Changes returns a channel that receives a value after the member list changed.
+// Signals coalesce: one receive may stand for many changes, so the receiver reads
+// Members afresh each time. The channel is closed by Shutdown. There is one channel
+// per Cluster: give it one receiver.
+func (c *Cluster) Changes() <-chan struct{} { return c.tab.changes }
+
+// Joined returns a channel closed once this member is part of a cluster: it saw a
+// peer alive, or it had no seeds to join (it is the first member).
+func (c *Cluster) Joined() <-chan struct{} { return c.tab.joined }
+
+// MarkLeaving announces, through this member's metadata, that it is about to leave:
+// peers list it as leaving, and Alive no longer returns it, so ownership moves away
+// while it can still hand its counters on. It waits up to timeout for the update to
+// be gossiped.
+func (c *Cluster) MarkLeaving(timeout time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return ErrShutdown
+	}
+	if c.del.leaving.Swap(true) {
+		return nil
+	}
+	if err := c.ml.UpdateNode(timeout); err != nil {
+		return fmt.Errorf("cluster: announce leaving: %w", err)
+	}
+	return nil
+}
+
+// Leave leaves the cluster gracefully: it marks this member leaving if it was not,
+// stops re-joining, and broadcasts its departure, waiting up to timeout in all.
+// Peers then list it as left. Call Shutdown afterwards.
+func (c *Cluster) Leave(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	if err := c.MarkLeaving(timeout / 2); err != nil {
+		if errors.Is(err, ErrShutdown) {
+			return err
+		}
+		c.log.Warn("leaving without a confirmed announcement", "err", err)
+	}
+	c.stopJoining() // a re-join would undo the leave
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return ErrShutdown
+	}
+	if err := c.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
+		return fmt.Errorf("cluster: leave: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops gossip at once; without Leave first, peers will find this member
+// dead. It waits for a join in progress to end (at most Timings.TCPTimeout per
+// seed), then closes the Changes channel. It is safe to call more than once.
+func (c *Cluster) Shutdown() error {
+	c.stopJoining()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown {
+		return nil
+	}
+	c.shutdown = true
+	err := c.ml.Shutdown()
+	c.tab.close()
+	return err
+}
+
+func (c *Cluster) stopJoining() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	c.joinDone.Wait()
+}

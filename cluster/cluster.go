@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// ErrShutdown is returned by calls that need the gossip layer after Shutdown.
+var ErrShutdown = errors.New("cluster: shut down")
+
+// Cluster is the local member of a gossip cluster. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	name      string
+	localAddr string
+	log       *slog.Logger
+	ml        *memberlist.Memberlist
+	tab       *table
+	del       *delegate
+
+	stop        chan struct{} // closed to end the join loop
+	joinDone    sync.WaitGroup
+	initialDone chan struct{} // closed when the first join succeeded or gave up (tests)
+	joinFails   atomic.Uint64 // join calls no seed answered (tests)
+
+	// mu orders Leave, MarkLeaving and Shutdown: memberlist panics on Leave after
+	// Shutdown.
+	mu       sync.Mutex
+	shutdown bool
+	stopOnce sync.Once
+}
+
+// Start creates the local member, listening for gossip on cfg.BindAddr, and starts
+// joining cfg.Join in the background; Joined tells when a peer is known.
+func Start(cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c := &Cluster{
+		name:        cfg.Name,
+		log:         cfg.Logger.With("component", "cluster", "member", cfg.Name),
+		tab:         newTable(cfg.Name),
+		stop:        make(chan struct{}),
+		initialDone: make(chan struct{}),
+	}
+	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, incarnation: uint64(time.Now().UnixNano())}}
+	mc, err := c.memberlistConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Create announces us (NodeMeta, NotifyJoin for ourselves) before it returns,
+	// which is why the table and delegate exist first.
+	c.ml, err = memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: start gossip on %s: %w", cfg.BindAddr, err)
+	}
+	c.localAddr = net.JoinHostPort(mc.AdvertiseAddr, strconv.Itoa(mc.AdvertisePort))
+	if self, ok := c.tab.get(c.name); ok {
+		c.localAddr = self.Addr
+	}
+	seeds := c.otherSeeds(cfg.Join, cfg.BindAddr)
+	if len(seeds) == 0 {
+		// The first member of a cluster: nobody to join, nothing to wait for.
+		c.tab.markJoined()
+		close(c.initialDone)
+		return c, nil
+	}
+	c.joinDone.Add(1)
+	go c.joinLoop(seeds, cfg.JoinRetry, cfg.RejoinInterval)
+	return c, nil
+}
+
+// memberlistConfig builds a fresh memberlist.Config: memberlist writes into the one
+// it is given (the bound port, the keyring), so configs are never shared.
+func (c *Cluster) memberlistConfig(cfg Config) (*memberlist.Config, error) {
+	mc := memberlist.DefaultLANConfig()
+	cfg.Timings.apply(mc)
+	mc.Name = cfg.Name
+	host, port, _ := net.SplitHostPort(cfg.BindAddr)
+	bindIP, err := resolveHost(host, "0.0.0.0")
+	if err != nil {
+		return nil, fmt.Errorf("cluster: BindAddr: %w", err)
+	}
+	mc.BindAddr = bindIP
+	mc.BindPort, _ = strconv.Atoi(port)
+	mc.AdvertisePort = mc.BindPort // memberlist rewrites both when the port is 0
+	if cfg.AdvertiseAddr != "" {
+		advHost, advPort, err := net.SplitHostPort(cfg.AdvertiseAddr)
+		if err != nil {
+			advHost, advPort = cfg.AdvertiseAddr, ""
+		}
+		if mc.AdvertiseAddr, err = resolveHost(advHost, ""); err != nil {
+			return nil, fmt.Errorf("cluster: AdvertiseAddr: %w", err)
+		}
+		if advPort != "" {
+			if mc.AdvertisePort, err = strconv.Atoi(advPort); err != nil {
+				return nil, fmt.Errorf("cluster: AdvertiseAddr: bad port %q", advPort)
+			}
+		}
+	}
+	// A dead member's name may be taken at once by a node at another address: names
+	// are unique, so that is the same node, restarted (say, with a new IP).
+	mc.DeadNodeReclaimTime = time.Nanosecond
+	mc.Delegate = c.del
+	ev := &events{tab: c.tab, log: c.log}
+	mc.Events, mc.Conflict = ev, ev
+	mc.Logger = newStdLogger(c.log.With("component", "memberlist"))
+	return mc, nil
+}
+
+// resolveHost returns host as an IP string (memberlist binds and advertises IPs
+// only), preferring IPv4; an empty host gives def.
+func resolveHost(host, def string) (string, error) {
+	if host == "" {
+		return def, nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String(), nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("cannot resolve %q: %v", host, err)
+	}
+	for _, ip := range ips {
+		if ip.To4() != nil {
+			return ip.String(), nil
+		}
+	}
+	return ips[0].String(), nil
+}

@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults for Config.
+const (
+	DefaultRejoinInterval = 30 * time.Second
+	DefaultJoinInitial    = 250 * time.Millisecond
+	DefaultJoinMax        = 10 * time.Second
+)
+
+// Config describes the local member. Start does not keep a reference to it.
+type Config struct {
+	Name          string   // unique member name
+	BindAddr      string   // gossip host:port, TCP and UDP; port 0 picks a free port (see LocalAddr)
+	AdvertiseAddr string   // host (or host:port) peers use to reach our gossip port; empty: the bound address
+	RPCAddr       string   // node-to-node address, host:port, advertised to peers in metadata
+	Join          []string // gossip addresses of existing members (host:port, or host for port 7946)
+
+	// RejoinInterval is how often the seeds are joined again once the first join is
+	// over, so that halves of a partitioned cluster find each other. 0 means
+	// DefaultRejoinInterval; a negative value turns re-joining off.
+	RejoinInterval time.Duration
+	JoinRetry      Backoff // the first join's retries
+	Timings        Timings // failure detection and gossip pace; zero fields: memberlist's LAN defaults
+	Logger         *slog.Logger
+}
+
+// Backoff paces the first join: tries Initial apart, doubling up to Max, until a seed
+// answers or Attempts tries have failed. After that the seeds are re-joined every
+// RejoinInterval.
+type Backoff struct {
+	Initial  time.Duration // 0: DefaultJoinInitial
+	Max      time.Duration // 0: DefaultJoinMax
+	Attempts int           // 0: until a seed answers
+}
+
+func (c Config) withDefaults() Config {
+	if c.RejoinInterval == 0 {
+		c.RejoinInterval = DefaultRejoinInterval
+	}
+	if c.JoinRetry.Initial == 0 {
+		c.JoinRetry.Initial = DefaultJoinInitial
+	}
+	if c.JoinRetry.Max == 0 {
+		c.JoinRetry.Max = max(DefaultJoinMax, c.JoinRetry.Initial)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports every invalid field, each error naming its field.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("cluster: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.Name == "" || len(c.Name) > 128 {
+		bad("Name", "%q must be 1 to 128 bytes", c.Name)
+	}
+	if err := checkHostPort(c.BindAddr, false); err != nil {
+		bad("BindAddr", "%v", err)
+	}
+	if c.AdvertiseAddr != "" && strings.ContainsAny(c.AdvertiseAddr, " \t\n") {
+		bad("AdvertiseAddr", "%q is not a host", c.AdvertiseAddr)
+	}
+	if err := checkRPCAddr(c.RPCAddr); err != nil {
+		bad("RPCAddr", "%v", err)
+	}
+	for i, s := range c.Join {
+		if s == "" || strings.ContainsAny(s, " \t\n") {
+			bad(fmt.Sprintf("Join[%d]", i), "%q is not an address", s)
+		}
+	}
+	if c.JoinRetry.Initial < 0 || c.JoinRetry.Max < 0 || c.JoinRetry.Attempts < 0 {
+		bad("JoinRetry", "negative values: %+v", c.JoinRetry)
+	}
+	errs = append(errs, c.Timings.validate()...)
+	return errors.Join(errs...)
+}
+
+// checkHostPort accepts host:port with a numeric port (0 allowed unless needPort).
+func checkHostPort(s string, needPort bool) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || (needPort && p == 0) {
+		return fmt.Errorf("%q: bad port %q", s, port)
+	}
+	return nil
+}
+
+// checkRPCAddr accepts what a peer can dial: a concrete host and a non-zero port,
+// short enough to fit the metadata.
+func checkRPCAddr(s string) error {
+	if len(s) > maxRPCAddr {
+		return fmt.Errorf("%q is longer than %d bytes", s, maxRPCAddr)
+	}
+	if err := checkHostPort(s, true); err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(s)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%q: peers cannot dial host %q", s, host)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"context"
+	"log"
+	"log/slog"
+	"strings"
+)
+
+// newStdLogger returns a *log.Logger, the kind memberlist takes, that forwards each
+// line to l at the level memberlist wrote in its "[LEVEL] memberlist: ..." prefix.
+func newStdLogger(l *slog.Logger) *log.Logger {
+	return log.New(slogWriter{l}, "", 0)
+}
+
+type slogWriter struct{ l *slog.Logger }
+
+// Write gets one whole line per call: log.Logger formats a message, then writes it.
+func (w slogWriter) Write(p []byte) (int, error) {
+	level, msg := parseLine(string(p))
+	ctx := context.Background()
+	if w.l.Enabled(ctx, level) {
+		w.l.Log(ctx, level, msg)
+	}
+	return len(p), nil
+}
+
+// parseLine splits "[WARN] memberlist: message\n" into a level and "message".
+// Lines without a known prefix are logged at Info, whole.
+func parseLine(s string) (slog.Level, string) {
+	s = strings.TrimRight(s, "\r\n")
+	level := slog.LevelInfo
+	if rest, ok := strings.CutPrefix(s, "["); ok {
+		if tag, msg, ok := strings.Cut(rest, "]"); ok {
+			if l, known := levels[tag]; known {
+				level, s = l, strings.TrimLeft(msg, " ")
+			}
+		}
+	}
+	s = strings.TrimPrefix(s, "memberlist: ")
+	return level, s
+}
+
+var levels = map[string]slog.Level{
+	"TRACE": slog.LevelDebug,
+	"DEBUG": slog.LevelDebug,
+	"INFO":  slog.LevelInfo,
+	"WARN":  slog.LevelWarn,
+	"ERR":   slog.LevelError,
+	"ERROR": slog.LevelError,
+}

@@ -1,0 +1,44 @@
+package cluster
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestParseLine(t *testing.T) {
+	cases := []struct {
+		in    string
+		level slog.Level
+		msg   string
+	}{
+		{"[DEBUG] memberlist: Stream connection from=127.0.0.1:5\n", slog.LevelDebug, "Stream connection from=127.0.0.1:5"},
+		{"[INFO] memberlist: Marking n2 as failed\n", slog.LevelInfo, "Marking n2 as failed"},
+		{"[WARN] memberlist: Refuting a suspect message\n", slog.LevelWarn, "Refuting a suspect message"},
+		{"[ERR] memberlist: Failed to send ping\n", slog.LevelError, "Failed to send ping"},
+		{"[ERR] Failed to shutdown transport: x\n", slog.LevelError, "Failed to shutdown transport: x"},
+		{"no prefix at all\n", slog.LevelInfo, "no prefix at all"},
+		{"[ODD] memberlist: x", slog.LevelInfo, "[ODD] memberlist: x"},
+	}
+	for _, c := range cases {
+		level, msg := parseLine(c.in)
+		if level != c.level || msg != c.msg {
+			t.Errorf("parseLine(%q) = %v, %q; want %v, %q", c.in, level, msg, c.level, c.msg)
+		}
+	}
+}
+
+func TestStdLoggerForwardsAtLevel(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	std := newStdLogger(l)
+	std.Printf("[DEBUG] memberlist: hidden")
+	std.Printf("[WARN] memberlist: shown %d", 1)
+	out := buf.String()
+	if strings.Contains(out, "hidden") || !strings.Contains(out, "level=WARN") || !strings.Contains(out, `msg="shown 1"`) {
+		t.Fatalf("got log %q; want only the WARN line", out)
+	}
+}
