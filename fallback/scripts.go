@@ -1,0 +1,101 @@
+package fallback
+
+import (
+	"context"
+	"embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+// scriptSet holds one script per operation. Each is common.lua followed by the
+// operation's own file, so the ring rules are written once.
+type scriptSet struct {
+	incr, count, allow, reset, merge *redis.Script
+}
+
+var scripts = func() scriptSet {
+	common := mustRead("lua/common.lua")
+	mk := func(name string) *redis.Script {
+		return redis.NewScript(common + "\n" + mustRead("lua/"+name+".lua"))
+	}
+	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"), merge: mk("merge")}
+}()
+
+func mustRead(name string) string {
+	b, err := luaFS.ReadFile(name)
+	if err != nil {
+		panic(err) // the files are embedded: a missing one is a build mistake
+	}
+	return string(b)
+}
+
+func (s scriptSet) all() []*redis.Script {
+	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.merge}
+}
+
+// call is one script run: which script, its keys and its arguments.
+type call struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// loadScripts loads every script (on every master, in a Cluster).
+func (st *Store) loadScripts(ctx context.Context) error {
+	for _, s := range scripts.all() {
+		if err := s.Load(ctx, st.rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs one call: EVALSHA, and EVAL (which caches the script again) on NOSCRIPT.
+func (st *Store) run(ctx context.Context, c call) *redis.Cmd {
+	return c.script.Run(ctx, st.rdb, c.keys, c.args...)
+}
+
+// runAll runs calls in one pipeline of EVALSHAs and returns their commands in order.
+// Calls that found their script missing (Redis restarted or failed over) are run again,
+// in order, after the scripts are loaded: a NOSCRIPT reply means the script did not run.
+//
+// A Cluster client splits the pipeline by node; calls on one counter share a slot, so
+// they stay in order. (Should another client load some scripts between two of our
+// commands just after a restart, a counter's later call could run before an earlier one
+// that hit NOSCRIPT; both still run once.)
+func (st *Store) runAll(ctx context.Context, calls []call) []*redis.Cmd {
+	cmds := st.pipeline(ctx, calls)
+	var again []int
+	for i, c := range cmds {
+		if isNoScript(c.Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 || st.loadScripts(ctx) != nil {
+		return cmds
+	}
+	retry := make([]call, len(again))
+	for k, i := range again {
+		retry[k] = calls[i]
+	}
+	for k, c := range st.pipeline(ctx, retry) {
+		cmds[again[k]] = c
+	}
+	return cmds
+}
+
+func (st *Store) pipeline(ctx context.Context, calls []call) []*redis.Cmd {
+	if len(calls) == 0 {
+		return nil
+	}
+	pipe := st.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	return cmds
+}
