@@ -5,7 +5,9 @@
 // it owns and answers rpc.ErrNotOwner for the others, never forwarding a second time.
 //
 // A forwarded op answered "not owner" means the two nodes' rings differ, which happens
-// for a moment while membership changes. If this node's ring has changed since the op
-// was sent, the op is routed once more with the new ring; otherwise it fails with
-// counter.ErrUnavailable, and the client may retry.
+// for a moment while membership changes; an owner that cannot be dialed has usually
+// just left. Such ops were certainly not decided, so the router waits (at most
+// RetryWait) for its own ring to change and routes them again with the new ring. An op
+// whose request was sent but not answered (a lost connection, a timeout) may have been
+// decided, so it is never sent again: it fails with counter.ErrUnavailable.
 package route

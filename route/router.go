@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/ring"
@@ -24,16 +25,53 @@ type Router struct {
 	forward Forwarder
 	limits  counter.Limits
 	ring    atomic.Pointer[ring.Ring]
+	changed atomic.Pointer[chan struct{}] // closed and replaced by every SetRing
+
+	// RetryWait bounds how long ops that were certainly not decided (answered "not
+	// owner", or whose owner could not be dialed) wait for this node's ring to change
+	// before they fail. Membership changes settle within it, so clients see no errors.
+	RetryWait time.Duration
 }
+
+// DefaultRetryWait is Router.RetryWait unless changed.
+const DefaultRetryWait = 2 * time.Second
 
 // New returns a router for the member named self. Until SetRing is called it owns
 // nothing and answers ErrUnavailable.
 func New(self string, local counter.Doer, forward Forwarder, limits counter.Limits) *Router {
-	return &Router{self: self, local: local, forward: forward, limits: limits}
+	r := &Router{self: self, local: local, forward: forward, limits: limits, RetryWait: DefaultRetryWait}
+	ch := make(chan struct{})
+	r.changed.Store(&ch)
+	return r
 }
 
 // SetRing installs the ring that decides owners from now on.
-func (r *Router) SetRing(rg *ring.Ring) { r.ring.Store(rg) }
+func (r *Router) SetRing(rg *ring.Ring) {
+	r.ring.Store(rg)
+	ch := make(chan struct{})
+	close(*r.changed.Swap(&ch))
+}
+
+// waitChange waits until the ring is no longer sent (or the deadline or ctx passes) and
+// returns the ring then.
+func (r *Router) waitChange(ctx context.Context, sent *ring.Ring, deadline time.Time) *ring.Ring {
+	for {
+		ch := r.changed.Load() // before the check, so a change in between is not missed
+		if rg := r.ring.Load(); rg != sent {
+			return rg
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-*ch:
+			t.Stop()
+		case <-t.C:
+			return r.ring.Load()
+		case <-ctx.Done():
+			t.Stop()
+			return r.ring.Load()
+		}
+	}
+}
 
 // Ring is the ring in use (nil before SetRing).
 func (r *Router) Ring() *ring.Ring { return r.ring.Load() }
@@ -68,27 +106,33 @@ func (r *Router) allLocal(rg *ring.Ring, ops []counter.Op) bool {
 	return true
 }
 
-// retry routes the ops answered "not owner" once more, if the ring has changed since.
+// retry routes again the ops that were certainly not decided (idx), each time the ring
+// changes, until they are decided or RetryWait has passed; those left then fail.
 func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, results []counter.Result, idx []int) {
-	rg := r.ring.Load()
-	if rg == nil || sent == nil || rg.Epoch() == sent.Epoch() {
-		for _, i := range idx {
-			results[i] = counter.Result{Err: fmt.Errorf("%w: ownership of %q is moving; retry", counter.ErrUnavailable, ops[i].Key)}
+	deadline := time.Now().Add(r.RetryWait)
+	for len(idx) > 0 {
+		rg := r.waitChange(ctx, sent, deadline)
+		if rg == sent || time.Now().After(deadline) || ctx.Err() != nil {
+			break
 		}
-		return
-	}
-	sub := make([]counter.Op, len(idx))
-	subRes := make([]counter.Result, len(idx))
-	for k, i := range idx {
-		sub[k] = ops[i]
-	}
-	p := r.plan(rg, sub, subRes)
-	p.run(ctx, r, rg)
-	for k, i := range idx {
-		results[i] = subRes[k]
-		if errors.Is(subRes[k].Err, rpc.ErrNotOwner) {
-			results[i] = counter.Result{Err: fmt.Errorf("%w: ownership of %q is moving; retry", counter.ErrUnavailable, ops[i].Key)}
+		sub := make([]counter.Op, len(idx))
+		subRes := make([]counter.Result, len(idx))
+		for k, i := range idx {
+			sub[k] = ops[i]
 		}
+		p := r.plan(rg, sub, subRes)
+		p.run(ctx, r, rg)
+		next := make([]int, 0, len(p.retry))
+		for k, i := range idx {
+			results[i] = subRes[k]
+		}
+		for _, k := range p.retry {
+			next = append(next, idx[k])
+		}
+		idx, sent = next, rg
+	}
+	for _, i := range idx {
+		results[i] = counter.Result{Err: fmt.Errorf("%w: ownership of %q is moving (%v); retry", counter.ErrUnavailable, ops[i].Key, results[i].Err)}
 	}
 }
 
@@ -174,7 +218,9 @@ func (p *plan) run(ctx context.Context, r *Router, rg *ring.Ring) {
 func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 	err := r.forward.Do(ctx, g.addr, rpc.Request{Epoch: rg.Epoch(), Forwarded: true, Ops: g.ops}, g.results)
 	if err != nil {
-		err = fmt.Errorf("%w: owner %s: %v", counter.ErrUnavailable, g.addr, err)
+		if !errors.Is(err, rpc.ErrPeerUnreachable) { // sent, outcome unknown: never resend
+			err = fmt.Errorf("%w: owner %s: %v", counter.ErrUnavailable, g.addr, err)
+		}
 		for k := range g.results {
 			g.results[k] = counter.Result{Err: err}
 		}
@@ -182,13 +228,13 @@ func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 	p.scatter(g)
 }
 
-// scatter copies a group's results to the caller's places; not-owner answers are noted
-// for one retry.
+// scatter copies a group's results to the caller's places, noting the ops that were
+// certainly not decided, which may be routed again.
 func (p *plan) scatter(g *group) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, i := range g.idx {
-		if errors.Is(g.results[k].Err, rpc.ErrNotOwner) {
+		if err := g.results[k].Err; errors.Is(err, rpc.ErrNotOwner) || errors.Is(err, rpc.ErrPeerUnreachable) {
 			p.retry = append(p.retry, i)
 		}
 		p.results[i] = g.results[k]

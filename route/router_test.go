@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/rpc"
@@ -27,6 +28,7 @@ type testNode struct {
 	srv    *rpc.Server
 	addr   string
 	client *rpc.Client
+	frames atomic.Int64 // forwarded requests this node's server handled
 }
 
 // makeNodes starts n routers that share a clock and, unless told otherwise, one ring.
@@ -42,7 +44,10 @@ func makeNodes(t *testing.T, n int, now func() int64) ([]*testNode, []ring.Membe
 		tn := &testNode{name: fmt.Sprint("n", i), store: leaparray.NewStore(), addr: ln.Addr().String(), client: rpc.NewClient(rpc.Config{})}
 		local := &counter.Local{Store: tn.store, Now: now}
 		tn.router = New(tn.name, local, tn.client, counter.Limits{})
-		tn.srv = rpc.NewServer(tn.router, nil)
+		tn.srv = rpc.NewServer(rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request, res []counter.Result) {
+			tn.frames.Add(1)
+			tn.router.Handle(ctx, req, res)
+		}), nil)
 		go tn.srv.Serve(ln)
 		t.Cleanup(func() { tn.srv.Close(); tn.client.Close() })
 		nodes[i] = tn
@@ -141,9 +146,9 @@ func TestNoBounceBetweenDisagreeingNodes(t *testing.T) {
 			break
 		}
 	}
-	// n1 believes it is alone with n0 owning everything: impossible to express with a
-	// ring that contains n1, so give n1 a ring of n0 alone.
+	// n1 believes n0 owns everything (a ring of n0 alone); n0 believes n1 owns key.
 	nodes[1].router.SetRing(ring.New(members[:1], ring.Config{}))
+	nodes[0].router.RetryWait = 100 * time.Millisecond
 	res := make([]counter.Result, 1)
 	nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
 	if !errors.Is(res[0].Err, counter.ErrUnavailable) {
@@ -157,6 +162,50 @@ func TestNoBounceBetweenDisagreeingNodes(t *testing.T) {
 	nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
 	if res[0].Err != nil || res[0].Count != 1 {
 		t.Fatalf("after the rings agree: got %+v; want count 1", res[0])
+	}
+}
+
+// An op answered "not owner" waits for this node's ring to change and then goes to the
+// new owner: a membership change costs the client latency, not an error.
+func TestNotOwnerWaitsForTheNewRing(t *testing.T) {
+	nodes, members := makeNodes(t, 2, fixedClock(t0))
+	full := ring.New(members, ring.Config{})
+	key := ""
+	for i := 0; key == ""; i++ {
+		if m, _ := full.Owner(fmt.Sprint("k", i)); m.Name == "n1" {
+			key = fmt.Sprint("k", i)
+		}
+	}
+	// n1 has already seen itself leave (a ring of n0 alone); n0 has not yet.
+	onlyN0 := ring.New(members[:1], ring.Config{})
+	nodes[1].router.SetRing(onlyN0)
+	done := make(chan counter.Result, 1)
+	go func() {
+		res := make([]counter.Result, 1)
+		nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
+		done <- res[0]
+	}()
+	// n1 has answered "not owner"; n0 learns of the change while the op waits.
+	if err := wait.Until(5*time.Second, func() error {
+		if nodes[1].frames.Load() == 0 {
+			return wait.ErrNotYet
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("n1 never saw the forwarded op")
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the op finished before the ring changed: %+v", r)
+	default:
+	}
+	nodes[0].router.SetRing(onlyN0)
+	r := <-done
+	if r.Err != nil || r.Count != 1 {
+		t.Fatalf("got %+v; want count 1, decided by n0", r)
+	}
+	if got := nodes[0].store.Count(key, leaparray.Spec{WindowMs: 1000, Buckets: 10}, t0); got != 1 {
+		t.Fatalf("n0's store: got %d; want 1", got)
 	}
 }
 

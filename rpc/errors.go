@@ -12,9 +12,14 @@ import (
 var (
 	// ErrNotOwner: the peer does not own the counter (its view of the ring differs).
 	ErrNotOwner = errors.New("rpc: peer does not own the counter")
-	// ErrPeerUnreachable: the peer could not be dialed, or its connection failed.
+	// ErrPeerUnreachable: the peer could not be dialed (or was marked down after a
+	// failed dial), so the request was never sent: it is safe to send it elsewhere.
 	ErrPeerUnreachable = errors.New("rpc: peer unreachable")
-	// ErrTimeout: the peer did not answer before the deadline.
+	// ErrConnectionLost: the connection failed after the request was sent; the peer may
+	// or may not have decided it. Sending it elsewhere could count it twice.
+	ErrConnectionLost = errors.New("rpc: connection to peer lost")
+	// ErrTimeout: the peer did not answer before the deadline (it may have decided the
+	// request).
 	ErrTimeout = errors.New("rpc: peer did not answer in time")
 	// ErrClosed: the client or server was closed.
 	ErrClosed = errors.New("rpc: closed")

@@ -210,7 +210,7 @@ func (p *peer) connection() (*conn, error) {
 }
 
 // dropConn closes the current connection (if any), failing its calls in flight with
-// err (ErrPeerUnreachable when nil).
+// err (ErrConnectionLost when nil).
 func (p *peer) dropConn(err error) {
 	p.mu.Lock()
 	c := p.conn
@@ -291,7 +291,7 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 	}
 	if err != nil {
 		c.peer.forgetConn(c)
-		c.fail(fmt.Errorf("%w: %v", ErrPeerUnreachable, err))
+		c.fail(fmt.Errorf("%w: %v", ErrConnectionLost, err))
 	}
 	return buf
 }
@@ -305,7 +305,7 @@ func (c *conn) readLoop() {
 		var err error
 		if frame, err = readFrame(br, frame); err != nil {
 			c.peer.forgetConn(c)
-			c.fail(fmt.Errorf("%w: %v", ErrPeerUnreachable, err))
+			c.fail(fmt.Errorf("%w: %v", ErrConnectionLost, err))
 			return
 		}
 		if err = c.deliver(frame, &results); err != nil {
@@ -353,7 +353,7 @@ func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
 // fail closes the connection and settles every call in flight with err.
 func (c *conn) fail(err error) {
 	if err == nil {
-		err = fmt.Errorf("%w: connection dropped", ErrPeerUnreachable)
+		err = fmt.Errorf("%w: connection dropped", ErrConnectionLost)
 	}
 	c.mu.Lock()
 	if c.failed == nil {
