@@ -36,7 +36,7 @@ func (l *Local) do(op *Op, now int64) Result {
 		d := l.Store.Allow(op.Key, sp, op.Limit, op.N, now)
 		return Result{Allowed: d.Allowed, Count: d.Count, Remaining: d.Remaining, RetryAfterMs: d.RetryAfterMs}
 	case Reset:
-		return Result{Existed: l.Store.Reset(op.Key, sp)}
+		return Result{Existed: l.Store.Reset(op.Key, sp, now)}
 	}
 	return Result{Err: fmt.Errorf("%w: %v", ErrUnknownOp, op.Kind)}
 }

@@ -53,7 +53,7 @@ func (d *Doer) call(op *counter.Op, now int64) (call, error) {
 	case counter.Allow:
 		return d.Store.allowCall(op.Key, sp, op.Limit, op.N, now), nil
 	case counter.Reset:
-		return d.Store.resetCall(op.Key, sp), nil
+		return d.Store.resetCall(op.Key, sp, now), nil
 	}
 	return call{}, fmt.Errorf("%w: %v", counter.ErrUnknownOp, op.Kind)
 }

@@ -52,7 +52,9 @@ func (c ctxStore) Allow(key string, sp leaparray.Spec, limit, n, now int64) (lea
 	return c.st.Allow(bg, key, sp, limit, n, now)
 }
 
-func (c ctxStore) Reset(key string, sp leaparray.Spec) (bool, error) { return c.st.Reset(bg, key, sp) }
+func (c ctxStore) Reset(key string, sp leaparray.Spec, now int64) (bool, error) {
+	return c.st.Reset(bg, key, sp, now)
+}
 
 func (c ctxStore) Snapshot(key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
 	return c.st.Load(bg, key, sp, now)

@@ -121,7 +121,7 @@ func TestFlushDeltasManyCounters(t *testing.T) {
 			t.Fatalf("delta %d: buckets %v; want %v", i, got, want)
 		}
 	}
-	if ok, _ := st.Reset(bg, "empty", sp); ok {
+	if ok, _ := st.Reset(bg, "empty", sp, now); ok {
 		t.Fatal("an empty delta created its counter")
 	}
 	once := []Delta{{Key: "once", Spec: sp, Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: 5}}, BatchID: "f1"}}

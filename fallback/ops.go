@@ -33,12 +33,13 @@ func (st *Store) Allow(ctx context.Context, key string, sp leaparray.Spec, limit
 	return decodeDecision(st.run(ctx, st.allowCall(key, sp, limit, n, now)), sp, limit, now)
 }
 
-// Reset forgets the counter and reports whether it existed.
-func (st *Store) Reset(ctx context.Context, key string, sp leaparray.Spec) (bool, error) {
+// Reset forgets the counter and reports whether it existed at now (held and still in its
+// window), as leaparray.Store.Reset does.
+func (st *Store) Reset(ctx context.Context, key string, sp leaparray.Spec, now int64) (bool, error) {
 	if err := checkSpec(sp); err != nil {
 		return false, err
 	}
-	n, err := decodeInt("reset", st.run(ctx, st.resetCall(key, sp)))
+	n, err := decodeInt("reset", st.run(ctx, st.resetCall(key, sp, now)))
 	return n == 1, err
 }
 
@@ -56,8 +57,8 @@ func (st *Store) allowCall(key string, sp leaparray.Spec, limit, n, now int64) c
 		[]any{sp.Bucket(now), nonNeg(limit), nonNeg(n), sp.Buckets, st.ttlMs(sp)}}
 }
 
-func (st *Store) resetCall(key string, sp leaparray.Spec) call {
-	return call{scripts.reset, []string{counterKey(key, sp)}, nil}
+func (st *Store) resetCall(key string, sp leaparray.Spec, now int64) call {
+	return call{scripts.reset, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
 }
 
 func decodeInt(op string, cmd *redis.Cmd) (int64, error) {

@@ -32,7 +32,7 @@ func everyOp(st *Store, now int64) map[string]outcome {
 	timed("incr", func() error { _, err := st.Incr(ctx, "k", sp, 1, now); return err })
 	timed("count", func() error { _, err := st.Count(ctx, "k", sp, now); return err })
 	timed("allow", func() error { _, err := st.Allow(ctx, "k", sp, 10, 1, now); return err })
-	timed("reset", func() error { _, err := st.Reset(ctx, "k", sp); return err })
+	timed("reset", func() error { _, err := st.Reset(ctx, "k", sp, now); return err })
 	timed("merge", func() error { return st.Merge(ctx, "k", sp, bs, now) })
 	timed("mergeonce", func() error { _, err := st.MergeOnce(ctx, "k", sp, "b", bs, now); return err })
 	timed("load", func() error { _, err := st.Load(ctx, "k", sp, now); return err })

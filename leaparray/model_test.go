@@ -105,10 +105,10 @@ func (m *model) allow(key string, sp Spec, limit, n, now int64) Decision {
 	return d
 }
 
-func (m *model) reset(key string, sp Spec) bool {
-	_, ok := m.counters[modelKey{key, sp}]
+func (m *model) reset(key string, sp Spec, now int64) bool {
+	c, ok := m.counters[modelKey{key, sp}]
 	delete(m.counters, modelKey{key, sp})
-	return ok
+	return ok && c.head > sp.Bucket(now)-int64(sp.Buckets)
 }
 
 // sweep forgets what a complete Store.Sweep at now forgets.

@@ -59,7 +59,7 @@ func TestStoreMatchesModel(t *testing.T) {
 				t.Fatalf("%s: allow(limit %d, n %d): got %+v; want %+v", where, limit, n, got, want)
 			}
 		case p < 93:
-			if got, want := s.Reset(key, sp), m.reset(key, sp); got != want {
+			if got, want := s.Reset(key, sp, clock.now), m.reset(key, sp, clock.now); got != want {
 				t.Fatalf("%s: reset: got %v; want %v", where, got, want)
 			}
 		default:

@@ -84,7 +84,7 @@ func TestWideBuckets(t *testing.T) {
 	if got := s.Count("k", sp, t0+1000); got != 0 {
 		t.Fatalf("after the window: got %d; want 0", got)
 	}
-	if !s.Reset("k", sp) || s.Reset("k", sp) {
+	if !s.Reset("k", sp, t0) || s.Reset("k", sp, t0) {
 		t.Fatalf("reset of a wide counter: want true, then false")
 	}
 }

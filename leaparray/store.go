@@ -93,13 +93,15 @@ func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
 	return d
 }
 
-// Reset forgets the counter and reports whether it existed.
-func (s *Store) Reset(key string, sp Spec) bool {
+// Reset forgets the counter and reports whether it existed at now: whether it was held
+// and still in its window. A counter untouched for a whole window counts 0 and may
+// already have been swept, so it reports false either way, whatever the sweep did.
+func (s *Store) Reset(key string, sp Spec, now int64) bool {
 	existed := false
-	s.locked(key, sp, false, func(sh *shard, h uint64, _ int64) {
+	s.locked(key, sp, false, func(sh *shard, h uint64, bucketMs int64) {
 		if r, ok := sh.find(key, h); ok {
+			existed = sh.headOf(r).bucket > floorDiv(now, bucketMs)-int64(sp.Buckets)
 			sh.remove(r, h)
-			existed = true
 		}
 	})
 	return existed

@@ -6,8 +6,9 @@
 //
 // A forwarded op answered "not owner" means the two nodes' rings differ, which happens
 // for a moment while membership changes; an owner that cannot be dialed has usually
-// just left. Such ops were certainly not decided, so the router waits (at most
-// RetryWait) for its own ring to change and routes them again with the new ring. An op
+// just left. Such ops were certainly not decided, so the router routes them again,
+// within RetryWait, as soon as its own ring changes or after a short growing backoff
+// (the other node may be the one whose ring is behind). An op
 // whose request was sent but not answered (a lost connection, a timeout) may have been
 // decided, so it is never sent again: it fails with counter.ErrUnavailable.
 package route

@@ -52,25 +52,22 @@ func (r *Router) SetRing(rg *ring.Ring) {
 	close(*r.changed.Swap(&ch))
 }
 
-// waitChange waits until the ring is no longer sent (or the deadline or ctx passes) and
-// returns the ring then.
-func (r *Router) waitChange(ctx context.Context, sent *ring.Ring, deadline time.Time) *ring.Ring {
-	for {
-		ch := r.changed.Load() // before the check, so a change in between is not missed
-		if rg := r.ring.Load(); rg != sent {
-			return rg
-		}
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case <-*ch:
-			t.Stop()
-		case <-t.C:
-			return r.ring.Load()
-		case <-ctx.Done():
-			t.Stop()
-			return r.ring.Load()
-		}
+// waitChange waits until the ring is no longer sent, or for backoff (the other node may
+// be the one behind, and catch up without this node's ring changing), or until the
+// deadline or ctx; it returns the ring then.
+func (r *Router) waitChange(ctx context.Context, sent *ring.Ring, backoff time.Duration, deadline time.Time) *ring.Ring {
+	ch := r.changed.Load() // before the check, so a change in between is not missed
+	if rg := r.ring.Load(); rg != sent {
+		return rg
 	}
+	t := time.NewTimer(min(backoff, time.Until(deadline)))
+	defer t.Stop()
+	select {
+	case <-*ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return r.ring.Load()
 }
 
 // Ring is the ring in use (nil before SetRing).
@@ -106,13 +103,14 @@ func (r *Router) allLocal(rg *ring.Ring, ops []counter.Op) bool {
 	return true
 }
 
-// retry routes again the ops that were certainly not decided (idx), each time the ring
-// changes, until they are decided or RetryWait has passed; those left then fail.
+// retry routes again the ops that were certainly not decided (idx), whenever the ring
+// changes or after a short, growing backoff, until they are decided or RetryWait has
+// passed; those left then fail.
 func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, results []counter.Result, idx []int) {
 	deadline := time.Now().Add(r.RetryWait)
-	for len(idx) > 0 {
-		rg := r.waitChange(ctx, sent, deadline)
-		if rg == sent || time.Now().After(deadline) || ctx.Err() != nil {
+	for backoff := 5 * time.Millisecond; len(idx) > 0; backoff = min(2*backoff, 200*time.Millisecond) {
+		rg := r.waitChange(ctx, sent, backoff, deadline)
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}
 		sub := make([]counter.Op, len(idx))
@@ -122,10 +120,10 @@ func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, r
 		}
 		p := r.plan(rg, sub, subRes)
 		p.run(ctx, r, rg)
-		next := make([]int, 0, len(p.retry))
 		for k, i := range idx {
 			results[i] = subRes[k]
 		}
+		next := make([]int, 0, len(p.retry))
 		for _, k := range p.retry {
 			next = append(next, idx[k])
 		}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
@@ -38,6 +39,8 @@ type Server struct {
 	h      Handler
 	logger *slog.Logger
 
+	lastFrame atomic.Int64 // unix ns of the last request frame read
+
 	mu     sync.Mutex
 	lns    map[net.Listener]struct{}
 	conns  map[net.Conn]struct{}
@@ -50,7 +53,9 @@ func NewServer(h Handler, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Server{h: h, logger: logger, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s := &Server{h: h, logger: logger, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s.lastFrame.Store(time.Now().UnixNano())
+	return s
 }
 
 // Serve accepts connections on ln until Close. It returns ErrClosed after Close.
@@ -101,6 +106,11 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
+// IdleFor reports how long ago the last request arrived (since start if none did).
+func (s *Server) IdleFor() time.Duration {
+	return time.Since(time.Unix(0, s.lastFrame.Load()))
+}
+
 // Close stops accepting, closes every connection and waits for their goroutines.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -144,6 +154,7 @@ func (s *Server) serveConn(c net.Conn) {
 			}
 			return
 		}
+		s.lastFrame.Store(time.Now().UnixNano())
 		id, err := decodeRequestFrame(frame, &req)
 		if err != nil {
 			s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", c.RemoteAddr().String(), "err", err)

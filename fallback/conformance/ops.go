@@ -34,8 +34,8 @@ func (r *runner) one() {
 		g, gerr := r.got.Allow(key, sp, limit, n, r.now)
 		r.check(fmt.Sprintf("allow(%q, %v, limit=%d, n=%d)", key, sp, limit, n), w, g, werr, gerr)
 	case p < 76:
-		w, werr := r.want.Reset(key, sp)
-		g, gerr := r.got.Reset(key, sp)
+		w, werr := r.want.Reset(key, sp, r.now)
+		g, gerr := r.got.Reset(key, sp, r.now)
 		r.check(fmt.Sprintf("reset(%q, %v)", key, sp), w, g, werr, gerr)
 	case p < 88:
 		r.merge(key, sp)

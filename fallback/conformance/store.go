@@ -7,7 +7,7 @@ type Store interface {
 	Incr(key string, sp leaparray.Spec, n, now int64) (int64, error)
 	Count(key string, sp leaparray.Spec, now int64) (int64, error)
 	Allow(key string, sp leaparray.Spec, limit, n, now int64) (leaparray.Decision, error)
-	Reset(key string, sp leaparray.Spec) (bool, error)
+	Reset(key string, sp leaparray.Spec, now int64) (bool, error)
 	// Snapshot returns the counter's non-zero buckets within the window, oldest first.
 	Snapshot(key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error)
 	Merge(key string, sp leaparray.Spec, buckets []leaparray.Bucket, now int64) error
@@ -30,7 +30,9 @@ func (m memory) Allow(key string, sp leaparray.Spec, limit, n, now int64) (leapa
 	return m.s.Allow(key, sp, limit, n, now), nil
 }
 
-func (m memory) Reset(key string, sp leaparray.Spec) (bool, error) { return m.s.Reset(key, sp), nil }
+func (m memory) Reset(key string, sp leaparray.Spec, now int64) (bool, error) {
+	return m.s.Reset(key, sp, now), nil
+}
 
 func (m memory) Snapshot(key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
 	return m.s.Snapshot(key, sp, now), nil

@@ -1,0 +1,13 @@
+// Package httpapi serves the HTTP (JSON) part of the external contract (CONTRACT.md):
+// the counter operations under /v1/, the cluster view, health and readiness probes,
+// and Prometheus metrics.
+//
+// Each request is parsed into counter.Op values, checked with counter.Limits, and
+// decided by one call to a counter.Doer; a /v1/batch request is one Do call for all
+// its valid ops. The package holds no counter state of its own.
+//
+// Parsing is strict, so that a client's mistake is reported rather than guessed at:
+// unknown JSON fields or query parameters, trailing data after the JSON object, and
+// fields that do not apply to the operation are all 400. Numbers are read exactly
+// (never through float64), so limits up to 2^62 survive.
+package httpapi

@@ -1,0 +1,167 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// opHandler answers POST /v1/incr, /v1/allow and /v1/reset.
+func (s *server) opHandler(kind counter.Kind) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op, err := parseOpBody(r.Body, kind, s.cfg.Limits)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.decideOne(w, r, op)
+	})
+}
+
+// handleCount answers GET /v1/count?key=&window=&buckets=.
+func (s *server) handleCount(w http.ResponseWriter, r *http.Request) {
+	op, err := parseCountQuery(r.URL.RawQuery, s.cfg.Limits)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.decideOne(w, r, op)
+}
+
+func (s *server) decideOne(w http.ResponseWriter, r *http.Request, op counter.Op) {
+	ops := []counter.Op{op}
+	results := make([]counter.Result, 1)
+	s.cfg.Doer.Do(r.Context(), ops, results)
+	if err := results[0].Err; err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, render(&ops[0], &results[0]))
+}
+
+type batchRequest struct {
+	Ops []json.RawMessage `json:"ops"`
+}
+
+type batchResponse struct {
+	Results []any `json:"results"`
+}
+
+// handleBatch answers POST /v1/batch: the valid ops go to the Doer in one call, and
+// each invalid one gets its error in its place among the results.
+func (s *server) handleBatch(w http.ResponseWriter, r *http.Request) {
+	var req batchRequest
+	if err := decodeStrict(r.Body, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Ops == nil {
+		s.fail(w, r, fmt.Errorf("%w: missing field ops", counter.ErrBadArgument))
+		return
+	}
+	if len(req.Ops) > counter.MaxBatch {
+		s.fail(w, r, fmt.Errorf("%w: batch has %d ops, at most %d", counter.ErrBadArgument, len(req.Ops), counter.MaxBatch))
+		return
+	}
+	answers := make([]any, len(req.Ops))
+	ops := make([]counter.Op, 0, len(req.Ops))
+	index := make([]int, 0, len(req.Ops)) // index[i]: the place of ops[i] in the request
+	for i, raw := range req.Ops {
+		op, err := parseBatchOp(raw, s.cfg.Limits)
+		if err != nil {
+			answers[i] = errorResponse{Error: err.Error()}
+			continue
+		}
+		ops = append(ops, op)
+		index = append(index, i)
+	}
+	if len(ops) > 0 {
+		results := make([]counter.Result, len(ops))
+		s.cfg.Doer.Do(r.Context(), ops, results)
+		for j := range ops {
+			answers[index[j]] = s.batchAnswer(r, &ops[j], &results[j])
+		}
+	}
+	writeJSON(w, http.StatusOK, batchResponse{Results: answers})
+}
+
+func (s *server) batchAnswer(r *http.Request, op *counter.Op, res *counter.Result) any {
+	if res.Err != nil {
+		s.logFailure(r, res.Err)
+		return errorResponse{Error: res.Err.Error()}
+	}
+	return render(op, res)
+}
+
+type countResponse struct {
+	Key   string `json:"key"`
+	Count int64  `json:"count"`
+}
+
+type allowResponse struct {
+	Key          string `json:"key"`
+	Allowed      bool   `json:"allowed"`
+	Count        int64  `json:"count"`
+	Remaining    int64  `json:"remaining"`
+	RetryAfterMs int64  `json:"retry_after_ms"`
+}
+
+type resetResponse struct {
+	Key     string `json:"key"`
+	Existed bool   `json:"existed"`
+}
+
+type errorResponse struct {
+	Error string `json:"error"`
+}
+
+type statusResponse struct {
+	Status string `json:"status"`
+}
+
+// render is the JSON answer to a decided op.
+func render(op *counter.Op, res *counter.Result) any {
+	switch op.Kind {
+	case counter.Allow:
+		return allowResponse{Key: op.Key, Allowed: res.Allowed, Count: res.Count,
+			Remaining: res.Remaining, RetryAfterMs: res.RetryAfterMs}
+	case counter.Reset:
+		return resetResponse{Key: op.Key, Existed: res.Existed}
+	}
+	return countResponse{Key: op.Key, Count: res.Count}
+}
+
+// fail answers err with its status: 413 for a body over the cap, 400 for bad input,
+// 503 for everything else (the service, not the request, is at fault).
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit))
+	case counter.IsBadInput(err):
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		s.logFailure(r, err)
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	}
+}
+
+// logFailure logs a failure of the service at Debug level: when an owner is down
+// every request fails, and the 503s are counted in the metrics.
+func (s *server) logFailure(r *http.Request, err error) {
+	s.log.Debug("operation failed", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorResponse{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	// An error here means the client went away; there is no one left to tell.
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// DefaultMaxBodyBytes caps a request body when Config.MaxBodyBytes is 0. A full batch
+// of 1000 ops with 256-byte keys fits in well under half of it.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config is what New needs. Only Doer is required.
+type Config struct {
+	Doer         counter.Doer   // decides the ops
+	Limits       counter.Limits // bounds checked before an op reaches Doer
+	MaxBodyBytes int64          // request body cap; 0 means DefaultMaxBodyBytes
+
+	// Token, when not empty, is required as "Authorization: Bearer <token>" on /v1/*
+	// and /metrics (401 otherwise). /healthz and /readyz never need it, so probes
+	// work without the secret.
+	Token string
+
+	Ready      func() bool           // /readyz answers 200 when it returns true; nil: always ready
+	Cluster    func() any            // the JSON body of GET /v1/cluster; nil: the route is absent (404)
+	Metrics    http.Handler          // served at /metrics; nil: the route is absent (404)
+	Registerer prometheus.Registerer // where the request metrics go; nil: not registered
+	Logger     *slog.Logger          // nil: discard
+}
+
+// route is what one path of the API serves: the method it takes, the name its
+// metrics carry, whether it needs the token, and its handler.
+type route struct {
+	method string
+	name   string
+	auth   bool
+	h      http.Handler
+}
+
+// server answers every request: it finds the route, checks method and token, and
+// counts the request in the metrics under the route's name.
+type server struct {
+	cfg     Config
+	log     *slog.Logger
+	routes  map[string]http.Handler // by path: guarded and instrumented
+	unknown http.Handler            // 404s, instrumented under their own route name
+}
+
+// New builds the handler. It fails when Doer is nil or the metrics cannot be
+// registered (for example, a second server on the same Registerer).
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Doer == nil {
+		return nil, errors.New("httpapi: Config.Doer is nil")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &server{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s.routes = make(map[string]http.Handler)
+	for path, rt := range s.routeTable() {
+		if rt.h != nil {
+			s.routes[path] = m.instrument(rt.name, s.guard(rt))
+		}
+	}
+	s.unknown = m.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such path: "+r.URL.Path)
+	}))
+	return s, nil
+}
+
+func (s *server) routeTable() map[string]route {
+	var cluster http.Handler
+	if s.cfg.Cluster != nil {
+		cluster = http.HandlerFunc(s.handleCluster)
+	}
+	return map[string]route{
+		"/v1/incr":    {http.MethodPost, "incr", true, s.opHandler(counter.Incr)},
+		"/v1/count":   {http.MethodGet, "count", true, http.HandlerFunc(s.handleCount)},
+		"/v1/allow":   {http.MethodPost, "allow", true, s.opHandler(counter.Allow)},
+		"/v1/reset":   {http.MethodPost, "reset", true, s.opHandler(counter.Reset)},
+		"/v1/batch":   {http.MethodPost, "batch", true, http.HandlerFunc(s.handleBatch)},
+		"/v1/cluster": {http.MethodGet, "cluster", true, cluster},
+		"/healthz":    {http.MethodGet, "healthz", false, http.HandlerFunc(s.handleHealthz)},
+		"/readyz":     {http.MethodGet, "readyz", false, http.HandlerFunc(s.handleReadyz)},
+		"/metrics":    {http.MethodGet, "metrics", true, s.cfg.Metrics},
+	}
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, ok := s.routes[r.URL.Path]
+	if !ok {
+		h = s.unknown
+	}
+	h.ServeHTTP(w, r)
+}
+
+// guard checks the method and the token before the route's handler runs.
+func (s *server) guard(rt route) http.Handler {
+	allow := rt.method
+	if rt.method == http.MethodGet {
+		allow = "GET, HEAD" // net/http drops the body of a HEAD answer itself
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+rt.method)
+			return
+		}
+		if rt.auth && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="leapcount"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		rt.h.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	// Constant time, so the answer's timing does not tell how much of a guess was right.
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.Token)) == 1
+}
+
+func (s *server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, statusResponse{Status: "ok"})
+}
+
+func (s *server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Ready != nil && !s.cfg.Ready() {
+		writeError(w, http.StatusServiceUnavailable, "not ready")
+		return
+	}
+	writeJSON(w, http.StatusOK, statusResponse{Status: "ready"})
+}
+
+func (s *server) handleCluster(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.cfg.Cluster())
+}

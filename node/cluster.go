@@ -1,0 +1,30 @@
+package node
+
+// member is one entry of GET /v1/cluster's members.
+type member struct {
+	Name        string `json:"name"`
+	Addr        string `json:"addr"` // gossip address
+	State       string `json:"state"`
+	RPC         string `json:"rpc,omitempty"`
+	Partitions  int    `json:"partitions"` // partitions this member owns in this node's ring
+	Incarnation string `json:"incarnation,omitempty"`
+}
+
+// clusterView is the body of GET /v1/cluster.
+type clusterView struct {
+	Self       string   `json:"self"`
+	Members    []member `json:"members"`
+	Epoch      string   `json:"epoch"` // this node's ring epoch: equal on every node once they agree
+	Partitions int      `json:"partitions"`
+	Ready      bool     `json:"ready"`
+	Counters   int      `json:"counters"` // held in memory by this node
+}
+
+func (n *Node) clusterInfo() any {
+	v := clusterView{Self: n.cfg.Name, Members: n.memberView(), Ready: n.Ready(), Counters: n.store.Len()}
+	if rg := n.router.Ring(); rg != nil {
+		v.Epoch = epochString(rg)
+		v.Partitions = rg.PartitionCount()
+	}
+	return v
+}

@@ -1,0 +1,243 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/node"
+	"github.com/leapcount/leapcount/node/nodetest"
+)
+
+func respClient(t *testing.T, n *node.Node) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.RESPAddr(), Protocol: 2, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Random operations through random nodes of a 3-node cluster, over RESP, answer
+// exactly as one in-memory store does.
+func TestClusterAnswersLikeOneStore(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, nil)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	ref := &counter.Local{Store: leaparray.NewStore(), Now: c.Clock.Now}
+	clients := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		clients[i] = respClient(t, n)
+	}
+	ctx := context.Background()
+	for i := 0; i < 600; i++ {
+		c.Clock.Advance(time.Duration(rng.IntN(400)) * time.Millisecond)
+		key := fmt.Sprint("k", rng.IntN(30))
+		op := counter.Op{Key: key, Window: 10_000, Buckets: 10, N: 1 + rng.Int64N(3), Limit: rng.Int64N(20)}
+		cl := clients[rng.IntN(len(clients))]
+		var got, want any
+		var err error
+		switch rng.IntN(4) {
+		case 0:
+			op.Kind = counter.Incr
+			got, err = cl.Do(ctx, "SW.INCR", key, "10s", "BY", op.N).Result()
+		case 1:
+			op.Kind = counter.Count
+			got, err = cl.Do(ctx, "SW.COUNT", key, "10000").Result()
+		case 2:
+			op.Kind = counter.Allow
+			got, err = cl.Do(ctx, "SW.ALLOW", key, "10s", op.Limit, "BY", op.N, "BUCKETS", 10).Result()
+		case 3:
+			op.Kind = counter.Reset
+			got, err = cl.Do(ctx, "SW.RESET", key, "10s").Result()
+		}
+		if err != nil {
+			t.Fatalf("op %d %v (seed %d): %v", i, op.Kind, seed, err)
+		}
+		res := make([]counter.Result, 1)
+		ref.Do(ctx, []counter.Op{op}, res)
+		want = respOf(op.Kind, res[0])
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("op %d %v %q (seed %d): got %v; want %v", i, op.Kind, key, seed, got, want)
+		}
+	}
+	for _, n := range c.Nodes {
+		if n.Store().Len() == 0 {
+			t.Errorf("%s holds no counter: keys are not spread", n.Name())
+		}
+	}
+}
+
+func respOf(k counter.Kind, r counter.Result) any {
+	switch k {
+	case counter.Allow:
+		return []any{b2i(r.Allowed), r.Count, r.Remaining, r.RetryAfterMs}
+	case counter.Reset:
+		return b2i(r.Existed)
+	}
+	return r.Count
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Concurrent allow calls through every node, over HTTP, admit exactly the limit.
+func TestConcurrentAllowThroughAllNodesAdmitsExactlyLimit(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, nil)
+	const limit, callers, each = 200, 9, 40
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < callers; w++ {
+		wg.Add(1)
+		go func(n *node.Node) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				var out struct{ Allowed bool }
+				if err := postJSON(n, "/v1/allow", fmt.Sprintf(`{"key":"hot","window":"1m","limit":%d}`, limit), &out); err != nil {
+					t.Error(err)
+					return
+				}
+				if out.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}(c.Nodes[w%len(c.Nodes)])
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != limit {
+		t.Fatalf("admitted %d; want %d", got, limit)
+	}
+}
+
+func postJSON(n *node.Node, path, body string, out any) error {
+	resp, err := http.Post("http://"+n.HTTPAddr()+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		var e struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		return fmt.Errorf("%s: %d %s", path, resp.StatusCode, e.Error)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func getJSON(n *node.Node, path string, out any) error {
+	resp, err := http.Get("http://" + n.HTTPAddr() + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: %d", path, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// GET /v1/cluster lists every member with its state and its share of partitions.
+func TestClusterView(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, nil)
+	var view struct {
+		Self    string
+		Epoch   string
+		Members []struct {
+			Name, State string
+			Partitions  int
+		}
+	}
+	if err := getJSON(c.Nodes[1], "/v1/cluster", &view); err != nil {
+		t.Fatal(err)
+	}
+	if view.Self != c.Nodes[1].Name() || len(view.Members) != 3 || view.Epoch == "" {
+		t.Fatalf("got %+v; want self %s, 3 members and an epoch", view, c.Nodes[1].Name())
+	}
+	total := 0
+	for _, m := range view.Members {
+		if m.State != "alive" || m.Partitions == 0 {
+			t.Errorf("member %+v: want alive with some partitions", m)
+		}
+		total += m.Partitions
+	}
+	if total != 271 {
+		t.Fatalf("partition shares add up to %d; want 271", total)
+	}
+}
+
+// While a node joins and another leaves gracefully, requests through the nodes that stay
+// keep succeeding, and the rings converge.
+func TestMembershipChangesUnderLoad(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, nil)
+	stayers := c.Nodes[:2] // load enters only through nodes that stay up
+	clients := []*redis.Client{respClient(t, stayers[0]), respClient(t, stayers[1])}
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			ctx := context.Background()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := clients[(w+i)%2].Do(ctx, "SW.INCR", fmt.Sprint("load-", i%500), "1m").Result()
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				} else {
+					ok.Add(1)
+				}
+			}
+		}(w)
+	}
+	waitOps := func(n int64) {
+		start := ok.Load()
+		if err := waitUntil(func() bool { return ok.Load() >= start+n }); err != nil {
+			t.Fatalf("load stalled: %v", err)
+		}
+	}
+	waitOps(200)
+	c.Add() // a fourth node joins
+	c.WaitConverged()
+	waitOps(200)
+	if err := c.Stop(2); err != nil { // a node leaves gracefully
+		t.Fatalf("stop: %v", err)
+	}
+	c.WaitConverged()
+	waitOps(200)
+	close(stop)
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Fatalf("%d of %d requests failed during membership changes; first: %v", n, n+ok.Load(), firstErr.Load())
+	}
+	t.Logf("%d requests, none failed", ok.Load())
+}
+
+func waitUntil(cond func() bool) error {
+	deadline := time.Now().Add(nodetest.Timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", nodetest.Timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}

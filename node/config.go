@@ -1,0 +1,153 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// Config is everything a node needs. Field comments name the flag that sets each one.
+type Config struct {
+	Name         string   // --name
+	HTTPAddr     string   // --http
+	RESPAddr     string   // --resp
+	GossipAddr   string   // --gossip
+	RPCAddr      string   // --rpc
+	Advertise    string   // --advertise: host peers use to reach this node
+	Join         []string // --join
+	RedisURL     string   // --redis
+	Token        string   // --token: required on every client request when set
+	MaxKeyBytes  int      // --max-key-bytes
+	MaxBodyBytes int64    // --max-body-bytes
+
+	SweepInterval   time.Duration // --sweep-interval: how often idle counters are looked for
+	ShutdownTimeout time.Duration // --shutdown-timeout: how long a graceful stop may take
+
+	// Tuning that has no flag: tests shorten it.
+	GossipTimings  cluster.Timings // zero: memberlist's LAN defaults
+	RejoinInterval time.Duration   // zero: cluster.DefaultRejoinInterval
+	RPC            rpc.Config      // zero fields: the rpc package's defaults
+
+	Logger *slog.Logger
+	Now    func() int64 // clock in ms since the Unix epoch; nil means the wall clock
+}
+
+// Defaults of the fields a zero Config leaves empty (see WithDefaults).
+const (
+	DefaultHTTPAddr        = "127.0.0.1:8080"
+	DefaultRESPAddr        = "127.0.0.1:6380"
+	DefaultGossipAddr      = "127.0.0.1:7946"
+	DefaultRPCAddr         = "127.0.0.1:7947"
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultSweepInterval   = time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// ConfigError says which field (by its flag name) is wrong and why.
+type ConfigError struct {
+	Flag   string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("invalid --%s: %s", e.Flag, e.Reason) }
+
+// Validate checks every field and names the first bad one by its flag.
+func (c *Config) Validate() error {
+	if strings.TrimSpace(c.Name) == "" {
+		return &ConfigError{"name", "must not be empty"}
+	}
+	addrs := []struct{ flag, v string }{{"http", c.HTTPAddr}, {"resp", c.RESPAddr}, {"gossip", c.GossipAddr}, {"rpc", c.RPCAddr}}
+	for _, a := range addrs {
+		if err := checkHostPort(a.v); err != nil {
+			return &ConfigError{a.flag, err.Error()}
+		}
+	}
+	for _, j := range c.Join {
+		if err := checkHostPort(j); err != nil {
+			return &ConfigError{"join", fmt.Sprintf("%q: %v", j, err)}
+		}
+	}
+	if strings.ContainsAny(c.Advertise, ":/ ") {
+		return &ConfigError{"advertise", fmt.Sprintf("%q: want a host name or IP address, without a port", c.Advertise)}
+	}
+	if c.Advertise == "" && unspecifiedHost(c.RPCAddr) {
+		return &ConfigError{"advertise", fmt.Sprintf("needed when --rpc binds all interfaces (%s): peers must know which address reaches this node", c.RPCAddr)}
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || !strings.HasPrefix(u.Scheme, "redis") || u.Host == "" {
+			return &ConfigError{"redis", fmt.Sprintf("%q: want redis://[user:pass@]host:port/db", c.RedisURL)}
+		}
+	}
+	if c.MaxKeyBytes < 1 || c.MaxKeyBytes > 1<<20 {
+		return &ConfigError{"max-key-bytes", fmt.Sprintf("%d: must be from 1 to 1048576", c.MaxKeyBytes)}
+	}
+	if c.MaxBodyBytes < 1024 {
+		return &ConfigError{"max-body-bytes", fmt.Sprintf("%d: must be at least 1024", c.MaxBodyBytes)}
+	}
+	if c.SweepInterval <= 0 {
+		return &ConfigError{"sweep-interval", "must be positive"}
+	}
+	if c.ShutdownTimeout <= 0 {
+		return &ConfigError{"shutdown-timeout", "must be positive"}
+	}
+	return nil
+}
+
+func unspecifiedHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
+}
+
+func checkHostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port", s)
+	}
+	if port == "" {
+		return fmt.Errorf("%q: missing port", s)
+	}
+	return nil
+}
+
+// WithDefaults fills every zero field with its default.
+func (c Config) WithDefaults() Config {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.HTTPAddr, DefaultHTTPAddr)
+	def(&c.RESPAddr, DefaultRESPAddr)
+	def(&c.GossipAddr, DefaultGossipAddr)
+	def(&c.RPCAddr, DefaultRPCAddr)
+	if c.MaxKeyBytes == 0 {
+		c.MaxKeyBytes = counter.DefaultMaxKeyBytes
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	return c
+}

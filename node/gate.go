@@ -1,0 +1,37 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// gate passes client operations on to the next Doer while the node is ready. Before
+// that (still joining: its ring may not yet know the other owners) it answers
+// ErrUnavailable, and once closed ErrShuttingDown, so that a stopping node decides
+// nothing new.
+type gate struct {
+	next   counter.Doer
+	ready  func() bool
+	closed atomic.Bool
+}
+
+func (g *gate) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	var err error
+	switch {
+	case g.closed.Load():
+		err = counter.ErrShuttingDown
+	case !g.ready():
+		err = fmt.Errorf("%w: node is joining the cluster", counter.ErrUnavailable)
+	default:
+		g.next.Do(ctx, ops, results)
+		return
+	}
+	for i := range results {
+		results[i] = counter.Result{Err: err}
+	}
+}
+
+func (g *gate) close() { g.closed.Store(true) }

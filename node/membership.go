@@ -1,0 +1,95 @@
+package node
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/ring"
+)
+
+// joinCluster starts gossip, advertising this node's RPC address.
+func (n *Node) joinCluster() error {
+	c, err := cluster.Start(cluster.Config{
+		Name:           n.cfg.Name,
+		BindAddr:       n.cfg.GossipAddr,
+		AdvertiseAddr:  n.cfg.Advertise,
+		RPCAddr:        n.advertisedRPC(),
+		Join:           n.cfg.Join,
+		RejoinInterval: n.cfg.RejoinInterval,
+		Timings:        n.cfg.GossipTimings,
+		Logger:         n.cfg.Logger.With("component", "gossip"),
+	})
+	if err != nil {
+		return &ConfigError{"gossip", err.Error()}
+	}
+	n.cluster = c
+	n.rebuildRing()
+	n.loops.Add(1)
+	go n.watchMembership()
+	return nil
+}
+
+// advertisedRPC is the RPC address peers dial: the advertised host (or the bind host)
+// and the port actually bound.
+func (n *Node) advertisedRPC() string {
+	host, _, _ := net.SplitHostPort(n.cfg.RPCAddr)
+	if n.cfg.Advertise != "" {
+		host = n.cfg.Advertise
+	}
+	_, port, _ := net.SplitHostPort(n.rpcLn.Addr().String())
+	return net.JoinHostPort(host, port)
+}
+
+// watchMembership rebuilds the ring whenever membership changes, until gossip shuts
+// down (it must go on while the node leaves: its own ring then drops it).
+func (n *Node) watchMembership() {
+	defer n.loops.Done()
+	for {
+		select {
+		case _, ok := <-n.cluster.Changes():
+			if !ok {
+				return
+			}
+			n.rebuildRing()
+		case <-n.cluster.Joined():
+			n.rebuildRing()
+			n.joined.Store(true)
+		}
+	}
+}
+
+// rebuildRing places partitions on the members that serve now. Every node computes the
+// same ring from the same member set (package ring).
+func (n *Node) rebuildRing() {
+	alive := n.cluster.Alive()
+	members := make([]ring.Member, 0, len(alive))
+	for _, m := range alive {
+		members = append(members, ring.Member{Name: m.Name, RPCAddr: m.RPCAddr})
+	}
+	rg := ring.New(members, ring.Config{})
+	old := n.router.Ring()
+	if old != nil && old.Epoch() == rg.Epoch() {
+		return
+	}
+	n.router.SetRing(rg)
+	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)))
+}
+
+// memberView lists members for GET /v1/cluster, with each one's share of partitions.
+func (n *Node) memberView() []member {
+	rg := n.router.Ring()
+	var shares map[string]int
+	if rg != nil {
+		shares = rg.Shares()
+	}
+	var out []member
+	for _, m := range n.cluster.Members() {
+		out = append(out, member{Name: m.Name, Addr: m.Addr, RPC: m.RPCAddr, State: m.State.String(),
+			Partitions: shares[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10)})
+	}
+	return out
+}
+
+// epochString is how a ring epoch is shown, in logs and in GET /v1/cluster.
+func epochString(rg *ring.Ring) string { return strconv.FormatUint(rg.Epoch(), 16) }

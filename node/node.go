@@ -1,0 +1,261 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/httpapi"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/respapi"
+	"github.com/leapcount/leapcount/route"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// Node is one running leapcount node.
+type Node struct {
+	cfg     Config
+	store   *leaparray.Store
+	router  *route.Router
+	doer    *gate
+	reg     *prometheus.Registry
+	cluster *cluster.Cluster
+
+	httpSrv   *http.Server
+	httpLn    net.Listener
+	resp      *respapi.Server
+	respLn    net.Listener
+	rpcSrv    *rpc.Server
+	rpcClient *rpc.Client
+	rpcLn     net.Listener
+
+	joined   atomic.Bool // gossip has found a peer, or there was none to find
+	stopping atomic.Bool
+	stopOnce sync.Once
+	stopErr  error
+	quit     chan struct{} // closed when Stop begins; ends the background loops
+	loops    sync.WaitGroup
+	serving  sync.WaitGroup
+}
+
+// Start validates cfg (after filling defaults), listens on the HTTP and RESP addresses
+// and serves until Stop. It fails, listening on nothing, if any address cannot be bound.
+func Start(cfg Config) (*Node, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, store: leaparray.NewStore(), reg: prometheus.NewRegistry(), quit: make(chan struct{})}
+	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
+	n.rpcClient = rpc.NewClient(cfg.RPC)
+	n.router = route.New(cfg.Name, &counter.Local{Store: n.store, Now: cfg.Now, Limits: limits}, n.rpcClient, limits)
+	n.doer = &gate{next: n.router, ready: n.serves}
+	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
+	n.registerMetrics()
+	if err := n.listen(limits); err != nil {
+		n.closeListeners()
+		return nil, err
+	}
+	n.serve()
+	if err := n.joinCluster(); err != nil {
+		n.closeListeners()
+		n.rpcSrv.Close()
+		return nil, err
+	}
+	n.loops.Add(1)
+	go n.sweepLoop()
+	cfg.Logger.Info("node serving", "name", cfg.Name, "http", n.HTTPAddr(), "resp", n.RESPAddr(),
+		"rpc", n.rpcLn.Addr().String(), "gossip", n.cluster.LocalAddr())
+	return n, nil
+}
+
+// Ready reports whether the node serves requests (GET /readyz): it has joined (or had
+// no one to join), knows the owners, and is not stopping.
+func (n *Node) Ready() bool { return n.serves() && !n.stopping.Load() }
+
+// serves reports whether the node has joined and knows the owners.
+func (n *Node) serves() bool { return n.joined.Load() && n.router.Ring() != nil }
+
+func (n *Node) listen(limits counter.Limits) error {
+	h, err := httpapi.New(httpapi.Config{
+		Doer: n.doer, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token,
+		Ready: n.Ready, Cluster: n.clusterInfo, Registerer: n.reg, Logger: n.cfg.Logger,
+		Metrics: promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}),
+	})
+	if err != nil {
+		return err
+	}
+	n.resp, err = respapi.New(respapi.Config{Doer: n.doer, Limits: limits, Token: n.cfg.Token, Registerer: n.reg, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	if n.httpLn, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
+		return &ConfigError{"http", err.Error()}
+	}
+	if n.respLn, err = net.Listen("tcp", n.cfg.RESPAddr); err != nil {
+		return &ConfigError{"resp", err.Error()}
+	}
+	if n.rpcLn, err = net.Listen("tcp", n.cfg.RPCAddr); err != nil {
+		return &ConfigError{"rpc", err.Error()}
+	}
+	n.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	return nil
+}
+
+func (n *Node) serve() {
+	n.serving.Add(3)
+	go func() {
+		defer n.serving.Done()
+		if err := n.rpcSrv.Serve(n.rpcLn); err != nil && !errors.Is(err, rpc.ErrClosed) {
+			n.cfg.Logger.Error("rpc server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer n.serving.Done()
+		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.cfg.Logger.Error("http server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer n.serving.Done()
+		if err := n.resp.Serve(n.respLn); err != nil && !errors.Is(err, net.ErrClosed) {
+			n.cfg.Logger.Debug("resp server stopped", "err", err)
+		}
+	}()
+}
+
+func (n *Node) closeListeners() {
+	for _, ln := range []net.Listener{n.httpLn, n.respLn, n.rpcLn} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// HTTPAddr is the address the HTTP API listens on (useful with port 0).
+func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
+
+// RESPAddr is the address the RESP API listens on.
+func (n *Node) RESPAddr() string { return n.respLn.Addr().String() }
+
+// RPCAddr is the address the node-to-node protocol listens on.
+func (n *Node) RPCAddr() string { return n.rpcLn.Addr().String() }
+
+// GossipAddr is the address memberlist is bound to.
+func (n *Node) GossipAddr() string { return n.cluster.LocalAddr() }
+
+// Name is the node's member name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Store is the node's counter store.
+func (n *Node) Store() *leaparray.Store { return n.store }
+
+// Router is the node's router (tests compare rings).
+func (n *Node) Router() *route.Router { return n.router }
+
+// Cluster is the node's membership.
+func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
+
+// Stop stops the node gracefully: /readyz turns 503, new operations are refused,
+// in-flight requests finish (up to ShutdownTimeout or ctx), and the listeners close.
+// Calling it again returns the first call's result.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() { n.stopErr = n.stop(ctx) })
+	return n.stopErr
+}
+
+func (n *Node) stop(ctx context.Context) error {
+	n.stopping.Store(true)
+	n.cfg.Logger.Info("node stopping", "name", n.cfg.Name)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
+	defer cancel()
+	close(n.quit)
+	// Client requests first: HTTP Shutdown waits for in-flight requests; the gate then
+	// refuses whatever still arrives on open RESP connections until they close.
+	err := n.httpSrv.Shutdown(ctx)
+	n.doer.close()
+	err = errors.Join(err, n.resp.Close())
+	// Then the cluster: announce that we are leaving, so peers route our keys elsewhere;
+	// answer forwards that still arrive "not owner" (certainly not decided, so the
+	// sender routes them again) until they stop; only then close the connections, so
+	// that no peer is left with a request whose fate it cannot know.
+	err = errors.Join(err, n.drain(ctx))
+	err = errors.Join(err, n.leave(ctx))
+	err = errors.Join(err, n.rpcSrv.Close(), n.rpcClient.Close())
+	n.serving.Wait()
+	n.loops.Wait()
+	if err != nil {
+		return fmt.Errorf("node: stop: %w", err)
+	}
+	n.cfg.Logger.Info("node stopped", "name", n.cfg.Name)
+	return nil
+}
+
+// drainQuiet is how long the rpc server must go without a request before a leaving
+// node takes it that every peer routes elsewhere.
+const drainQuiet = 300 * time.Millisecond
+
+// drain marks this node leaving and waits (bounded by ctx) until its own ring no longer
+// holds it and peers have stopped forwarding to it.
+func (n *Node) drain(ctx context.Context) error {
+	timeout := time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d)/2, 0)
+	}
+	if err := n.cluster.MarkLeaving(timeout); err != nil && !errors.Is(err, cluster.ErrShutdown) {
+		return err
+	}
+	for {
+		rg := n.router.Ring()
+		_, held := rg.Member(n.cfg.Name)
+		if !held && n.rpcSrv.IdleFor() >= drainQuiet {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			n.cfg.Logger.Warn("leaving before peers stopped forwarding here", "held_in_own_ring", held)
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// leave tells the cluster we are going, waits (bounded by ctx) for it to be heard, and
+// stops gossip.
+func (n *Node) leave(ctx context.Context) error {
+	timeout := time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), 0)
+	}
+	err := n.cluster.Leave(timeout)
+	if errors.Is(err, cluster.ErrShutdown) {
+		err = nil
+	}
+	return errors.Join(err, n.cluster.Shutdown())
+}
+
+// sweepLoop forgets idle counters a little at a time, so that a full pass over the
+// store takes about ten intervals and no shard is locked for long.
+func (n *Node) sweepLoop() {
+	defer n.loops.Done()
+	t := time.NewTicker(n.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-t.C:
+			n.store.Sweep(n.cfg.Now(), max(4096, n.store.Len()/10))
+		}
+	}
+}

@@ -1,0 +1,146 @@
+// Package nodetest starts whole leapcount nodes in one process for tests, in the
+// manner of hashicorp/raft's MakeCluster: N nodes on 127.0.0.1 with port 0 everywhere,
+// fast gossip, and one clock the test can move. It is ordinary code so that every
+// cluster test (and later fault tests) reuses it.
+package nodetest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/node"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// Timeout is a generous deadline for membership to converge on a loaded machine.
+const Timeout = 15 * time.Second
+
+// Clock is a manual clock in ms since the Unix epoch, shared by a cluster's nodes.
+type Clock struct{ ms atomic.Int64 }
+
+// NewClock starts a clock at an hour boundary (so at a bucket boundary for any spec).
+func NewClock() *Clock {
+	c := &Clock{}
+	c.ms.Store(1_699_999_200_000)
+	return c
+}
+
+// Now is the time in ms.
+func (c *Clock) Now() int64 { return c.ms.Load() }
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// Cluster is a set of nodes started by MakeCluster.
+type Cluster struct {
+	t     testing.TB
+	Clock *Clock
+	Nodes []*node.Node
+	next  int
+	// Tune, when set, changes each node's Config before it starts.
+	Tune func(*node.Config)
+}
+
+// MakeCluster starts n nodes, each joining the first, and waits until they agree on
+// the ring and are all ready. Nodes stop when the test ends.
+func MakeCluster(t testing.TB, n int, tune func(*node.Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Clock: NewClock(), Tune: tune}
+	for i := 0; i < n; i++ {
+		c.Add()
+	}
+	c.WaitConverged()
+	return c
+}
+
+// Config is the Config the harness starts node name with.
+func (c *Cluster) Config(name string) node.Config {
+	cfg := node.Config{
+		Name: name, HTTPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0",
+		GossipTimings: cluster.FastTimings(), RejoinInterval: 200 * time.Millisecond,
+		RPC:             rpc.Config{Timeout: 2 * time.Second, DownFor: 50 * time.Millisecond},
+		ShutdownTimeout: 5 * time.Second,
+		Logger:          Logger(), Now: c.Clock.Now,
+	}
+	for _, m := range c.Running() {
+		cfg.Join = append(cfg.Join, m.GossipAddr())
+		break
+	}
+	if c.Tune != nil {
+		c.Tune(&cfg)
+	}
+	return cfg
+}
+
+// Add starts one more node that joins the cluster (without waiting for convergence).
+func (c *Cluster) Add() *node.Node {
+	c.t.Helper()
+	name := fmt.Sprintf("node-%d", c.next)
+	c.next++
+	n, err := node.Start(c.Config(name))
+	if err != nil {
+		c.t.Fatalf("start %s: %v", name, err)
+	}
+	c.t.Cleanup(func() { n.Stop(context.Background()) })
+	c.Nodes = append(c.Nodes, n)
+	return n
+}
+
+// Stop stops node i gracefully and removes it from Running.
+func (c *Cluster) Stop(i int) error {
+	n := c.Nodes[i]
+	c.Nodes = append(c.Nodes[:i:i], c.Nodes[i+1:]...)
+	return n.Stop(context.Background())
+}
+
+// Running is the nodes started and not stopped.
+func (c *Cluster) Running() []*node.Node { return c.Nodes }
+
+// Converged returns nil once every running node is ready and all have the same ring
+// epoch with every running node in it.
+func (c *Cluster) Converged() error {
+	nodes := c.Running()
+	if len(nodes) == 0 {
+		return nil
+	}
+	var epoch uint64
+	for i, n := range nodes {
+		if !n.Ready() {
+			return fmt.Errorf("%s is not ready", n.Name())
+		}
+		rg := n.Router().Ring()
+		if rg.Len() != len(nodes) {
+			return fmt.Errorf("%s: ring of %d members; want %d", n.Name(), rg.Len(), len(nodes))
+		}
+		if i == 0 {
+			epoch = rg.Epoch()
+		} else if rg.Epoch() != epoch {
+			return fmt.Errorf("%s: epoch %x; %s has %x", n.Name(), rg.Epoch(), nodes[0].Name(), epoch)
+		}
+	}
+	return nil
+}
+
+// WaitConverged polls Converged until it holds, failing the test after Timeout.
+func (c *Cluster) WaitConverged() {
+	c.t.Helper()
+	if err := wait.Until(Timeout, c.Converged); err != nil {
+		c.t.Fatalf("cluster did not converge within %v: %v", Timeout, err)
+	}
+}
+
+// Logger discards logs unless LEAPCOUNT_TEST_LOG is set (memberlist goroutines may log
+// after a test ends, so logs cannot go to t.Log).
+func Logger() *slog.Logger {
+	if os.Getenv("LEAPCOUNT_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

@@ -1,0 +1,220 @@
+package respapi
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"strconv"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// command is one command the server knows.
+type command struct {
+	name   string       // lower case, as replies and metrics name it
+	arity  int          // as Redis counts it, name included: n means exactly n, -n at least n
+	noAuth bool         // allowed before AUTH (as in Redis: AUTH, HELLO, QUIT; not PING)
+	kind   counter.Kind // set for the SW.* commands, which are ops for the Doer
+	run    func(s *Server, c *client, args [][]byte) error
+	id     int // index into the per-command metrics
+}
+
+// commandList is every command; the SW.* ones have a kind and no run.
+var commandList = []*command{
+	{name: "sw.incr", arity: -3, kind: counter.Incr},
+	{name: "sw.count", arity: -3, kind: counter.Count},
+	{name: "sw.allow", arity: -4, kind: counter.Allow},
+	{name: "sw.reset", arity: -3, kind: counter.Reset},
+	{name: "ping", arity: -1, run: (*Server).ping},
+	{name: "echo", arity: 2, run: (*Server).echo},
+	{name: "quit", arity: -1, noAuth: true, run: (*Server).quit},
+	{name: "hello", arity: -1, noAuth: true, run: (*Server).hello},
+	{name: "auth", arity: -2, noAuth: true, run: (*Server).auth},
+	{name: "select", arity: 2, run: (*Server).selectDB},
+	{name: "command", arity: -1, run: (*Server).command},
+	{name: "info", arity: -1, run: (*Server).info},
+	{name: "config", arity: -2, run: (*Server).config},
+	{name: "client", arity: -2, run: (*Server).clientCmd},
+}
+
+// commands finds a command by its lower-case name.
+var commands = func() map[string]*command {
+	m := make(map[string]*command, len(commandList))
+	for i, c := range commandList {
+		c.id = i
+		m[c.name] = c
+	}
+	return m
+}()
+
+// lookup finds the command named name, in any case, without allocating.
+func lookup(name []byte) *command {
+	var buf [16]byte // longer than any name we know
+	if len(name) > len(buf) {
+		return nil
+	}
+	lower := buf[:len(name)]
+	for i, b := range name {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		lower[i] = b
+	}
+	return commands[string(lower)] // the compiler does not copy for a map index
+}
+
+func (c *command) arityOK(n int) bool {
+	if c.arity >= 0 {
+		return n == c.arity
+	}
+	return n >= -c.arity
+}
+
+func (s *Server) ping(c *client, args [][]byte) error {
+	switch len(args) {
+	case 1:
+		c.conn.WriteString("PONG")
+	case 2:
+		c.conn.WriteBulk(args[1])
+	default:
+		return wrongArity("ping")
+	}
+	return nil
+}
+
+// echo answers ECHO message; redis-cli --pipe sends one to learn that all its replies came.
+func (s *Server) echo(c *client, args [][]byte) error {
+	c.conn.WriteBulk(args[1])
+	return nil
+}
+
+func (s *Server) quit(c *client, _ [][]byte) error {
+	c.conn.WriteString("OK")
+	c.quit = true
+	return nil
+}
+
+// auth answers AUTH password and AUTH username password. Any username is taken: the
+// server has one secret, not users.
+func (s *Server) auth(c *client, args [][]byte) error {
+	if len(args) > 3 {
+		return errorf("ERR", "syntax error")
+	}
+	if s.cfg.Token == "" {
+		if len(args) == 3 {
+			c.conn.WriteString("OK") // like Redis's default user without a password
+			return nil
+		}
+		return errorf("ERR", "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	}
+	if !s.tokenMatches(args[len(args)-1]) {
+		return errWrongPass
+	}
+	c.authed = true
+	c.conn.WriteString("OK")
+	return nil
+}
+
+func (s *Server) tokenMatches(guess []byte) bool {
+	// Constant time, so the reply's timing does not tell how much of a guess was right.
+	return subtle.ConstantTimeCompare(guess, []byte(s.cfg.Token)) == 1
+}
+
+// hello answers HELLO [protover [AUTH username password] [SETNAME name]] as Redis 7
+// does, for protocol 2 only: clients that ask for 3 get NOPROTO and fall back to 2.
+func (s *Server) hello(c *client, args [][]byte) error {
+	if len(args) > 1 {
+		ver, err := strconv.Atoi(string(args[1]))
+		if err != nil {
+			return errorf("ERR", "Protocol version is not an integer or out of range")
+		}
+		if ver != 2 {
+			return errNoProto
+		}
+	}
+	var password []byte
+	for i := 2; i < len(args); i++ {
+		switch {
+		case bytes.EqualFold(args[i], []byte("AUTH")) && i+2 < len(args):
+			password = args[i+2]
+			i += 2
+		case bytes.EqualFold(args[i], []byte("SETNAME")) && i+1 < len(args):
+			i++ // names are accepted and not kept
+		default:
+			return errorf("ERR", "Syntax error in HELLO option '%s'", args[i])
+		}
+	}
+	if password != nil && s.cfg.Token != "" {
+		if !s.tokenMatches(password) {
+			return errWrongPass
+		}
+		c.authed = true
+	}
+	if !c.authed {
+		return errorf("NOAUTH", "HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	}
+	s.writeHello(c)
+	return nil
+}
+
+func (s *Server) writeHello(c *client) {
+	w := c.conn
+	w.WriteArray(14)
+	w.WriteBulkString("server")
+	w.WriteBulkString("redis")
+	w.WriteBulkString("version")
+	w.WriteBulkString(redisVersion)
+	w.WriteBulkString("proto")
+	w.WriteInt(2)
+	w.WriteBulkString("id")
+	w.WriteInt64(c.id)
+	w.WriteBulkString("mode")
+	w.WriteBulkString("standalone")
+	w.WriteBulkString("role")
+	w.WriteBulkString("master")
+	w.WriteBulkString("modules")
+	w.WriteArray(0)
+}
+
+// selectDB takes SELECT 0 only: there is one keyspace.
+func (s *Server) selectDB(c *client, args [][]byte) error {
+	db, err := strconv.Atoi(string(args[1]))
+	if err != nil {
+		return errNotInteger
+	}
+	if db != 0 {
+		return errorf("ERR", "DB index is out of range")
+	}
+	c.conn.WriteString("OK")
+	return nil
+}
+
+// command answers COMMAND and its DOCS, INFO, LIST and COUNT subcommands with an
+// empty list: enough for redis-cli, which only uses them for hints.
+func (s *Server) command(c *client, args [][]byte) error {
+	if len(args) == 1 {
+		c.conn.WriteArray(0)
+		return nil
+	}
+	switch sub := args[1]; {
+	case bytes.EqualFold(sub, []byte("COUNT")):
+		c.conn.WriteInt(0)
+	case bytes.EqualFold(sub, []byte("DOCS")), bytes.EqualFold(sub, []byte("INFO")), bytes.EqualFold(sub, []byte("LIST")):
+		c.conn.WriteArray(0)
+	default:
+		return errorf("ERR", "unknown subcommand '%s'. Try COMMAND HELP.", sub)
+	}
+	return nil
+}
+
+// clientCmd accepts CLIENT SETNAME and CLIENT SETINFO, which client libraries send
+// when they connect, and forgets what they set.
+func (s *Server) clientCmd(c *client, args [][]byte) error {
+	sub := args[1]
+	switch {
+	case bytes.EqualFold(sub, []byte("SETNAME")) && len(args) == 3,
+		bytes.EqualFold(sub, []byte("SETINFO")) && len(args) == 4:
+		c.conn.WriteString("OK")
+		return nil
+	}
+	return errorf("ERR", "unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", sub)
+}

@@ -1,0 +1,18 @@
+// Package respapi serves the RESP (Redis protocol) part of the external contract
+// (CONTRACT.md), so that redis-cli, redis-benchmark and any Redis client library can
+// talk to a node.
+//
+// The counter commands are SW.INCR, SW.COUNT, SW.ALLOW and SW.RESET; each is parsed
+// into a counter.Op, checked with counter.Limits, and decided by a counter.Doer.
+// Around them the server answers the handful of connection commands clients send on
+// their own (PING, ECHO, QUIT, HELLO, AUTH, SELECT, COMMAND, INFO, CONFIG GET, CLIENT
+// SETNAME/SETINFO) the way Redis 7 does, speaking protocol version 2 only.
+//
+// # Pipelining
+//
+// The counter commands a client has pipelined, and that have already been read, go to
+// the Doer in one Do call, and their replies go back in order. A cluster router can
+// then send one request per owner for a whole pipeline instead of one per command.
+// Any other command in the pipeline ends the batch: the batch is decided and answered
+// first, so replies and connection state (AUTH) keep the client's order.
+package respapi

@@ -1,0 +1,238 @@
+package respapi
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/leaparray"
+)
+
+// t0 is a whole minute, so buckets of up to a minute start exactly at it.
+const t0 = 1_700_000_040_000
+
+// fakeClock is a clock the test moves by hand, so every answer is deterministic.
+type fakeClock struct{ ms atomic.Int64 }
+
+func newClock() *fakeClock {
+	c := &fakeClock{}
+	c.ms.Store(t0)
+	return c
+}
+
+func (c *fakeClock) Now() int64       { return c.ms.Load() }
+func (c *fakeClock) Advance(ms int64) { c.ms.Add(ms) }
+
+// countingDoer passes ops on to a real Local and counts Do calls and ops, so tests
+// can see how a pipeline was batched.
+type countingDoer struct {
+	counter.Doer
+	calls, ops atomic.Int64
+}
+
+func (d *countingDoer) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	d.calls.Add(1)
+	d.ops.Add(int64(len(ops)))
+	d.Doer.Do(ctx, ops, results)
+}
+
+// failingDoer fails every op with err, as an unreachable owner would.
+type failingDoer struct{ err error }
+
+func (d failingDoer) Do(_ context.Context, _ []counter.Op, results []counter.Result) {
+	for i := range results {
+		results[i] = counter.Result{Err: d.err}
+	}
+}
+
+// testServer is a server on a real socket, deciding ops with a real store.
+type testServer struct {
+	addr  string
+	srv   *Server
+	clock *fakeClock
+	doer  *countingDoer
+	reg   *prometheus.Registry
+}
+
+// startServer serves on 127.0.0.1:0 until the test ends; edit, when not nil, changes
+// the config before New.
+func startServer(t testing.TB, edit func(*Config)) *testServer {
+	t.Helper()
+	clock := newClock()
+	doer := &countingDoer{Doer: &counter.Local{Store: leaparray.NewStore(), Now: clock.Now}}
+	reg := prometheus.NewRegistry()
+	cfg := Config{Doer: doer, Registerer: reg}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("Serve returned %v after Close; want nil", err)
+		}
+	})
+	return &testServer{addr: ln.Addr().String(), srv: srv, clock: clock, doer: doer, reg: reg}
+}
+
+// rawClient speaks RESP by hand, to send what a client library would not and to
+// see replies byte for byte.
+type rawClient struct {
+	t    testing.TB
+	conn net.Conn
+	rd   *bufio.Reader
+}
+
+func (ts *testServer) dial(t testing.TB) *rawClient {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &rawClient{t: t, conn: conn, rd: bufio.NewReader(conn)}
+}
+
+// encode writes args as a RESP array of bulk strings.
+func encode(args ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
+}
+
+func (c *rawClient) write(raw string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.conn, raw); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// do sends one command and returns its reply.
+func (c *rawClient) do(args ...string) string {
+	c.t.Helper()
+	c.write(encode(args...))
+	return c.reply()
+}
+
+// reply reads one reply and renders it as text: "+OK", "-ERR ...", ":5", "$bulk",
+// "$-1" for a null, and "*[a b c]" for an array.
+func (c *rawClient) reply() string {
+	c.t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	s, err := readReply(c.rd)
+	if err != nil {
+		c.t.Fatalf("reading a reply: %v", err)
+	}
+	return s
+}
+
+func readReply(rd *bufio.Reader) (string, error) {
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return "", fmt.Errorf("empty reply line")
+	}
+	switch line[0] {
+	case '+', '-', ':':
+		return line, nil
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return line, err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return "", err
+		}
+		return "$" + string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return "", err
+		}
+		elems := make([]string, n)
+		for i := range elems {
+			if elems[i], err = readReply(rd); err != nil {
+				return "", err
+			}
+		}
+		return "*[" + strings.Join(elems, " ") + "]", nil
+	}
+	return "", fmt.Errorf("unknown reply %q", line)
+}
+
+// wantClosed checks that the server closed the connection.
+func (c *rawClient) wantClosed() {
+	c.t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := c.rd.ReadByte(); err != io.EOF {
+		c.t.Fatalf("got %q, %v; want the connection closed (EOF)", b, err)
+	}
+}
+
+// wantServes checks that the connection still answers a good command.
+func (c *rawClient) wantServes() {
+	c.t.Helper()
+	if got := c.do("SW.COUNT", "still-serves", "1s"); got != ":0" {
+		c.t.Fatalf("after an error, SW.COUNT got %s; want :0", got)
+	}
+}
+
+func wantReply(t testing.TB, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("got %q; want %q", got, want)
+	}
+}
+
+// metricValue is the value of leapcount_resp_commands_total for command and outcome.
+func (ts *testServer) metricValue(t testing.TB, command, outcome string) float64 {
+	t.Helper()
+	families, err := ts.reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != "leapcount_resp_commands_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["command"] == command && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no metric for command %q outcome %q", command, outcome)
+	return 0
+}

@@ -1,0 +1,71 @@
+package respapi
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// redisVersion is the Redis version the server claims in HELLO and INFO. Client
+// libraries turn features on by it; 7.0.0 is the protocol this server follows.
+const redisVersion = "7.0.0"
+
+// info answers INFO (whatever sections are asked for) with the Server and Clients
+// sections in Redis's format, followed by Config.Info's text.
+func (s *Server) info(c *client, _ [][]byte) error {
+	var b strings.Builder
+	port := 0
+	if addr, ok := s.Addr().(*net.TCPAddr); ok {
+		port = addr.Port
+	}
+	uptime := time.Since(s.start)
+	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nos:%s %s\r\narch_bits:%d\r\n",
+		redisVersion, runtime.GOOS, runtime.GOARCH, strconv.IntSize)
+	fmt.Fprintf(&b, "process_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\n",
+		os.Getpid(), port, int64(uptime.Seconds()), int64(uptime.Hours()/24))
+	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\n", s.connected.Load())
+	if s.cfg.Info != nil {
+		if extra := s.cfg.Info(); extra != "" {
+			b.WriteString("\r\n")
+			b.WriteString(crlf(strings.TrimRight(extra, "\r\n")))
+			b.WriteString("\r\n")
+		}
+	}
+	c.conn.WriteBulkString(b.String())
+	return nil
+}
+
+// crlf ends every line of s with CRLF, as INFO's lines are.
+func crlf(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
+}
+
+// config answers CONFIG GET for the two parameters redis-benchmark reads on start
+// (save and appendonly: this server persists nothing) and nothing for the rest.
+func (s *Server) config(c *client, args [][]byte) error {
+	if !bytes.EqualFold(args[1], []byte("GET")) {
+		return errorf("ERR", "unsupported CONFIG subcommand '%s': only CONFIG GET is served", args[1])
+	}
+	if len(args) < 3 {
+		return wrongArity("config|get")
+	}
+	var pairs []string
+	for _, p := range args[2:] {
+		switch {
+		case bytes.EqualFold(p, []byte("save")):
+			pairs = append(pairs, "save", "")
+		case bytes.EqualFold(p, []byte("appendonly")):
+			pairs = append(pairs, "appendonly", "no")
+		}
+	}
+	c.conn.WriteArray(len(pairs))
+	for _, p := range pairs {
+		c.conn.WriteBulkString(p)
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package respapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tidwall/redcon"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// Config is what New needs. Only Doer is required.
+type Config struct {
+	Doer   counter.Doer   // decides the ops
+	Limits counter.Limits // bounds checked before an op reaches Doer
+
+	// Token, when not empty, must be given with AUTH (or HELLO 2 AUTH) before any
+	// command but AUTH, HELLO and QUIT; the others get -NOAUTH, as in Redis.
+	Token string
+
+	Registerer prometheus.Registerer // where the command metrics go; nil: not registered
+	Logger     *slog.Logger          // nil: discard
+	Info       func() string         // more INFO text, in Redis's "# Section\nkey:value" form; may be nil
+}
+
+// Server serves RESP on a listener.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	rs      *redcon.Server
+	start   time.Time
+
+	ctx    context.Context // of every Do call; Close cancels it
+	cancel context.CancelFunc
+
+	nextID    atomic.Int64   // connection ids, as HELLO reports them
+	connected atomic.Int64   // open connections, for INFO
+	conns     sync.WaitGroup // one per open connection, so Close can wait for them
+
+	mu     sync.Mutex
+	ln     net.Listener
+	served chan struct{} // closed when Serve returns
+	closed bool
+}
+
+// New builds a server; Serve starts it. It fails when Doer is nil or the metrics
+// cannot be registered (for example, a second server on the same Registerer).
+func New(cfg Config) (*Server, error) {
+	if cfg.Doer == nil {
+		return nil, errors.New("respapi: Config.Doer is nil")
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: m, start: time.Now()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.rs = redcon.NewServer("", s.serveCommand, s.accept, s.closedConn)
+	s.rs.AcceptError = s.acceptError
+	return s, nil
+}
+
+// Serve accepts connections on ln until Close; it then returns nil. Call it once.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed || s.ln != nil {
+		s.mu.Unlock()
+		ln.Close()
+		if s.closed {
+			return nil
+		}
+		return errors.New("respapi: Serve called twice")
+	}
+	s.ln, s.served = ln, make(chan struct{})
+	s.mu.Unlock()
+	defer close(s.served)
+	return s.rs.Serve(ln)
+}
+
+// Close stops the server: it closes the listener and every connection, cancels the
+// Do calls in flight, and returns once Serve and every connection have finished.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ln, served := s.ln, s.served
+	s.mu.Unlock()
+	s.cancel()
+	var err error
+	if ln != nil {
+		// Serve then returns, and redcon closes every connection on the way out.
+		if err = ln.Close(); errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+		<-served
+	}
+	s.conns.Wait()
+	return err
+}
+
+// Addr is the address Serve listens on, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// client is the state of one connection.
+type client struct {
+	conn   redcon.Conn
+	id     int64
+	authed bool
+	quit   bool // QUIT was answered: the rest of the pipeline is dropped
+
+	pipeline []redcon.Command // the commands being answered; kept to reuse its array
+	batch    batch
+}
+
+func (s *Server) accept(conn redcon.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns.Add(1)
+	s.connected.Add(1)
+	conn.SetContext(&client{conn: conn, id: s.nextID.Add(1), authed: s.cfg.Token == ""})
+	return true
+}
+
+func (s *Server) closedConn(conn redcon.Conn, err error) {
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("resp connection ended", "remote", conn.RemoteAddr(), "err", err)
+	}
+	s.connected.Add(-1)
+	s.conns.Done()
+}
+
+// acceptError logs a failed Accept and pauses, so that a lasting failure (out of file
+// descriptors, say) does not spin: redcon retries at once.
+func (s *Server) acceptError(err error) {
+	s.log.Warn("resp accept failed", "err", err)
+	time.Sleep(10 * time.Millisecond)
+}
