@@ -16,7 +16,11 @@ func ParseWindow(s string) (int64, error) {
 		return 0, fmt.Errorf("%w: empty", ErrBadWindow)
 	}
 	var ms int64
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+	if last := s[len(s)-1]; last >= '0' && last <= '9' { // whole milliseconds; a duration ends in a unit
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w %q: want a duration like 60s or 500ms, or whole milliseconds", ErrBadWindow, s)
+		}
 		ms = n
 	} else {
 		d, derr := time.ParseDuration(s)

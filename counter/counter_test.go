@@ -1,0 +1,89 @@
+package counter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseWindow(t *testing.T) {
+	good := map[string]int64{
+		"500ms": 500, "60s": 60_000, "1m": 60_000, "1h": 3_600_000, "1h30m": 5_400_000,
+		"1.5s": 1500, "60000": 60_000, "1": 1, " 10s ": 10_000, "744h": MaxWindowMs,
+	}
+	for in, want := range good {
+		if got, err := ParseWindow(in); err != nil || got != want {
+			t.Errorf("ParseWindow(%q): got %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "0s", "-5s", "1us", "1.5ms", "745h", "abc", "10x", "1e3", "99999999999999999999", "2678400001"} {
+		if _, err := ParseWindow(in); !errors.Is(err, ErrBadWindow) {
+			t.Errorf("ParseWindow(%q): got %v; want ErrBadWindow", in, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Op{Kind: Allow, Key: "k", Window: 60_000, Buckets: 10, N: 1, Limit: 5}
+	if err := (Limits{}).Validate(&ok); err != nil {
+		t.Fatalf("valid op: %v", err)
+	}
+	cases := []struct {
+		name   string
+		change func(*Op)
+		want   error
+	}{
+		{"empty key", func(o *Op) { o.Key = "" }, ErrEmptyKey},
+		{"long key", func(o *Op) { o.Key = strings.Repeat("k", 257) }, ErrKeyTooLong},
+		{"zero window", func(o *Op) { o.Window = 0 }, ErrBadWindow},
+		{"window over 31 days", func(o *Op) { o.Window = MaxWindowMs + 10 }, ErrBadWindow},
+		{"zero buckets", func(o *Op) { o.Buckets = 0 }, ErrBadBuckets},
+		{"too many buckets", func(o *Op) { o.Window, o.Buckets = 3_601_000, 3601 }, ErrBadBuckets},
+		{"indivisible", func(o *Op) { o.Buckets = 7 }, ErrBadBuckets},
+		{"n zero", func(o *Op) { o.N = 0 }, ErrBadN},
+		{"n too large", func(o *Op) { o.N = MaxN + 1 }, ErrBadN},
+		{"negative limit", func(o *Op) { o.Limit = -1 }, ErrBadLimit},
+		{"limit too large", func(o *Op) { o.Limit = MaxLimit + 1 }, ErrBadLimit},
+		{"no kind", func(o *Op) { o.Kind = 0 }, ErrUnknownOp},
+	}
+	for _, c := range cases {
+		op := ok
+		c.change(&op)
+		err := (Limits{}).Validate(&op)
+		if !errors.Is(err, c.want) || !IsBadInput(err) {
+			t.Errorf("%s: got %v; want %v (bad input)", c.name, err, c.want)
+		}
+	}
+	long := Op{Kind: Incr, Key: strings.Repeat("k", 1000), Window: 1000, Buckets: 10, N: 1}
+	if err := (Limits{MaxKeyBytes: 1000}).Validate(&long); err != nil {
+		t.Errorf("a raised key cap: %v", err)
+	}
+	reset := Op{Kind: Reset, Key: "k", Window: 1000, Buckets: 10} // n and limit do not apply
+	if err := (Limits{}).Validate(&reset); err != nil {
+		t.Errorf("reset without n: %v", err)
+	}
+}
+
+func TestKinds(t *testing.T) {
+	for _, name := range []string{"incr", "COUNT", "Allow", "reset"} {
+		k, err := ParseKind(name)
+		if err != nil || !strings.EqualFold(k.String(), name) {
+			t.Errorf("ParseKind(%q): got %v, %v", name, k, err)
+		}
+	}
+	if _, err := ParseKind("decr"); !errors.Is(err, ErrUnknownOp) {
+		t.Errorf("ParseKind(decr): got %v; want ErrUnknownOp", err)
+	}
+	if IsBadInput(ErrUnavailable) || IsBadInput(ErrShuttingDown) {
+		t.Error("service errors count as bad input")
+	}
+}
+
+func BenchmarkParseWindow(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := ParseWindow("60s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
