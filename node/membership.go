@@ -45,6 +45,7 @@ func (n *Node) advertisedRPC() string {
 // down (it must go on while the node leaves: its own ring then drops it).
 func (n *Node) watchMembership() {
 	defer n.loops.Done()
+	joined := n.cluster.Joined()
 	for {
 		select {
 		case _, ok := <-n.cluster.Changes():
@@ -52,7 +53,8 @@ func (n *Node) watchMembership() {
 				return
 			}
 			n.rebuildRing()
-		case <-n.cluster.Joined():
+		case <-joined:
+			joined = nil // closed for good: select on it once
 			n.rebuildRing()
 			n.joined.Store(true)
 		}
@@ -62,6 +64,7 @@ func (n *Node) watchMembership() {
 // rebuildRing places partitions on the members that serve now. Every node computes the
 // same ring from the same member set (package ring).
 func (n *Node) rebuildRing() {
+	n.ringBuilds.Add(1)
 	alive := n.cluster.Alive()
 	members := make([]ring.Member, 0, len(alive))
 	for _, m := range alive {
@@ -75,6 +78,9 @@ func (n *Node) rebuildRing() {
 	n.router.SetRing(rg)
 	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)))
 }
+
+// RingBuilds is how many times the node has rebuilt its ring (for tests and metrics).
+func (n *Node) RingBuilds() int64 { return n.ringBuilds.Load() }
 
 // memberView lists members for GET /v1/cluster, with each one's share of partitions.
 func (n *Node) memberView() []member {

@@ -14,5 +14,8 @@ func (n *Node) registerMetrics() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "leapcount_counters", Help: "Counters held in memory by this node.",
 		}, func() float64 { return float64(n.store.Len()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_ring_builds_total", Help: "Rings built from membership (each change builds one).",
+		}, func() float64 { return float64(n.RingBuilds()) }),
 	)
 }

@@ -39,13 +39,14 @@ type Node struct {
 	rpcClient *rpc.Client
 	rpcLn     net.Listener
 
-	joined   atomic.Bool // gossip has found a peer, or there was none to find
-	stopping atomic.Bool
-	stopOnce sync.Once
-	stopErr  error
-	quit     chan struct{} // closed when Stop begins; ends the background loops
-	loops    sync.WaitGroup
-	serving  sync.WaitGroup
+	joined     atomic.Bool  // gossip has found a peer, or there was none to find
+	ringBuilds atomic.Int64 // rings built from membership, changed or not
+	stopping   atomic.Bool
+	stopOnce   sync.Once
+	stopErr    error
+	quit       chan struct{} // closed when Stop begins; ends the background loops
+	loops      sync.WaitGroup
+	serving    sync.WaitGroup
 }
 
 // Start validates cfg (after filling defaults), listens on the HTTP and RESP addresses

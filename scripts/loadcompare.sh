@@ -34,9 +34,10 @@ done
 
 echo "# $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg); requests $N, clients $C, pipeline $P, keyspace 100000"
 echo "## redis-server $(redis-server --version | grep -o 'v=[0-9.]*'): INCR k:__rand_int__"
-redis-benchmark -p "$rport" -c "$C" -n "$N" -r 100000 -P "$P" -q INCR 'k:__rand_int__'
+bench() { redis-benchmark -c "$C" -n "$N" -r 100000 -P "$P" -q "$@" | tr '\r' '\n' | tail -n 2 | grep -v '^$'; }
+bench -p "$rport" INCR 'k:__rand_int__'
 echo "## leapcount node: SW.INCR k:__rand_int__ 60s"
-redis-benchmark -p "$sport" -c "$C" -n "$N" -r 100000 -P "$P" -q SW.INCR 'k:__rand_int__' 60s
+bench -p "$sport" SW.INCR 'k:__rand_int__' 60s
 echo "## redis-server, Lua sliding window (hash buckets, one script call per request)"
 sha=$(redis-cli -p "$rport" SCRIPT LOAD "$(cat <<'LUA'
 local b = math.floor(tonumber(ARGV[1]) / 6000)
@@ -50,4 +51,4 @@ redis.call('PEXPIRE', KEYS[1], 120000)
 return sum
 LUA
 )")
-redis-benchmark -p "$rport" -c "$C" -n "$N" -r 100000 -P "$P" -q EVALSHA "$sha" 1 'k:__rand_int__' "$(date +%s%3N)"
+bench -p "$rport" EVALSHA "$sha" 1 'w:__rand_int__' "$(date +%s%3N)"
