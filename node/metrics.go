@@ -15,6 +15,12 @@ func (n *Node) registerMetrics() {
 			Name: "leapcount_counters", Help: "Counters held in memory by this node.",
 		}, func() float64 { return float64(n.store.Len()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_forward_frames_total", Help: "Request frames sent to peers.",
+		}, func() float64 { return float64(n.RPCStats().Frames) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_forward_ops_total", Help: "Operations forwarded to their owners.",
+		}, func() float64 { return float64(n.RPCStats().Ops) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_ring_builds_total", Help: "Rings built from membership (each change builds one).",
 		}, func() float64 { return float64(n.RingBuilds()) }),
 	)

@@ -164,6 +164,9 @@ func (n *Node) Store() *leaparray.Store { return n.store }
 // Router is the node's router (tests compare rings).
 func (n *Node) Router() *route.Router { return n.router }
 
+// RPCStats are the node's forwarding counts (frames and ops sent to peers).
+func (n *Node) RPCStats() rpc.Stats { return n.rpcClient.Stats() }
+
 // Cluster is the node's membership.
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
@@ -46,6 +47,7 @@ func (c Config) withDefaults() Config {
 // Client sends ops to peers. It is safe for concurrent use.
 type Client struct {
 	cfg    Config
+	stats  stats
 	mu     sync.Mutex
 	peers  map[string]*peer
 	closed bool
@@ -84,10 +86,23 @@ func (c *Client) peer(addr string) (*peer, error) {
 	}
 	p := c.peers[addr]
 	if p == nil {
-		p = newPeer(addr, c.cfg)
+		p = newPeer(addr, c.cfg, &c.stats)
 		c.peers[addr] = p
 	}
 	return p, nil
+}
+
+// Stats are counts since the client was made.
+type Stats struct {
+	Frames uint64 // request frames written
+	Ops    uint64 // ops in them
+}
+
+type stats struct{ frames, ops atomic.Uint64 }
+
+// Stats returns how many frames and ops the client has sent.
+func (c *Client) Stats() Stats {
+	return Stats{Frames: c.stats.frames.Load(), Ops: c.stats.ops.Load()}
 }
 
 // Forget closes the connection to addr (a peer that left) and fails its calls in flight.

@@ -44,6 +44,7 @@ func (c *call) settle(fill func([]counter.Result), err error) {
 type peer struct {
 	addr  string
 	cfg   Config
+	stats *stats
 	queue chan *call
 	quit  chan struct{}
 	once  sync.Once
@@ -53,8 +54,8 @@ type peer struct {
 	downUntil time.Time // after a failed dial, calls fail at once until then
 }
 
-func newPeer(addr string, cfg Config) *peer {
-	p := &peer{addr: addr, cfg: cfg, queue: make(chan *call, 4096), quit: make(chan struct{})}
+func newPeer(addr string, cfg Config, st *stats) *peer {
+	p := &peer{addr: addr, cfg: cfg, stats: st, queue: make(chan *call, 4096), quit: make(chan struct{})}
 	go p.writeLoop()
 	return p
 }
@@ -284,6 +285,8 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 		}
 	}
 	finishFrame(buf, 0)
+	c.peer.stats.frames.Add(1)
+	c.peer.stats.ops.Add(uint64(n))
 	c.nc.SetWriteDeadline(time.Now().Add(c.peer.cfg.Timeout))
 	_, err := c.bw.Write(buf)
 	if err == nil && len(c.peer.queue) == 0 {
