@@ -13,9 +13,12 @@ type shard struct {
 	_      [64]byte
 }
 
-func (sh *shard) init(b int) {
+func (sh *shard) init(b int, deltas bool) {
 	sh.narrow.b = b
 	sh.wide.b = b
+	if deltas {
+		sh.narrow.pend, sh.wide.pend = []uint32{}, []uint32{}
+	}
 }
 
 // ref names one counter in a shard: which slab, which slot.
@@ -64,6 +67,9 @@ func (sh *shard) widen(key string, h uint64, r ref, j int64, n uint64) ref {
 	for i, c := range counts {
 		wcounts[i] = uint64(c)
 	}
+	for _, b := range sh.narrow.takePending(r.slot) { // what is not yet written behind moves too
+		sh.wide.noteAdd(w, b.Index, b.Count)
+	}
 	sh.narrow.remove(r.slot, h)
 	return ref{wide: true, slot: w}
 }
@@ -75,6 +81,20 @@ func (sh *shard) add(r ref, j int64, n uint64) uint64 {
 	}
 	hd, counts := sh.narrow.ring(r.slot)
 	return addAt(hd, counts, j, n)
+}
+
+// incr adds n at bucket j (j >= head) and records it as pending when deltas are kept.
+func (sh *shard) incr(r ref, j int64, n uint64) uint64 {
+	sh.noteAdd(r, j, n)
+	return sh.add(r, j, n)
+}
+
+func (sh *shard) noteAdd(r ref, j int64, n uint64) {
+	if r.wide {
+		sh.wide.noteAdd(r.slot, j, n)
+	} else {
+		sh.narrow.noteAdd(r.slot, j, n)
+	}
 }
 
 func (sh *shard) count(r ref, j int64) uint64 {

@@ -18,6 +18,9 @@ type slab[C count] struct {
 	refs    []keyRef
 	heads   []head
 	counts  []C
+
+	pend []uint32       // per slot, with WithDeltas: 1 + index into dl, 0 when clean; nil otherwise
+	dl   []pendingDelta // see delta.go
 }
 
 type keyRef struct{ off, len uint32 }
@@ -67,6 +70,9 @@ func (s *slab[C]) insert(key string, h uint64, j int64) int {
 	s.keys = append(s.keys, key...)
 	s.heads = append(s.heads, head{bucket: j})
 	s.counts = append(s.counts, make([]C, s.b)...)
+	if s.pend != nil {
+		s.pend = append(s.pend, 0)
+	}
 	s.place(h, slot)
 	return slot
 }
@@ -92,6 +98,7 @@ func (s *slab[C]) rehash(n int) {
 // remove deletes the counter in slot, moving the last counter into its place.
 func (s *slab[C]) remove(slot int, h uint64) {
 	s.unindex(h, slot)
+	s.takePending(slot)
 	s.garbage += int(s.refs[slot].len)
 	last := len(s.refs) - 1
 	if slot != last {
@@ -100,7 +107,11 @@ func (s *slab[C]) remove(slot int, h uint64) {
 		s.refs[slot] = s.refs[last]
 		s.heads[slot] = s.heads[last]
 		copy(s.counts[slot*s.b:(slot+1)*s.b], s.counts[last*s.b:])
+		s.movePending(last, slot)
 		s.place(lh, slot)
+	}
+	if s.pend != nil {
+		s.pend = s.pend[:last]
 	}
 	s.refs = s.refs[:last]
 	s.heads = s.heads[:last]
@@ -139,6 +150,9 @@ func (s *slab[C]) shrink() {
 		s.refs = append(make([]keyRef, 0, n*2), s.refs...)
 		s.heads = append(make([]head, 0, n*2), s.heads...)
 		s.counts = append(make([]C, 0, n*2*s.b), s.counts...)
+		if s.pend != nil {
+			s.pend = append(make([]uint32, 0, n*2), s.pend...)
+		}
 	}
 	if s.garbage > 4096 && s.garbage*2 > len(s.keys) {
 		s.compactKeys()

@@ -13,9 +13,19 @@ type Store struct {
 	cursor sweepCursor
 }
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithDeltas makes the store keep what each counter gained since the last Drain, for
+// write-behind persistence. It costs 4 bytes per counter, and the pending entries.
+func WithDeltas() Option { return func(s *Store) { s.tables.deltas = true } }
+
 // NewStore returns an empty store.
-func NewStore() *Store {
+func NewStore(opts ...Option) *Store {
 	s := &Store{}
+	for _, o := range opts {
+		o(s)
+	}
 	s.tables.init()
 	return s
 }
@@ -59,7 +69,7 @@ func (s *Store) Incr(key string, sp Spec, n, now int64) int64 {
 	s.locked(key, sp, true, func(sh *shard, h uint64, bucketMs int64) {
 		r, j := sh.at(key, h, floorDiv(now, bucketMs), true)
 		r = sh.widen(key, h, r, j, nonNeg(n))
-		c = sh.add(r, j, nonNeg(n))
+		c = sh.incr(r, j, nonNeg(n))
 	})
 	return clampInt(c)
 }
@@ -88,7 +98,9 @@ func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
 			return
 		}
 		r = sh.widen(key, h, r, j, add)
-		d = sh.allow(r, now, j, bucketMs, lim, add)
+		if d = sh.allow(r, now, j, bucketMs, lim, add); d.Allowed {
+			sh.noteAdd(r, j, add)
+		}
 	})
 	return d
 }

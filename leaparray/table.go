@@ -16,10 +16,10 @@ type table struct {
 	dead     bool // set with every shard lock held; read under any one
 }
 
-func newTable(sp Spec, nshards int) *table {
+func newTable(sp Spec, nshards int, deltas bool) *table {
 	t := &table{spec: sp, bucketMs: sp.BucketMs(), shards: make([]shard, nshards), mask: uint64(nshards - 1)}
 	for i := range t.shards {
-		t.shards[i].init(sp.Buckets)
+		t.shards[i].init(sp.Buckets, deltas)
 	}
 	return t
 }
@@ -65,6 +65,7 @@ type tableSet struct {
 	cur     atomic.Pointer[tables]
 	mu      sync.Mutex // serializes adding and removing tables
 	nshards int
+	deltas  bool
 }
 
 func (s *tableSet) init() {
@@ -84,7 +85,7 @@ func (s *tableSet) getOrCreate(sp Spec) *table {
 	if t := old.get(sp); t != nil {
 		return t
 	}
-	t := newTable(sp, s.nshards)
+	t := newTable(sp, s.nshards, s.deltas)
 	s.cur.Store(makeTables(append(old.list[:len(old.list):len(old.list)], t)))
 	return t
 }

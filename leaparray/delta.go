@@ -1,0 +1,89 @@
+package leaparray
+
+// Deltas: what was added to counters since the last Drain, kept only by a store made
+// with WithDeltas (a node that persists to Redis writes them behind). A slab keeps, per
+// slot, 1 + the index of the slot's entry in dl (0: nothing pending), and the entries in
+// a list reused from drain to drain, so steady write-behind allocates nothing here.
+
+// Delta is what was added to one counter since the last drain, bucket by bucket.
+type Delta struct {
+	Key     string
+	Spec    Spec
+	Buckets []Bucket
+}
+
+type pendingDelta struct {
+	slot    int32 // −1 once the counter is gone
+	buckets []Bucket
+}
+
+// noteAdd records n added to bucket j of slot.
+func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
+	if s.pend == nil || n == 0 {
+		return
+	}
+	idx := s.pend[slot]
+	if idx == 0 {
+		if len(s.dl) < cap(s.dl) {
+			s.dl = s.dl[:len(s.dl)+1] // reuse the entry and its bucket slice
+		} else {
+			s.dl = append(s.dl, pendingDelta{})
+		}
+		e := &s.dl[len(s.dl)-1]
+		e.slot, e.buckets = int32(slot), e.buckets[:0]
+		idx = uint32(len(s.dl))
+		s.pend[slot] = idx
+	}
+	addPending(&s.dl[idx-1], j, n)
+}
+
+// addPending adds n to bucket j of e: most adds land in the newest bucket.
+func addPending(e *pendingDelta, j int64, n uint64) {
+	if k := len(e.buckets); k > 0 && e.buckets[k-1].Index == j {
+		e.buckets[k-1].Count += n
+		return
+	}
+	for i := range e.buckets {
+		if e.buckets[i].Index == j {
+			e.buckets[i].Count += n
+			return
+		}
+	}
+	e.buckets = append(e.buckets, Bucket{Index: j, Count: n})
+}
+
+// takePending removes and returns slot's pending buckets (a copy).
+func (s *slab[C]) takePending(slot int) []Bucket {
+	if s.pend == nil || s.pend[slot] == 0 {
+		return nil
+	}
+	e := &s.dl[s.pend[slot]-1]
+	out := append([]Bucket(nil), e.buckets...)
+	e.slot, e.buckets = -1, e.buckets[:0]
+	s.pend[slot] = 0
+	return out
+}
+
+// movePending follows a counter moved from slot last to slot (by remove).
+func (s *slab[C]) movePending(last, slot int) {
+	if s.pend == nil {
+		return
+	}
+	s.pend[slot] = s.pend[last]
+	if idx := s.pend[slot]; idx != 0 {
+		s.dl[idx-1].slot = int32(slot)
+	}
+}
+
+// drain appends every pending delta to dst and clears them.
+func (s *slab[C]) drain(dst []Delta, sp Spec) []Delta {
+	for i := range s.dl {
+		e := &s.dl[i]
+		if e.slot >= 0 && len(e.buckets) > 0 {
+			dst = append(dst, Delta{Key: s.key(int(e.slot)), Spec: sp, Buckets: append([]Bucket(nil), e.buckets...)})
+			s.pend[e.slot] = 0
+		}
+	}
+	s.dl = s.dl[:0]
+	return dst
+}

@@ -1,0 +1,119 @@
+package leaparray
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// What a store with WithDeltas drains (and gives back on Evict) is exactly what was
+// added: merging it all into an empty store gives the same counts.
+func TestDrainedDeltasRebuildTheStore(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	src, replica := NewStore(WithDeltas()), NewStore()
+	apply := func(ds []Delta) {
+		for _, d := range ds {
+			replica.Merge(d.Key, d.Spec, d.Buckets)
+		}
+	}
+	specs := []Spec{{1000, 10}, {60_000, 10}, {10, 2}}
+	now := int64(t0)
+	keys := map[string]bool{}
+	for i := 0; i < 20000; i++ {
+		now += r.Int64N(40)
+		key, sp := fmt.Sprint("k", r.IntN(60)), specs[r.IntN(len(specs))]
+		keys[key] = true
+		switch p := r.IntN(100); {
+		case p < 60:
+			src.Incr(key, sp, randN(r), now)
+		case p < 90:
+			src.Allow(key, sp, r.Int64N(40), randN(r), now)
+		case p < 97:
+			apply(src.Drain(nil))
+		default:
+			for _, ev := range src.Evict(func(k string) bool { return k == key }) {
+				apply([]Delta{{Key: ev.Key, Spec: ev.Spec, Buckets: ev.Pending}})
+				// an evicted counter comes back from elsewhere, as a new owner's load would
+				src.Seed(ev.Key, ev.Spec, replica.Snapshot(ev.Key, ev.Spec, now))
+			}
+		}
+	}
+	apply(src.Drain(nil))
+	for key := range keys {
+		for _, sp := range specs {
+			if got, want := replica.Count(key, sp, now), src.Count(key, sp, now); got != want {
+				t.Fatalf("%s %v (seed %d): replica counts %d; store %d", key, sp, seed, got, want)
+			}
+		}
+	}
+	if ds := src.Drain(nil); len(ds) != 0 {
+		t.Fatalf("a second drain found %d deltas; want none", len(ds))
+	}
+}
+
+func TestDeltasFollowWideningAndRemoval(t *testing.T) {
+	s := NewStore(WithDeltas())
+	sp := Spec{WindowMs: 1000, Buckets: 2}
+	const big = 1<<31 - 1
+	for i := 0; i < 3; i++ { // the third add overflows uint32: the counter moves to the wide slab
+		s.Incr("wide", sp, big, t0)
+	}
+	s.Incr("gone", sp, 5, t0)
+	s.Incr("stay", sp, 7, t0+600)
+	if !s.Reset("gone", sp, t0) {
+		t.Fatal("reset: want existed")
+	}
+	got := map[string]uint64{}
+	for _, d := range s.Drain(nil) {
+		for _, b := range d.Buckets {
+			got[d.Key] += b.Count
+		}
+	}
+	want := map[string]uint64{"wide": 3 * big, "stay": 7}
+	if len(got) != len(want) || got["wide"] != want["wide"] || got["stay"] != want["stay"] {
+		t.Fatalf("drained %v; want %v (a reset counter leaves nothing pending)", got, want)
+	}
+}
+
+func TestEvictAndSeed(t *testing.T) {
+	s := NewStore(WithDeltas())
+	sp := Spec{WindowMs: 1000, Buckets: 10}
+	for i := 0; i < 100; i++ {
+		s.Incr(fmt.Sprint("p1:", i), sp, 2, t0)
+		s.Incr(fmt.Sprint("p2:", i), sp, 3, t0)
+	}
+	s.Drain(nil) // written behind: nothing pending
+	s.Incr("p1:7", sp, 1, t0+100)
+	evicted := s.Evict(func(k string) bool { return strings.HasPrefix(k, "p1:") })
+	if len(evicted) != 100 || s.Len() != 100 {
+		t.Fatalf("evicted %d, left %d; want 100 and 100", len(evicted), s.Len())
+	}
+	for _, ev := range evicted {
+		wantPending := 0
+		if ev.Key == "p1:7" {
+			wantPending = 1
+		}
+		if len(ev.Pending) != wantPending {
+			t.Fatalf("%s: pending %v; want %d bucket(s)", ev.Key, ev.Pending, wantPending)
+		}
+	}
+	if s.Seed("p2:1", sp, []Bucket{{Index: t0 / 100, Count: 50}}) {
+		t.Fatal("seed over a held counter: want false")
+	}
+	if !s.Seed("p1:7", sp, []Bucket{{Index: t0 / 100, Count: 2}, {Index: t0/100 + 1, Count: 1}}) {
+		t.Fatal("seed of an absent counter: want true")
+	}
+	if got := s.Count("p1:7", sp, t0+150); got != 3 {
+		t.Fatalf("seeded count: got %d; want 3", got)
+	}
+	if ds := s.Drain(nil); len(ds) != 0 {
+		t.Fatalf("seeding left %d pending deltas; want none", len(ds))
+	}
+	if !s.Has("p2:1", sp) || s.Has("p1:1", sp) {
+		t.Fatal("Has: want p2:1 held and p1:1 not")
+	}
+}

@@ -1,0 +1,87 @@
+package leaparray
+
+// Evicted is a counter taken out of the store: its buckets, and what of them was still
+// pending write-behind (with WithDeltas).
+type Evicted struct {
+	Key     string
+	Spec    Spec
+	Buckets []Bucket // every bucket the counter held, oldest first
+	Pending []Bucket // the part of Buckets not yet drained
+}
+
+// Drain appends to dst what every counter gained since the last Drain, and forgets it.
+// Without WithDeltas it appends nothing.
+func (s *Store) Drain(dst []Delta) []Delta {
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			dst = sh.narrow.drain(dst, t.spec)
+			dst = sh.wide.drain(dst, t.spec)
+			sh.mu.Unlock()
+		}
+	}
+	return dst
+}
+
+// Evict removes every counter whose key match accepts and returns them. Each shard is
+// locked once, while its counters are looked at.
+func (s *Store) Evict(match func(key string) bool) []Evicted {
+	var out []Evicted
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			out = evictFrom(out, sh, &sh.wide, true, t.spec, match)
+			out = evictFrom(out, sh, &sh.narrow, false, t.spec, match)
+			sh.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// evictFrom walks slots from the last down, so the counter that remove moves into a
+// freed slot has already been looked at.
+func evictFrom[C count](out []Evicted, sh *shard, s *slab[C], wide bool, sp Spec, match func(string) bool) []Evicted {
+	for slot := len(s.refs) - 1; slot >= 0; slot-- {
+		key := s.key(slot)
+		if !match(key) {
+			continue
+		}
+		hd, counts := s.ring(slot)
+		ev := Evicted{Key: key, Spec: sp, Buckets: appendBuckets(nil, hd, counts), Pending: s.takePending(slot)}
+		sh.remove(ref{wide: wide, slot: slot}, hashKey(key))
+		out = append(out, ev)
+	}
+	return out
+}
+
+// Seed creates the counter from buckets if it is not held, and reports whether it did.
+// Nothing seeded is pending: it is state loaded from elsewhere, not new adds.
+func (s *Store) Seed(key string, sp Spec, buckets []Bucket) bool {
+	if len(buckets) == 0 {
+		return false
+	}
+	created := false
+	s.locked(key, sp, true, func(sh *shard, h uint64, _ int64) {
+		if _, ok := sh.find(key, h); ok {
+			return
+		}
+		r := sh.create(key, h, newestBucket(buckets))
+		for _, b := range buckets {
+			r = sh.widen(key, h, r, b.Index, b.Count)
+			sh.add(r, b.Index, b.Count)
+		}
+		created = true
+	})
+	return created
+}
+
+// Has reports whether the counter is held.
+func (s *Store) Has(key string, sp Spec) bool {
+	held := false
+	s.locked(key, sp, false, func(sh *shard, h uint64, _ int64) {
+		_, held = sh.find(key, h)
+	})
+	return held
+}
