@@ -22,7 +22,12 @@ const (
 type Request struct {
 	Epoch     uint64 // the sender's ring epoch
 	Forwarded bool   // the hop mark: the receiver must not forward these ops again
-	Ops       []counter.Op
+	// Deadline (unix ms; 0: none): an owner that reads the request later does not decide
+	// it. The sender has given up by then, and may have decided the ops elsewhere (from
+	// Redis); deciding them too would count them twice. A frozen owner (SIGSTOP) finds
+	// such requests in its socket when it wakes.
+	Deadline int64
+	Ops      []counter.Op
 }
 
 // appendHeader starts a frame; finishFrame fills in the length once the body is written.
@@ -35,13 +40,14 @@ func finishFrame(b []byte, start int) {
 	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 }
 
-func appendRequestHead(b []byte, epoch uint64, forwarded bool, n int) []byte {
+func appendRequestHead(b []byte, epoch uint64, forwarded bool, deadline int64, n int) []byte {
 	var flags uint8
 	if forwarded {
 		flags |= flagForwarded
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, epoch)
+	b = binary.AppendUvarint(b, uint64(max(deadline, 0)))
 	return binary.AppendUvarint(b, uint64(n))
 }
 
@@ -156,6 +162,7 @@ func (d *decoder) request(req *Request) {
 	flags := d.byte("flags")
 	req.Forwarded = flags&flagForwarded != 0
 	req.Epoch = d.uvarint("epoch")
+	req.Deadline = d.int63("deadline")
 	n := d.count("op count", 7)
 	req.Ops = req.Ops[:0]
 	for i := 0; i < n && d.err == nil; i++ {

@@ -15,6 +15,7 @@ import (
 // call is one caller's request waiting for its answer.
 type call struct {
 	req     Request
+	handoff *Handoff // set for a handoff call: sent on its own frame
 	results []counter.Result
 	done    chan error // buffered 1: whoever settles the call sends once
 	// state settles the race between the answer and the caller giving up: the first to
@@ -129,6 +130,9 @@ func (p *peer) writeLoop() {
 // A call that cannot join, because it would overfill the frame or carries another epoch
 // or hop mark, is returned as held.
 func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *call) {
+	if batch[0].handoff != nil {
+		return batch, nil
+	}
 	n := len(batch[0].req.Ops)
 	lingering := false
 	defer func() {
@@ -158,7 +162,7 @@ func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *c
 				return batch, nil
 			}
 		}
-		if cl.req.Epoch != batch[0].req.Epoch || cl.req.Forwarded != batch[0].req.Forwarded ||
+		if cl.handoff != nil || cl.req.Epoch != batch[0].req.Epoch || cl.req.Forwarded != batch[0].req.Forwarded ||
 			n+len(cl.req.Ops) > p.cfg.MaxBatchOps {
 			return batch, cl
 		}
@@ -274,14 +278,21 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 	c.mu.Unlock()
 
 	n := 0
-	for _, cl := range batch {
-		n += len(cl.req.Ops)
-	}
-	buf = appendHeader(buf, frameRequest, id)
-	buf = appendRequestHead(buf, batch[0].req.Epoch, batch[0].req.Forwarded, n)
-	for _, cl := range batch {
-		for i := range cl.req.Ops {
-			buf = appendOp(buf, &cl.req.Ops[i])
+	if h := batch[0].handoff; h != nil {
+		buf = appendHeader(buf, frameHandoff, id)
+		buf = appendHandoff(buf, h)
+	} else {
+		for _, cl := range batch {
+			n += len(cl.req.Ops)
+		}
+		buf = appendHeader(buf, frameRequest, id)
+		// Half the timeout: an answer decided by then still has the other half to arrive.
+		deadline := time.Now().Add(c.peer.cfg.Timeout / 2).UnixMilli()
+		buf = appendRequestHead(buf, batch[0].req.Epoch, batch[0].req.Forwarded, deadline, n)
+		for _, cl := range batch {
+			for i := range cl.req.Ops {
+				buf = appendOp(buf, &cl.req.Ops[i])
+			}
 		}
 	}
 	finishFrame(buf, 0)
@@ -321,7 +332,8 @@ func (c *conn) readLoop() {
 
 func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
 	d := decoder{b: frame}
-	if typ := d.byte("type"); typ != frameResponse && d.err == nil {
+	typ := d.byte("type")
+	if typ != frameResponse && typ != frameHandoffAck && d.err == nil {
 		return fmt.Errorf("%w: type %d, want a response", ErrBadFrame, typ)
 	}
 	id := d.uvarint("id")
@@ -331,6 +343,13 @@ func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
 	c.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: answer to unknown request %d", ErrBadFrame, id)
+	}
+	if typ == frameHandoffAck {
+		err := decodeHandoffAck(&d)
+		for _, cl := range calls {
+			cl.settle(nil, err)
+		}
+		return nil
 	}
 	n := 0
 	for _, cl := range calls {

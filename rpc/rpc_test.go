@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -319,10 +320,77 @@ func FuzzDecodeRequest(f *testing.F) {
 // appendRequestFrame encodes a whole request frame (the client builds it from calls).
 func appendRequestFrame(b []byte, id uint64, req Request) []byte {
 	b = appendHeader(b, frameRequest, id)
-	b = appendRequestHead(b, req.Epoch, req.Forwarded, len(req.Ops))
+	b = appendRequestHead(b, req.Epoch, req.Forwarded, req.Deadline, len(req.Ops))
 	for i := range req.Ops {
 		b = appendOp(b, &req.Ops[i])
 	}
 	finishFrame(b, 0)
 	return b
+}
+
+type handoffSink struct {
+	mu  sync.Mutex
+	got []*Handoff
+	err error
+}
+
+func (s *handoffSink) Handoff(_ context.Context, h *Handoff) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, h)
+	return s.err
+}
+
+func TestHandoffRoundTrip(t *testing.T) {
+	o := startOwner(t, "")
+	sink := &handoffSink{}
+	o.srv.SetHandoffHandler(sink)
+	c := NewClient(Config{})
+	defer c.Close()
+	h := &Handoff{From: "n1", ID: 9, Epoch: 77, Partitions: []int{3, 270},
+		Counters: []HandoffCounter{{Key: "k{x}", Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 10},
+			Buckets: []leaparray.Bucket{{Index: -5, Count: 1}, {Index: 1 << 40, Count: 1 << 50}}}}}
+	if err := c.Handoff(context.Background(), o.addr, h); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.got) != 1 || fmt.Sprint(*sink.got[0]) != fmt.Sprint(*h) {
+		t.Fatalf("got %+v; want %+v", sink.got, h)
+	}
+	sink.err = errors.New("not expecting it")
+	if err := c.Handoff(context.Background(), o.addr, h); !errors.Is(err, ErrHandoffRefused) {
+		t.Fatalf("refused handoff: got %v; want ErrHandoffRefused", err)
+	}
+	// Ops still work on the same connection.
+	res := make([]counter.Result, 1)
+	if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res); err != nil || res[0].Count != 1 {
+		t.Fatalf("after handoffs: %v %+v", err, res[0])
+	}
+}
+
+// A request read after its deadline is not decided.
+func TestExpiredRequestIsNotDecided(t *testing.T) {
+	o := startOwner(t, "")
+	nc, err := net.Dial("tcp", o.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	req := fwd(incr("late", 1))
+	req.Deadline = time.Now().Add(-time.Second).UnixMilli()
+	nc.Write(appendRequestFrame(nil, 1, req))
+	br := bufio.NewReader(nc)
+	frame, err := readFrame(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decoder{b: frame[1:]}
+	d.uvarint("id")
+	res := make([]counter.Result, 1)
+	d.results(res)
+	if !errors.Is(res[0].Err, counter.ErrUnavailable) {
+		t.Fatalf("got %+v; want unavailable (expired)", res[0])
+	}
+	if got := o.local.Store.Count("late", leaparray.Spec{WindowMs: 60_000, Buckets: 10}, t0); got != 0 {
+		t.Fatalf("an expired request was decided: count %d", got)
+	}
 }

@@ -36,8 +36,9 @@ const writeTimeout = 5 * time.Second
 
 // Server answers peers' requests on the --rpc address.
 type Server struct {
-	h      Handler
-	logger *slog.Logger
+	h       Handler
+	handoff HandoffHandler
+	logger  *slog.Logger
 
 	lastFrame atomic.Int64 // unix ns of the last request frame read
 
@@ -106,6 +107,9 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
+// SetHandoffHandler sets who receives Handoffs (before Serve).
+func (s *Server) SetHandoffHandler(h HandoffHandler) { s.handoff = h }
+
 // IdleFor reports how long ago the last request arrived (since start if none did).
 func (s *Server) IdleFor() time.Duration {
 	return time.Since(time.Unix(0, s.lastFrame.Load()))
@@ -155,14 +159,23 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		s.lastFrame.Store(time.Now().UnixNano())
-		id, err := decodeRequestFrame(frame, &req)
-		if err != nil {
-			s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", c.RemoteAddr().String(), "err", err)
-			return
+		if len(frame) > 0 && frame[0] == frameHandoff {
+			d := decoder{b: frame[1:]}
+			out = s.serveHandoff(ctx, &d, out)
+		} else {
+			id, err := decodeRequestFrame(frame, &req)
+			if err != nil {
+				s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", c.RemoteAddr().String(), "err", err)
+				return
+			}
+			results = resize(results, len(req.Ops))
+			if req.Deadline != 0 && time.Now().UnixMilli() > req.Deadline {
+				expired(results)
+			} else {
+				s.h.Handle(ctx, &req, results)
+			}
+			out = appendResponse(out[:0], id, results)
 		}
-		results = resize(results, len(req.Ops))
-		s.h.Handle(ctx, &req, results)
-		out = appendResponse(out[:0], id, results)
 		c.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if _, err := bw.Write(out); err != nil {
 			return
@@ -214,6 +227,13 @@ func readFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
 	buf = buf[:n]
 	_, err := io.ReadFull(r, buf)
 	return buf, err
+}
+
+// expired answers a request read after its deadline: not decided.
+func expired(results []counter.Result) {
+	for i := range results {
+		results[i] = counter.Result{Err: fmt.Errorf("%w: request arrived after its deadline", counter.ErrUnavailable)}
+	}
 }
 
 func resize(rs []counter.Result, n int) []counter.Result {
