@@ -27,3 +27,10 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Builds the node image (FROM scratch + the static binary) and a local Redis image
+# (FROM scratch + this machine's redis-server and its libraries), pulling nothing;
+# docker-compose.yml runs them. Override the names with LEAPCOUNT_IMAGE and REDIS_IMAGE.
+.PHONY: image
+image: build
+	./scripts/images.sh all

@@ -99,3 +99,8 @@ func (c *Cluster) stopJoining() {
 	c.stopOnce.Do(func() { close(c.stop) })
 	c.joinDone.Wait()
 }
+
+// Refutes counts the times this member refuted a peer's claim that it was suspect or
+// dead. A member whose count rose was, for a while, not trusted by its peers, who may
+// have acted without it (moved its keys elsewhere).
+func (c *Cluster) Refutes() uint64 { return c.refutes.Load() }

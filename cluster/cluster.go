@@ -30,6 +30,7 @@ type Cluster struct {
 	joinDone    sync.WaitGroup
 	initialDone chan struct{} // closed when the first join succeeded or gave up (tests)
 	joinFails   atomic.Uint64 // join calls no seed answered (tests)
+	refutes     atomic.Uint64 // see Refutes
 
 	// mu orders Leave, MarkLeaving and Shutdown: memberlist panics on Leave after
 	// Shutdown.
@@ -113,7 +114,7 @@ func (c *Cluster) memberlistConfig(cfg Config) (*memberlist.Config, error) {
 	mc.Delegate = c.del
 	ev := &events{tab: c.tab, log: c.log}
 	mc.Events, mc.Conflict = ev, ev
-	mc.Logger = newStdLogger(c.log.With("component", "memberlist"))
+	mc.Logger = newStdLogger(c.log.With("component", "memberlist"), &c.refutes)
 	return mc, nil
 }
 

@@ -5,19 +5,30 @@ import (
 	"log"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 )
 
 // newStdLogger returns a *log.Logger, the kind memberlist takes, that forwards each
-// line to l at the level memberlist wrote in its "[LEVEL] memberlist: ..." prefix.
-func newStdLogger(l *slog.Logger) *log.Logger {
-	return log.New(slogWriter{l}, "", 0)
+// line to l at the level memberlist wrote in its "[LEVEL] memberlist: ..." prefix, and
+// counts in refutes the lines where memberlist refutes a claim that this member is
+// suspect or dead.
+func newStdLogger(l *slog.Logger, refutes *atomic.Uint64) *log.Logger {
+	return log.New(slogWriter{l, refutes}, "", 0)
 }
 
-type slogWriter struct{ l *slog.Logger }
+type slogWriter struct {
+	l       *slog.Logger
+	refutes *atomic.Uint64
+}
 
 // Write gets one whole line per call: log.Logger formats a message, then writes it.
 func (w slogWriter) Write(p []byte) (int, error) {
 	level, msg := parseLine(string(p))
+	// memberlist v0.7.0 keeps its incarnation unexported and has no hook for refuting;
+	// these two messages are the only sign (state.go: suspectNode, deadNode).
+	if w.refutes != nil && (strings.HasPrefix(msg, "Refuting a suspect message") || strings.HasPrefix(msg, "Refuting a dead message")) {
+		w.refutes.Add(1)
+	}
 	ctx := context.Background()
 	if w.l.Enabled(ctx, level) {
 		w.l.Log(ctx, level, msg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -34,11 +35,19 @@ func TestParseLine(t *testing.T) {
 func TestStdLoggerForwardsAtLevel(t *testing.T) {
 	var buf bytes.Buffer
 	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	std := newStdLogger(l)
+	var refutes atomic.Uint64
+	std := newStdLogger(l, &refutes)
 	std.Printf("[DEBUG] memberlist: hidden")
 	std.Printf("[WARN] memberlist: shown %d", 1)
 	out := buf.String()
 	if strings.Contains(out, "hidden") || !strings.Contains(out, "level=WARN") || !strings.Contains(out, `msg="shown 1"`) {
 		t.Fatalf("got log %q; want only the WARN line", out)
+	}
+	// memberlist's words when it refutes a claim about this member (state.go).
+	std.Printf("[WARN] memberlist: Refuting a suspect message (from: %s)", "b")
+	std.Printf("[WARN] memberlist: Refuting a dead message (from: %s)", "c")
+	std.Printf("[WARN] memberlist: Refuting an alive message for 'x'")
+	if got := refutes.Load(); got != 2 {
+		t.Fatalf("refutes: got %d; want 2", got)
 	}
 }

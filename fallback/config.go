@@ -30,6 +30,26 @@ type Config struct {
 	// OnceTTL is how long MergeOnce remembers a batch ID. Default 1m.
 	OnceTTL time.Duration
 
+	// FlushKeys is how many counters one script call of FlushDeltas merges (in a
+	// Cluster, counters of one hash slot). Default 256.
+	FlushKeys int
+
+	// JournalTTL is how long an owner's journal (Journal) lives after the last push: an
+	// owner that never comes back leaves no list behind for longer. Default 1h.
+	JournalTTL time.Duration
+
+	// BreakerFailures is how many calls in a row that cannot reach Redis (refused,
+	// reset, timed out) open the circuit breaker; negative never opens it. Default 3.
+	BreakerFailures int
+	// BreakerCooldown is how long the open breaker fails every call at once before one
+	// call probes Redis again. Default 1s.
+	BreakerCooldown time.Duration
+	// OnStateChange, when set, hears false when the breaker opens (Redis is down: the
+	// node is degraded) and true when it closes again (recovered). It is called outside
+	// the store's locks, never twice at once, and may call the store; quick flaps may be
+	// collapsed into the last state.
+	OnStateChange func(healthy bool)
+
 	// Lazy makes Open succeed even when Redis cannot be reached (a node may start
 	// before its Redis): calls fail with counter.ErrUnavailable until Redis answers, and
 	// the scripts load on first use. ServerVersion is then "".
@@ -41,6 +61,11 @@ const (
 	DefaultTimeout = 200 * time.Millisecond
 	DefaultMinTTL  = time.Second
 	DefaultOnceTTL = time.Minute
+
+	DefaultFlushKeys       = 256
+	DefaultJournalTTL      = time.Hour
+	DefaultBreakerFailures = 3
+	DefaultBreakerCooldown = time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -54,6 +79,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OnceTTL <= 0 {
 		c.OnceTTL = DefaultOnceTTL
+	}
+	if c.FlushKeys <= 0 {
+		c.FlushKeys = DefaultFlushKeys
+	}
+	if c.JournalTTL <= 0 {
+		c.JournalTTL = DefaultJournalTTL
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerCooldown <= 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
 	}
 	return c
 }

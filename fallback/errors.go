@@ -1,11 +1,22 @@
 package fallback
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrRedisDown is why a call failed at once without trying Redis: the store's circuit
+// breaker is open because Redis stopped answering (see the package doc). Errors that
+// wrap it also wrap counter.ErrUnavailable.
+var ErrRedisDown = errors.New("fallback: redis is down (circuit breaker open)")
 
 // unavailable wraps a failure of Redis (down, slow, refusing) so that callers see
 // counter.ErrUnavailable with errors.Is, and the cause with errors.Is/As too.
@@ -17,4 +28,47 @@ func unavailable(op string, err error) error {
 // failover, SCRIPT FLUSH).
 func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+// verdict is what one exchange with Redis says about Redis, for the breaker.
+type verdict int
+
+const (
+	reached   verdict = iota // Redis answered (an error reply too: a script error, WRONGTYPE)
+	unreached                // Redis could not be reached or did not answer in time
+	neutral                  // says nothing about Redis (the caller gave up, the store is closed)
+)
+
+// classify tells Redis being unreachable (connection refused or reset, a timeout, a
+// server that is loading or has lost its master or cluster) from everything else.
+func classify(err error) verdict {
+	switch {
+	case err == nil:
+		return reached
+	case errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
+		return neutral
+	case unreachable(err):
+		return unreached
+	}
+	return reached
+}
+
+var downReplies = []string{"LOADING", "MASTERDOWN", "CLUSTERDOWN", "BUSY"}
+
+func unreachable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	for _, p := range downReplies {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	// go-redis's own words when no server of a Sentinel or Cluster deployment answers.
+	msg := err.Error()
+	return strings.Contains(msg, "all sentinels specified in configuration are unreachable") ||
+		strings.Contains(msg, "cluster has no nodes")
 }

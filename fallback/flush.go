@@ -1,8 +1,10 @@
 package fallback
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/leapcount/leapcount/leaparray"
 )
@@ -19,41 +21,44 @@ type Delta struct {
 	BatchID string
 }
 
-// FlushChunk is how many deltas FlushDeltas sends per pipeline round trip.
-const FlushChunk = 1000
+// FlushChunk is how many counters' deltas FlushDeltas sends per pipeline round trip, at
+// most (a round trip also carries at most flushPairs buckets): few enough that Redis
+// runs a round trip's scripts well within the read timeout.
+const FlushChunk = 2048
 
-// FlushDeltas merges many counters' deltas (as Merge, or MergeOnce with a BatchID),
-// pipelining the script calls: one round trip per FlushChunk deltas instead of one per
-// delta. Each delta is applied atomically; a failed delta does not stop the others. When
-// some fail, the error is a *FlushError saying which.
+// flushPairs bounds the (bucket, count) pairs of one script call and of one round trip,
+// so that a flush of large rings (3600 buckets) still makes short scripts. A delta with
+// more pairs goes alone.
+const flushPairs = 16384
+
+// FlushDeltas merges many counters' deltas, each as Merge does (MergeOnce with a
+// BatchID). Deltas without a BatchID are merged Config.FlushKeys counters per script
+// call (in a Cluster, counters of one hash slot per call); a delta with a BatchID goes in
+// its own call, with its marker. The calls are pipelined, FlushChunk counters per round
+// trip. Each counter's delta is applied atomically; a failed delta does not stop the
+// others. When some fail, the error is a *FlushError saying which: exactly those were
+// not applied (except that a call whose reply was lost may have run; see FlushError).
 func (st *Store) FlushDeltas(ctx context.Context, deltas []Delta) error {
 	fe := &FlushError{}
-	calls := make([]call, 0, min(len(deltas), FlushChunk))
-	owners := make([]int, 0, cap(calls))
-	flush := func() {
-		for k, cmd := range st.runAll(ctx, calls) {
-			if err := cmd.Err(); err != nil {
-				fe.add(owners[k], deltas[owners[k]], unavailable("flush", err))
-			}
+	calls := st.planFlush(deltas, fe)
+	for len(calls) > 0 {
+		n, keys, pairs := 0, 0, 0
+		for n < len(calls) && (n == 0 || keys+len(calls[n].owners) <= FlushChunk && pairs+calls[n].pairs <= flushPairs) {
+			keys, pairs, n = keys+len(calls[n].owners), pairs+calls[n].pairs, n+1
 		}
-		calls, owners = calls[:0], owners[:0]
+		trip := make([]call, n)
+		for k := range trip {
+			trip[k] = calls[k].call
+		}
+		for k, cmd := range st.runAll(ctx, trip) {
+			calls[k].settle(cmd, deltas, fe)
+		}
+		calls = calls[n:]
 	}
-	for i, d := range deltas {
-		c, skip, err := st.mergeCall(d.Key, d.Spec, d.BatchID, d.Buckets)
-		switch {
-		case err != nil:
-			fe.add(i, d, err)
-		case !skip:
-			calls, owners = append(calls, c), append(owners, i)
-		}
-		if len(calls) == FlushChunk {
-			flush()
-		}
-	}
-	flush()
 	if len(fe.Failed) == 0 {
 		return nil
 	}
+	fe.sort()
 	return fe
 }
 
@@ -70,6 +75,20 @@ type FlushError struct {
 func (e *FlushError) add(i int, d Delta, err error) {
 	e.Failed = append(e.Failed, i)
 	e.Errs = append(e.Errs, fmt.Errorf("counter %q (%dms/%d): %w", d.Key, d.Spec.WindowMs, d.Spec.Buckets, err))
+}
+
+// sort puts the failures in the order of the deltas.
+func (e *FlushError) sort() {
+	idx := make([]int, len(e.Failed))
+	for k := range idx {
+		idx[k] = k
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(e.Failed[a], e.Failed[b]) })
+	failed, errs := make([]int, len(idx)), make([]error, len(idx))
+	for k, i := range idx {
+		failed[k], errs[k] = e.Failed[i], e.Errs[i]
+	}
+	e.Failed, e.Errs = failed, errs
 }
 
 func (e *FlushError) Error() string {

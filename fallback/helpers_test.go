@@ -2,11 +2,15 @@ package fallback
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/redis/go-redis/v9"
 )
 
 // open starts nothing: it opens a Store on srv's URL (or any URL), closed at the end.
@@ -66,4 +70,57 @@ func (c ctxStore) Merge(key string, sp leaparray.Spec, buckets []leaparray.Bucke
 
 func spec(windowMs int64, buckets int) leaparray.Spec {
 	return leaparray.Spec{WindowMs: windowMs, Buckets: buckets}
+}
+
+// evalshaCalls is how many EVALSHA commands the servers have run since their last
+// CONFIG RESETSTAT, from INFO commandstats: what Redis itself counted.
+func evalshaCalls(t testing.TB, srvs ...*testredis.Server) int64 {
+	t.Helper()
+	var n int64
+	for _, s := range srvs {
+		info, ok := s.Do(t, "INFO", "commandstats").(string)
+		if !ok {
+			t.Fatalf("INFO commandstats on %s: not a string", s.Addr())
+		}
+		if v := infoField(info, "cmdstat_evalsha"); v != "" {
+			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			c, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				t.Fatalf("cmdstat_evalsha %q: %v", v, err)
+			}
+			n += c
+		}
+	}
+	return n
+}
+
+func resetStats(t testing.TB, srvs ...*testredis.Server) {
+	t.Helper()
+	for _, s := range srvs {
+		s.Do(t, "CONFIG", "RESETSTAT")
+	}
+}
+
+// tripCounter counts the round trips a client makes to run scripts: single EVALSHAs
+// and pipelines of them (not the handshakes of new connections).
+type tripCounter struct{ n atomic.Int64 }
+
+func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "evalsha" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
 }

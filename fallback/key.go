@@ -38,3 +38,40 @@ func tag(key string) string {
 	}
 	return "=" + hex.EncodeToString([]byte(key))
 }
+
+// journalKey is the list of counters written behind owner's back: lc:journal:{<tag>}.
+func journalKey(owner string) string {
+	return "lc:journal:{" + tag(owner) + "}"
+}
+
+// slotOf is the Redis Cluster hash slot of a Redis key: CRC16 (XMODEM) of its hash tag
+// (the bytes between the first '{' and the next '}', when not empty; else the whole
+// key), mod 16384. FlushDeltas groups a Cluster's counters by it, as one script call's
+// keys must share a slot.
+func slotOf(key string) uint16 {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc = crc<<8 ^ crc16tab[byte(crc>>8)^key[i]]
+	}
+	return crc % 16384
+}
+
+var crc16tab = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()

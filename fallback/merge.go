@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 
@@ -59,12 +58,12 @@ func (st *Store) mergeCall(key string, sp leaparray.Spec, batchID string, bucket
 	if batchID != "" {
 		c.keys = append(c.keys, onceKey(ck, batchID))
 	}
+	if err := checkCounts(buckets); err != nil {
+		return call{}, false, err
+	}
 	c.args = make([]any, 0, 3+2*len(buckets))
 	c.args = append(c.args, sp.Buckets, st.ttlMs(sp), st.onceTTLMs())
 	for _, b := range buckets {
-		if b.Count > math.MaxInt64 {
-			return call{}, false, fmt.Errorf("%w: bucket %d count %d does not fit in a Redis integer", counter.ErrBadArgument, b.Index, b.Count)
-		}
 		c.args = append(c.args, b.Index, strconv.FormatUint(b.Count, 10))
 	}
 	return c, false, nil
@@ -77,7 +76,12 @@ func (st *Store) Load(ctx context.Context, key string, sp leaparray.Spec, now in
 	if err := checkSpec(sp); err != nil {
 		return nil, err
 	}
-	fields, err := st.rdb.HGetAll(ctx, counterKey(key, sp)).Result()
+	var fields map[string]string
+	err := st.guard(ctx, func() error {
+		var err error
+		fields, err = st.rdb.HGetAll(ctx, counterKey(key, sp)).Result()
+		return err
+	})
 	if err != nil {
 		return nil, unavailable("load", err)
 	}

@@ -38,6 +38,8 @@ func everyOp(st *Store, now int64) map[string]outcome {
 	timed("load", func() error { _, err := st.Load(ctx, "k", sp, now); return err })
 	timed("flush", func() error { return st.FlushDeltas(ctx, []Delta{{Key: "k", Spec: sp, Buckets: bs}}) })
 	timed("ping", func() error { return st.Ping(ctx) })
+	timed("journal", func() error { return st.Journal(ctx, "n1", []CounterRef{{Key: "k", Spec: sp}}) })
+	timed("takejournal", func() error { _, err := st.TakeJournal(ctx, "n1", 10); return err })
 	timed("doer", func() error {
 		res := make([]counter.Result, 1)
 		(&Doer{Store: st, Now: func() int64 { return now }}).Do(ctx,

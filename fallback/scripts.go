@@ -13,7 +13,7 @@ var luaFS embed.FS
 // scriptSet holds one script per operation. Each is common.lua followed by the
 // operation's own file, so the ring rules are written once.
 type scriptSet struct {
-	incr, count, allow, reset, merge *redis.Script
+	incr, count, allow, reset, merge, mergeMany *redis.Script
 }
 
 var scripts = func() scriptSet {
@@ -21,7 +21,8 @@ var scripts = func() scriptSet {
 	mk := func(name string) *redis.Script {
 		return redis.NewScript(common + "\n" + mustRead("lua/"+name+".lua"))
 	}
-	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"), merge: mk("merge")}
+	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"),
+		merge: mk("merge"), mergeMany: mk("merge_many")}
 }()
 
 func mustRead(name string) string {
@@ -33,7 +34,7 @@ func mustRead(name string) string {
 }
 
 func (s scriptSet) all() []*redis.Script {
-	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.merge}
+	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.merge, s.mergeMany}
 }
 
 // call is one script run: which script, its keys and its arguments.
@@ -55,7 +56,25 @@ func (st *Store) loadScripts(ctx context.Context) error {
 
 // run runs one call: EVALSHA, and EVAL (which caches the script again) on NOSCRIPT.
 func (st *Store) run(ctx context.Context, c call) *redis.Cmd {
-	return c.script.Run(ctx, st.rdb, c.keys, c.args...)
+	var cmd *redis.Cmd
+	err := st.guard(ctx, func() error {
+		cmd = c.script.Run(ctx, st.rdb, c.keys, c.args...)
+		return cmd.Err()
+	})
+	if cmd == nil {
+		return failed(ctx, 1, err)[0]
+	}
+	return cmd
+}
+
+// failed makes n commands that failed with err without being sent.
+func failed(ctx context.Context, n int, err error) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, n)
+	for i := range cmds {
+		cmds[i] = redis.NewCmd(ctx)
+		cmds[i].SetErr(err)
+	}
+	return cmds
 }
 
 // runAll runs calls in one pipeline of EVALSHAs and returns their commands in order.
@@ -67,6 +86,21 @@ func (st *Store) run(ctx context.Context, c call) *redis.Cmd {
 // commands just after a restart, a counter's later call could run before an earlier one
 // that hit NOSCRIPT; both still run once.)
 func (st *Store) runAll(ctx context.Context, calls []call) []*redis.Cmd {
+	if len(calls) == 0 {
+		return nil
+	}
+	var cmds []*redis.Cmd
+	err := st.guard(ctx, func() error {
+		cmds = st.runPipelines(ctx, calls)
+		return pipelineErr(cmds)
+	})
+	if cmds == nil {
+		return failed(ctx, len(calls), err)
+	}
+	return cmds
+}
+
+func (st *Store) runPipelines(ctx context.Context, calls []call) []*redis.Cmd {
 	cmds := st.pipeline(ctx, calls)
 	var again []int
 	for i, c := range cmds {

@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 type Store struct {
 	rdb     redis.UniversalClient
 	cfg     Config
+	br      *breaker
+	cluster bool // rdb is a Cluster client: one script call's keys must share a slot
 	version string
 }
 
@@ -31,7 +34,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", counter.ErrBadArgument, err)
 	}
-	st := &Store{rdb: rdb, cfg: cfg}
+	_, cluster := rdb.(*redis.ClusterClient)
+	st := &Store{rdb: rdb, cfg: cfg, br: newBreaker(cfg), cluster: cluster}
 	if err := st.start(ctx); err != nil && !cfg.Lazy {
 		_ = rdb.Close()
 		return nil, err
@@ -40,16 +44,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 func (st *Store) start(ctx context.Context) error {
-	if err := st.rdb.Ping(ctx).Err(); err != nil {
-		return unavailable("ping", err)
+	err := st.guard(ctx, func() error {
+		if err := st.rdb.Ping(ctx).Err(); err != nil {
+			return unavailable("ping", err)
+		}
+		info, err := st.rdb.Info(ctx, "server").Result()
+		if err != nil {
+			return unavailable("info", err)
+		}
+		st.version = infoField(info, "redis_version")
+		if err := st.loadScripts(ctx); err != nil {
+			return unavailable("script load", err)
+		}
+		return nil
+	})
+	if errors.Is(err, counter.ErrUnavailable) {
+		return err
 	}
-	info, err := st.rdb.Info(ctx, "server").Result()
 	if err != nil {
-		return unavailable("info", err)
-	}
-	st.version = infoField(info, "redis_version")
-	if err := st.loadScripts(ctx); err != nil {
-		return unavailable("script load", err)
+		return unavailable("open", err)
 	}
 	return nil
 }
@@ -87,7 +100,7 @@ func versionAtLeast(v string, major, minor int) bool {
 
 // Ping checks that Redis answers.
 func (st *Store) Ping(ctx context.Context) error {
-	if err := st.rdb.Ping(ctx).Err(); err != nil {
+	if err := st.guard(ctx, func() error { return st.rdb.Ping(ctx).Err() }); err != nil {
 		return unavailable("ping", err)
 	}
 	return nil

@@ -18,10 +18,16 @@ type clusterView struct {
 	Partitions int      `json:"partitions"`
 	Ready      bool     `json:"ready"`
 	Counters   int      `json:"counters"` // held in memory by this node
+	Status     string   `json:"status"`   // "ok", or "degraded" while Redis is configured and down
+	Redis      string   `json:"redis"`    // "off" (no --redis), "up" or "down"
 }
 
 func (n *Node) clusterInfo() any {
-	v := clusterView{Self: n.cfg.Name, Members: n.memberView(), Ready: n.Ready(), Counters: n.store.Len()}
+	v := clusterView{Self: n.cfg.Name, Members: n.memberView(), Ready: n.Ready(), Counters: n.store.Len(),
+		Status: "ok", Redis: n.redisStatus()}
+	if v.Redis == "down" {
+		v.Status = "degraded"
+	}
 	if rg := n.router.Ring(); rg != nil {
 		v.Epoch = epochString(rg)
 		v.Partitions = rg.PartitionCount()

@@ -29,6 +29,9 @@ type Config struct {
 
 	SweepInterval   time.Duration // --sweep-interval: how often idle counters are looked for
 	ShutdownTimeout time.Duration // --shutdown-timeout: how long a graceful stop may take
+	FlushInterval   time.Duration // --flush-interval: how often owners write deltas to Redis
+	HandoffWait     time.Duration // --handoff-wait: how long a new owner waits for the old one's handoff
+	FailOpen        bool          // --fail-open: allow answers allowed when neither owner nor Redis can decide
 
 	// Tuning that has no flag: tests shorten it.
 	GossipTimings  cluster.Timings // zero: memberlist's LAN defaults
@@ -48,6 +51,8 @@ const (
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultSweepInterval   = time.Second
 	DefaultShutdownTimeout = 10 * time.Second
+	DefaultFlushInterval   = 100 * time.Millisecond
+	DefaultHandoffWait     = 3 * time.Second
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.
@@ -97,6 +102,12 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		return &ConfigError{"shutdown-timeout", "must be positive"}
 	}
+	if c.FlushInterval < time.Millisecond || c.FlushInterval > time.Minute {
+		return &ConfigError{"flush-interval", fmt.Sprintf("%v: must be from 1ms to 1m", c.FlushInterval)}
+	}
+	if c.HandoffWait <= 0 {
+		return &ConfigError{"handoff-wait", "must be positive"}
+	}
 	return nil
 }
 
@@ -142,6 +153,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.HandoffWait == 0 {
+		c.HandoffWait = DefaultHandoffWait
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

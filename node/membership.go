@@ -3,6 +3,7 @@ package node
 import (
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/ring"
@@ -46,8 +47,18 @@ func (n *Node) advertisedRPC() string {
 func (n *Node) watchMembership() {
 	defer n.loops.Done()
 	joined := n.cluster.Joined()
+	refutes := n.cluster.Refutes()
+	check := time.NewTicker(250 * time.Millisecond)
+	defer check.Stop()
 	for {
 		select {
+		case <-check.C:
+			// Peers suspected this node or declared it dead: they may have decided its
+			// counters meanwhile, so what it holds is stale until reloaded.
+			if r := n.cluster.Refutes(); r != refutes {
+				refutes = r
+				n.owner.Forget()
+			}
 		case _, ok := <-n.cluster.Changes():
 			if !ok {
 				return
@@ -75,8 +86,22 @@ func (n *Node) rebuildRing() {
 	if old != nil && old.Epoch() == rg.Epoch() {
 		return
 	}
+	// The owner learns first: partitions this node gains wait for their handoff before
+	// the router sends it their ops; partitions it loses stop being decided here.
+	n.owner.RingChanged(old, rg, n.memberUp)
 	n.router.SetRing(rg)
 	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)))
+}
+
+// memberUp reports whether the named member is still running (alive, or leaving and
+// handing its counters on), so that a new owner waits for its handoff.
+func (n *Node) memberUp(name string) bool {
+	for _, m := range n.cluster.Members() {
+		if m.Name == name {
+			return m.State == cluster.StateAlive || m.State == cluster.StateLeaving
+		}
+	}
+	return false
 }
 
 // RingBuilds is how many times the node has rebuilt its ring (for tests and metrics).

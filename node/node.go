@@ -15,8 +15,10 @@ import (
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/httpapi"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/owner"
 	"github.com/leapcount/leapcount/respapi"
 	"github.com/leapcount/leapcount/route"
 	"github.com/leapcount/leapcount/rpc"
@@ -26,6 +28,8 @@ import (
 type Node struct {
 	cfg     Config
 	store   *leaparray.Store
+	redis   *fallback.Store // nil without --redis
+	owner   *owner.Owner
 	router  *route.Router
 	doer    *gate
 	reg     *prometheus.Registry
@@ -56,25 +60,40 @@ func Start(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, store: leaparray.NewStore(), reg: prometheus.NewRegistry(), quit: make(chan struct{})}
+	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{})}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
+	if err := n.openRedis(limits); err != nil {
+		return nil, err
+	}
 	n.rpcClient = rpc.NewClient(cfg.RPC)
-	n.router = route.New(cfg.Name, &counter.Local{Store: n.store, Now: cfg.Now, Limits: limits}, n.rpcClient, limits)
+	n.owner = owner.New(owner.Config{Self: cfg.Name, Store: n.store, Redis: n.redis, Sender: n.rpcClient,
+		Now: cfg.Now, Limits: limits, FlushInterval: cfg.FlushInterval, HandoffWait: cfg.HandoffWait,
+		Logger: cfg.Logger.With("component", "owner")})
+	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
+	n.router.FailOpen = cfg.FailOpen
+	if n.redis != nil {
+		n.router.Fallback = &fallback.Doer{Store: n.redis, Now: cfg.Now, Limits: limits}
+		n.router.Journal = n.journal
+	}
 	n.doer = &gate{next: n.router, ready: n.serves}
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
+	n.rpcSrv.SetHandoffHandler(n.owner)
 	n.registerMetrics()
 	if err := n.listen(limits); err != nil {
 		n.closeListeners()
+		n.closeRedis()
 		return nil, err
 	}
 	n.serve()
 	if err := n.joinCluster(); err != nil {
 		n.closeListeners()
 		n.rpcSrv.Close()
+		n.closeRedis()
 		return nil, err
 	}
-	n.loops.Add(1)
+	n.loops.Add(2)
 	go n.sweepLoop()
+	go func() { defer n.loops.Done(); n.owner.Run() }()
 	cfg.Logger.Info("node serving", "name", cfg.Name, "http", n.HTTPAddr(), "resp", n.RESPAddr(),
 		"rpc", n.rpcLn.Addr().String(), "gossip", n.cluster.LocalAddr())
 	return n, nil
@@ -197,7 +216,9 @@ func (n *Node) stop(ctx context.Context) error {
 	err = errors.Join(err, n.leave(ctx))
 	err = errors.Join(err, n.rpcSrv.Close(), n.rpcClient.Close())
 	n.serving.Wait()
+	n.owner.Close() // the last write-behind
 	n.loops.Wait()
+	n.closeRedis()
 	if err != nil {
 		return fmt.Errorf("node: stop: %w", err)
 	}
@@ -223,7 +244,9 @@ func (n *Node) drain(ctx context.Context) error {
 		rg := n.router.Ring()
 		_, held := rg.Member(n.cfg.Name)
 		if !held && n.rpcSrv.IdleFor() >= drainQuiet {
-			return nil
+			// Our partitions are released (counters written to Redis, or sent to their
+			// new owners) once the release started by the ring change is done.
+			return n.owner.WaitReleased(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -243,6 +266,12 @@ func (n *Node) leave(ctx context.Context) error {
 	}
 	err := n.cluster.Leave(timeout)
 	if errors.Is(err, cluster.ErrShutdown) {
+		err = nil
+	}
+	if err != nil {
+		// Typically no peer is left to hear the broadcast (the whole cluster is stopping).
+		// Peers that are there will find this node gone anyway: not worth a failed stop.
+		n.cfg.Logger.Warn("leave not confirmed by peers", "err", err)
 		err = nil
 	}
 	return errors.Join(err, n.cluster.Shutdown())

@@ -31,6 +31,15 @@ type Router struct {
 	// owner", or whose owner could not be dialed) wait for this node's ring to change
 	// before they fail. Membership changes settle within it, so clients see no errors.
 	RetryWait time.Duration
+
+	// Fallback, when set, decides the ops of an owner that cannot be reached (refused,
+	// timed out, connection lost), so clients keep getting answers: Redis in production.
+	// Journal then tells the owner which of its counters were decided without it.
+	Fallback counter.Doer
+	Journal  func(ctx context.Context, owner string, ops []counter.Op)
+	// FailOpen is how allow answers when neither the owner nor the fallback can decide
+	// it: allowed (true) or denied (false, the default). Other ops fail.
+	FailOpen bool
 }
 
 // DefaultRetryWait is Router.RetryWait unless changed.
@@ -85,6 +94,22 @@ func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Res
 	if len(p.retry) > 0 {
 		r.retry(ctx, rg, ops, results, p.retry)
 	}
+	r.failPolicy(ops, results)
+}
+
+// failPolicy answers the allow ops that nobody could decide as FailOpen says.
+func (r *Router) failPolicy(ops []counter.Op, results []counter.Result) {
+	for i := range ops {
+		if ops[i].Kind != counter.Allow || !errors.Is(results[i].Err, counter.ErrUnavailable) {
+			continue
+		}
+		if r.FailOpen {
+			results[i] = counter.Result{Allowed: true, Remaining: ops[i].Limit}
+		} else {
+			// Denied; the count is unknown. Ask again after one bucket.
+			results[i] = counter.Result{RetryAfterMs: ops[i].Window / int64(max(ops[i].Buckets, 1))}
+		}
+	}
 }
 
 // allLocal reports whether this node owns every op's key (invalid ops count as local:
@@ -136,6 +161,7 @@ func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, r
 
 // group is the ops of one owner, with their places in the caller's slices.
 type group struct {
+	owner   string // the owner's member name
 	addr    string // "" for this node
 	idx     []int
 	ops     []counter.Op
@@ -165,7 +191,8 @@ func (r *Router) plan(rg *ring.Ring, ops []counter.Op, results []counter.Result)
 		}
 		g := byAddr[addr]
 		if g == nil {
-			g = &group{addr: addr}
+			m, _ := rg.Owner(ops[i].Key)
+			g = &group{addr: addr, owner: m.Name}
 			byAddr[addr] = g
 			p.groups = append(p.groups, g)
 		}
@@ -215,6 +242,11 @@ func (p *plan) run(ctx context.Context, r *Router, rg *ring.Ring) {
 
 func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 	err := r.forward.Do(ctx, g.addr, rpc.Request{Epoch: rg.Epoch(), Forwarded: true, Ops: g.ops}, g.results)
+	if err != nil && r.Fallback != nil && ownerDown(err) {
+		r.fallBack(ctx, g)
+		p.scatter(g)
+		return
+	}
 	if err != nil {
 		if !errors.Is(err, rpc.ErrPeerUnreachable) { // sent, outcome unknown: never resend
 			err = fmt.Errorf("%w: owner %s: %v", counter.ErrUnavailable, g.addr, err)
@@ -224,6 +256,30 @@ func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 		}
 	}
 	p.scatter(g)
+}
+
+// ownerDown reports whether a forward failed because the owner could not be reached.
+// A timeout is included: the owner does not decide a request read after its deadline,
+// so deciding it elsewhere cannot count it twice.
+func ownerDown(err error) bool {
+	return errors.Is(err, rpc.ErrPeerUnreachable) || errors.Is(err, rpc.ErrTimeout) || errors.Is(err, rpc.ErrConnectionLost)
+}
+
+// fallBack decides a group on the fallback and journals it for its owner.
+func (r *Router) fallBack(ctx context.Context, g *group) {
+	r.Fallback.Do(ctx, g.ops, g.results)
+	if r.Journal == nil {
+		return
+	}
+	var decided []counter.Op
+	for k := range g.ops {
+		if g.results[k].Err == nil && g.ops[k].Kind != counter.Count {
+			decided = append(decided, g.ops[k])
+		}
+	}
+	if len(decided) > 0 {
+		r.Journal(ctx, g.owner, decided)
+	}
 }
 
 // scatter copies a group's results to the caller's places, noting the ops that were

@@ -107,6 +107,9 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", node.DefaultMaxBodyBytes, "largest HTTP request body accepted, in bytes")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", node.DefaultSweepInterval, "how often idle counters are looked for")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", node.DefaultShutdownTimeout, "longest a graceful stop may take")
+	fs.DurationVar(&cfg.FlushInterval, "flush-interval", node.DefaultFlushInterval, "how often owners write counter deltas to Redis (write-behind)")
+	fs.DurationVar(&cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long a new owner waits for the old owner's handoff")
+	fs.BoolVar(&cfg.FailOpen, "fail-open", false, "when neither the owner nor Redis can decide, allow answers allowed (default: denied)")
 	fs.StringVar(&lo.level, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&lo.format, "log-format", "text", "text or json")
 	if err := fs.Parse(args); err != nil {

@@ -104,3 +104,79 @@ local function save(key, h, s, ttl)
   redis.call('HSET', key, 'h', fld(h), 's', fld(s))
   redis.call('PEXPIRE', key, ttl)
 end
+
+-- merge_one is merge_pairs for one pair (j, n given as the caller's strings), the
+-- common case of write-behind: one HMGET, one HSET and the PEXPIRE when the head does not
+-- move.
+local function merge_one(key, b, ttl, js, ns)
+  local j, n = tonumber(js), tonumber(ns)
+  local f = fld(j)
+  local v = redis.call('HMGET', key, 'h', 's', f)
+  local h, s, c = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]) or 0
+  if not h then
+    h, s = j, 0
+  elseif j > h then
+    s = advance(key, h, s, j, b)
+    h = j
+  end
+  if j > h - b and n > 0 then
+    redis.call('HSET', key, 'h', fld(h), 's', fld(s + n), f, fld(c + n))
+  else
+    redis.call('HSET', key, 'h', fld(h), 's', fld(s))
+  end
+  redis.call('PEXPIRE', key, ttl)
+end
+
+-- merge_pairs adds the (bucket, count) pairs ARGV[lo], ARGV[lo+1], ..., ARGV[hi-1],
+-- ARGV[hi] (hi >= lo + 1) to the counter as leaparray.Store.Merge does, then saves the
+-- head and the sum and refreshes the TTL (ttl in ms). Adding the pairs one by one in order
+-- ends in the same hash as first moving the head to H = max(head, newest pair) and then
+-- adding the pairs newer than H-B: the head only grows, so a pair kept the first way is
+-- within (H-B, H], and one dropped is at or before H-B. So this reads the head, the sum
+-- and the pairs' buckets in one HMGET, moves the head once (at most B fields read and
+-- deleted), and writes the head, the sum and the new bucket counts in one HSET: three
+-- commands when the head does not move, whatever the number of pairs. The counts read
+-- before the head moves stay right: moving it deletes only buckets at or before H-B,
+-- and those are not read. A bucket's new count is computed here, exact up to 2^53 as
+-- the sum is. An unknown counter starts with its head at H.
+local function merge_pairs(key, b, ttl, lo, hi)
+  if hi == lo + 1 then
+    return merge_one(key, b, ttl, ARGV[lo], ARGV[hi])
+  end
+  local top = tonumber(ARGV[lo])
+  for i = lo + 2, hi, 2 do
+    top = math.max(top, tonumber(ARGV[i]))
+  end
+  -- the buckets that may count (at most B of them, so unpack stays within Lua's
+  -- limits), each once, and what they gain
+  local names, js, gain = {}, {}, {}
+  for i = lo, hi, 2 do
+    local j, n = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+    if j > top - b and n > 0 then
+      local f = fld(j)
+      if gain[f] then
+        gain[f] = gain[f] + n
+      else
+        names[#names + 1], js[#js + 1], gain[f] = f, j, n
+      end
+    end
+  end
+  local v = redis.call('HMGET', key, 'h', 's', unpack(names))
+  local h, s = tonumber(v[1]), tonumber(v[2])
+  if not h then
+    h, s = top, 0
+  elseif top > h then
+    s = advance(key, h, s, top, b)
+    h = top
+  end
+  local kv = { 'h', '', 's', '' }
+  for k, f in ipairs(names) do
+    if js[k] > h - b then
+      kv[#kv + 1], kv[#kv + 2] = f, fld((tonumber(v[k + 2]) or 0) + gain[f])
+      s = s + gain[f]
+    end
+  end
+  kv[2], kv[4] = fld(h), fld(s)
+  redis.call('HSET', key, unpack(kv))
+  redis.call('PEXPIRE', key, ttl)
+end

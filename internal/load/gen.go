@@ -1,0 +1,185 @@
+// Package load drives a leapcount cluster with a bounded stream of increments and
+// checks afterwards that the cluster counted exactly what it acknowledged.
+//
+// A Gen sends SW.INCR key window BY 1 over RESP (go-redis, RESP2, no retries: a retry
+// could count twice without the client knowing) through a node picked at random from a
+// set the caller can change while it runs, over a fixed set of keys. Per key it counts
+// the increments acknowledged (a reply came), failed (an error reply, or the request
+// could not be sent) and unknown (sent, no reply: it may or may not have counted). A run
+// is bounded in time and in operations and stops by itself; runs can follow each other
+// and the tallies add up.
+//
+// Check asks the cluster, through one node, for every key's count (HTTP /v1/batch, or
+// SW.COUNT over RESP) and compares it with what was acknowledged.
+package load
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config shapes a Gen; zero fields take the defaults.
+type Config struct {
+	Keys    int           // number of keys (default 2000)
+	Prefix  string        // key prefix (default "load:<seed>:")
+	Window  string        // counter window (default "10m"; 10 buckets)
+	Workers int           // concurrent senders (default 8)
+	Seed    uint64        // picks keys and nodes; print it to replay a run
+	Timeout time.Duration // per request (default 3s)
+	Rate    int           // total increments per second at most; 0: as fast as replies come
+}
+
+func (c Config) withDefaults() Config {
+	if c.Keys <= 0 {
+		c.Keys = 2000
+	}
+	if c.Prefix == "" {
+		c.Prefix = fmt.Sprintf("load:%d:", c.Seed)
+	}
+	if c.Window == "" {
+		c.Window = "10m"
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 3 * time.Second
+	}
+	return c
+}
+
+// Gen is a load generator with per-key tallies.
+type Gen struct {
+	cfg  Config
+	keys []string
+
+	acked, failed, unknown []atomic.Int64
+
+	addrs atomic.Pointer[[]string]
+
+	mu      sync.Mutex
+	clients map[string]*redis.Client
+	run     *run
+	errs    []string // the first few distinct error messages
+	errSeen map[string]bool
+}
+
+// New makes a generator that sends through addrs (RESP host:port).
+func New(cfg Config, addrs ...string) *Gen {
+	cfg = cfg.withDefaults()
+	g := &Gen{cfg: cfg, keys: make([]string, cfg.Keys), clients: map[string]*redis.Client{}, errSeen: map[string]bool{}}
+	for i := range g.keys {
+		g.keys[i] = fmt.Sprintf("%s%d", cfg.Prefix, i)
+	}
+	g.acked = make([]atomic.Int64, cfg.Keys)
+	g.failed = make([]atomic.Int64, cfg.Keys)
+	g.unknown = make([]atomic.Int64, cfg.Keys)
+	g.SetAddrs(addrs...)
+	return g
+}
+
+// Keys are the keys the generator increments.
+func (g *Gen) Keys() []string { return g.keys }
+
+// Window is the counters' window.
+func (g *Gen) Window() string { return g.cfg.Window }
+
+// SetAddrs changes the nodes requests go through (takes effect for the next request).
+func (g *Gen) SetAddrs(addrs ...string) {
+	a := append([]string(nil), addrs...)
+	g.addrs.Store(&a)
+}
+
+// Close stops a run and closes the connections.
+func (g *Gen) Close() {
+	g.Stop()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.clients {
+		c.Close()
+	}
+	g.clients = map[string]*redis.Client{}
+}
+
+func (g *Gen) client(addr string) *redis.Client {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.clients[addr]
+	if c == nil {
+		c = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: g.cfg.Workers,
+			DialTimeout: time.Second, ReadTimeout: g.cfg.Timeout, WriteTimeout: g.cfg.Timeout,
+			PoolTimeout: g.cfg.Timeout, DisableIdentity: true, DialerRetries: 1})
+		g.clients[addr] = c
+	}
+	return c
+}
+
+// noteErr keeps the first few distinct error messages for reports.
+func (g *Gen) noteErr(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	msg := err.Error()
+	if len(g.errs) < 8 && !g.errSeen[msg] {
+		g.errSeen[msg] = true
+		g.errs = append(g.errs, msg)
+	}
+}
+
+// Errors are the first few distinct error messages seen, for reports.
+func (g *Gen) Errors() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.errs...)
+}
+
+// Counts are per-key tallies, indexed like Keys.
+type Counts struct {
+	Keys                   []string
+	Acked, Failed, Unknown []int64
+}
+
+// Snapshot copies the tallies (safe while a run goes on).
+func (g *Gen) Snapshot() Counts {
+	c := Counts{Keys: g.keys, Acked: make([]int64, len(g.keys)), Failed: make([]int64, len(g.keys)), Unknown: make([]int64, len(g.keys))}
+	for i := range g.keys {
+		c.Acked[i] = g.acked[i].Load()
+		c.Failed[i] = g.failed[i].Load()
+		c.Unknown[i] = g.unknown[i].Load()
+	}
+	return c
+}
+
+// Totals sums the tallies over the keys.
+func (c Counts) Totals() (acked, failed, unknown int64) {
+	for i := range c.Keys {
+		acked += c.Acked[i]
+		failed += c.Failed[i]
+		unknown += c.Unknown[i]
+	}
+	return
+}
+
+// Sub is c minus an earlier snapshot of the same generator: what happened in between.
+func (c Counts) Sub(earlier Counts) Counts {
+	d := Counts{Keys: c.Keys, Acked: make([]int64, len(c.Keys)), Failed: make([]int64, len(c.Keys)), Unknown: make([]int64, len(c.Keys))}
+	for i := range c.Keys {
+		d.Acked[i] = c.Acked[i] - earlier.Acked[i]
+		d.Failed[i] = c.Failed[i] - earlier.Failed[i]
+		d.Unknown[i] = c.Unknown[i] - earlier.Unknown[i]
+	}
+	return d
+}
+
+// pick returns a random key index and address.
+func (g *Gen) pick(rng *rand.Rand) (int, string) {
+	addrs := *g.addrs.Load()
+	if len(addrs) == 0 {
+		return rng.IntN(len(g.keys)), ""
+	}
+	return rng.IntN(len(g.keys)), addrs[rng.IntN(len(addrs))]
+}

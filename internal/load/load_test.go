@@ -1,0 +1,127 @@
+package load
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/node/nodetest"
+)
+
+func seed(t *testing.T) uint64 {
+	s := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", s)
+	return s
+}
+
+// A bounded run through both nodes of a cluster is counted exactly, read through
+// either node over HTTP or RESP.
+func TestRunIsCountedExactly(t *testing.T) {
+	c := nodetest.MakeCluster(t, 2, nil)
+	g := New(Config{Keys: 300, Workers: 4, Seed: seed(t)}, c.Nodes[0].RESPAddr(), c.Nodes[1].RESPAddr())
+	defer g.Close()
+	g.Start(time.Minute, 3000)
+	st := g.Wait()
+	if st.Sent != 3000 || st.Acked != 3000 {
+		t.Fatalf("run: sent %d, acked %d (errors %v); want 3000 and 3000", st.Sent, st.Acked, g.Errors())
+	}
+	snap := g.Snapshot()
+	if a, f, u := snap.Totals(); a != 3000 || f != 0 || u != 0 {
+		t.Fatalf("totals: acked %d failed %d unknown %d; want 3000 0 0", a, f, u)
+	}
+	ctx := context.Background()
+	for _, n := range c.Nodes {
+		for _, counter := range []Counter{HTTPCounter{Addr: n.HTTPAddr()}, RESPCounter{Addr: n.RESPAddr()}} {
+			r, _, err := Check(ctx, counter, snap, nil, g.Window())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Exact != 300 || r.Final != 3000 || !r.OK() {
+				t.Fatalf("%s %T: %v; want 300 exact keys, final 3000", n.Name(), counter, r)
+			}
+		}
+	}
+	// A second run adds to the tallies; Sub isolates it.
+	g.Start(time.Minute, 500)
+	g.Wait()
+	if a, _, _ := g.Snapshot().Sub(snap).Totals(); a != 500 {
+		t.Fatalf("second run acked %d; want 500", a)
+	}
+}
+
+// Stop ends a run early; the duration bounds it too.
+func TestRunIsBounded(t *testing.T) {
+	c := nodetest.MakeCluster(t, 1, nil)
+	g := New(Config{Keys: 10, Workers: 2, Seed: seed(t), Rate: 200}, c.Nodes[0].RESPAddr())
+	defer g.Close()
+	g.Start(200*time.Millisecond, 1<<40)
+	st := g.Wait()
+	if st.Elapsed > 5*time.Second || st.Acked == 0 || st.Acked > 200 {
+		t.Fatalf("200ms run at 200/s: %+v; want it to end soon with 1..200 acked", st)
+	}
+	g.Start(time.Hour, 1<<40)
+	st = g.Stop()
+	if st.Elapsed > 5*time.Second {
+		t.Fatalf("Stop took %v", st.Elapsed)
+	}
+}
+
+// A closed port fails requests (never sent); a server that never answers leaves them
+// unknown.
+func TestOutcomes(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() { // accept and never answer
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	for _, tc := range []struct {
+		addr                 string
+		wantFailed, wantUnkn int64
+	}{{closedAddr, 4, 0}, {silent.Addr().String(), 0, 4}} {
+		g := New(Config{Keys: 4, Workers: 2, Seed: seed(t), Timeout: 100 * time.Millisecond}, tc.addr)
+		g.Start(time.Minute, 4)
+		st := g.Wait()
+		g.Close()
+		if st.Failed != tc.wantFailed || st.Unknown != tc.wantUnkn || st.Acked != 0 {
+			t.Errorf("%s: %+v (errors %v); want failed %d unknown %d", tc.addr, st, g.Errors(), tc.wantFailed, tc.wantUnkn)
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	tallies := Counts{Keys: []string{"a", "b", "c", "d"},
+		Acked: []int64{5, 5, 5, 5}, Failed: []int64{0, 1, 1, 0}, Unknown: []int64{0, 1, 0, 0}}
+	base := []int64{1, 1, 1, 1}
+	r := Compare([]int64{6, 8, 9, 4}, tallies, base)
+	if r.Exact != 1 || r.Uncertain != 2 || r.ExtraKeys != 1 || r.Extra != 2 || r.LostKeys != 1 || r.Lost != 2 {
+		t.Fatalf("got %+v; want exact 1, uncertain 2, extra 2 on 1 key, lost 2 on 1 key", r)
+	}
+	if r.Acked != 24 || r.Final != 27 || r.OK() {
+		t.Fatalf("got acked %d final %d ok %v; want 24, 27, false", r.Acked, r.Final, r.OK())
+	}
+	if n, _ := Disagree(tallies.Keys, []int64{1, 2, 3, 4}, []int64{1, 2, 0, 4}); n != 1 {
+		t.Fatalf("Disagree: got %d; want 1", n)
+	}
+}

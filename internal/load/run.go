@@ -1,0 +1,177 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Stats sum up one run.
+type Stats struct {
+	Sent                   int64 // requests started
+	Acked, Failed, Unknown int64
+	Elapsed                time.Duration
+}
+
+// Rate is acknowledged increments per second.
+func (s Stats) Rate() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Acked) / s.Elapsed.Seconds()
+}
+
+// run is one bounded run of the workers.
+type run struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	start  time.Time
+	budget atomic.Int64 // operations left to start
+	stats  struct{ sent, acked, failed, unknown atomic.Int64 }
+
+	endOnce sync.Once
+	end     Stats
+}
+
+// runs counts runs, so that each run's workers draw other random numbers.
+var runs atomic.Uint64
+
+// Start begins a run that ends by itself after d or after maxOps increments (whichever
+// comes first; both must be positive), or when Stop is called. A run still going is
+// stopped first.
+func (g *Gen) Start(d time.Duration, maxOps int64) {
+	if d <= 0 || maxOps <= 0 {
+		panic("load: Start needs a positive duration and operation count")
+	}
+	g.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	r := &run{cancel: cancel, start: time.Now()}
+	r.budget.Store(maxOps)
+	nrun := runs.Add(1)
+	var pace time.Duration
+	if g.cfg.Rate > 0 {
+		pace = time.Duration(float64(time.Second) * float64(g.cfg.Workers) / float64(g.cfg.Rate))
+	}
+	for w := 0; w < g.cfg.Workers; w++ {
+		rng := rand.New(rand.NewPCG(g.cfg.Seed, nrun<<16|uint64(w)))
+		r.wg.Add(1)
+		go g.work(ctx, r, rng, pace)
+	}
+	g.mu.Lock()
+	g.run = r
+	g.mu.Unlock()
+}
+
+// Wait waits for the current run to end by itself and returns its stats.
+func (g *Gen) Wait() Stats {
+	g.mu.Lock()
+	r := g.run
+	g.mu.Unlock()
+	if r == nil {
+		return Stats{}
+	}
+	return r.finish()
+}
+
+// Stop ends the current run, waits until every request it sent has its answer (or its
+// timeout) and returns its stats. After Stop the tallies hold still.
+func (g *Gen) Stop() Stats {
+	g.mu.Lock()
+	r := g.run
+	g.mu.Unlock()
+	if r == nil {
+		return Stats{}
+	}
+	r.cancel()
+	return r.finish()
+}
+
+func (r *run) finish() Stats {
+	r.wg.Wait()
+	r.endOnce.Do(func() {
+		r.cancel()
+		r.end = Stats{Sent: r.stats.sent.Load(), Acked: r.stats.acked.Load(), Failed: r.stats.failed.Load(),
+			Unknown: r.stats.unknown.Load(), Elapsed: time.Since(r.start)}
+	})
+	return r.end
+}
+
+// work sends increments until the run's context ends or its budget is spent. A request
+// already sent is given its own timeout, not the run's context: stopping a run must not
+// turn answers on their way into unknowns.
+func (g *Gen) work(ctx context.Context, r *run, rng *rand.Rand, pace time.Duration) {
+	defer r.wg.Done()
+	next := time.Now()
+	for ctx.Err() == nil && r.budget.Add(-1) >= 0 {
+		if pace > 0 {
+			next = next.Add(pace)
+			if d := time.Until(next); d > 0 {
+				select { // pacing to the configured rate, not a stand-in for a condition
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
+		}
+		k, addr := g.pick(rng)
+		r.stats.sent.Add(1)
+		err := g.incr(addr, k)
+		switch classify(err) {
+		case outcomeAcked:
+			g.acked[k].Add(1)
+			r.stats.acked.Add(1)
+		case outcomeFailed:
+			g.failed[k].Add(1)
+			r.stats.failed.Add(1)
+			g.noteErr(err)
+		default:
+			g.unknown[k].Add(1)
+			r.stats.unknown.Add(1)
+			g.noteErr(err)
+		}
+	}
+}
+
+var errNoAddr = errors.New("load: no node to send to")
+
+func (g *Gen) incr(addr string, k int) error {
+	if addr == "" {
+		return errNoAddr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.Timeout)
+	defer cancel()
+	return g.client(addr).Do(ctx, "SW.INCR", g.keys[k], g.cfg.Window, "BY", 1).Err()
+}
+
+type outcome int
+
+const (
+	outcomeAcked   outcome = iota
+	outcomeFailed          // an error reply, or never sent
+	outcomeUnknown         // sent, and no reply
+)
+
+// classify tells what a request's error says about its fate.
+func classify(err error) outcome {
+	if err == nil {
+		return outcomeAcked
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return outcomeFailed
+	}
+	var oerr *net.OpError
+	if errors.As(err, &oerr) && oerr.Op == "dial" {
+		return outcomeFailed
+	}
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) || errors.Is(err, errNoAddr) {
+		return outcomeFailed
+	}
+	return outcomeUnknown
+}

@@ -1,0 +1,73 @@
+package proctest
+
+import (
+	"net/http"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+func TestHasFlag(t *testing.T) {
+	if !HasFlag(t, "redis") {
+		t.Errorf("HasFlag(redis) = false; want true")
+	}
+	if HasFlag(t, "no-such-flag") {
+		t.Errorf("HasFlag(no-such-flag) = true; want false")
+	}
+}
+
+// The harness's own life cycle: start two nodes, stop one gracefully, restart it on
+// the same ports, freeze and thaw it, crash it and restart it again.
+func TestLifeCycle(t *testing.T) {
+	c := StartCluster(t, 2, Options{})
+	n1 := c.Node(1)
+	for _, n := range c.Nodes() {
+		v, err := n.View()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Self != n.Name() || len(v.Alive()) != 2 || v.Shares() != v.Partitions {
+			t.Fatalf("%s: view %+v; want self %s, 2 alive owning all partitions", n.Name(), v, n.Name())
+		}
+	}
+	before := n1.Addrs()
+	n1.Stop()
+	if n1.Running() {
+		t.Fatal("node-1 runs after Stop")
+	}
+	c.WaitConverged()
+	if got := len(c.Live()); got != 1 {
+		t.Fatalf("live nodes after Stop: got %d; want 1", got)
+	}
+
+	n1.Restart()
+	if got := n1.Addrs(); got != before {
+		t.Logf("node-1 restarted on other ports: %+v (was %+v)", got, before)
+	}
+	c.WaitConverged()
+
+	n1.Pause()
+	short := &http.Client{Timeout: 200 * time.Millisecond}
+	if resp, err := short.Get("http://" + n1.HTTP() + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("GET /healthz of a paused node answered %d; want a timeout", resp.StatusCode)
+	}
+	if got := len(c.Live()); got != 1 {
+		t.Fatalf("live nodes while paused: got %d; want 1", got)
+	}
+	n1.Resume()
+	c.WaitConverged()
+
+	pid := n1.Pid()
+	n1.Kill()
+	if n1.Running() {
+		t.Fatalf("node-1 (pid %d) runs after Kill", pid)
+	}
+	n1.Restart()
+	if n1.Pid() == pid {
+		t.Fatalf("Restart kept pid %d; want a new process", pid)
+	}
+	c.WaitConverged()
+}

@@ -1,0 +1,124 @@
+package proctest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// View is a node's GET /v1/cluster.
+type View struct {
+	Self       string   `json:"self"`
+	Members    []Member `json:"members"`
+	Epoch      string   `json:"epoch"`
+	Partitions int      `json:"partitions"`
+	Ready      bool     `json:"ready"`
+	Counters   int      `json:"counters"`
+}
+
+// Member is one entry of View.Members.
+type Member struct {
+	Name       string `json:"name"`
+	Addr       string `json:"addr"`
+	State      string `json:"state"`
+	RPC        string `json:"rpc"`
+	Partitions int    `json:"partitions"`
+}
+
+// Alive are the names of the members in state "alive", sorted.
+func (v View) Alive() []string {
+	var out []string
+	for _, m := range v.Members {
+		if m.State == "alive" {
+			out = append(out, m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Shares is the sum of the alive members' partitions.
+func (v View) Shares() int {
+	sum := 0
+	for _, m := range v.Members {
+		if m.State == "alive" {
+			sum += m.Partitions
+		}
+	}
+	return sum
+}
+
+// View fetches the node's GET /v1/cluster.
+func (n *Node) View() (View, error) {
+	var v View
+	body, code, err := n.c.get(n.HTTP(), "/v1/cluster")
+	if err != nil {
+		return v, fmt.Errorf("%s: GET /v1/cluster: %v", n.name, err)
+	}
+	if code != http.StatusOK {
+		return v, fmt.Errorf("%s: GET /v1/cluster: %d %s", n.name, code, body)
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return v, fmt.Errorf("%s: GET /v1/cluster: %v in %s", n.name, err, body)
+	}
+	return v, nil
+}
+
+// Ready reports nil once the node's GET /readyz answers 200.
+func (n *Node) Ready() error {
+	body, code, err := n.c.get(n.HTTP(), "/readyz")
+	if err != nil {
+		return fmt.Errorf("%s: GET /readyz: %v", n.name, err)
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("%s: GET /readyz: %d %s", n.name, code, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+func (c *Cluster) get(addr, path string) ([]byte, int, error) {
+	resp, err := c.http.Get("http://" + addr + path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return body, resp.StatusCode, err
+}
+
+// Converged returns nil once every live node (running, not paused) answers /readyz
+// with 200 and its /v1/cluster lists exactly the live nodes as alive, their partition
+// shares adding up to the partition count, with the same epoch on every live node.
+func (c *Cluster) Converged() error {
+	live := c.Live()
+	want := make([]string, len(live))
+	for i, n := range live {
+		want[i] = n.name
+	}
+	slices.Sort(want)
+	var epoch string
+	for i, n := range live {
+		if err := n.Ready(); err != nil {
+			return err
+		}
+		v, err := n.View()
+		if err != nil {
+			return err
+		}
+		if got := v.Alive(); !slices.Equal(got, want) {
+			return fmt.Errorf("%s sees alive %v; want %v", n.name, got, want)
+		}
+		if v.Partitions == 0 || v.Shares() != v.Partitions {
+			return fmt.Errorf("%s: alive members own %d partitions; want all %d", n.name, v.Shares(), v.Partitions)
+		}
+		if i == 0 {
+			epoch = v.Epoch
+		} else if v.Epoch != epoch {
+			return fmt.Errorf("%s: epoch %s; %s has %s", n.name, v.Epoch, live[0].name, epoch)
+		}
+	}
+	return nil
+}

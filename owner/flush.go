@@ -1,0 +1,186 @@
+package owner
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
+)
+
+// maxRetry bounds the deltas kept for writing again while Redis is down; past it the
+// oldest are dropped (and logged), so an outage cannot grow memory without limit.
+const maxRetry = 1 << 20
+
+// flusher is the write-behind state. retry and the reset queue are shared between the
+// flush loop and Release/Forget, under mu.
+type flusher struct {
+	mu      sync.Mutex
+	retry   []fallback.Delta
+	resets  []fallback.CounterRef
+	pending map[fallback.CounterRef]int // resets queued and not yet applied in Redis
+	buf     []leaparray.Delta
+}
+
+func (f *flusher) init() { f.pending = map[fallback.CounterRef]int{} }
+
+func (f *flusher) queueReset(ref fallback.CounterRef) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resets = append(f.resets, ref)
+	f.pending[ref]++
+}
+
+func (f *flusher) resetPending(key string, sp leaparray.Spec) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pending[fallback.CounterRef{Key: key, Spec: sp}] > 0
+}
+
+// Run writes deltas behind every FlushInterval until Close.
+func (o *Owner) Run() {
+	defer close(o.done)
+	if o.cfg.Redis == nil {
+		<-o.quit
+		return
+	}
+	t := time.NewTicker(o.cfg.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.quit:
+			o.flushOnce(context.Background()) // what the last tick left
+			return
+		case <-t.C:
+			o.flushOnce(context.Background())
+		}
+	}
+}
+
+// Close stops write-behind after a last flush, and waits for it.
+func (o *Owner) Close() {
+	select {
+	case <-o.quit:
+	default:
+		close(o.quit)
+	}
+	<-o.done
+}
+
+// flushOnce applies queued resets, drops journaled counters from memory, and writes
+// every pending delta.
+func (o *Owner) flushOnce(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resets := o.takeResets()
+	var extra []fallback.Delta
+	holdingLoad := false
+	if refs, err := o.cfg.Redis.TakeJournal(ctx, o.cfg.Self, 10_000); err == nil && len(refs) > 0 {
+		keys := make(map[string]bool, len(refs))
+		for _, r := range refs {
+			keys[r.Key] = true
+		}
+		extra = pendingOf(o.evict(func(k string) bool { return keys[k] }))
+		holdingLoad = true
+	}
+	o.flush.buf = o.cfg.Store.Drain(o.flush.buf[:0])
+	o.applyResets(ctx, resets)
+	o.write(ctx, append(extra, toFallback(o.flush.buf)...))
+	if holdingLoad {
+		o.load.Unlock()
+	}
+}
+
+func (o *Owner) takeResets() []fallback.CounterRef {
+	o.flush.mu.Lock()
+	defer o.flush.mu.Unlock()
+	r := o.flush.resets
+	o.flush.resets = nil
+	return r
+}
+
+// applyResets deletes reset counters in Redis, before the deltas drained after them are
+// written, and drops the older deltas still waiting to be written again.
+func (o *Owner) applyResets(ctx context.Context, resets []fallback.CounterRef) {
+	var failed []fallback.CounterRef
+	for _, r := range resets {
+		if _, err := o.cfg.Redis.Reset(ctx, r.Key, r.Spec, o.cfg.Now()); err != nil {
+			failed = append(failed, r)
+		}
+	}
+	o.flush.mu.Lock()
+	defer o.flush.mu.Unlock()
+	for _, r := range resets {
+		if o.flush.pending[r]--; o.flush.pending[r] <= 0 {
+			delete(o.flush.pending, r)
+		}
+	}
+	o.flush.resets = append(failed, o.flush.resets...)
+	for _, r := range failed {
+		o.flush.pending[r]++
+	}
+	if len(resets) > len(failed) {
+		gone := make(map[fallback.CounterRef]bool, len(resets))
+		for _, r := range resets {
+			gone[r] = true
+		}
+		kept := o.flush.retry[:0]
+		for _, d := range o.flush.retry {
+			if !gone[fallback.CounterRef{Key: d.Key, Spec: d.Spec}] {
+				kept = append(kept, d)
+			}
+		}
+		o.flush.retry = kept
+	}
+}
+
+// write writes deltas (after those that failed before) and keeps what fails.
+func (o *Owner) write(ctx context.Context, deltas []fallback.Delta) {
+	o.flush.mu.Lock()
+	all := append(o.flush.retry, deltas...)
+	o.flush.retry = nil
+	o.flush.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	err := o.cfg.Redis.FlushDeltas(ctx, all)
+	if err == nil {
+		return
+	}
+	var failed []fallback.Delta
+	var fe *fallback.FlushError
+	if errors.As(err, &fe) {
+		for _, i := range fe.Failed {
+			failed = append(failed, all[i])
+		}
+	} else {
+		failed = all
+	}
+	o.flush.mu.Lock()
+	defer o.flush.mu.Unlock()
+	o.flush.retry = append(failed, o.flush.retry...)
+	if over := len(o.flush.retry) - maxRetry; over > 0 {
+		o.cfg.Logger.Error("write-behind: Redis unavailable too long; dropping the oldest deltas", "dropped", over)
+		o.flush.retry = append([]fallback.Delta(nil), o.flush.retry[over:]...)
+	}
+}
+
+func toFallback(ds []leaparray.Delta) []fallback.Delta {
+	out := make([]fallback.Delta, len(ds))
+	for i, d := range ds {
+		out[i] = fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets}
+	}
+	return out
+}
+
+func pendingOf(ev []leaparray.Evicted) []fallback.Delta {
+	var out []fallback.Delta
+	for _, e := range ev {
+		if len(e.Pending) > 0 {
+			out = append(out, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Pending})
+		}
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package owner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// Sender delivers Handoffs to other nodes (rpc.Client in production).
+type Sender interface {
+	Handoff(ctx context.Context, addr string, h *rpc.Handoff) error
+}
+
+// Config is what an Owner needs.
+type Config struct {
+	Self   string           // this node's member name (its journal is named after it)
+	Store  *leaparray.Store // made WithDeltas when Redis is set
+	Redis  *fallback.Store  // nil: no persistence; Handoffs carry state
+	Sender Sender
+	Now    func() int64
+	Limits counter.Limits
+
+	FlushInterval time.Duration // default 100ms
+	HandoffWait   time.Duration // how long a new owner waits for the old one's Handoff; default 3s
+	Logger        *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = 100 * time.Millisecond
+	}
+	if c.HandoffWait <= 0 {
+		c.HandoffWait = 3 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Owner decides ops on the counters this node owns. See the package doc.
+type Owner struct {
+	cfg   Config
+	local counter.Local
+
+	decide sync.RWMutex
+	load   sync.RWMutex
+	ring   atomic.Pointer[ring.Ring] // the ring ops are checked against under decide
+	gate   gate
+	flush  flusher
+	hand   handoffs
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+// New returns an Owner; Run starts its write-behind.
+func New(cfg Config) *Owner {
+	cfg = cfg.withDefaults()
+	o := &Owner{cfg: cfg, local: counter.Local{Store: cfg.Store, Now: cfg.Now, Limits: cfg.Limits},
+		quit: make(chan struct{}), done: make(chan struct{})}
+	o.gate.init()
+	o.flush.init()
+	o.hand.init(cfg)
+	return o
+}
+
+// Do decides ops this node owns. Ops of partitions still being handed to this node wait
+// for the Handoff first (bounded by HandoffWait); counters not in memory are loaded from
+// Redis.
+func (o *Owner) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	o.gate.await(ctx, ops)
+	o.decide.RLock()
+	defer o.decide.RUnlock()
+	if moved := o.notOwned(ops); moved != nil {
+		o.decideOwned(ctx, ops, results, moved)
+		return
+	}
+	o.decideAll(ctx, ops, results)
+}
+
+func (o *Owner) decideAll(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	if o.cfg.Redis != nil {
+		o.ensureLoaded(ctx, ops)
+	}
+	o.local.Do(ctx, ops, results)
+	if o.cfg.Redis != nil {
+		o.queueResets(ops, results)
+	}
+}
+
+// notOwned marks the ops whose key this node no longer owns: the ring changed after the
+// router sent them here, and their counters may already have left memory. Under decide
+// the answer cannot change until the batch is decided.
+func (o *Owner) notOwned(ops []counter.Op) []bool {
+	rg := o.ring.Load()
+	if rg == nil {
+		return nil
+	}
+	var moved []bool
+	for i := range ops {
+		if m, ok := rg.Owner(ops[i].Key); ok && m.Name != o.cfg.Self {
+			if moved == nil {
+				moved = make([]bool, len(ops))
+			}
+			moved[i] = true
+		}
+	}
+	return moved
+}
+
+// decideOwned decides the ops still owned and answers the others rpc.ErrNotOwner
+// (certainly not decided: the router sends them to the new owner).
+func (o *Owner) decideOwned(ctx context.Context, ops []counter.Op, results []counter.Result, moved []bool) {
+	var own []counter.Op
+	var idx []int
+	for i := range ops {
+		if moved[i] {
+			results[i] = counter.Result{Err: fmt.Errorf("%w: %q moved while this node decided it", rpc.ErrNotOwner, ops[i].Key)}
+			continue
+		}
+		own = append(own, ops[i])
+		idx = append(idx, i)
+	}
+	res := make([]counter.Result, len(own))
+	o.decideAll(ctx, own, res)
+	for k, i := range idx {
+		results[i] = res[k]
+	}
+}
+
+// ensureLoaded loads from Redis the counters of ops that are not in memory. Two ops may
+// load the same counter at once: Seed creates it only once, so that costs a read, not a
+// count. A counter whose reset has not reached Redis yet is not loaded back.
+func (o *Owner) ensureLoaded(ctx context.Context, ops []counter.Op) {
+	var misses []int
+	for i := range ops {
+		op := &ops[i]
+		if o.cfg.Limits.Validate(op) == nil && !o.cfg.Store.Has(op.Key, spec(op)) {
+			misses = append(misses, i)
+		}
+	}
+	if len(misses) == 0 {
+		return
+	}
+	o.load.RLock()
+	defer o.load.RUnlock()
+	now := o.cfg.Now()
+	for _, i := range misses {
+		op := &ops[i]
+		sp := spec(op)
+		if o.flush.resetPending(op.Key, sp) || o.cfg.Store.Has(op.Key, sp) {
+			continue
+		}
+		buckets, err := o.cfg.Redis.Load(ctx, op.Key, sp, now)
+		if err != nil {
+			// Redis is down: the op is decided from memory alone (availability first; the
+			// count may miss what only Redis held). Logged once per outage by the breaker.
+			continue
+		}
+		o.cfg.Store.Seed(op.Key, sp, buckets)
+	}
+}
+
+// queueResets hands the resets just decided to the flusher, which deletes the counters
+// in Redis after the deltas drained before them and before the ones drained after.
+func (o *Owner) queueResets(ops []counter.Op, results []counter.Result) {
+	for i := range ops {
+		if ops[i].Kind == counter.Reset && results[i].Err == nil {
+			o.flush.queueReset(fallback.CounterRef{Key: ops[i].Key, Spec: spec(&ops[i])})
+		}
+	}
+}
+
+func spec(op *counter.Op) leaparray.Spec {
+	return leaparray.Spec{WindowMs: op.Window, Buckets: op.Buckets}
+}
+
+// evict takes the counters that match out of memory, with no op being decided, and
+// returns them. With Redis it returns holding load, which the caller releases once the
+// evicted deltas are written (so that no load reads Redis before).
+func (o *Owner) evict(match func(key string) bool) []leaparray.Evicted {
+	o.decide.Lock()
+	ev := o.cfg.Store.Evict(match)
+	if o.cfg.Redis != nil {
+		o.load.Lock()
+	}
+	o.decide.Unlock()
+	return ev
+}
