@@ -108,7 +108,9 @@ func (b *breaker) notify() {
 
 // guard runs f, one exchange with Redis, under the breaker: while the breaker is open it
 // returns ErrRedisDown at once and f does not run, and a ctx already done returns its
-// error without trying. f's error says how Redis fared.
+// error without trying. f's error says how Redis fared, except that a call cut short by
+// the caller's deadline before the store's own read timeout says nothing: a caller in a
+// hurry does not make Redis look down.
 func (st *Store) guard(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -117,9 +119,23 @@ func (st *Store) guard(ctx context.Context, f func() error) error {
 	if !ok {
 		return ErrRedisDown
 	}
+	start := time.Now()
 	err := f()
-	st.br.settle(probe, classify(err))
+	v := classify(err)
+	if v == unreached && cutShort(ctx, start, st.cfg.ReadTimeout) {
+		v = neutral
+	}
+	st.br.settle(probe, v)
 	return err
+}
+
+// cutShort reports whether a call that started at start ran into the caller's deadline
+// (give or take a millisecond: the socket's deadline is the context's, and may fire
+// before the context's timer) and that deadline came before the read timeout would have.
+// A call refused at once is not cut short, whatever the deadline.
+func cutShort(ctx context.Context, start time.Time, timeout time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && dl.Sub(start) < timeout && time.Now().After(dl.Add(-time.Millisecond))
 }
 
 // pipelineErr sums up a pipeline's replies for the breaker: nil when any call reached

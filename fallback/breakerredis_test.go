@@ -19,7 +19,7 @@ import (
 // fastBound is how long a call may take while the breaker is open: it must not touch
 // the network at all, so this is far above what it takes (microseconds) and far below
 // the 200 ms read timeout a call to a dead Redis may wait.
-const fastBound = 50 * time.Millisecond
+const fastBound = 100 * time.Millisecond
 
 // openBreaker calls Ping until the breaker opens (each failing with ErrUnavailable).
 func openBreaker(t *testing.T, st *Store) {
@@ -62,7 +62,17 @@ func TestBreakerRedisStoppedAndRestarted(t *testing.T) {
 		t.Fatal("a new store is not healthy")
 	}
 	srv.Stop()
-	openBreaker(t, st)
+	for range DefaultBreakerFailures { // refused at once: a short deadline does not hide it
+		ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+		err := st.Ping(ctx)
+		cancel()
+		if !errors.Is(err, counter.ErrUnavailable) {
+			t.Fatalf("Ping with Redis stopped: %v; want ErrUnavailable", err)
+		}
+	}
+	if st.Healthy() {
+		t.Fatalf("healthy after %d refused calls; want the breaker open", DefaultBreakerFailures)
+	}
 	wantFast(t, st, 20)
 	if got, want := ch.list(), []bool{false}; !slices.Equal(got, want) {
 		t.Fatalf("OnStateChange heard %v; want %v", got, want)
@@ -96,6 +106,15 @@ func TestBreakerRedisHungProbesOnce(t *testing.T) {
 	clk.install(st.br)
 	srv.Pause()
 	t.Cleanup(srv.Resume)
+	for range 2 * DefaultBreakerFailures { // callers in a hurry do not open it
+		ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+		err := st.Ping(ctx)
+		cancel()
+		if !errors.Is(err, counter.ErrUnavailable) || !st.Healthy() {
+			t.Fatalf("Ping with a 20ms deadline on a hung Redis: %v, healthy %v; want ErrUnavailable, healthy",
+				err, st.Healthy())
+		}
+	}
 	openBreaker(t, st)
 	wantFast(t, st, 5)
 	clk.add(DefaultBreakerCooldown)

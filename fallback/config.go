@@ -47,7 +47,8 @@ type Config struct {
 	// OnStateChange, when set, hears false when the breaker opens (Redis is down: the
 	// node is degraded) and true when it closes again (recovered). It is called outside
 	// the store's locks, never twice at once, and may call the store; quick flaps may be
-	// collapsed into the last state.
+	// collapsed into the last state. It runs on the goroutine of the call that changed
+	// the state, so it should be quick (log, set a flag).
 	OnStateChange func(healthy bool)
 
 	// Lazy makes Open succeed even when Redis cannot be reached (a node may start

@@ -63,10 +63,12 @@ func (st *Store) FlushDeltas(ctx context.Context, deltas []Delta) error {
 }
 
 // FlushError lists the deltas FlushDeltas could not apply, by their index in the slice
-// it was given, so that the caller can keep them for the next flush. A delta that failed
-// on a timeout may have been applied all the same (its reply was lost): give deltas a
-// BatchID when they are to be retried. errors.Is sees every cause (counter.ErrUnavailable
-// for Redis failures).
+// it was given and in that order, so that the caller can keep them for the next flush.
+// A delta that failed on a timeout may have been applied all the same (the reply of its
+// script call, which carried other deltas too, was lost): give deltas a BatchID when
+// they are to be retried after such a failure. Deltas refused by the open breaker
+// (ErrRedisDown) were certainly not applied. errors.Is sees every cause
+// (counter.ErrUnavailable for Redis failures).
 type FlushError struct {
 	Failed []int   // indexes into the deltas
 	Errs   []error // Errs[i] is why Failed[i] failed; it names the counter

@@ -17,17 +17,20 @@ import (
 
 var flushSpecs = []leaparray.Spec{spec(10_000, 10), spec(60_000, 60), spec(3_600_000, 3600), spec(3600, 3600)}
 
-// randomDelta makes the buckets of one delta around bucket(now): mostly one bucket at
-// or just behind now (write-behind's common case), else several in any order with
+// randomDelta makes the buckets of one delta for a counter whose head is head (0 when
+// new): mostly one bucket at or just behind now, or at the edges of the window at the
+// head (write-behind's common case, and the off-by-ones); else several in any order with
 // repeats and zeros, buckets older than the window, a whole ring (3600 buckets for the
 // large shapes), or buckets ahead that move the head.
-func randomDelta(rng *rand.Rand, sp leaparray.Spec, now int64) []leaparray.Bucket {
+func randomDelta(rng *rand.Rand, sp leaparray.Spec, now, head int64) []leaparray.Bucket {
 	j, b := sp.Bucket(now), int64(sp.Buckets)
 	var bs []leaparray.Bucket
 	add := func(i int64, c uint64) { bs = append(bs, leaparray.Bucket{Index: i, Count: c}) }
 	switch r := rng.IntN(20); {
-	case r < 10:
+	case r < 6:
 		add(j-rng.Int64N(3), 1+rng.Uint64N(5))
+	case r < 10:
+		add(max(head, j)-b+rng.Int64N(3)-1, 1+rng.Uint64N(5)) // just in or out of the window
 	case r < 14:
 		for range 1 + rng.IntN(20) {
 			add(j-rng.Int64N(b+3), rng.Uint64N(4))
@@ -65,6 +68,7 @@ func TestFlushManyEqualsPerCounterMerge(t *testing.T) {
 	for i := range 160 {
 		refs = append(refs, CounterRef{Key: "c" + strconv.Itoa(i%150), Spec: flushSpecs[i%len(flushSpecs)]})
 	}
+	heads := make([]int64, len(refs)) // each counter's head: the newest bucket merged
 	now := int64(1_700_000_000_000)
 	for round := range 10 {
 		switch rng.IntN(4) {
@@ -76,9 +80,13 @@ func TestFlushManyEqualsPerCounterMerge(t *testing.T) {
 			now += 10 * 3_600_000
 		}
 		var deltas []Delta
-		for _, r := range refs {
+		for i, r := range refs {
 			for range rng.IntN(3) { // 0, 1 or 2 deltas for this counter in this flush
-				deltas = append(deltas, Delta{Key: "m/" + r.Key, Spec: r.Spec, Buckets: randomDelta(rng, r.Spec, now)})
+				bs := randomDelta(rng, r.Spec, now, heads[i])
+				for _, b := range bs {
+					heads[i] = max(heads[i], b.Index)
+				}
+				deltas = append(deltas, Delta{Key: "m/" + r.Key, Spec: r.Spec, Buckets: bs})
 			}
 		}
 		if err := many.FlushDeltas(bg, deltas); err != nil {

@@ -76,22 +76,33 @@ func spec(windowMs int64, buckets int) leaparray.Spec {
 // CONFIG RESETSTAT, from INFO commandstats: what Redis itself counted.
 func evalshaCalls(t testing.TB, srvs ...*testredis.Server) int64 {
 	t.Helper()
-	var n int64
+	calls, _ := evalshaStats(t, srvs...)
+	return calls
+}
+
+// evalshaStats is the EVALSHA calls and the microseconds Redis spent in them.
+func evalshaStats(t testing.TB, srvs ...*testredis.Server) (calls, usec int64) {
+	t.Helper()
 	for _, s := range srvs {
 		info, ok := s.Do(t, "INFO", "commandstats").(string)
 		if !ok {
 			t.Fatalf("INFO commandstats on %s: not a string", s.Addr())
 		}
-		if v := infoField(info, "cmdstat_evalsha"); v != "" {
-			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-			c, err := strconv.ParseInt(calls, 10, 64)
-			if err != nil {
-				t.Fatalf("cmdstat_evalsha %q: %v", v, err)
+		for _, kv := range strings.Split(infoField(info, "cmdstat_evalsha"), ",") {
+			name, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.ParseInt(v, 10, 64)
+			switch {
+			case name != "calls" && name != "usec":
+			case err != nil:
+				t.Fatalf("cmdstat_evalsha %s=%q: %v", name, v, err)
+			case name == "calls":
+				calls += n
+			default:
+				usec += n
 			}
-			n += c
 		}
 	}
-	return n
+	return calls, usec
 }
 
 func resetStats(t testing.TB, srvs ...*testredis.Server) {

@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,8 +74,8 @@ func TestCounterKeysShareOneSlot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != want || slot(k) != want {
-				t.Errorf("key %q: CLUSTER KEYSLOT %q = %d, computed %d; want %d (the counter's slot)", key, k, got, slot(k), want)
+			if got != want || slot(k) != want || int64(slotOf(k)) != want {
+				t.Errorf("key %q: CLUSTER KEYSLOT %q = %d, computed %d and %d; want %d (the counter's slot)", key, k, got, slot(k), slotOf(k), want)
 			}
 		}
 		if tag := hashTag(ck); tag != key && !strings.HasPrefix(tag, "=") {
@@ -111,6 +112,61 @@ func TestClusterStore(t *testing.T) {
 	for i, r := range res {
 		if r.Err != nil || r.Count != int64(i) {
 			t.Fatalf("count of k%d = %d (err %v); want %d", i, r.Count, r.Err, i)
+		}
+	}
+	clusterFlushMany(t, nodes, st, now)
+}
+
+// In a Cluster, FlushDeltas puts the counters of one hash slot in one call (two shapes
+// of one key share its slot): no CROSSSLOT, one EVALSHA per slot (none has more than
+// FlushKeys counters here), and every counter lands.
+func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now int64) {
+	mem := leaparray.NewStore()
+	var deltas []Delta
+	var ops []counter.Op
+	slots := map[uint16]bool{}
+	for i := range 3000 {
+		for _, sp := range []leaparray.Spec{spec(60_000, 60), spec(10_000, 10)}[:1+i%2] {
+			d := Delta{Key: "many" + strconv.Itoa(i), Spec: sp, Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: uint64(i%9 + 1)}}}
+			deltas = append(deltas, d)
+			mem.Merge(d.Key, sp, d.Buckets)
+			slots[slotOf(counterKey(d.Key, sp))] = true
+			ops = append(ops, counter.Op{Kind: counter.Count, Key: d.Key, Window: sp.WindowMs, Buckets: sp.Buckets})
+		}
+	}
+	resetStats(t, nodes...)
+	if err := st.FlushDeltas(bg, deltas); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := evalshaCalls(t, nodes...), int64(len(slots)); got != want {
+		t.Fatalf("EVALSHA calls for %d counters in %d slots = %d; want %d", len(deltas), len(slots), got, want)
+	}
+	res := make([]counter.Result, len(ops))
+	(&Doer{Store: st, Now: func() int64 { return now }}).Do(bg, ops, res)
+	for i, r := range res {
+		if want := mem.Count(ops[i].Key, deltas[i].Spec, now); r.Err != nil || r.Count != want {
+			t.Fatalf("count of %s %v = %d (err %v); want %d", ops[i].Key, deltas[i].Spec, r.Count, r.Err, want)
+		}
+	}
+}
+
+// slotOf (table-driven CRC16) agrees with the bit-by-bit rule on random keys, braces
+// and all, and with the Redis Cluster spec's example.
+func TestSlotOfMatchesSpec(t *testing.T) {
+	if got := slotOf("123456789"); got != 0x31C3%16384 { // CRC16/XMODEM("123456789") = 0x31C3
+		t.Fatalf("slotOf(123456789) = %d; want %d", got, 0x31C3%16384)
+	}
+	s := seed(t)
+	t.Logf("seed %d", s)
+	rng := rand.New(rand.NewPCG(s, 5))
+	alphabet := []byte("ab{}:\x00\xff")
+	for range 2000 {
+		k := make([]byte, rng.IntN(12))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if got, want := int64(slotOf(string(k))), slot(string(k)); got != want {
+			t.Fatalf("slotOf(%q) = %d; want %d", k, got, want)
 		}
 	}
 }

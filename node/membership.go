@@ -25,7 +25,8 @@ func (n *Node) joinCluster() error {
 		return &ConfigError{"gossip", err.Error()}
 	}
 	n.cluster = c
-	n.rebuildRing()
+	// No ring until joined: a ring of this node alone would make it own everything, and
+	// the partitions it really gains would then look like partitions it already had.
 	n.loops.Add(1)
 	go n.watchMembership()
 	return nil
@@ -102,6 +103,20 @@ func (n *Node) memberUp(name string) bool {
 		}
 	}
 	return false
+}
+
+// departed lists members that left or died.
+func (n *Node) departed() []string {
+	if n.cluster == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range n.cluster.Members() {
+		if m.State == cluster.StateLeft || m.State == cluster.StateDead {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // RingBuilds is how many times the node has rebuilt its ring (for tests and metrics).

@@ -66,7 +66,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.rpcClient = rpc.NewClient(cfg.RPC)
-	n.owner = owner.New(owner.Config{Self: cfg.Name, Store: n.store, Redis: n.redis, Sender: n.rpcClient,
+	n.owner = owner.New(owner.Config{Self: cfg.Name, Store: n.store, Redis: n.redis, Sender: n.rpcClient, Departed: n.departed,
 		Now: cfg.Now, Limits: limits, FlushInterval: cfg.FlushInterval, HandoffWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)

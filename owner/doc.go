@@ -48,5 +48,6 @@
 // leave memory (no I/O under it). load is held shared by a load from Redis and
 // exclusively from the moment counters leave memory until their deltas are written, so
 // a load never reads Redis before the deltas of a counter that just left are there.
-// Order: decide, then load.
+// writes is held from draining deltas until they are written, so a release (which tells
+// the new owner to load) waits for a regular flush in flight. Order: decide, load, writes.
 package owner

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // maxRetry bounds the deltas kept for writing again while Redis is down; past it the
@@ -77,20 +78,56 @@ func (o *Owner) flushOnce(ctx context.Context) {
 	resets := o.takeResets()
 	var extra []fallback.Delta
 	holdingLoad := false
-	if refs, err := o.cfg.Redis.TakeJournal(ctx, o.cfg.Self, 10_000); err == nil && len(refs) > 0 {
-		keys := make(map[string]bool, len(refs))
-		for _, r := range refs {
-			keys[r.Key] = true
-		}
+	if keys := o.takeJournals(ctx); len(keys) > 0 {
 		extra = pendingOf(o.evict(func(k string) bool { return keys[k] }))
 		holdingLoad = true
 	}
+	o.writes.Lock()
 	o.flush.buf = o.cfg.Store.Drain(o.flush.buf[:0])
 	o.applyResets(ctx, resets)
-	o.write(ctx, append(extra, toFallback(o.flush.buf)...))
+	if err := o.write(ctx, append(extra, toFallback(o.flush.buf)...)); err != nil && holdingLoad {
+		o.writeAll(ctx, nil) // loads of the evicted counters wait for their deltas
+	}
+	o.writes.Unlock()
 	if holdingLoad {
 		o.load.Unlock()
 	}
+}
+
+// takeJournals takes this node's journal, and those of departed members, and returns
+// the keys this node owns among them. Entries for counters another node owns now (the
+// writer's ring was behind, or this node just lost them) go on to that node's journal.
+func (o *Owner) takeJournals(ctx context.Context) map[string]bool {
+	names := []string{o.cfg.Self}
+	if o.cfg.Departed != nil {
+		names = append(names, o.cfg.Departed()...)
+	}
+	rg := o.ring.Load()
+	mine := map[string]bool{}
+	elsewhere := map[string][]fallback.CounterRef{}
+	for _, name := range names {
+		refs, err := o.cfg.Redis.TakeJournal(ctx, name, 10_000)
+		if err != nil {
+			continue
+		}
+		for _, r := range refs {
+			m, ok := ring.Member{}, false
+			if rg != nil {
+				m, ok = rg.Owner(r.Key)
+			}
+			if !ok || m.Name == o.cfg.Self {
+				mine[r.Key] = true
+			} else {
+				elsewhere[m.Name] = append(elsewhere[m.Name], r)
+			}
+		}
+	}
+	for name, refs := range elsewhere {
+		if err := o.cfg.Redis.Journal(ctx, name, refs); err != nil {
+			o.cfg.Logger.Warn("journal entries not passed on", "to", name, "entries", len(refs), "err", err)
+		}
+	}
+	return mine
 }
 
 func (o *Owner) takeResets() []fallback.CounterRef {
@@ -136,19 +173,21 @@ func (o *Owner) applyResets(ctx context.Context, resets []fallback.CounterRef) {
 	}
 }
 
-// write writes deltas (after those that failed before) and keeps what fails.
-func (o *Owner) write(ctx context.Context, deltas []fallback.Delta) {
+// write writes deltas (after those that failed before) and keeps what fails, for the
+// next write; it reports whether anything failed.
+func (o *Owner) write(ctx context.Context, deltas []fallback.Delta) error {
 	o.flush.mu.Lock()
 	all := append(o.flush.retry, deltas...)
 	o.flush.retry = nil
 	o.flush.mu.Unlock()
 	if len(all) == 0 {
-		return
+		return nil
 	}
 	err := o.cfg.Redis.FlushDeltas(ctx, all)
 	if err == nil {
-		return
+		return nil
 	}
+	defer func() { o.cfg.Logger.Debug("write-behind incomplete; kept for the next write", "err", err) }()
 	var failed []fallback.Delta
 	var fe *fallback.FlushError
 	if errors.As(err, &fe) {
@@ -164,6 +203,20 @@ func (o *Owner) write(ctx context.Context, deltas []fallback.Delta) {
 	if over := len(o.flush.retry) - maxRetry; over > 0 {
 		o.cfg.Logger.Error("write-behind: Redis unavailable too long; dropping the oldest deltas", "dropped", over)
 		o.flush.retry = append([]fallback.Delta(nil), o.flush.retry[over:]...)
+	}
+	return err
+}
+
+// writeAll writes deltas and whatever failed before, trying again for up to a few
+// seconds: a new owner is told to load only after this.
+func (o *Owner) writeAll(ctx context.Context, deltas []fallback.Delta) {
+	err := o.write(ctx, deltas)
+	for attempt := 1; err != nil && attempt <= 20 && ctx.Err() == nil; attempt++ {
+		time.Sleep(time.Duration(attempt) * 25 * time.Millisecond)
+		err = o.write(ctx, nil)
+	}
+	if err != nil {
+		o.cfg.Logger.Warn("handing off with deltas not yet written to Redis; the new owner may miss them", "err", err)
 	}
 }
 

@@ -40,6 +40,11 @@ func (h *handoffs) init(cfg Config) {
 func (o *Owner) RingChanged(prev, next *ring.Ring, up func(name string) bool) {
 	o.gate.partitions.Store(int64(next.PartitionCount()))
 	o.ring.Store(next)
+	if prev == nil {
+		// This node's first ring: it has just joined (or restarted into) a cluster whose
+		// partitions were placed on the others, who hand them over.
+		prev = ring.New(othersThan(next.Members(), o.cfg.Self), next.Config())
+	}
 	lost := map[ring.Member][]int{}
 	for p := 0; p < next.PartitionCount(); p++ {
 		now, ok := next.PartitionOwner(p)
@@ -64,6 +69,16 @@ func (o *Owner) RingChanged(prev, next *ring.Ring, up func(name string) bool) {
 			o.release(lost, next)
 		}()
 	}
+}
+
+func othersThan(ms []ring.Member, self string) []ring.Member {
+	out := ms[:0:0]
+	for _, m := range ms {
+		if m.Name != self {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // WaitReleased waits until every release started so far has been sent (or ctx ends).
@@ -91,7 +106,9 @@ func (o *Owner) release(lost map[ring.Member][]int, next *ring.Ring) {
 	}
 	ev := o.evict(func(k string) bool { _, ok := owner[next.Partition(k)]; return ok })
 	if o.cfg.Redis != nil {
-		o.write(ctx, pendingOf(ev))
+		o.writes.Lock() // after a regular flush in flight, which may hold these counters' deltas
+		o.writeAll(ctx, pendingOf(ev))
+		o.writes.Unlock()
 		o.load.Unlock()
 		ev = nil // state travels through Redis
 	}
@@ -183,7 +200,9 @@ func (o *Owner) Forget() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ev := o.evict(func(string) bool { return true })
-	o.write(ctx, pendingOf(ev))
+	o.writes.Lock()
+	o.writeAll(ctx, pendingOf(ev))
+	o.writes.Unlock()
 	o.load.Unlock()
 	o.cfg.Logger.Warn("this node was suspected or declared dead: reloading its counters from Redis", "dropped", len(ev))
 }

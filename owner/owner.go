@@ -29,6 +29,10 @@ type Config struct {
 	Now    func() int64
 	Limits counter.Limits
 
+	// Departed lists members that left or died: their journals are taken over (routed to
+	// the counters' current owners), since fallback writes may still name them.
+	Departed func() []string
+
 	FlushInterval time.Duration // default 100ms
 	HandoffWait   time.Duration // how long a new owner waits for the old one's Handoff; default 3s
 	Logger        *slog.Logger
@@ -54,6 +58,7 @@ type Owner struct {
 
 	decide sync.RWMutex
 	load   sync.RWMutex
+	writes sync.Mutex                // held from a drain (or eviction) until its deltas are written
 	ring   atomic.Pointer[ring.Ring] // the ring ops are checked against under decide
 	gate   gate
 	flush  flusher

@@ -247,6 +247,9 @@ func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 		p.scatter(g)
 		return
 	}
+	if err == nil && r.Fallback != nil {
+		r.fallBackExpired(ctx, g)
+	}
 	if err != nil {
 		if !errors.Is(err, rpc.ErrPeerUnreachable) { // sent, outcome unknown: never resend
 			err = fmt.Errorf("%w: owner %s: %v", counter.ErrUnavailable, g.addr, err)
@@ -260,9 +263,11 @@ func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 
 // ownerDown reports whether a forward failed because the owner could not be reached.
 // A timeout is included: the owner does not decide a request read after its deadline,
-// so deciding it elsewhere cannot count it twice.
+// so deciding it elsewhere cannot count it twice. A connection lost after sending is
+// not: the owner may have decided the ops (then died), so their outcome is unknown and
+// the client is told so rather than risk counting them twice.
 func ownerDown(err error) bool {
-	return errors.Is(err, rpc.ErrPeerUnreachable) || errors.Is(err, rpc.ErrTimeout) || errors.Is(err, rpc.ErrConnectionLost)
+	return errors.Is(err, rpc.ErrPeerUnreachable) || errors.Is(err, rpc.ErrTimeout)
 }
 
 // fallBack decides a group on the fallback and journals it for its owner.
@@ -279,6 +284,28 @@ func (r *Router) fallBack(ctx context.Context, g *group) {
 	}
 	if len(decided) > 0 {
 		r.Journal(ctx, g.owner, decided)
+	}
+}
+
+// fallBackExpired decides on the fallback the ops the owner read too late to decide
+// (it was frozen, or overloaded): certainly not decided, so deciding them here is safe.
+func (r *Router) fallBackExpired(ctx context.Context, g *group) {
+	var idx []int
+	for k := range g.results {
+		if errors.Is(g.results[k].Err, rpc.ErrExpired) {
+			idx = append(idx, k)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	sub := &group{owner: g.owner, addr: g.addr, ops: make([]counter.Op, len(idx)), results: make([]counter.Result, len(idx))}
+	for j, k := range idx {
+		sub.ops[j] = g.ops[k]
+	}
+	r.fallBack(ctx, sub)
+	for j, k := range idx {
+		g.results[k] = sub.results[j]
 	}
 }
 
@@ -299,6 +326,12 @@ func (p *plan) scatter(g *group) {
 // the others are answered ErrNotOwner. A forwarded op is never forwarded again.
 func (r *Router) Handle(ctx context.Context, req *rpc.Request, results []counter.Result) {
 	rg := r.ring.Load()
+	if rg == nil { // still joining: others already count this node in, it does not yet
+		for i := range results {
+			results[i] = counter.Result{Err: fmt.Errorf("%w: this node is still joining", rpc.ErrNotOwner)}
+		}
+		return
+	}
 	if r.allLocal(rg, req.Ops) {
 		r.local.Do(ctx, req.Ops, results)
 		return

@@ -12,7 +12,7 @@ import (
 
 // Config shapes a Client. Zero fields take the defaults below.
 type Config struct {
-	Timeout     time.Duration // bound on every call, whatever the caller's context says (default 2s)
+	Timeout     time.Duration // bound on every call, whatever the caller's context says (default 1s)
 	DialTimeout time.Duration // default 500ms
 	MaxBatchOps int           // ops in one frame at most (default 512; 1 turns batching off)
 	// Linger is how long a writer with a part-full batch waits for more ops before
@@ -20,14 +20,17 @@ type Config struct {
 	// BenchmarkForward: at 32 concurrent callers, 20µs cut CPU per op by half against
 	// sending as soon as the queue is empty, with frames of ~13 ops instead of ~2.
 	Linger time.Duration
-	// DownFor is how long after a failed dial calls to that peer fail at once instead
-	// of dialing again (default 200ms), so a dead peer costs callers nothing.
+	// DownFor is how long after a failed dial, or a call that timed out, calls to that
+	// peer fail at once (ErrPeerUnreachable: not sent) instead of trying again (default
+	// 200ms after a failed dial; 5× that after a timeout, since a frozen peer still
+	// accepts connections and each try would cost a whole Timeout). A dead or frozen peer
+	// then costs callers nothing, and they fall back at once.
 	DownFor time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.Timeout <= 0 {
-		c.Timeout = 2 * time.Second
+		c.Timeout = time.Second
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 500 * time.Millisecond

@@ -25,6 +25,8 @@ var (
 	ErrClosed = errors.New("rpc: closed")
 	// ErrBadFrame: a frame could not be decoded; the connection is dropped.
 	ErrBadFrame = errors.New("rpc: malformed frame")
+	// ErrExpired: the owner read the request after its deadline and did not decide it.
+	ErrExpired = errors.New("rpc: request arrived after its deadline")
 )
 
 // Result codes on the wire.
@@ -34,6 +36,7 @@ const (
 	codeNotOwner
 	codeUnavailable
 	codeShuttingDown
+	codeExpired
 )
 
 func errCode(err error) uint8 {
@@ -42,6 +45,8 @@ func errCode(err error) uint8 {
 		return codeOK
 	case errors.Is(err, ErrNotOwner):
 		return codeNotOwner
+	case errors.Is(err, ErrExpired):
+		return codeExpired
 	case errors.Is(err, counter.ErrShuttingDown):
 		return codeShuttingDown
 	case counter.IsBadInput(err):
@@ -57,6 +62,8 @@ func codeErr(code uint8, msg string) error {
 		return nil
 	case codeNotOwner:
 		return fmt.Errorf("%w: %s", ErrNotOwner, msg)
+	case codeExpired:
+		return fmt.Errorf("%w: %w: %s", counter.ErrUnavailable, ErrExpired, msg)
 	case codeShuttingDown:
 		return fmt.Errorf("%w: %s", counter.ErrShuttingDown, msg)
 	case codeBadInput:

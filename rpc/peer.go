@@ -76,8 +76,12 @@ func (p *peer) do(ctx context.Context, cl *call) error {
 		if cl.state.CompareAndSwap(callWaiting, callAbandoned) {
 			// A peer that does not answer within the deadline is treated as failed:
 			// dropping its connection fails the other calls waiting on it now, instead
-			// of each waiting out its own deadline.
-			p.dropConn(nil)
+			// of each waiting out its own deadline, and marking it down sends the next
+			// calls elsewhere at once.
+			// The other calls on the connection carry deadlines too: like this one, they
+			// will not be decided after them, so they fail as timeouts.
+			p.dropConn(fmt.Errorf("%w: %s did not answer a call on this connection", ErrTimeout, p.addr))
+			p.markDown(5 * p.cfg.DownFor)
 			return fmt.Errorf("%w: %s", ErrTimeout, p.addr)
 		}
 		return <-cl.done // answered just now: its results are complete
@@ -212,6 +216,13 @@ func (p *peer) connection() (*conn, error) {
 	}
 	p.conn = newConn(nc, p)
 	return p.conn, nil
+}
+
+// markDown makes calls fail at once, unsent, for d.
+func (p *peer) markDown(d time.Duration) {
+	p.mu.Lock()
+	p.downUntil = time.Now().Add(d)
+	p.mu.Unlock()
 }
 
 // dropConn closes the current connection (if any), failing its calls in flight with

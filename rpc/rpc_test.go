@@ -387,7 +387,7 @@ func TestExpiredRequestIsNotDecided(t *testing.T) {
 	d.uvarint("id")
 	res := make([]counter.Result, 1)
 	d.results(res)
-	if !errors.Is(res[0].Err, counter.ErrUnavailable) {
+	if !errors.Is(res[0].Err, counter.ErrUnavailable) || !errors.Is(res[0].Err, ErrExpired) {
 		t.Fatalf("got %+v; want unavailable (expired)", res[0])
 	}
 	if got := o.local.Store.Count("late", leaparray.Spec{WindowMs: 60_000, Buckets: 10}, t0); got != 0 {

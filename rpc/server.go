@@ -232,7 +232,7 @@ func readFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
 // expired answers a request read after its deadline: not decided.
 func expired(results []counter.Result) {
 	for i := range results {
-		results[i] = counter.Result{Err: fmt.Errorf("%w: request arrived after its deadline", counter.ErrUnavailable)}
+		results[i] = counter.Result{Err: ErrExpired}
 	}
 }
 
