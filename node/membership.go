@@ -43,11 +43,16 @@ func (n *Node) advertisedRPC() string {
 	return net.JoinHostPort(host, port)
 }
 
+// aloneWait is how long a node with seeds waits, once joined, to see another member
+// before it takes itself to be alone (its seeds were only itself).
+const aloneWait = 5 * time.Second
+
 // watchMembership rebuilds the ring whenever membership changes, until gossip shuts
 // down (it must go on while the node leaves: its own ring then drops it).
 func (n *Node) watchMembership() {
 	defer n.loops.Done()
 	joined := n.cluster.Joined()
+	var joinedAt time.Time
 	refutes := n.cluster.Refutes()
 	check := time.NewTicker(250 * time.Millisecond)
 	defer check.Stop()
@@ -64,13 +69,34 @@ func (n *Node) watchMembership() {
 			if !ok {
 				return
 			}
-			n.rebuildRing()
 		case <-joined:
 			joined = nil // closed for good: select on it once
+			joinedAt = time.Now()
+		}
+		if n.joined.Load() {
+			n.rebuildRing()
+		} else if !joinedAt.IsZero() && n.seesCluster(joinedAt) {
 			n.rebuildRing()
 			n.joined.Store(true)
 		}
 	}
+}
+
+// seesCluster reports whether a node that has joined knows its cluster well enough for
+// a first ring. With seeds, that means seeing another member: a join returns before
+// gossip has told this node who else is there, and a first ring of this node alone
+// would make it take the partitions it gains for partitions it already had (and skip
+// waiting for their handoff).
+func (n *Node) seesCluster(joinedAt time.Time) bool {
+	if len(n.cfg.Join) == 0 || time.Since(joinedAt) > aloneWait {
+		return true
+	}
+	for _, m := range n.cluster.Alive() {
+		if m.Name != n.cfg.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // rebuildRing places partitions on the members that serve now. Every node computes the

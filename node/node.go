@@ -60,6 +60,7 @@ func Start(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Logger = cfg.Logger.With("node", cfg.Name)
 	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{})}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
 	if err := n.openRedis(limits); err != nil {

@@ -177,11 +177,13 @@ func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
 	if len(h.Counters) > 0 && o.cfg.Redis != nil {
 		return fmt.Errorf("counters in a handoff, but this node persists to Redis")
 	}
-	o.decide.RLock()
-	for _, c := range h.Counters {
-		o.cfg.Store.Merge(c.Key, c.Spec, c.Buckets)
+	if len(h.Counters) > 0 {
+		o.decide.RLock()
+		for _, c := range h.Counters {
+			o.cfg.Store.Merge(c.Key, c.Spec, c.Buckets)
+		}
+		o.decide.RUnlock()
 	}
-	o.decide.RUnlock()
 	for _, p := range h.Partitions {
 		o.gate.released(p, h.From)
 	}

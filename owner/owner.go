@@ -86,6 +86,14 @@ func (o *Owner) Do(ctx context.Context, ops []counter.Op, results []counter.Resu
 	o.gate.await(ctx, ops)
 	o.decide.RLock()
 	defer o.decide.RUnlock()
+	if ctx.Err() != nil {
+		// A forwarded request's deadline passed while it waited: its sender has given up
+		// and may have decided the ops elsewhere. Deciding them too would count twice.
+		for i := range results {
+			results[i] = counter.Result{Err: fmt.Errorf("%w: %v", rpc.ErrExpired, ctx.Err())}
+		}
+		return
+	}
 	if moved := o.notOwned(ops); moved != nil {
 		o.decideOwned(ctx, ops, results, moved)
 		return
@@ -95,7 +103,10 @@ func (o *Owner) Do(ctx context.Context, ops []counter.Op, results []counter.Resu
 
 func (o *Owner) decideAll(ctx context.Context, ops []counter.Op, results []counter.Result) {
 	if o.cfg.Redis != nil {
-		o.ensureLoaded(ctx, ops)
+		if unloaded := o.ensureLoaded(ctx, ops); unloaded != nil {
+			o.decideLoaded(ctx, ops, results, unloaded)
+			return
+		}
 	}
 	o.local.Do(ctx, ops, results)
 	if o.cfg.Redis != nil {
@@ -143,10 +154,34 @@ func (o *Owner) decideOwned(ctx context.Context, ops []counter.Op, results []cou
 	}
 }
 
-// ensureLoaded loads from Redis the counters of ops that are not in memory. Two ops may
-// load the same counter at once: Seed creates it only once, so that costs a read, not a
-// count. A counter whose reset has not reached Redis yet is not loaded back.
-func (o *Owner) ensureLoaded(ctx context.Context, ops []counter.Op) {
+// decideLoaded decides the ops whose counters could be loaded, and answers the others
+// ErrUnavailable: deciding them from an empty counter would forget what Redis holds.
+func (o *Owner) decideLoaded(ctx context.Context, ops []counter.Op, results []counter.Result, unloaded []bool) {
+	var ok []counter.Op
+	var idx []int
+	for i := range ops {
+		if unloaded[i] {
+			results[i] = counter.Result{Err: fmt.Errorf("%w: counter %q could not be loaded from Redis", counter.ErrUnavailable, ops[i].Key)}
+			continue
+		}
+		ok = append(ok, ops[i])
+		idx = append(idx, i)
+	}
+	res := make([]counter.Result, len(ok))
+	o.local.Do(ctx, ok, res)
+	o.queueResets(ok, res)
+	for k, i := range idx {
+		results[i] = res[k]
+	}
+}
+
+// ensureLoaded loads from Redis the counters of ops that are not in memory, and marks
+// the ops whose counter could not be loaded (nil when all were). Two ops may load the
+// same counter at once: Seed creates it only once, so that costs a read, not a count. A
+// counter whose reset has not reached Redis yet is not loaded back. When Redis is known
+// to be down (its breaker is open) counters are not loaded and ops are decided from
+// memory: availability first, as documented for the degraded mode.
+func (o *Owner) ensureLoaded(ctx context.Context, ops []counter.Op) []bool {
 	var misses []int
 	for i := range ops {
 		op := &ops[i]
@@ -154,26 +189,49 @@ func (o *Owner) ensureLoaded(ctx context.Context, ops []counter.Op) {
 			misses = append(misses, i)
 		}
 	}
-	if len(misses) == 0 {
-		return
+	if len(misses) == 0 || !o.cfg.Redis.Healthy() {
+		return nil
 	}
 	o.load.RLock()
 	defer o.load.RUnlock()
 	now := o.cfg.Now()
+	var unloaded []bool
 	for _, i := range misses {
 		op := &ops[i]
 		sp := spec(op)
 		if o.flush.resetPending(op.Key, sp) || o.cfg.Store.Has(op.Key, sp) {
 			continue
 		}
-		buckets, err := o.cfg.Redis.Load(ctx, op.Key, sp, now)
+		buckets, err := o.loadRetrying(ctx, op.Key, sp, now)
 		if err != nil {
-			// Redis is down: the op is decided from memory alone (availability first; the
-			// count may miss what only Redis held). Logged once per outage by the breaker.
+			if !o.cfg.Redis.Healthy() {
+				continue // Redis went down meanwhile: degraded, decided from memory
+			}
+			if unloaded == nil {
+				unloaded = make([]bool, len(ops))
+			}
+			unloaded[i] = true
 			continue
 		}
 		o.cfg.Store.Seed(op.Key, sp, buckets)
 	}
+	return unloaded
+}
+
+// loadRetrying reads a counter from Redis, trying twice more after a failure that may
+// pass (a timeout under load).
+func (o *Owner) loadRetrying(ctx context.Context, key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var bs []leaparray.Bucket
+		if bs, err = o.cfg.Redis.Load(ctx, key, sp, now); err == nil {
+			return bs, nil
+		}
+		if ctx.Err() != nil || !o.cfg.Redis.Healthy() {
+			break
+		}
+	}
+	return nil, err
 }
 
 // queueResets hands the resets just decided to the flusher, which deletes the counters

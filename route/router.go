@@ -87,6 +87,10 @@ func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Res
 	rg := r.ring.Load()
 	if r.allLocal(rg, ops) {
 		r.local.Do(ctx, ops, results) // the common single-owner case: no grouping, no copies
+		if idx := notDecided(results); len(idx) > 0 {
+			r.retry(ctx, rg, ops, results, idx) // the ring moved them while they waited
+			r.failPolicy(ops, results)
+		}
 		return
 	}
 	p := r.plan(rg, ops, results)
@@ -95,6 +99,17 @@ func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Res
 		r.retry(ctx, rg, ops, results, p.retry)
 	}
 	r.failPolicy(ops, results)
+}
+
+// notDecided lists the results that say "not owner": certainly not decided.
+func notDecided(results []counter.Result) []int {
+	var idx []int
+	for i := range results {
+		if errors.Is(results[i].Err, rpc.ErrNotOwner) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // failPolicy answers the allow ops that nobody could decide as FailOpen says.

@@ -169,11 +169,7 @@ func (s *Server) serveConn(c net.Conn) {
 				return
 			}
 			results = resize(results, len(req.Ops))
-			if req.Deadline != 0 && time.Now().UnixMilli() > req.Deadline {
-				expired(results)
-			} else {
-				s.h.Handle(ctx, &req, results)
-			}
+			s.handle(ctx, &req, results)
 			out = appendResponse(out[:0], id, results)
 		}
 		c.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -227,6 +223,24 @@ func readFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
 	buf = buf[:n]
 	_, err := io.ReadFull(r, buf)
 	return buf, err
+}
+
+// handle decides req unless its deadline has passed. The handler gets the deadline as
+// its context's, and must not decide ops once it has passed (it may wait, for instance
+// for a handoff): the sender has given up on them by then.
+func (s *Server) handle(ctx context.Context, req *Request, results []counter.Result) {
+	if req.Deadline == 0 {
+		s.h.Handle(ctx, req, results)
+		return
+	}
+	deadline := time.UnixMilli(req.Deadline)
+	if time.Now().After(deadline) {
+		expired(results)
+		return
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	s.h.Handle(ctx, req, results)
 }
 
 // expired answers a request read after its deadline: not decided.
