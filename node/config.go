@@ -52,7 +52,7 @@ const (
 	DefaultSweepInterval   = time.Second
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultFlushInterval   = 100 * time.Millisecond
-	DefaultHandoffWait     = 3 * time.Second
+	DefaultHandoffWait     = 2 * time.Second
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.

@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/leapcount/leapcount/counter"
 )
@@ -16,7 +18,11 @@ type gate struct {
 	next   counter.Doer
 	ready  func() bool
 	closed atomic.Bool
+	log    *slog.Logger
 }
+
+// slowRequest is how long a client request may take before it is logged.
+const slowRequest = time.Second
 
 func (g *gate) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
 	var err error
@@ -26,7 +32,11 @@ func (g *gate) Do(ctx context.Context, ops []counter.Op, results []counter.Resul
 	case !g.ready():
 		err = fmt.Errorf("%w: node is joining the cluster", counter.ErrUnavailable)
 	default:
+		start := time.Now()
 		g.next.Do(ctx, ops, results)
+		if d := time.Since(start); d > slowRequest && g.log != nil {
+			g.log.Warn("slow request", "took", d, "ops", len(ops), "first_key", ops[0].Key, "first_err", results[0].Err)
+		}
 		return
 	}
 	for i := range results {

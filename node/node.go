@@ -76,7 +76,7 @@ func Start(cfg Config) (*Node, error) {
 		n.router.Fallback = &fallback.Doer{Store: n.redis, Now: cfg.Now, Limits: limits}
 		n.router.Journal = n.journal
 	}
-	n.doer = &gate{next: n.router, ready: n.serves}
+	n.doer = &gate{next: n.router, ready: n.serves, log: cfg.Logger}
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandoffHandler(n.owner)
 	n.registerMetrics()

@@ -34,7 +34,7 @@ type Config struct {
 	Departed func() []string
 
 	FlushInterval time.Duration // default 100ms
-	HandoffWait   time.Duration // how long a new owner waits for the old one's Handoff; default 3s
+	HandoffWait   time.Duration // how long a new owner waits for the old one's Handoff; default 2s
 	Logger        *slog.Logger
 }
 
@@ -43,7 +43,7 @@ func (c Config) withDefaults() Config {
 		c.FlushInterval = 100 * time.Millisecond
 	}
 	if c.HandoffWait <= 0 {
-		c.HandoffWait = 3 * time.Second
+		c.HandoffWait = 2 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

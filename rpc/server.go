@@ -130,58 +130,85 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// serveConn decides one connection's frames in order. Responses are buffered and
-// flushed when no further request is already buffered, so a pipelined burst of
-// requests is answered with few writes.
+// maxInflight bounds the frames one connection may have being decided at once.
+const maxInflight = 256
+
+// serveConn reads one connection's frames and decides each in its own goroutine, so
+// that a frame that waits (for a handoff, say) holds up no other: in particular not
+// the Handoff frame that would end its wait. Frames on one connection come from
+// callers who do not wait for each other, so they need no order among them; the ops
+// within a frame are decided in order. Responses go out whole, one at a time.
 func (s *Server) serveConn(c net.Conn) {
 	defer s.wg.Done()
+	w := &responder{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
+	var handlers sync.WaitGroup
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
 		c.Close()
+		handlers.Wait()
 	}()
 	br := bufio.NewReaderSize(c, 64<<10)
-	bw := bufio.NewWriterSize(c, 64<<10)
-	var (
-		frame   []byte
-		req     Request
-		results []counter.Result
-		out     []byte
-	)
+	slots := make(chan struct{}, maxInflight)
 	ctx := context.Background()
 	for {
-		var err error
-		if frame, err = readFrame(br, frame); err != nil {
+		frame, err := readFrame(br, nil) // a fresh buffer: the frame outlives this loop turn
+		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.logger.Debug("rpc connection dropped", "peer", c.RemoteAddr().String(), "err", err)
 			}
 			return
 		}
 		s.lastFrame.Store(time.Now().UnixNano())
-		if len(frame) > 0 && frame[0] == frameHandoff {
-			d := decoder{b: frame[1:]}
-			out = s.serveHandoff(ctx, &d, out)
-		} else {
-			id, err := decodeRequestFrame(frame, &req)
+		slots <- struct{}{}
+		handlers.Add(1)
+		go func() {
+			defer func() { <-slots; handlers.Done() }()
+			out, err := s.answer(ctx, frame)
 			if err != nil {
 				s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", c.RemoteAddr().String(), "err", err)
+				c.Close()
 				return
 			}
-			results = resize(results, len(req.Ops))
-			s.handle(ctx, &req, results)
-			out = appendResponse(out[:0], id, results)
-		}
-		c.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := bw.Write(out); err != nil {
-			return
-		}
-		if br.Buffered() == 0 {
-			if err := bw.Flush(); err != nil {
-				return
+			if w.send(out) != nil {
+				c.Close()
 			}
-		}
+		}()
 	}
+}
+
+// answer decides one frame and returns the response frame.
+func (s *Server) answer(ctx context.Context, frame []byte) ([]byte, error) {
+	if len(frame) > 0 && frame[0] == frameHandoff {
+		d := decoder{b: frame[1:]}
+		return s.serveHandoff(ctx, &d, nil), nil
+	}
+	var req Request
+	id, err := decodeRequestFrame(frame, &req)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]counter.Result, len(req.Ops))
+	s.handle(ctx, &req, results)
+	return appendResponse(nil, id, results), nil
+}
+
+// responder writes whole response frames to a connection, one at a time.
+type responder struct {
+	mu sync.Mutex
+	c  net.Conn
+	bw *bufio.Writer
+}
+
+func (w *responder) send(frame []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := w.bw.Write(frame); err != nil {
+		return err
+	}
+	return w.bw.Flush()
 }
 
 func decodeRequestFrame(frame []byte, req *Request) (uint64, error) {

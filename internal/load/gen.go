@@ -62,17 +62,18 @@ type Gen struct {
 
 	addrs atomic.Pointer[[]string]
 
-	mu      sync.Mutex
-	clients map[string]*redis.Client
-	run     *run
-	errs    []string // the first few distinct error messages
-	errSeen map[string]bool
+	mu       sync.Mutex
+	clients  map[string]*redis.Client
+	inflight map[string]*atomic.Int64 // requests sent to each address and not yet answered
+	run      *run
+	errs     []string // the first few distinct error messages
+	errSeen  map[string]bool
 }
 
 // New makes a generator that sends through addrs (RESP host:port).
 func New(cfg Config, addrs ...string) *Gen {
 	cfg = cfg.withDefaults()
-	g := &Gen{cfg: cfg, keys: make([]string, cfg.Keys), clients: map[string]*redis.Client{}, errSeen: map[string]bool{}}
+	g := &Gen{cfg: cfg, keys: make([]string, cfg.Keys), clients: map[string]*redis.Client{}, inflight: map[string]*atomic.Int64{}, errSeen: map[string]bool{}}
 	for i := range g.keys {
 		g.keys[i] = fmt.Sprintf("%s%d", cfg.Prefix, i)
 	}

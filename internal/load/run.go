@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -146,7 +147,36 @@ func (g *Gen) incr(addr string, k int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.Timeout)
 	defer cancel()
+	n := g.inflightTo(addr)
+	n.Add(1)
+	defer n.Add(-1)
 	return g.client(addr).Do(ctx, "SW.INCR", g.keys[k], g.cfg.Window, "BY", 1).Err()
+}
+
+func (g *Gen) inflightTo(addr string) *atomic.Int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.inflight[addr]
+	if n == nil {
+		n = new(atomic.Int64)
+		g.inflight[addr] = n
+	}
+	return n
+}
+
+// WaitIdle waits (up to timeout) until no request to addr is in flight: after SetAddrs
+// has taken addr out, the requests already sent there finish first. A test that is
+// about to freeze or kill that node calls it, so only requests sent to the other nodes
+// are judged.
+func (g *Gen) WaitIdle(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for g.inflightTo(addr).Load() != 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("load: requests to %s still in flight after %v", addr, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 type outcome int
