@@ -101,11 +101,17 @@ func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Res
 	r.failPolicy(ops, results)
 }
 
-// notDecided lists the results that say "not owner": certainly not decided.
+// undecided reports whether an op's error says it was certainly not decided, so that
+// it may be sent again: the node was not its owner, or read it after its deadline.
+func undecided(err error) bool {
+	return errors.Is(err, rpc.ErrNotOwner) || errors.Is(err, rpc.ErrExpired)
+}
+
+// notDecided lists the results that say the op was certainly not decided.
 func notDecided(results []counter.Result) []int {
 	var idx []int
 	for i := range results {
-		if errors.Is(results[i].Err, rpc.ErrNotOwner) {
+		if undecided(results[i].Err) {
 			idx = append(idx, i)
 		}
 	}
@@ -330,7 +336,7 @@ func (p *plan) scatter(g *group) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, i := range g.idx {
-		if err := g.results[k].Err; errors.Is(err, rpc.ErrNotOwner) || errors.Is(err, rpc.ErrPeerUnreachable) {
+		if err := g.results[k].Err; undecided(err) || errors.Is(err, rpc.ErrPeerUnreachable) {
 			p.retry = append(p.retry, i)
 		}
 		p.results[i] = g.results[k]

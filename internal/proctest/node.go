@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -228,9 +229,29 @@ func (n *Node) Pause() {
 	if err := n.signal(syscall.SIGSTOP); err != nil {
 		n.c.t.Fatalf("proctest: pause: %v", err)
 	}
+	// kill returns before every thread has stopped; wait until the kernel says so.
+	pid := n.Pid()
+	deadline := time.Now().Add(10 * time.Second)
+	for !stopped(pid) {
+		if time.Now().After(deadline) {
+			n.c.t.Fatalf("proctest: pause: pid %d not stopped after 10s", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	n.mu.Lock()
 	n.paused = true
 	n.mu.Unlock()
+}
+
+// stopped reports whether /proc says the process is stopped (state T).
+func stopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
 }
 
 // Resume lets a paused process run again (SIGCONT).
