@@ -116,7 +116,8 @@ func (n *Node) listen(limits counter.Limits) error {
 	if err != nil {
 		return err
 	}
-	n.resp, err = respapi.New(respapi.Config{Doer: n.doer, Limits: limits, Token: n.cfg.Token, Registerer: n.reg, Logger: n.cfg.Logger})
+	n.resp, err = respapi.New(respapi.Config{Doer: n.doer, Limits: limits, Token: n.cfg.Token, Registerer: n.reg,
+		Logger: n.cfg.Logger, MaxUnanswered: max(n.cfg.MaxBodyBytes, respapi.DefaultMaxUnanswered)})
 	if err != nil {
 		return err
 	}

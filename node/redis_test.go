@@ -3,13 +3,17 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
 )
@@ -140,4 +144,73 @@ func TestLeaveHandsCountersOverWithoutRedis(t *testing.T) {
 	for _, n := range c.Nodes {
 		l.checkExact(t, n)
 	}
+}
+
+// With Redis down, counters in memory are decided as before, /readyz stays 200,
+// /v1/cluster says "degraded"; when Redis is back, write-behind catches up.
+func TestRedisDownIsDegradedNotDown(t *testing.T) {
+	rs := testredis.Start(t)
+	c := nodetest.MakeCluster(t, 2, func(cfg *node.Config) { cfg.RedisURL = rs.URL(); cfg.Now = nil })
+	n := c.Nodes[0]
+	cl := respClient(t, n)
+	ctx := context.Background()
+	incr := func(want int64) {
+		t.Helper()
+		for i := 0; i < 20; i++ {
+			got, err := cl.Do(ctx, "SW.INCR", fmt.Sprint("d:", i), "10m").Int64()
+			if err != nil || got != want {
+				t.Fatalf("incr d:%d: got %d, %v; want %d", i, got, err, want)
+			}
+		}
+	}
+	incr(1) // the counters are now in memory on their owners
+	rs.Stop()
+	var view struct{ Status, Redis string }
+	if err := waitUntil(func() bool { return getJSON(n, "/v1/cluster", &view) == nil && view.Status == "degraded" }); err != nil {
+		t.Fatalf("/v1/cluster never said degraded: %+v", view)
+	}
+	if view.Redis != "down" {
+		t.Fatalf("redis: got %q; want down", view.Redis)
+	}
+	start := time.Now()
+	incr(2)
+	if d := time.Since(start); d > 2*time.Second { // a bound on waiting, not a speed test
+		t.Fatalf("20 incrs took %v with Redis down; the in-memory path must not wait on Redis", d)
+	}
+	if resp, err := http.Get("http://" + n.HTTPAddr() + "/readyz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/readyz with Redis down: %v %v; want 200", resp, err)
+	}
+	rs.Restart()
+	st, err := fallback.Open(ctx, fallback.Config{URL: rs.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// Write-behind resumes: Redis gets both increments of every counter (the first was
+	// written before Redis stopped only if a flush ran; the restart lost nothing of
+	// what the owners kept for writing again).
+	sp := leaparray.Spec{WindowMs: 600_000, Buckets: 10}
+	err = waitUntil(func() bool {
+		for i := 0; i < 20; i++ {
+			bs, err := st.Load(ctx, fmt.Sprint("d:", i), sp, time.Now().UnixMilli())
+			if err != nil || sumOf(bs) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal("write-behind did not catch up after Redis came back")
+	}
+	if err := waitUntil(func() bool { return getJSON(n, "/v1/cluster", &view) == nil && view.Status == "ok" }); err != nil {
+		t.Fatalf("/v1/cluster still %+v after Redis came back", view)
+	}
+}
+
+func sumOf(bs []leaparray.Bucket) uint64 {
+	s := uint64(0)
+	for _, b := range bs {
+		s += b.Count
+	}
+	return s
 }

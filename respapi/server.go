@@ -24,6 +24,13 @@ type Config struct {
 	// command but AUTH, HELLO and QUIT; the others get -NOAUTH, as in Redis.
 	Token string
 
+	// MaxUnanswered bounds the bytes a client may send without getting any reply
+	// (default 1 MiB): a command that large, such as one huge argument, gets
+	// "-ERR Protocol error: request too large" and the connection is closed, so one
+	// client cannot make the server buffer without limit. Every reply resets the count,
+	// so pipelines of any length are fine.
+	MaxUnanswered int64
+
 	Registerer prometheus.Registerer // where the command metrics go; nil: not registered
 	Logger     *slog.Logger          // nil: discard
 	Info       func() string         // more INFO text, in Redis's "# Section\nkey:value" form; may be nil
@@ -84,7 +91,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln, s.served = ln, make(chan struct{})
 	s.mu.Unlock()
 	defer close(s.served)
-	return s.rs.Serve(ln)
+	return s.rs.Serve(capListener{ln, max(s.cfg.MaxUnanswered, 0)})
 }
 
 // Close stops the server: it closes the listener and every connection, cancels the

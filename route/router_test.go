@@ -248,3 +248,38 @@ func TestNoRingYet(t *testing.T) {
 		t.Fatalf("got %v, %v; want unavailable, bad input", res[0].Err, res[1].Err)
 	}
 }
+
+// When neither the owner nor a fallback can decide, allow answers as FailOpen says and
+// the other ops fail.
+func TestFailPolicyWhenOwnerAndFallbackAreGone(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		nodes, members := makeNodes(t, 2, fixedClock(t0))
+		rg := ring.New(members, ring.Config{})
+		key := ""
+		for i := 0; key == ""; i++ {
+			if m, _ := rg.Owner(fmt.Sprint("k", i)); m.Name == "n1" {
+				key = fmt.Sprint("k", i)
+			}
+		}
+		nodes[1].srv.Close()
+		r := nodes[0].router
+		r.RetryWait = 50 * time.Millisecond
+		r.FailOpen = open
+		ops := []counter.Op{
+			{Kind: counter.Allow, Key: key, Window: 10_000, Buckets: 10, N: 1, Limit: 5},
+			{Kind: counter.Count, Key: key, Window: 10_000, Buckets: 10},
+		}
+		res := make([]counter.Result, 2)
+		r.Do(context.Background(), ops, res)
+		want := counter.Result{RetryAfterMs: 1000} // denied: ask again after a bucket
+		if open {
+			want = counter.Result{Allowed: true, Remaining: 5}
+		}
+		if res[0] != want {
+			t.Errorf("fail-open %v: allow got %+v; want %+v", open, res[0], want)
+		}
+		if !errors.Is(res[1].Err, counter.ErrUnavailable) {
+			t.Errorf("fail-open %v: count got %+v; want unavailable", open, res[1])
+		}
+	}
+}
