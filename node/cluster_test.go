@@ -20,7 +20,7 @@ import (
 	"github.com/leapcount/leapcount/node/nodetest"
 )
 
-func respClient(t *testing.T, n *node.Node) *redis.Client {
+func respClient(t testing.TB, n *node.Node) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: n.RESPAddr(), Protocol: 2, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c

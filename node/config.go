@@ -32,6 +32,7 @@ type Config struct {
 	FlushInterval   time.Duration // --flush-interval: how often owners write deltas to Redis
 	HandoffWait     time.Duration // --handoff-wait: how long a new owner waits for the old one's handoff
 	FailOpen        bool          // --fail-open: allow answers allowed when neither owner nor Redis can decide
+	Pprof           bool          // --pprof: serve /debug/pprof/ on the HTTP address
 
 	// Tuning that has no flag: tests shorten it.
 	GossipTimings  cluster.Timings // zero: memberlist's LAN defaults
@@ -107,6 +108,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HandoffWait <= 0 {
 		return &ConfigError{"handoff-wait", "must be positive"}
+	}
+	if c.RPC.MaxBatchOps < 0 || c.RPC.MaxBatchOps > 1<<16 {
+		return &ConfigError{"forward-batch", fmt.Sprintf("%d: must be from 1 to 65536", c.RPC.MaxBatchOps)}
 	}
 	return nil
 }

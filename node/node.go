@@ -130,6 +130,9 @@ func (n *Node) listen(limits counter.Limits) error {
 	if n.rpcLn, err = net.Listen("tcp", n.cfg.RPCAddr); err != nil {
 		return &ConfigError{"rpc", err.Error()}
 	}
+	if n.cfg.Pprof {
+		h = withPprof(h, n.cfg.Token)
+	}
 	n.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	return nil
 }

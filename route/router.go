@@ -240,6 +240,14 @@ func (r *Router) ownerAddr(rg *ring.Ring, key string) (string, error) {
 
 // run decides every group, the remote ones concurrently, and scatters the results.
 func (p *plan) run(ctx context.Context, r *Router, rg *ring.Ring) {
+	if len(p.groups) == 1 && p.groups[0].addr != "" {
+		// One owner elsewhere (a single op, typically): no goroutine to start and wait
+		// for, which costs a wake-up per op.
+		g := p.groups[0]
+		g.results = make([]counter.Result, len(g.ops))
+		p.remote(ctx, r, rg, g)
+		return
+	}
 	var wg sync.WaitGroup
 	for _, g := range p.groups {
 		g.results = make([]counter.Result, len(g.ops))

@@ -140,7 +140,7 @@ const maxInflight = 256
 // within a frame are decided in order. Responses go out whole, one at a time.
 func (s *Server) serveConn(c net.Conn) {
 	defer s.wg.Done()
-	w := &responder{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
+	w := newResponder(c)
 	var handlers sync.WaitGroup
 	defer func() {
 		s.mu.Lock()
@@ -148,6 +148,7 @@ func (s *Server) serveConn(c net.Conn) {
 		s.mu.Unlock()
 		c.Close()
 		handlers.Wait()
+		w.close()
 	}()
 	br := bufio.NewReaderSize(c, 64<<10)
 	slots := make(chan struct{}, maxInflight)
@@ -171,9 +172,7 @@ func (s *Server) serveConn(c net.Conn) {
 				c.Close()
 				return
 			}
-			if w.send(out) != nil {
-				c.Close()
-			}
+			w.send(out)
 		}()
 	}
 }
@@ -194,21 +193,46 @@ func (s *Server) answer(ctx context.Context, frame []byte) ([]byte, error) {
 	return appendResponse(nil, id, results), nil
 }
 
-// responder writes whole response frames to a connection, one at a time.
+// responder writes response frames to a connection from one goroutine: it writes all
+// the frames queued, then flushes once the queue is empty, so that responses decided at
+// about the same time share a syscall while none waits for a slower one.
 type responder struct {
-	mu sync.Mutex
-	c  net.Conn
-	bw *bufio.Writer
+	c     net.Conn
+	queue chan []byte
+	done  chan struct{}
 }
 
-func (w *responder) send(frame []byte) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := w.bw.Write(frame); err != nil {
-		return err
+func newResponder(c net.Conn) *responder {
+	w := &responder{c: c, queue: make(chan []byte, maxInflight), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *responder) send(frame []byte) { w.queue <- frame }
+
+func (w *responder) close() {
+	close(w.queue)
+	<-w.done
+}
+
+func (w *responder) loop() {
+	defer close(w.done)
+	bw := bufio.NewWriterSize(w.c, 64<<10)
+	failed := false
+	for frame := range w.queue {
+		if failed {
+			continue // drain: the handlers must not block on a dead connection
+		}
+		w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := bw.Write(frame)
+		if err == nil && len(w.queue) == 0 {
+			err = bw.Flush()
+		}
+		if err != nil {
+			failed = true
+			w.c.Close()
+		}
 	}
-	return w.bw.Flush()
 }
 
 func decodeRequestFrame(frame []byte, req *Request) (uint64, error) {

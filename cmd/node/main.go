@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/leapcount/leapcount/node"
 )
@@ -109,6 +110,9 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", node.DefaultShutdownTimeout, "longest a graceful stop may take")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", node.DefaultFlushInterval, "how often owners write counter deltas to Redis (write-behind)")
 	fs.DurationVar(&cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long a new owner waits for the old owner's handoff")
+	fs.IntVar(&cfg.RPC.MaxBatchOps, "forward-batch", 512, "most ops in one frame forwarded to an owner (1: no batching)")
+	fs.DurationVar(&cfg.RPC.Linger, "forward-linger", 20*time.Microsecond, "how long a part-full frame to an owner waits for more ops, while others are in flight")
+	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address (behind --token when set)")
 	fs.BoolVar(&cfg.FailOpen, "fail-open", false, "when neither the owner nor Redis can decide, allow answers allowed (default: denied)")
 	fs.StringVar(&lo.level, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&lo.format, "log-format", "text", "text or json")
