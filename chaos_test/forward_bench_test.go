@@ -75,8 +75,8 @@ func cpuOf(b *testing.B, pids []int) time.Duration {
 		}
 		s := string(data)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		ut, _ := strconv.ParseInt(fields[11], 10, 64) // utime: field 14 of stat
-		st, _ := strconv.ParseInt(fields[12], 10, 64) // stime: field 15
+		ut, _ := strconv.ParseInt(fields[11], 10, 64)         // utime: field 14 of stat
+		st, _ := strconv.ParseInt(fields[12], 10, 64)         // stime: field 15
 		total += time.Duration(ut+st) * 10 * time.Millisecond // clock ticks of 1/100 s
 	}
 	return total
