@@ -1,6 +1,7 @@
 package counter
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -85,5 +86,28 @@ func BenchmarkParseWindow(b *testing.B) {
 		if _, err := ParseWindow("60s"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestDoExcept(t *testing.T) {
+	ops := []Op{{Key: "a"}, {Key: "b"}, {Key: "c"}}
+	results := make([]Result, 3)
+	var decided []string
+	DoExcept(context.Background(), ops, results, func(i int) error {
+		if ops[i].Key == "b" {
+			return ErrUnavailable
+		}
+		return nil
+	}, func(_ context.Context, ops []Op, res []Result) {
+		for k := range ops {
+			decided = append(decided, ops[k].Key)
+			res[k].Count = int64(len(decided))
+		}
+	})
+	if strings.Join(decided, ",") != "a,c" {
+		t.Fatalf("decided %v; want a, c", decided)
+	}
+	if results[0].Count != 1 || results[2].Count != 2 || !errors.Is(results[1].Err, ErrUnavailable) {
+		t.Fatalf("results %+v; want counts 1 and 2 in place, b unavailable", results)
 	}
 }

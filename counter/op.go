@@ -138,3 +138,27 @@ func ValidateSpec(windowMs int64, buckets int) error {
 	}
 	return nil
 }
+
+// DoExcept decides with do the ops that reject passes (returns nil for), and answers
+// each of the others with the error reject gave; results keep the order of ops.
+func DoExcept(ctx context.Context, ops []Op, results []Result, reject func(i int) error,
+	do func(context.Context, []Op, []Result)) {
+	var keep []Op
+	var idx []int
+	for i := range ops {
+		if err := reject(i); err != nil {
+			results[i] = Result{Err: err}
+			continue
+		}
+		keep = append(keep, ops[i])
+		idx = append(idx, i)
+	}
+	if len(keep) == 0 {
+		return
+	}
+	res := make([]Result, len(keep))
+	do(ctx, keep, res)
+	for k, i := range idx {
+		results[i] = res[k]
+	}
+}

@@ -137,42 +137,26 @@ func (o *Owner) notOwned(ops []counter.Op) []bool {
 // decideOwned decides the ops still owned and answers the others rpc.ErrNotOwner
 // (certainly not decided: the router sends them to the new owner).
 func (o *Owner) decideOwned(ctx context.Context, ops []counter.Op, results []counter.Result, moved []bool) {
-	var own []counter.Op
-	var idx []int
-	for i := range ops {
+	counter.DoExcept(ctx, ops, results, func(i int) error {
 		if moved[i] {
-			results[i] = counter.Result{Err: fmt.Errorf("%w: %q moved while this node decided it", rpc.ErrNotOwner, ops[i].Key)}
-			continue
+			return fmt.Errorf("%w: %q moved while this node decided it", rpc.ErrNotOwner, ops[i].Key)
 		}
-		own = append(own, ops[i])
-		idx = append(idx, i)
-	}
-	res := make([]counter.Result, len(own))
-	o.decideAll(ctx, own, res)
-	for k, i := range idx {
-		results[i] = res[k]
-	}
+		return nil
+	}, o.decideAll)
 }
 
 // decideLoaded decides the ops whose counters could be loaded, and answers the others
 // ErrUnavailable: deciding them from an empty counter would forget what Redis holds.
 func (o *Owner) decideLoaded(ctx context.Context, ops []counter.Op, results []counter.Result, unloaded []bool) {
-	var ok []counter.Op
-	var idx []int
-	for i := range ops {
+	counter.DoExcept(ctx, ops, results, func(i int) error {
 		if unloaded[i] {
-			results[i] = counter.Result{Err: fmt.Errorf("%w: counter %q could not be loaded from Redis", counter.ErrUnavailable, ops[i].Key)}
-			continue
+			return fmt.Errorf("%w: counter %q could not be loaded from Redis", counter.ErrUnavailable, ops[i].Key)
 		}
-		ok = append(ok, ops[i])
-		idx = append(idx, i)
-	}
-	res := make([]counter.Result, len(ok))
-	o.local.Do(ctx, ok, res)
-	o.queueResets(ok, res)
-	for k, i := range idx {
-		results[i] = res[k]
-	}
+		return nil
+	}, func(ctx context.Context, ops []counter.Op, results []counter.Result) {
+		o.local.Do(ctx, ops, results)
+		o.queueResets(ops, results)
+	})
 }
 
 // ensureLoaded loads from Redis the counters of ops that are not in memory, and marks

@@ -365,24 +365,11 @@ func (r *Router) Handle(ctx context.Context, req *rpc.Request, results []counter
 		r.local.Do(ctx, req.Ops, results)
 		return
 	}
-	var own []counter.Op
-	var idx []int
-	for i := range req.Ops {
+	counter.DoExcept(ctx, req.Ops, results, func(i int) error {
 		addr, err := r.ownerAddr(rg, req.Ops[i].Key)
-		switch {
-		case err != nil:
-			results[i] = counter.Result{Err: err}
-		case addr != "":
-			results[i] = counter.Result{Err: fmt.Errorf("%w: %q belongs to %s here (epoch %d; sender's %d)",
-				rpc.ErrNotOwner, req.Ops[i].Key, addr, rg.Epoch(), req.Epoch)}
-		default:
-			own = append(own, req.Ops[i])
-			idx = append(idx, i)
+		if err == nil && addr != "" {
+			err = fmt.Errorf("%w: %q belongs to %s here (epoch %d; sender's %d)", rpc.ErrNotOwner, req.Ops[i].Key, addr, rg.Epoch(), req.Epoch)
 		}
-	}
-	ownRes := make([]counter.Result, len(own))
-	r.local.Do(ctx, own, ownRes)
-	for k, i := range idx {
-		results[i] = ownRes[k]
-	}
+		return err
+	}, r.local.Do)
 }
