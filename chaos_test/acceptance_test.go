@@ -60,11 +60,22 @@ func TestAcceptanceRedisHandoff(t *testing.T) {
 
 	a.begin("sigterm")
 	a.run(time.Second)
-	c.Node(1).Stop() // requests through it fail once it stops; they are not acked
-	g.SetAddrs(c.RESPAddrs()...)
+	// Clients leave the node first, as a load balancer does when its /readyz turns 503;
+	// every request through the others must then succeed while it hands off and exits.
+	n1 := c.Node(1)
+	g.SetAddrs(others(c, n1)...)
+	if err := g.WaitIdle(n1.RESP(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	n1.Stop()
 	c.WaitConverged()
 	a.run(2 * time.Second)
-	a.end(nil)
+	a.end(func(st load.Stats) {
+		if st.Failed+st.Unknown != 0 {
+			t.Errorf("sigterm: %d requests through the other nodes failed and %d got no answer; want all to succeed (errors %v)",
+				st.Failed, st.Unknown, g.Errors())
+		}
+	})
 
 	a.begin("sigstop")
 	n2 := c.Node(2)

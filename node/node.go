@@ -79,6 +79,9 @@ func Start(cfg Config) (*Node, error) {
 	n.doer = &gate{next: n.router, ready: n.serves, log: cfg.Logger}
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandoffHandler(n.owner)
+	// Forwarded ops are decided in the connection's own goroutine unless some may wait
+	// for a handoff: no goroutine per frame in the steady state.
+	n.rpcSrv.SetInline(func() bool { return !n.owner.Waiting() })
 	n.registerMetrics()
 	if err := n.listen(limits); err != nil {
 		n.closeListeners()

@@ -37,6 +37,9 @@ func (g *gate) init() {
 	g.early = map[early]time.Time{}
 }
 
+// Waiting reports whether some partition waits for a handoff (ops on it may wait).
+func (o *Owner) Waiting() bool { return o.gate.waiting.Load() != 0 }
+
 // partition maps a key as package ring does: xxhash64 modulo the partition count.
 func (g *gate) partition(key string) int {
 	n := g.partitions.Load()

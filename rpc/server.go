@@ -38,6 +38,7 @@ const writeTimeout = 5 * time.Second
 type Server struct {
 	h       Handler
 	handoff HandoffHandler
+	inline  func() bool
 	logger  *slog.Logger
 
 	lastFrame atomic.Int64 // unix ns of the last request frame read
@@ -107,6 +108,11 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
+// SetInline, before Serve, tells the server when op frames may be decided in the
+// connection's reader goroutine, in order: when none of them can wait for long. Without
+// it every frame is decided in its own goroutine.
+func (s *Server) SetInline(f func() bool) { s.inline = f }
+
 // SetHandoffHandler sets who receives Handoffs (before Serve).
 func (s *Server) SetHandoffHandler(h HandoffHandler) { s.handoff = h }
 
@@ -133,14 +139,16 @@ func (s *Server) Close() error {
 // maxInflight bounds the frames one connection may have being decided at once.
 const maxInflight = 256
 
-// serveConn reads one connection's frames and decides each in its own goroutine, so
-// that a frame that waits (for a handoff, say) holds up no other: in particular not
-// the Handoff frame that would end its wait. Frames on one connection come from
-// callers who do not wait for each other, so they need no order among them; the ops
-// within a frame are decided in order. Responses go out whole, one at a time.
+// serveConn reads one connection's frames and decides them. While Inline says so (no
+// op can wait for long), op frames are decided right here, in order, and their answers
+// flushed once no more input is buffered: no goroutine to start or wake per frame.
+// Otherwise, and always for Handoff frames, each frame is decided in its own goroutine,
+// so that a frame that waits (for a handoff) holds up no other: in particular not the
+// Handoff frame that would end its wait. Frames on one connection come from callers who
+// do not wait for each other, so they need no order among them.
 func (s *Server) serveConn(c net.Conn) {
 	defer s.wg.Done()
-	w := newResponder(c)
+	w := &responder{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
 	var handlers sync.WaitGroup
 	defer func() {
 		s.mu.Lock()
@@ -148,13 +156,12 @@ func (s *Server) serveConn(c net.Conn) {
 		s.mu.Unlock()
 		c.Close()
 		handlers.Wait()
-		w.close()
 	}()
 	br := bufio.NewReaderSize(c, 64<<10)
 	slots := make(chan struct{}, maxInflight)
 	ctx := context.Background()
 	for {
-		frame, err := readFrame(br, nil) // a fresh buffer: the frame outlives this loop turn
+		frame, err := readFrame(br, nil) // a fresh buffer: a frame may outlive this loop turn
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.logger.Debug("rpc connection dropped", "peer", c.RemoteAddr().String(), "err", err)
@@ -162,19 +169,35 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		s.lastFrame.Store(time.Now().UnixNano())
+		if frame[0] != frameHandoff && s.inline != nil && s.inline() {
+			if !s.answerTo(ctx, w, frame, br.Buffered() == 0) {
+				return
+			}
+			continue
+		}
 		slots <- struct{}{}
 		handlers.Add(1)
 		go func() {
 			defer func() { <-slots; handlers.Done() }()
-			out, err := s.answer(ctx, frame)
-			if err != nil {
-				s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", c.RemoteAddr().String(), "err", err)
-				c.Close()
-				return
-			}
-			w.send(out)
+			s.answerTo(ctx, w, frame, true)
 		}()
 	}
+}
+
+// answerTo decides frame and writes its answer, flushing when told to. It reports
+// false when the connection must be dropped.
+func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, flush bool) bool {
+	out, err := s.answer(ctx, frame)
+	if err != nil {
+		s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", w.c.RemoteAddr().String(), "err", err)
+		w.c.Close()
+		return false
+	}
+	if w.send(out, flush) != nil {
+		w.c.Close()
+		return false
+	}
+	return true
 }
 
 // answer decides one frame and returns the response frame.
@@ -193,46 +216,26 @@ func (s *Server) answer(ctx context.Context, frame []byte) ([]byte, error) {
 	return appendResponse(nil, id, results), nil
 }
 
-// responder writes response frames to a connection from one goroutine: it writes all
-// the frames queued, then flushes once the queue is empty, so that responses decided at
-// about the same time share a syscall while none waits for a slower one.
+// responder writes whole response frames to a connection, one at a time. Answers
+// written without a flush go out with the next flush: the reader flushes whenever it
+// has no more input, and every answer decided in a goroutine flushes.
 type responder struct {
-	c     net.Conn
-	queue chan []byte
-	done  chan struct{}
+	mu sync.Mutex
+	c  net.Conn
+	bw *bufio.Writer
 }
 
-func newResponder(c net.Conn) *responder {
-	w := &responder{c: c, queue: make(chan []byte, maxInflight), done: make(chan struct{})}
-	go w.loop()
-	return w
-}
-
-func (w *responder) send(frame []byte) { w.queue <- frame }
-
-func (w *responder) close() {
-	close(w.queue)
-	<-w.done
-}
-
-func (w *responder) loop() {
-	defer close(w.done)
-	bw := bufio.NewWriterSize(w.c, 64<<10)
-	failed := false
-	for frame := range w.queue {
-		if failed {
-			continue // drain: the handlers must not block on a dead connection
-		}
-		w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-		_, err := bw.Write(frame)
-		if err == nil && len(w.queue) == 0 {
-			err = bw.Flush()
-		}
-		if err != nil {
-			failed = true
-			w.c.Close()
-		}
+func (w *responder) send(frame []byte, flush bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := w.bw.Write(frame); err != nil {
+		return err
 	}
+	if flush {
+		return w.bw.Flush()
+	}
+	return nil
 }
 
 func decodeRequestFrame(frame []byte, req *Request) (uint64, error) {
