@@ -26,7 +26,12 @@ func (n *Node) joinCluster() error {
 	}
 	n.cluster = c
 	// No ring until joined: a ring of this node alone would make it own everything, and
-	// the partitions it really gains would then look like partitions it already had.
+	// the partitions it really gains would then look like partitions it already had. A
+	// node with no one to join is the whole cluster: it is ready before Start returns.
+	if len(n.cfg.Join) == 0 {
+		n.rebuildRing()
+		n.joined.Store(true)
+	}
 	n.loops.Add(1)
 	go n.watchMembership()
 	return nil

@@ -66,6 +66,9 @@ func TestFlagBeatsEnvironment(t *testing.T) {
 func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	bin := buildBinary(t)
 	p := startBinary(t, bin, "--name", "t1")
+	if r, err := http.Get("http://" + p.http + "/readyz"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("/readyz right after \"node serving\": %v %v; want 200 (a node with no one to join is ready at once)", r, err)
+	}
 	resp, err := http.Post("http://"+p.http+"/v1/incr", "application/json", strings.NewReader(`{"key":"a","window":"1m","n":3}`))
 	if err != nil {
 		t.Fatal(err)
