@@ -81,14 +81,6 @@ func (g *gate) released(p int, from string) bool {
 	return true
 }
 
-// expecting reports whether p waits for a Handoff from the node named from.
-func (g *gate) expecting(p int, from string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e := g.pending[p]
-	return e != nil && e.from == from
-}
-
 func (g *gate) pruneEarly() {
 	for k, at := range g.early {
 		if time.Since(at) > time.Minute {

@@ -99,3 +99,11 @@ func TestGateDeadlines(t *testing.T) {
 		t.Fatalf("a request past its deadline was decided: %+v", res[0])
 	}
 }
+
+// expecting reports whether p waits for a Handoff from the node named from.
+func (g *gate) expecting(p int, from string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.pending[p]
+	return e != nil && e.from == from
+}

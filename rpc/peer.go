@@ -402,3 +402,13 @@ func (c *conn) fail(err error) {
 		}
 	}
 }
+
+// resize returns rs with length n, zeroed, reusing its memory when it can.
+func resize(rs []counter.Result, n int) []counter.Result {
+	if cap(rs) < n {
+		return make([]counter.Result, n)
+	}
+	rs = rs[:n]
+	clear(rs)
+	return rs
+}

@@ -303,12 +303,3 @@ func expired(results []counter.Result) {
 		results[i] = counter.Result{Err: ErrExpired}
 	}
 }
-
-func resize(rs []counter.Result, n int) []counter.Result {
-	if cap(rs) < n {
-		return make([]counter.Result, n)
-	}
-	rs = rs[:n]
-	clear(rs)
-	return rs
-}
