@@ -15,23 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/clocktest"
 	"github.com/leapcount/leapcount/leaparray"
 )
 
 // t0 is a whole minute, so buckets of up to a minute start exactly at it.
 const t0 = 1_700_000_040_000
 
-// fakeClock is a clock the test moves by hand, so every answer is deterministic.
-type fakeClock struct{ ms atomic.Int64 }
-
-func newClock() *fakeClock {
-	c := &fakeClock{}
-	c.ms.Store(t0)
-	return c
-}
-
-func (c *fakeClock) Now() int64       { return c.ms.Load() }
-func (c *fakeClock) Advance(ms int64) { c.ms.Add(ms) }
+func newClock() *clocktest.Clock { return clocktest.New(t0) }
 
 // countingDoer passes ops on to a real Local and counts Do calls, so tests can see
 // how many calls a request made.
@@ -58,7 +49,7 @@ func (d failingDoer) Do(_ context.Context, _ []counter.Op, results []counter.Res
 type testAPI struct {
 	t     testing.TB
 	url   string
-	clock *fakeClock
+	clock *clocktest.Clock
 	doer  *countingDoer
 	reg   *prometheus.Registry
 }

@@ -40,7 +40,7 @@ func TestClusterAnswersLikeOneStore(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := 0; i < 600; i++ {
-		c.Clock.Advance(time.Duration(rng.IntN(400)) * time.Millisecond)
+		c.Clock.Advance(rng.Int64N(400))
 		key := fmt.Sprint("k", rng.IntN(30))
 		op := counter.Op{Key: key, Window: 10_000, Buckets: 10, N: 1 + rng.Int64N(3), Limit: rng.Int64N(20)}
 		cl := clients[rng.IntN(len(clients))]

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/internal/clocktest"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/rpc"
@@ -22,26 +22,14 @@ import (
 // Timeout is a generous deadline for membership to converge on a loaded machine.
 const Timeout = 15 * time.Second
 
-// Clock is a manual clock in ms since the Unix epoch, shared by a cluster's nodes.
-type Clock struct{ ms atomic.Int64 }
-
-// NewClock starts a clock at an hour boundary (so at a bucket boundary for any spec).
-func NewClock() *Clock {
-	c := &Clock{}
-	c.ms.Store(1_699_999_200_000)
-	return c
-}
-
-// Now is the time in ms.
-func (c *Clock) Now() int64 { return c.ms.Load() }
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+// NewClock starts a manual clock at an hour boundary (so at a bucket boundary for any
+// spec), shared by a cluster's nodes.
+func NewClock() *clocktest.Clock { return clocktest.New(1_699_999_200_000) }
 
 // Cluster is a set of nodes started by MakeCluster.
 type Cluster struct {
 	t     testing.TB
-	Clock *Clock
+	Clock *clocktest.Clock
 	Nodes []*node.Node
 	next  int
 	// Tune, when set, changes each node's Config before it starts.
