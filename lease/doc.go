@@ -1,0 +1,37 @@
+// Package lease keeps at most one decider per partition: a node decides the counters of
+// a partition in memory only while it holds that partition's lease, granted by a
+// majority of the voters.
+//
+// # Grants
+//
+// Every node is a grantor. Each one keeps, per partition, the holder it last granted
+// that partition to and until when (Grantor). A node that owns partitions in its ring
+// claims them in a heartbeat to every voter (Request) every Config.Heartbeat; each
+// grantor grants a claimed partition when nobody else holds it there, or the holder's
+// grant has run out, or the holder released it (Reply). The claimant holds partition p
+// until L after the send time of the last heartbeat round in which a majority of its
+// voters granted p (Holder). Two nodes can therefore hold p at once only if some
+// grantor granted p to both within L: it never does. A grantor measures a grant's end
+// on its own clock with room for clock drift (Config.Drift) plus Config.Margin, and
+// the holder measures from when it sent the heartbeat, before the grant: no clocks
+// need to agree, only to run at about the same rate.
+//
+// A holder stops deciding Config.Grace before its lease runs out (Holder.DecideUntil),
+// so that it has that long to write its counters' deltas to Redis before any other node
+// can be granted the partition. A grantor that starts refuses every grant for one
+// grant's length: its earlier run may have granted partitions it no longer remembers.
+//
+// # Voters
+//
+// The voters are the members whose grants count (Voters). A majority is more than half
+// of them, so two sides of a partition can never both have one. Members join the
+// voters when a majority of the voters see them alive, and leave them when they left
+// gracefully, or when they have been dead for Config.DeadVoterAfter and a majority of
+// the other voters see them dead: one change at a time, each agreed by a majority, so
+// a minority can neither shrink the voters to make itself a majority nor grow them with
+// members only it can see. A grantor refuses every grant to a node it does not count as
+// a voter.
+//
+// The package is pure state: it does no I/O and never reads the clock; times are
+// monotonic nanoseconds passed in. Keeper drives it over an Exchanger.
+package lease

@@ -1,0 +1,74 @@
+package lease
+
+// Grantor is one node's table of grants: per partition, who holds it and until when (on
+// this node's clock). It is not safe for concurrent use; Keeper serializes calls.
+type Grantor struct {
+	cfg    Config
+	starts int64 // grants are refused before this: an earlier run may have granted
+	parts  []grant
+}
+
+type grant struct {
+	name  string
+	inc   uint64
+	until int64 // monotonic ns; 0: nobody
+}
+
+// NewGrantor returns the grant table of a node that started at now (monotonic ns), for
+// partitions partitions. With quarantine it grants nothing for one grant's length: a
+// node that joins a cluster may have run before and granted partitions it no longer
+// remembers. A node that founds a cluster alone needs no quarantine.
+func NewGrantor(cfg Config, partitions int, now int64, quarantine bool) *Grantor {
+	cfg = cfg.WithDefaults()
+	g := &Grantor{cfg: cfg, starts: now, parts: make([]grant, partitions)}
+	if quarantine {
+		g.starts += cfg.hold()
+	}
+	return g
+}
+
+// Grant answers a heartbeat at now. isVoter says whether the sender counts as a voter
+// here; a non-voter is granted nothing (but its releases are honoured).
+func (g *Grantor) Grant(req *Request, isVoter bool, now int64) Reply {
+	rep := Reply{Round: req.Round}
+	if len(req.Claims) != 0 && len(req.Claims) != setWords(len(g.parts)) {
+		rep.Refused = RefusedWrongShape
+		return rep
+	}
+	req.Releases.Each(func(p int) {
+		if p < len(g.parts) && g.parts[p].is(req.From, req.Incarnation) {
+			g.parts[p] = grant{}
+		}
+	})
+	switch {
+	case now < g.starts:
+		rep.Refused = RefusedStarting
+		return rep
+	case !isVoter:
+		rep.Refused = RefusedNotVoter
+		return rep
+	}
+	rep.Granted = NewSet(len(g.parts))
+	until := now + g.cfg.hold()
+	req.Claims.Each(func(p int) {
+		if p >= len(g.parts) {
+			return
+		}
+		cur := &g.parts[p]
+		if cur.until <= now || cur.is(req.From, req.Incarnation) {
+			*cur = grant{name: req.From, inc: req.Incarnation, until: until}
+			rep.Granted.Add(p)
+		}
+	})
+	return rep
+}
+
+// Holder names who holds p here at now ("" if nobody).
+func (g *Grantor) Holder(p int, now int64) string {
+	if p < 0 || p >= len(g.parts) || g.parts[p].until <= now {
+		return ""
+	}
+	return g.parts[p].name
+}
+
+func (gr grant) is(name string, inc uint64) bool { return gr.name == name && gr.inc == inc }

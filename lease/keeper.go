@@ -1,0 +1,205 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Exchanger sends a heartbeat to the node at addr and returns its reply (rpc.Client in
+// production).
+type Exchanger interface {
+	Exchange(ctx context.Context, addr string, req *Request) (*Reply, error)
+}
+
+// Peer is a member a heartbeat can reach.
+type Peer struct {
+	Name string
+	Addr string // its rpc address
+}
+
+// KeeperConfig is what a Keeper needs.
+type KeeperConfig struct {
+	Config
+	Self        string
+	Incarnation uint64
+	Partitions  int
+	Exchanger   Exchanger
+	// Found: this node founds a cluster (it has nobody to join): it is the only voter,
+	// and its grantor needs no quarantine.
+	Found bool
+	// OnLapse hears the partitions whose lease ran out while claimed (not released).
+	// Called from the Keeper's goroutine, never with its lock held.
+	OnLapse func(Set)
+	// Now is the monotonic clock in ns (nil: time since the process started).
+	Now func() int64
+}
+
+var processStart = time.Now()
+
+func monotonic() int64 { return int64(time.Since(processStart)) }
+
+// Keeper runs the heartbeats of one node: it renews the leases of the partitions the
+// node claims, answers its peers' heartbeats with its grants, and keeps its voters.
+type Keeper struct {
+	cfg KeeperConfig
+	now func() int64
+
+	mu        sync.Mutex
+	grantor   *Grantor
+	holder    *Holder
+	voters    *Voters
+	view      View
+	peers     []Peer
+	claims    Set
+	releasing Set
+	released  int // rounds the current releases have been sent in
+	held      Set // claimed partitions seen held at the last check
+	next      uint64
+	lastHeard map[string]int64
+
+	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
+	kick    chan struct{}
+}
+
+// NewKeeper returns a Keeper; Run drives it.
+func NewKeeper(cfg KeeperConfig) *Keeper {
+	cfg.Config = cfg.Config.WithDefaults()
+	now := cfg.Now
+	if now == nil {
+		now = monotonic
+	}
+	t := now()
+	k := &Keeper{cfg: cfg, now: now, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
+		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
+		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
+		next: 1, lastHeard: map[string]int64{}, kick: make(chan struct{}, 1)}
+	if cfg.Found {
+		k.voters.Found()
+	}
+	ch := make(chan struct{})
+	k.changed.Store(&ch)
+	return k
+}
+
+// Now is the Keeper's clock (monotonic ns): compare DecideUntil with it.
+func (k *Keeper) Now() int64 { return k.now() }
+
+// DecideUntil is when this node must stop deciding p (0: it does not hold p). Safe to
+// call from any goroutine; it does not lock.
+func (k *Keeper) DecideUntil(p int) int64 { return k.holder.DecideUntil(p) }
+
+// Holds reports whether this node may decide p at now.
+func (k *Keeper) Holds(p int, now int64) bool { return now < k.holder.DecideUntil(p) }
+
+// Wait waits until this node may decide p, or ctx ends.
+func (k *Keeper) Wait(ctx context.Context, p int) error {
+	for {
+		ch := k.changed.Load() // before the check, so a change in between is not missed
+		if k.Holds(p, k.now()) {
+			return nil
+		}
+		select {
+		case <-*ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (k *Keeper) signal() {
+	ch := make(chan struct{})
+	close(*k.changed.Swap(&ch))
+}
+
+// SetView tells the Keeper what membership says now, and the peers it can reach.
+func (k *Keeper) SetView(view View, peers []Peer) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.view, k.peers = view, peers
+}
+
+// SetClaims sets the partitions this node wants to hold. Partitions no longer claimed
+// stop being held at once and are released to the grantors in the next rounds; a round
+// runs at once when claims were added.
+func (k *Keeper) SetClaims(claims Set) {
+	k.mu.Lock()
+	added := false
+	for p := 0; p < k.cfg.Partitions; p++ {
+		switch was, is := k.claims.Has(p), claims.Has(p); {
+		case was && !is:
+			k.holder.Drop(p, k.next)
+			k.held.Remove(p)
+			k.releasing.Add(p)
+			k.released = 0
+		case !was && is:
+			k.releasing.Remove(p)
+			added = true
+		}
+	}
+	k.claims = claims.Clone()
+	k.mu.Unlock()
+	k.signal()
+	if added {
+		k.Kick()
+	}
+}
+
+// Kick runs a round soon, without waiting for the next heartbeat.
+func (k *Keeper) Kick() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Voters returns the current voters, sorted.
+func (k *Keeper) Voters() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.voters.List()
+}
+
+// HasVoters reports whether this node knows its voters (it founded a cluster or learned
+// them from a peer).
+func (k *Keeper) HasVoters() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.voters.Empty()
+}
+
+// LastHeard is when a heartbeat with name last succeeded either way (0: never).
+func (k *Keeper) LastHeard(name string) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lastHeard[name]
+}
+
+// Handle answers a peer's heartbeat (the rpc server calls it).
+func (k *Keeper) Handle(req *Request) *Reply {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	k.voters.Report(req.From, req.Alive, req.Voters, now)
+	k.lastHeard[req.From] = now
+	rep := k.grantor.Grant(req, k.voters.Has(req.From), now)
+	rep.Voters = k.voters.List()
+	rep.Alive = k.view.Alive
+	return &rep
+}
+
+// Run sends a round of heartbeats every Heartbeat (and when kicked) until ctx ends.
+func (k *Keeper) Run(ctx context.Context) {
+	t := time.NewTicker(k.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		k.Round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-k.kick:
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// directNet delivers heartbeats by calling the peer's Handle in this process, unless
+// the link is cut.
+type directNet struct {
+	mu      sync.Mutex
+	keepers map[string]*Keeper
+	cut     map[string]bool
+}
+
+func (d *directNet) Exchange(ctx context.Context, addr string, req *Request) (*Reply, error) {
+	d.mu.Lock()
+	k, cut := d.keepers[addr], d.cut[addr] || d.cut[req.From]
+	d.mu.Unlock()
+	if k == nil || cut {
+		return nil, errors.New("unreachable")
+	}
+	return k.Handle(req), nil
+}
+
+func TestKeepersRunConcurrently(t *testing.T) {
+	net := &directNet{keepers: map[string]*Keeper{}, cut: map[string]bool{}}
+	cfg := Config{Duration: 600 * time.Millisecond, Heartbeat: 50 * time.Millisecond}
+	names := []string{"a", "b", "c"}
+	var lapses atomic.Int32
+	var ks []*Keeper
+	for i, n := range names {
+		k := NewKeeper(KeeperConfig{Config: cfg, Self: n, Incarnation: 1, Partitions: 4, Exchanger: net, Found: i == 0,
+			OnLapse: func(s Set) { lapses.Add(int32(s.Len())) }})
+		net.keepers[n] = k
+		ks = append(ks, k)
+	}
+	var peers []Peer
+	for _, n := range names {
+		peers = append(peers, Peer{Name: n, Addr: n})
+	}
+	for _, k := range ks {
+		k.SetView(View{Alive: names}, peers)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, k := range ks {
+		wg.Add(1)
+		go func() { defer wg.Done(); k.Run(ctx) }()
+	}
+	defer wg.Wait()
+	defer cancel()
+
+	ks[1].SetClaims(claim(4, 1))
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := ks[1].Wait(wctx, 1); err != nil {
+		t.Fatalf("b never held partition 1 (voters %v): %v", ks[1].Voters(), err)
+	}
+	if got := len(ks[2].Voters()); got != 3 {
+		t.Fatalf("c has %d voters; want 3", got)
+	}
+	net.mu.Lock()
+	net.cut["b"] = true
+	net.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for lapses.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("b cut off, but no lapse reported")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	if ks[1].Holds(1, ks[1].Now()) {
+		t.Fatal("b still holds partition 1 after its lapse")
+	}
+}

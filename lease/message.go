@@ -1,0 +1,89 @@
+package lease
+
+import "math/bits"
+
+// Set is a set of partitions, one bit each.
+type Set []uint64
+
+// NewSet returns an empty set able to hold partitions 0..n-1.
+func NewSet(n int) Set { return make(Set, setWords(n)) }
+
+func setWords(n int) int { return (n + 63) / 64 }
+
+// Has reports whether p is in s.
+func (s Set) Has(p int) bool {
+	i := p >> 6
+	return p >= 0 && i < len(s) && s[i]&(1<<(uint(p)&63)) != 0
+}
+
+// Add puts p in s (p must be below the size s was made for).
+func (s Set) Add(p int) { s[p>>6] |= 1 << (uint(p) & 63) }
+
+// Remove takes p out of s.
+func (s Set) Remove(p int) {
+	if i := p >> 6; p >= 0 && i < len(s) {
+		s[i] &^= 1 << (uint(p) & 63)
+	}
+}
+
+// Len is the number of partitions in s.
+func (s Set) Len() int {
+	n := 0
+	for _, w := range s {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// Each calls f for every partition in s, in increasing order.
+func (s Set) Each(f func(p int)) {
+	for i, w := range s {
+		for w != 0 {
+			b := bits.TrailingZeros64(w)
+			f(i<<6 | b)
+			w &^= 1 << uint(b)
+		}
+	}
+}
+
+// Clone returns a copy of s.
+func (s Set) Clone() Set { return append(Set(nil), s...) }
+
+// Request is one heartbeat from a node to a voter: the partitions it claims and those it
+// gives up, and what it sees of the cluster.
+type Request struct {
+	From        string // the sender's member name
+	Incarnation uint64 // the sender's run: a restarted node is another holder
+	Round       uint64 // echoed in the Reply
+	Claims      Set    // partitions the sender wants to hold (or keep holding)
+	Releases    Set    // partitions the sender gives up now
+	Voters      []string
+	Alive       []string // members the sender sees alive, itself included
+}
+
+// Refusal says why a grantor granted nothing.
+type Refusal uint8
+
+const (
+	RefusedNone       Refusal = iota // the Reply's Granted says what was granted
+	RefusedNotVoter                  // the sender is not a voter for this grantor
+	RefusedStarting                  // the grantor started less than one grant ago
+	RefusedWrongShape                // the sender's partition count differs
+)
+
+// Reply answers a Request.
+type Reply struct {
+	Round   uint64
+	Refused Refusal
+	Granted Set // the claimed partitions granted
+	Voters  []string
+	Alive   []string
+}
+
+// Limits of a Request or Reply on the wire, so a peer cannot make a node allocate
+// without bound: names, members and partitions.
+const (
+	MaxNameBytes  = 512
+	MaxMembers    = 4096
+	MaxPartitions = 1 << 20
+)

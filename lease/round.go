@@ -1,0 +1,92 @@
+package lease
+
+import "context"
+
+// Round sends one round of heartbeats: the node grants itself what its own table
+// allows, asks every peer (voters and other live members) for the rest, and counts the
+// grants as replies come in. It returns once the requests are sent; replies are counted
+// as they arrive, within one heartbeat.
+func (k *Keeper) Round(ctx context.Context) {
+	req, peers, lapsed := k.begin()
+	if lapsed.Len() > 0 && k.cfg.OnLapse != nil {
+		k.cfg.OnLapse(lapsed)
+	}
+	k.signal()
+	for _, p := range peers {
+		go k.exchange(ctx, p, req)
+	}
+}
+
+// begin prepares round k.next under the lock and answers it from this node's own table.
+func (k *Keeper) begin() (*Request, []Peer, Set) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	lapsed := k.checkLapses(now)
+	k.voters.Update(k.view, now)
+	k.voters.Forget(now)
+	k.holder.Expire(now)
+	n := k.next
+	k.next++
+	req := &Request{From: k.cfg.Self, Incarnation: k.cfg.Incarnation, Round: n, Claims: k.claims.Clone(),
+		Releases: k.releasing.Clone(), Voters: k.voters.List(), Alive: k.view.Alive}
+	// Releases go out in three rounds, then grants run out by themselves.
+	if k.released++; k.released >= 3 {
+		k.releasing = NewSet(k.cfg.Partitions)
+	}
+	k.holder.Begin(n, now, req.Voters)
+	self := k.grantor.Grant(req, k.voters.Has(k.cfg.Self), now)
+	k.holder.Grant(n, k.cfg.Self, self.Granted)
+	return req, k.targets(), lapsed
+}
+
+// targets are the peers to send a heartbeat: every reachable member but this one.
+func (k *Keeper) targets() []Peer {
+	out := make([]Peer, 0, len(k.peers))
+	for _, p := range k.peers {
+		if p.Name != k.cfg.Self && p.Addr != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkLapses returns the claimed partitions held at the last check and no longer held
+// now, and records which are held.
+func (k *Keeper) checkLapses(now int64) Set {
+	lapsed := NewSet(k.cfg.Partitions)
+	k.claims.Each(func(p int) {
+		held := now < k.holder.DecideUntil(p)
+		switch {
+		case held:
+			k.held.Add(p)
+		case k.held.Has(p):
+			k.held.Remove(p)
+			lapsed.Add(p)
+		}
+	})
+	return lapsed
+}
+
+func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
+	ctx, cancel := context.WithTimeout(ctx, k.cfg.Heartbeat)
+	defer cancel()
+	rep, err := k.cfg.Exchanger.Exchange(ctx, p.Addr, req)
+	if err != nil || rep.Round != req.Round {
+		return
+	}
+	k.absorb(p.Name, req, rep)
+}
+
+// absorb counts a peer's reply to req.
+func (k *Keeper) absorb(name string, req *Request, rep *Reply) {
+	k.mu.Lock()
+	now := k.now()
+	k.lastHeard[name] = now
+	k.voters.Report(name, rep.Alive, rep.Voters, now)
+	if rep.Refused == RefusedNone {
+		k.holder.Grant(req.Round, name, rep.Granted)
+	}
+	k.mu.Unlock()
+	k.signal()
+}

@@ -1,0 +1,91 @@
+package lease
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func votersOf(self string, names ...string) *Voters {
+	v := NewVoters(Config{Duration: time.Second}, self)
+	for _, n := range names {
+		v.set[n] = true
+	}
+	return v
+}
+
+func TestVotersAdoptAndFound(t *testing.T) {
+	v := NewVoters(Config{}, "d")
+	if !v.Empty() || v.Update(View{Alive: []string{"a", "d"}}, 0) {
+		t.Fatal("a node with no voters changed them on its own")
+	}
+	v.Report("a", []string{"a", "b"}, nil, 0)
+	if !v.Empty() {
+		t.Fatal("took voters from a report that had none")
+	}
+	v.Report("a", []string{"a", "b"}, []string{"a", "b", "c"}, 0)
+	if got := v.List(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("adopted %v; want [a b c]", got)
+	}
+	f := NewVoters(Config{}, "x")
+	f.Found()
+	if got := f.List(); !slices.Equal(got, []string{"x"}) || f.Quorum() != 1 {
+		t.Fatalf("founder: %v quorum %d; want [x] 1", got, f.Quorum())
+	}
+}
+
+func TestVotersAdmitWithMajority(t *testing.T) {
+	v := votersOf("a", "a", "b", "c")
+	view := View{Alive: []string{"a", "b", "c", "d"}}
+	if v.Update(view, 0) {
+		t.Fatalf("admitted d seen alive by a alone: %v", v.List())
+	}
+	v.Report("b", []string{"a", "b", "c", "d"}, nil, 0)
+	if !v.Update(view, 0) || !v.Has("d") {
+		t.Fatalf("d not admitted when a and b (2 of 3) see it: %v", v.List())
+	}
+	// Reports go stale.
+	w := votersOf("a", "a", "b", "c")
+	w.Report("b", []string{"d"}, nil, 0)
+	if w.Update(view, 3*int64(time.Second)) {
+		t.Fatal("admitted on a report older than two lease durations")
+	}
+}
+
+// TestMinorityCannotReshapeVoters is the split brain the voters exist to prevent: the
+// side that sees only itself can neither drop the others nor add new members only it
+// sees, while the majority side can drop the cut-off member.
+func TestMinorityCannotReshapeVoters(t *testing.T) {
+	dead := map[string]int64{"a": 0, "b": 0}
+	c := votersOf("c", "a", "b", "c")
+	later := 20 * int64(time.Second)
+	for i := 0; i < 5; i++ {
+		if c.Update(View{Alive: []string{"c", "d", "e"}, DeadSince: dead}, later) {
+			t.Fatalf("minority changed its voters to %v", c.List())
+		}
+	}
+	a := votersOf("a", "a", "b", "c")
+	a.Report("b", []string{"a", "b"}, nil, later)
+	if !a.Update(View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, later) || a.Has("c") {
+		t.Fatalf("majority did not drop c, dead for 20s and unseen by a and b: %v", a.List())
+	}
+	b := votersOf("b", "a", "b", "c")
+	b.Report("a", []string{"a", "b"}, nil, 0)
+	if b.Update(View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, int64(time.Second)) {
+		t.Fatal("dropped c dead for only 1s (DeadVoterAfter is 10s)")
+	}
+}
+
+func TestVotersOneChangeAtATime(t *testing.T) {
+	v := votersOf("a", "a", "b", "c", "d")
+	view := View{Alive: []string{"a", "b", "e"}, Left: []string{"c", "d"}}
+	if !v.Update(view, 0) || v.Has("c") || !v.Has("d") {
+		t.Fatalf("first update: %v; want c (first by name) gone, d still there", v.List())
+	}
+	if !v.Update(view, 0) || v.Has("d") {
+		t.Fatalf("second update: %v; want d gone", v.List())
+	}
+	if v.Update(view, 0) {
+		t.Fatalf("third update changed something: %v", v.List())
+	}
+}
