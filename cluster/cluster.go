@@ -41,19 +41,31 @@ type Cluster struct {
 
 // Start creates the local member, listening for gossip on cfg.BindAddr, and starts
 // joining cfg.Join in the background; Joined tells when a peer is known.
-func Start(cfg Config) (*Cluster, error) {
+func Start(cfg Config) (c *Cluster, err error) {
+	if cfg.Transport != nil {
+		// Start owns the transport, so a failed start must not leave it bound.
+		defer func() {
+			if err != nil {
+				_ = cfg.Transport.Shutdown()
+			}
+		}()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	c := &Cluster{
+	c = &Cluster{
 		name:        cfg.Name,
 		log:         cfg.Logger.With("component", "cluster", "member", cfg.Name),
 		tab:         newTable(cfg.Name),
 		stop:        make(chan struct{}),
 		initialDone: make(chan struct{}),
 	}
-	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, incarnation: uint64(time.Now().UnixNano())}}
+	inc := cfg.Incarnation
+	if inc == 0 {
+		inc = uint64(time.Now().UnixNano())
+	}
+	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, incarnation: inc}}
 	mc, err := c.memberlistConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -111,6 +123,9 @@ func (c *Cluster) memberlistConfig(cfg Config) (*memberlist.Config, error) {
 	// A dead member's name may be taken at once by a node at another address: names
 	// are unique, so that is the same node, restarted (say, with a new IP).
 	mc.DeadNodeReclaimTime = time.Nanosecond
+	// nil: memberlist binds its own sockets at BindAddr. Otherwise it leaves BindAddr
+	// and BindPort alone: the transport is bound already.
+	mc.Transport = cfg.Transport
 	mc.Delegate = c.del
 	ev := &events{tab: c.tab, log: c.log}
 	mc.Events, mc.Conflict = ev, ev

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // Defaults for Config.
@@ -32,6 +34,16 @@ type Config struct {
 	JoinRetry      Backoff // the first join's retries
 	Timings        Timings // failure detection and gossip pace; zero fields: memberlist's LAN defaults
 	Logger         *slog.Logger
+
+	// Incarnation names this run of the member, in its metadata: a restart under the
+	// same name must have another (0: the start time in ns).
+	Incarnation uint64
+	// Transport, when set, carries gossip instead of memberlist's own UDP/TCP sockets
+	// (tests put members on an in-process network, internal/netsim). BindAddr and
+	// AdvertiseAddr still name this member's address: they are handed to the
+	// transport's FinalAdvertiseAddr, which decides what is advertised. Start owns
+	// the transport: Shutdown shuts it down, and so does a Start that fails.
+	Transport memberlist.NodeAwareTransport
 }
 
 // Backoff paces the first join: tries Initial apart, doubling up to Max, until a seed

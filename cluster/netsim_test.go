@@ -1,0 +1,87 @@
+package cluster_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/cluster/clustertest"
+	"github.com/leapcount/leapcount/internal/netsim"
+)
+
+// startOnNet starts a member whose gossip goes through n at ip:7946. The hosts are
+// loopback addresses, so that a member that bypassed the transport would still gossip
+// only on this machine (and the fault tests would fail, the faults missing it).
+func startOnNet(t *testing.T, n *netsim.Network, name, ip string, join ...string) *cluster.Cluster {
+	t.Helper()
+	addr := ip + ":7946"
+	tr, err := n.Transport(addr)
+	if err != nil {
+		t.Fatalf("transport %s: %v", addr, err)
+	}
+	cfg := clustertest.Config(t, name, join...)
+	cfg.BindAddr, cfg.Transport = addr, tr
+	c := clustertest.Start(t, cfg)
+	if got := c.LocalAddr(); got != addr {
+		t.Fatalf("%s: got LocalAddr %s; want the transport's %s", name, got, addr)
+	}
+	return c
+}
+
+func TestIsolatedMemberIsDeadAndComesBack(t *testing.T) {
+	n := netsim.New()
+	ips := []string{"127.0.10.1", "127.0.10.2", "127.0.10.3"}
+	cs := []*cluster.Cluster{startOnNet(t, n, "node-0", ips[0])}
+	for i := 1; i < len(ips); i++ {
+		cs = append(cs, startOnNet(t, n, fmt.Sprintf("node-%d", i), ips[i], cs[0].LocalAddr()))
+	}
+	clustertest.WaitConverged(t, deadline, cs...)
+
+	n.Isolate(ips[2])
+	for _, c := range cs[:2] {
+		clustertest.WaitState(t, deadline, c, "node-2", cluster.StateDead)
+	}
+	for _, name := range []string{"node-0", "node-1"} {
+		clustertest.WaitState(t, deadline, cs[2], name, cluster.StateDead)
+	}
+	clustertest.WaitConverged(t, deadline, cs[:2]...)
+
+	n.HealAll()
+	clustertest.WaitConverged(t, deadline, cs...)
+}
+
+func TestStartOwnsTransport(t *testing.T) {
+	n := netsim.New()
+	const addr = "127.0.10.1:7946"
+	tr, err := n.Transport(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clustertest.Config(t, "") // invalid: no name
+	cfg.BindAddr, cfg.Transport = addr, tr
+	if _, err := cluster.Start(cfg); err == nil {
+		t.Fatalf("Start without a name: got no error")
+	}
+	tr, err = n.Transport(addr)
+	if err != nil {
+		t.Fatalf("the address after a failed Start: %v; want it freed", err)
+	}
+	tr.Shutdown()
+
+	// A member started on a port-0 transport advertises the port the transport chose.
+	tr, err = n.Transport("127.0.10.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, port, _ := tr.FinalAdvertiseAddr("", 0)
+	cfg = clustertest.Config(t, "solo")
+	cfg.BindAddr, cfg.Transport = "127.0.10.1:0", tr
+	c := clustertest.Start(t, cfg)
+	if want := fmt.Sprintf("%s:%d", ip, port); c.LocalAddr() != want {
+		t.Fatalf("got LocalAddr %s; want %s", c.LocalAddr(), want)
+	}
+	c.Shutdown()
+	if _, err := n.Transport(c.LocalAddr()); err != nil {
+		t.Fatalf("the address after Shutdown: %v; want it freed", err)
+	}
+}
