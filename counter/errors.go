@@ -24,6 +24,17 @@ var (
 	ErrUnavailable = errors.New("counter unavailable")
 	// ErrShuttingDown: the node is stopping and takes no new operations.
 	ErrShuttingDown = errors.New("node is shutting down")
+	// ErrOutcomeUnknown: the op was sent to its owner and no answer came back (a timeout,
+	// a lost connection): it may or may not have been applied. It is never applied
+	// again by another node, so retrying it is the client's choice.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+)
+
+// Answers between nodes, never seen by clients (the router routes the op again):
+var (
+	// ErrNotOwner: the node asked does not decide the counter now (it is not the owner
+	// in its ring, or does not hold the lease yet). The op was certainly not applied.
+	ErrNotOwner = errors.New("not the counter's owner")
 )
 
 var badInput = []error{ErrEmptyKey, ErrKeyTooLong, ErrBadWindow, ErrBadBuckets, ErrBadN,

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +21,17 @@ type Config struct {
 	// BenchmarkForward: at 32 concurrent callers, 20µs cut CPU per op by half against
 	// sending as soon as the queue is empty, with frames of ~13 ops instead of ~2.
 	Linger time.Duration
-	// DownFor is how long after a failed dial, or a call that timed out, calls to that
-	// peer fail at once (ErrPeerUnreachable: not sent) instead of trying again (default
-	// 200ms after a failed dial; 5× that after a timeout, since a frozen peer still
-	// accepts connections and each try would cost a whole Timeout). A dead or frozen peer
-	// then costs callers nothing, and they fall back at once.
+	// DownFor is how long after a failed dial calls to that peer fail at once
+	// (ErrPeerUnreachable: not sent) instead of dialing again (default 200ms): a dead
+	// peer then costs callers nothing, and they fall back at once. A peer that accepts
+	// connections but does not answer (frozen) is not marked down by a timeout: one
+	// caller giving up says nothing about the others' calls. MarkDown does it, for
+	// whoever knows better (a lease keeper whose heartbeats go unanswered).
 	DownFor time.Duration
+	// Dial opens a connection to addr (nil: a net.Dialer, TCP). The context ends after
+	// DialTimeout, or when the peer is forgotten or the client closed. Tests plug in an
+	// in-process network here.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 func (c Config) withDefaults() Config {
@@ -43,6 +49,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DownFor <= 0 {
 		c.DownFor = 200 * time.Millisecond
+	}
+	if c.Dial == nil {
+		var d net.Dialer
+		c.Dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
 	}
 	return c
 }
@@ -62,8 +72,10 @@ func NewClient(cfg Config) *Client {
 }
 
 // Do sends req to the node at addr and fills results (len(req.Ops)) with its answers.
-// The error is for the whole call (peer unreachable, timeout, closed); per-op failures,
-// such as ErrNotOwner, come back in each result's Err.
+// The error is for the whole call (peer unreachable, timeout, closed; see the package
+// documentation for what each says about the outcome); per-op failures, such as
+// ErrNotOwner, come back in each result's Err. The request's deadline, which the owner
+// checks before deciding, is ctx's bounded by Config.Timeout (req.Deadline is ignored).
 func (c *Client) Do(ctx context.Context, addr string, req Request, results []counter.Result) error {
 	if len(req.Ops) == 0 {
 		return nil
@@ -71,33 +83,58 @@ func (c *Client) Do(ctx context.Context, addr string, req Request, results []cou
 	if len(results) != len(req.Ops) {
 		return fmt.Errorf("rpc: %d results for %d ops", len(results), len(req.Ops))
 	}
-	p, err := c.peer(addr)
+	return c.call(ctx, addr, &call{req: req, results: results})
+}
+
+// call sends cl to addr and waits for its outcome, within Config.Timeout.
+func (c *Client) call(ctx context.Context, addr string, cl *call) error {
+	p, err := c.peer(addr, true)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	cl := &call{req: req, results: results, done: make(chan error, 1)}
+	cl.deadline, _ = ctx.Deadline()
+	cl.done = make(chan error, 1)
 	return p.do(ctx, cl)
 }
 
-func (c *Client) peer(addr string) (*peer, error) {
+// peer returns addr's peer, making it when create says so (nil if there is none).
+func (c *Client) peer(addr string, create bool) (*peer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
 	p := c.peers[addr]
-	if p == nil {
+	if p == nil && create {
 		p = newPeer(addr, c.cfg, &c.stats)
 		c.peers[addr] = p
 	}
 	return p, nil
 }
 
+// MarkDown makes calls to addr other than heartbeats (Exchange) fail at once with
+// ErrPeerUnreachable, unsent, until until (calls already queued too; calls already
+// sent go on). A zero until clears the mark, and so does a later MarkDown with an
+// earlier until. Heartbeats still go: they are how a peer is heard from again. A
+// failed dial marks the peer down for Config.DownFor, for every call. Forget drops
+// the marks with the peer.
+func (c *Client) MarkDown(addr string, until time.Time) {
+	p, _ := c.peer(addr, !until.IsZero())
+	if p == nil {
+		return
+	}
+	if until.IsZero() {
+		p.silentUntil.Store(0)
+		return
+	}
+	p.silentUntil.Store(until.UnixNano())
+}
+
 // Stats are counts since the client was made.
 type Stats struct {
-	Frames uint64 // request frames written
+	Frames uint64 // request frames written (ops, handoffs and heartbeats)
 	Ops    uint64 // ops in them
 }
 
@@ -108,7 +145,9 @@ func (c *Client) Stats() Stats {
 	return Stats{Frames: c.stats.frames.Load(), Ops: c.stats.ops.Load()}
 }
 
-// Forget closes the connection to addr (a peer that left) and fails its calls in flight.
+// Forget releases everything the client holds for addr (a peer that left): its queued
+// calls fail with ErrClosed, those in flight with ErrClosed too, and its connection,
+// goroutines and mark-down go. A later call to addr starts afresh.
 func (c *Client) Forget(addr string) {
 	c.mu.Lock()
 	p := c.peers[addr]

@@ -1,8 +1,14 @@
 package rpc
 
 import (
+	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"slices"
+	"time"
 
 	"github.com/leapcount/leapcount/counter"
 )
@@ -16,7 +22,81 @@ const (
 	// MaxFrameBytes bounds what a peer may send, so a corrupt length cannot make us
 	// allocate without limit.
 	MaxFrameBytes = 64 << 20
+
+	// readStep is how much a frame's buffer grows at a time as its bytes arrive, so a
+	// length prefix alone (64 MiB claimed, nothing sent) costs nothing.
+	readStep = 64 << 10
+	// frameStall bounds how long a frame may stop arriving once it has begun: a peer
+	// that sends part of a frame and stalls costs its connection. Between frames a
+	// connection may stay idle for ever (peers keep theirs open).
+	frameStall = 30 * time.Second
 )
+
+// frameReader reads length-prefixed frames from a connection.
+type frameReader struct {
+	br    *bufio.Reader
+	nc    net.Conn // for its read deadline
+	stall time.Duration
+	armed bool // a read deadline is set
+}
+
+func newFrameReader(nc net.Conn, stall time.Duration) *frameReader {
+	return &frameReader{br: bufio.NewReaderSize(nc, 64<<10), nc: nc, stall: stall}
+}
+
+// next reads one frame (its type byte and what follows) into buf, reusing its memory.
+// It waits for a frame's first byte as long as it takes; after that, every wait for
+// more bytes is bounded by the stall timeout. The buffer grows by readStep as bytes
+// arrive.
+func (r *frameReader) next(buf []byte) ([]byte, error) {
+	buf = buf[:0]
+	if _, err := r.br.Peek(1); err != nil {
+		return buf, err
+	}
+	var hdr [4]byte
+	for k := 0; k < len(hdr); {
+		m, err := r.read(hdr[k:])
+		if k += m; err != nil && k < len(hdr) {
+			return buf, truncated(err)
+		}
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	if n == 0 || n > MaxFrameBytes {
+		return buf, fmt.Errorf("%w: length %d", ErrBadFrame, n)
+	}
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n-len(buf), readStep))
+		}
+		m, err := r.read(buf[len(buf):min(cap(buf), n)])
+		if buf = buf[:len(buf)+m]; err != nil && len(buf) < n {
+			return buf, truncated(err)
+		}
+	}
+	if r.armed {
+		r.armed = false
+		r.nc.SetReadDeadline(time.Time{})
+	}
+	return buf, nil
+}
+
+// read reads what it can into p. When nothing is buffered it will wait, for at most
+// the stall timeout from now: a frame that keeps arriving, however slowly, is read.
+func (r *frameReader) read(p []byte) (int, error) {
+	if r.br.Buffered() == 0 {
+		r.armed = true
+		r.nc.SetReadDeadline(time.Now().Add(r.stall))
+	}
+	return r.br.Read(p)
+}
+
+// truncated describes an error that cut a frame short.
+func truncated(err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("frame cut short: %w", err)
+}
 
 // Request is one batch of ops sent to the owner.
 type Request struct {
@@ -147,15 +227,24 @@ func (d *decoder) bytes(what string) []byte {
 	return v
 }
 
-// count reads a element count, bounded by the bytes left (every element takes at least
-// min bytes), so a corrupt count cannot make us allocate without limit.
-func (d *decoder) count(what string, min int) int {
+// count reads an element count of at most limit, bounded by the bytes left too (every
+// element takes at least min bytes), so a corrupt count cannot make us allocate
+// without limit.
+func (d *decoder) count(what string, min, limit int) int {
 	n := d.uvarint(what)
-	if n > uint64(len(d.b)/min) {
+	if n > uint64(len(d.b)/min) || n > uint64(limit) {
 		d.fail(what)
 		return 0
 	}
 	return int(n)
+}
+
+// end fails a frame with bytes left over, and returns the decoder's error.
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return d.err
 }
 
 func (d *decoder) request(req *Request) {
@@ -163,7 +252,7 @@ func (d *decoder) request(req *Request) {
 	req.Forwarded = flags&flagForwarded != 0
 	req.Epoch = d.uvarint("epoch")
 	req.Deadline = d.int63("deadline")
-	n := d.count("op count", 7)
+	n := d.count("op count", 7, MaxFrameBytes)
 	req.Ops = req.Ops[:0]
 	for i := 0; i < n && d.err == nil; i++ {
 		op := counter.Op{Kind: counter.Kind(d.byte("kind"))}
@@ -177,7 +266,7 @@ func (d *decoder) request(req *Request) {
 }
 
 func (d *decoder) results(dst []counter.Result) {
-	n := d.count("result count", 2)
+	n := d.count("result count", 2, len(dst))
 	if n != len(dst) {
 		d.fail(fmt.Sprintf("result count %d for %d ops", n, len(dst)))
 		return

@@ -1,9 +1,11 @@
 // Package rpc is the node-to-node protocol: a node sends operations on counters it does
-// not own to their owner, and the owner answers.
+// not own to their owner, and the owner answers. Handoffs (counters moving between
+// owners) and lease heartbeats travel on the same connections, each on a frame of its
+// own.
 //
 // # Batching and pipelining
 //
-// A Client keeps one persistent TCP connection per peer. Concurrent callers hand their
+// A Client keeps one persistent connection per peer. Concurrent callers hand their
 // ops to the peer's writer goroutine, which packs whatever is queued into one frame (a
 // batch closes when it holds MaxBatchOps ops, or when the queue is empty after waiting
 // at most Linger for more), writes it and goes on without waiting for the answer: many
@@ -18,21 +20,58 @@
 // a request between them; the sender decides what to do (retry once with a newer view,
 // or fall back).
 //
+// # Deadlines and giving up
+//
+// Every call has a deadline: the caller's context's, bounded by Config.Timeout. An op
+// frame carries the earliest deadline of its calls, and the owner does not decide a
+// frame it reads after that (ErrExpired): by then a caller has given up, and may have
+// decided its ops elsewhere. A caller whose context ends gives up its own call only:
+// its answer, if one comes, is dropped, and the connection and the other calls on it
+// go on. A call given up while still queued is never sent. A connection that fails
+// fails every call in flight on it at once, and the next call dials again.
+//
+// # Errors and outcomes
+//
+// What a call's error says about whether the peer decided it:
+//
+//   - ErrPeerUnreachable: never sent (the peer could not be dialed, is marked down, or
+//     the call ended while still queued). Safe to send elsewhere.
+//   - ErrTimeout, ErrConnectionLost, or the caller's context error (Canceled) after
+//     the call was sent: outcome unknown. The owner may have decided it (its answer was
+//     late, or lost); sending it elsewhere could count it twice.
+//   - ErrClosed: the client was closed, or the peer forgotten; unknown if it was sent.
+//   - nil: the peer answered; per-op errors are in the results (ErrNotOwner and
+//     ErrExpired there say the op was certainly not decided).
+//
 // # Wire format
 //
 // Hand-written binary, length-prefixed frames of varints (codec.go), because it is the
 // hot path of every forwarded op: BenchmarkCodec measures it against encoding/gob on
 // the same batch. A frame is
 //
-//	u32 length (big-endian, of what follows) | u8 type | uvarint id | body
+//	u32 length (big-endian, of what follows; at most MaxFrameBytes) | u8 type | uvarint id | body
 //
-// A request body is u8 flags (bit 0: forwarded) | uvarint epoch | uvarint count | ops,
-// each op u8 kind | uvarint key length | key | uvarint window ms | uvarint buckets |
-// uvarint n | uvarint limit. A response body is uvarint count | results, each u8 code
-// and, for code OK, uvarint count | u8 allowed | uvarint remaining | varint retry |
-// u8 existed; for an error code, uvarint length | message.
+// A frame's body is read as it arrives (a length alone costs nothing), and a frame that
+// stops arriving midway for 30s costs its connection; between frames a connection may
+// stay idle as long as it likes. A malformed frame of any type drops the connection.
 //
-// Every call has a deadline (the caller's context, bounded by Config.Timeout). A
-// connection that fails fails every call in flight on it at once, and the next call
-// dials again.
+// Type 1, ops: u8 flags (bit 0: forwarded) | uvarint epoch | uvarint deadline (unix ms;
+// 0: none) | uvarint count | ops, each op u8 kind | uvarint key length | key | uvarint
+// window ms | uvarint buckets | uvarint n | uvarint limit. Type 2 answers it: uvarint
+// count | results, each u8 code and, for code OK, uvarint count | u8 allowed | uvarint
+// remaining | varint retry | u8 existed; for an error code, uvarint length | message.
+//
+// Type 3, handoff (at most MaxHandoffBytes): name from | uvarint id | uvarint epoch |
+// uvarint count | uvarint partitions | uvarint count | counters, each name key | uvarint
+// window ms | uvarint buckets | u8 flags (bit 0: reset) | buckets | pending, each a
+// uvarint count (at most the counter's buckets) of varint index | uvarint count. Type 4
+// answers it: u8 status (0 applied, 1 refused, 2 refused: not owner) and, when refused,
+// name message.
+//
+// Type 5, heartbeat: name from | uvarint incarnation | uvarint round | set claims | set
+// releases | names voters | names alive. Type 6 answers it: u8 status (0 replied, 1 no
+// reply) and then uvarint round | u8 refusal | set granted | names voters | names alive,
+// or name message. A name is uvarint length | bytes (at most lease.MaxNameBytes in a
+// heartbeat), names a uvarint count (at most lease.MaxMembers) of names, a set a
+// uvarint count of uvarint 64-bit words (at most lease.MaxPartitions bits).
 package rpc

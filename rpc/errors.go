@@ -8,25 +8,42 @@ import (
 )
 
 // Errors of the protocol. Results decoded from a peer wrap the counter package's
-// sentinel errors where one fits, so errors.Is works across the hop.
+// sentinel errors where one fits, so errors.Is works across the hop. What a call's
+// error says about its outcome is in the package documentation ("Errors and outcomes").
 var (
-	// ErrNotOwner: the peer does not own the counter (its view of the ring differs).
-	ErrNotOwner = errors.New("rpc: peer does not own the counter")
-	// ErrPeerUnreachable: the peer could not be dialed (or was marked down after a
-	// failed dial), so the request was never sent: it is safe to send it elsewhere.
+	// ErrNotOwner: the peer does not decide the counter now (its ring differs, or it
+	// holds no lease for it yet); certainly not applied. It is counter.ErrNotOwner, so
+	// owners answer it without knowing this package.
+	ErrNotOwner = counter.ErrNotOwner
+	// ErrPeerUnreachable: the request was never sent (the peer could not be dialed, is
+	// marked down, or the call ended while still queued): it is safe to send it
+	// elsewhere.
 	ErrPeerUnreachable = errors.New("rpc: peer unreachable")
 	// ErrConnectionLost: the connection failed after the request was sent; the peer may
 	// or may not have decided it. Sending it elsewhere could count it twice.
 	ErrConnectionLost = errors.New("rpc: connection to peer lost")
-	// ErrTimeout: the peer did not answer before the deadline (it may have decided the
-	// request).
+	// ErrTimeout: the call's deadline passed after the request was sent; the peer may
+	// have decided it (its answer was late).
 	ErrTimeout = errors.New("rpc: peer did not answer in time")
-	// ErrClosed: the client or server was closed.
+	// ErrClosed: the client or server was closed, or the peer forgotten.
 	ErrClosed = errors.New("rpc: closed")
 	// ErrBadFrame: a frame could not be decoded; the connection is dropped.
 	ErrBadFrame = errors.New("rpc: malformed frame")
 	// ErrExpired: the owner read the request after its deadline and did not decide it.
 	ErrExpired = errors.New("rpc: request arrived after its deadline")
+
+	// ErrHandoffRefused: the receiver did not take the handoff.
+	ErrHandoffRefused = errors.New("rpc: handoff refused")
+	// ErrHandoffNotOwner: the receiver refused the handoff because it does not own its
+	// partitions: send it to the node that does. A HandoffHandler returns it (wrapped or
+	// not) and the sender gets it back. It wraps ErrHandoffRefused.
+	ErrHandoffNotOwner = fmt.Errorf("%w: receiver does not own the partitions", ErrHandoffRefused)
+	// ErrHandoffTooLarge: the handoff's frame would exceed MaxHandoffBytes; it was not
+	// sent. Cut it into smaller chunks (HandoffSize).
+	ErrHandoffTooLarge = errors.New("rpc: handoff too large")
+	// ErrNoLeaseReply: the peer answered a heartbeat without a reply: it has no lease
+	// handler, or its reply did not fit the wire's bounds.
+	ErrNoLeaseReply = errors.New("rpc: peer gave no heartbeat reply")
 )
 
 // Result codes on the wire.

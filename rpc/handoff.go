@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
+	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 )
 
@@ -22,14 +24,18 @@ type Handoff struct {
 	Counters   []HandoffCounter
 }
 
-// HandoffCounter is one counter's state.
+// HandoffCounter is one counter's state. Spec must pass counter.ValidateSpec, and
+// Buckets and Pending hold at most Spec.Buckets buckets each.
 type HandoffCounter struct {
 	Key     string
 	Spec    leaparray.Spec
 	Buckets []leaparray.Bucket
+	Pending []leaparray.Bucket // the part of Buckets not yet persisted to Redis
+	Reset   bool               // a reset not yet persisted to Redis
 }
 
-// HandoffHandler receives Handoffs.
+// HandoffHandler receives Handoffs. An error refuses the handoff: the sender gets
+// ErrHandoffRefused, or ErrHandoffNotOwner when the error wraps that.
 type HandoffHandler interface {
 	Handoff(ctx context.Context, h *Handoff) error
 }
@@ -37,10 +43,77 @@ type HandoffHandler interface {
 const (
 	frameHandoff    uint8 = 3
 	frameHandoffAck uint8 = 4
+
+	// MaxHandoffBytes bounds a Handoff frame, its 4-byte length prefix included. A
+	// frame is at most 70 + len(From) + 5·len(Partitions) bytes plus the HandoffSize
+	// of each counter: senders cut their counters into chunks that fit.
+	MaxHandoffBytes = 4 << 20
+
+	handoffReset uint8 = 1 // HandoffCounter flag
 )
 
-// ErrHandoffRefused: the receiver did not take the handoff (it was not expecting it).
-var ErrHandoffRefused = errors.New("rpc: handoff refused")
+// Handoff acknowledgement status.
+const (
+	ackApplied uint8 = iota
+	ackRefused
+	ackNotOwner
+)
+
+// HandoffSize is how many bytes c takes in a Handoff frame.
+func HandoffSize(c *HandoffCounter) int {
+	n := uvarintLen(uint64(len(c.Key))) + len(c.Key) + uvarintLen(uint64(c.Spec.WindowMs)) +
+		uvarintLen(uint64(c.Spec.Buckets)) + 1
+	return n + bucketsSize(c.Buckets) + bucketsSize(c.Pending)
+}
+
+func bucketsSize(bs []leaparray.Bucket) int {
+	n := uvarintLen(uint64(len(bs)))
+	for _, b := range bs {
+		n += uvarintLen(uint64(b.Index)<<1^uint64(b.Index>>63)) + uvarintLen(b.Count) // varint: zig-zag
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// handoffFrameSize bounds the size of h's frame (its id taken at its longest).
+func handoffFrameSize(h *Handoff) int {
+	n := 4 + 1 + binary.MaxVarintLen64 + uvarintLen(uint64(len(h.From))) + len(h.From) +
+		uvarintLen(h.ID) + uvarintLen(h.Epoch) + uvarintLen(uint64(len(h.Partitions))) +
+		uvarintLen(uint64(len(h.Counters)))
+	for _, p := range h.Partitions {
+		n += uvarintLen(uint64(p))
+	}
+	for i := range h.Counters {
+		n += HandoffSize(&h.Counters[i])
+	}
+	return n
+}
+
+// checkHandoff is what the receiver's decoder demands of h, checked before sending: a
+// frame it rejects would cost the connection and every call on it.
+func checkHandoff(h *Handoff) error {
+	if n := handoffFrameSize(h); n > MaxHandoffBytes {
+		return fmt.Errorf("%w: %d counters take %d bytes, over MaxHandoffBytes (%d): send smaller chunks",
+			ErrHandoffTooLarge, len(h.Counters), n, MaxHandoffBytes)
+	}
+	for _, p := range h.Partitions {
+		if p < 0 || p > 1<<31 {
+			return fmt.Errorf("%w: handoff partition %d", counter.ErrBadArgument, p)
+		}
+	}
+	for i := range h.Counters {
+		c := &h.Counters[i]
+		if err := counter.ValidateSpec(c.Spec.WindowMs, c.Spec.Buckets); err != nil {
+			return fmt.Errorf("handoff counter %q: %w", c.Key, err)
+		}
+		if len(c.Buckets) > c.Spec.Buckets || len(c.Pending) > c.Spec.Buckets {
+			return fmt.Errorf("%w: handoff counter %q: %d buckets, %d pending, for a spec of %d",
+				counter.ErrBadBuckets, c.Key, len(c.Buckets), len(c.Pending), c.Spec.Buckets)
+		}
+	}
+	return nil
+}
 
 func appendHandoff(b []byte, h *Handoff) []byte {
 	b = binary.AppendUvarint(b, uint64(len(h.From)))
@@ -53,16 +126,29 @@ func appendHandoff(b []byte, h *Handoff) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(h.Counters)))
 	for i := range h.Counters {
-		c := &h.Counters[i]
-		b = binary.AppendUvarint(b, uint64(len(c.Key)))
-		b = append(b, c.Key...)
-		b = binary.AppendUvarint(b, uint64(c.Spec.WindowMs))
-		b = binary.AppendUvarint(b, uint64(c.Spec.Buckets))
-		b = binary.AppendUvarint(b, uint64(len(c.Buckets)))
-		for _, bk := range c.Buckets {
-			b = binary.AppendVarint(b, bk.Index)
-			b = binary.AppendUvarint(b, bk.Count)
-		}
+		b = appendHandoffCounter(b, &h.Counters[i])
+	}
+	return b
+}
+
+func appendHandoffCounter(b []byte, c *HandoffCounter) []byte {
+	b = binary.AppendUvarint(b, uint64(len(c.Key)))
+	b = append(b, c.Key...)
+	b = binary.AppendUvarint(b, uint64(c.Spec.WindowMs))
+	b = binary.AppendUvarint(b, uint64(c.Spec.Buckets))
+	var flags uint8
+	if c.Reset {
+		flags |= handoffReset
+	}
+	b = append(b, flags)
+	return appendBuckets(appendBuckets(b, c.Buckets), c.Pending)
+}
+
+func appendBuckets(b []byte, bs []leaparray.Bucket) []byte {
+	b = binary.AppendUvarint(b, uint64(len(bs)))
+	for _, bk := range bs {
+		b = binary.AppendVarint(b, bk.Index)
+		b = binary.AppendUvarint(b, bk.Count)
 	}
 	return b
 }
@@ -71,75 +157,112 @@ func (d *decoder) handoff(h *Handoff) {
 	h.From = string(d.bytes("from"))
 	h.ID = d.uvarint("id")
 	h.Epoch = d.uvarint("epoch")
-	np := d.count("partition count", 1)
+	np := d.count("partition count", 1, MaxHandoffBytes)
 	h.Partitions = make([]int, 0, np)
 	for i := 0; i < np && d.err == nil; i++ {
-		h.Partitions = append(h.Partitions, int(min(d.uvarint("partition"), 1<<31)))
+		p := d.uvarint("partition")
+		if p > 1<<31 {
+			d.fail("partition")
+		}
+		h.Partitions = append(h.Partitions, int(p))
 	}
-	nc := d.count("counter count", 4)
+	nc := d.count("counter count", 6, MaxHandoffBytes)
 	h.Counters = make([]HandoffCounter, 0, nc)
 	for i := 0; i < nc && d.err == nil; i++ {
 		c := HandoffCounter{Key: string(d.bytes("key"))}
 		c.Spec.WindowMs = d.int63("window")
 		c.Spec.Buckets = int(min(d.uvarint("buckets"), 1<<31))
-		nb := d.count("bucket count", 2)
-		c.Buckets = make([]leaparray.Bucket, 0, nb)
-		for k := 0; k < nb && d.err == nil; k++ {
-			c.Buckets = append(c.Buckets, leaparray.Bucket{Index: d.varint("index"), Count: d.uvarint("count")})
+		if err := counter.ValidateSpec(c.Spec.WindowMs, c.Spec.Buckets); err != nil && d.err == nil {
+			d.fail(fmt.Sprintf("counter %q: %v", c.Key, err))
 		}
+		flags := d.byte("flags")
+		if flags&^handoffReset != 0 {
+			d.fail("counter flags")
+		}
+		c.Reset = flags&handoffReset != 0
+		c.Buckets = d.buckets("bucket count", c.Spec.Buckets)
+		c.Pending = d.buckets("pending count", c.Spec.Buckets)
 		h.Counters = append(h.Counters, c)
 	}
 }
 
-// Handoff sends h to the node at addr and waits for it to be applied (or refused).
-// It goes on its own frame, never batched with ops.
-func (c *Client) Handoff(ctx context.Context, addr string, h *Handoff) error {
-	p, err := c.peer(addr)
-	if err != nil {
-		return err
+// buckets reads at most limit buckets (a counter's own count: a hostile frame cannot
+// make the receiver allocate more).
+func (d *decoder) buckets(what string, limit int) []leaparray.Bucket {
+	n := d.count(what, 2, limit)
+	if n == 0 {
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	cl := &call{handoff: h, done: make(chan error, 1)}
-	return p.do(ctx, cl)
+	bs := make([]leaparray.Bucket, 0, n)
+	for k := 0; k < n && d.err == nil; k++ {
+		bs = append(bs, leaparray.Bucket{Index: d.varint("index"), Count: d.uvarint("count")})
+	}
+	return bs
 }
 
-// serveHandoff decodes and applies a handoff frame and returns the ack frame.
-func (s *Server) serveHandoff(ctx context.Context, d *decoder, out []byte) []byte {
+// Handoff sends h to the node at addr and waits for it to be applied (or refused:
+// ErrHandoffRefused, or ErrHandoffNotOwner when the receiver does not own its
+// partitions). It goes on its own frame, never batched with ops. A handoff whose frame
+// would exceed MaxHandoffBytes, or that the receiver would reject as malformed, fails
+// at once, unsent.
+func (c *Client) Handoff(ctx context.Context, addr string, h *Handoff) error {
+	if err := checkHandoff(h); err != nil {
+		return err
+	}
+	return c.call(ctx, addr, &call{handoff: h})
+}
+
+// serveHandoff decodes and applies a handoff frame and returns the ack frame. A
+// malformed frame is an error: the connection is dropped.
+func (s *Server) serveHandoff(ctx context.Context, frame []byte) ([]byte, error) {
+	if len(frame)+4 > MaxHandoffBytes {
+		return nil, fmt.Errorf("%w: handoff of %d bytes, over MaxHandoffBytes", ErrBadFrame, len(frame)+4)
+	}
+	d := decoder{b: frame[1:]}
 	id := d.uvarint("id")
 	var h Handoff
 	d.handoff(&h)
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if err := d.end(); err != nil {
+		return nil, err
 	}
-	err := d.err
-	if err == nil {
-		if s.handoff == nil {
-			err = fmt.Errorf("%w: this node takes no handoffs", ErrHandoffRefused)
-		} else {
-			err = s.handoff.Handoff(ctx, &h)
-		}
-	}
-	out = appendHeader(out[:0], frameHandoffAck, id)
-	if err == nil {
-		out = append(out, 0)
+	var err error
+	if s.handoff == nil {
+		err = fmt.Errorf("%w: this node takes no handoffs", ErrHandoffRefused)
 	} else {
-		msg := err.Error()
-		out = append(out, 1)
-		out = binary.AppendUvarint(out, uint64(len(msg)))
-		out = append(out, msg...)
+		err = s.handoff.Handoff(ctx, &h)
+	}
+	out := appendHeader(nil, frameHandoffAck, id)
+	switch {
+	case err == nil:
+		out = append(out, ackApplied)
+	case errors.Is(err, ErrHandoffNotOwner):
+		out = appendMessage(append(out, ackNotOwner), err.Error())
+	default:
+		out = appendMessage(append(out, ackRefused), err.Error())
 	}
 	finishFrame(out, 0)
-	return out
+	return out, nil
 }
 
+func appendMessage(b []byte, msg string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(msg)))
+	return append(b, msg...)
+}
+
+// decodeHandoffAck returns the receiver's refusal (nil: applied); a malformed ack sets
+// d.err.
 func decodeHandoffAck(d *decoder) error {
-	if d.byte("status") == 0 {
-		return d.err
+	status := d.byte("status")
+	if status == ackApplied || d.err != nil {
+		return nil
 	}
 	msg := string(d.bytes("message"))
-	if d.err != nil {
-		return d.err
+	switch status {
+	case ackNotOwner:
+		return fmt.Errorf("%w: %s", ErrHandoffNotOwner, msg)
+	case ackRefused:
+		return fmt.Errorf("%w: %s", ErrHandoffRefused, msg)
 	}
-	return fmt.Errorf("%w: %s", ErrHandoffRefused, msg)
+	d.fail("handoff ack status")
+	return nil
 }

@@ -1,42 +1,58 @@
 package rpc
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/lease"
 )
 
 // call is one caller's request waiting for its answer.
 type call struct {
-	req     Request
-	handoff *Handoff // set for a handoff call: sent on its own frame
-	results []counter.Result
-	done    chan error // buffered 1: whoever settles the call sends once
-	// state settles the race between the answer and the caller giving up: the first to
-	// move it from 0 owns results. Without it a late answer could write into a slice
-	// the caller has already reused.
+	req      Request
+	handoff  *Handoff       // a handoff: sent on its own frame
+	lease    *lease.Request // a heartbeat: sent on its own frame
+	results  []counter.Result
+	reply    *lease.Reply // the heartbeat's answer
+	deadline time.Time    // the caller's, bounded by Config.Timeout
+	done     chan error   // buffered 1: whoever settles the call sends once
+
+	// state settles the races between the writer sending the call, its answer, and the
+	// caller giving up. A call moves from queued to sent (the writer put it in a frame)
+	// and from either to settled (its outcome is handed over) or abandoned (the caller
+	// gave up); the first to move it owns what follows. Without it a late answer could
+	// write into a slice the caller has already reused, and a call given up while
+	// queued could still be sent.
 	state atomic.Int32
+	// conn and id name the frame the call went out in. The writer sets them before it
+	// marks the call sent, and the caller reads them only after it saw it sent.
+	conn *conn
+	id   uint64
 }
 
 const (
-	callWaiting int32 = iota
-	callAnswered
+	callQueued int32 = iota
+	callSent
+	callSettled
 	callAbandoned
 )
 
-// settle hands the call its outcome, unless the caller has given up.
-func (c *call) settle(fill func([]counter.Result), err error) {
-	if !c.state.CompareAndSwap(callWaiting, callAnswered) {
+// solo reports whether the call goes on a frame of its own.
+func (c *call) solo() bool { return c.handoff != nil || c.lease != nil }
+
+// settle hands the call its outcome (fill, on success, sets its answer), unless the
+// caller has given up.
+func (c *call) settle(fill func(*call), err error) {
+	if !c.state.CompareAndSwap(callQueued, callSettled) && !c.state.CompareAndSwap(callSent, callSettled) {
 		return
 	}
 	if err == nil && fill != nil {
-		fill(c.results)
+		fill(c)
 	}
 	c.done <- err
 }
@@ -47,49 +63,109 @@ type peer struct {
 	cfg   Config
 	stats *stats
 	queue chan *call
-	quit  chan struct{}
-	once  sync.Once
+	// ctx ends when the peer is forgotten or the client closed: the writer stops, and a
+	// dial in progress is abandoned.
+	ctx  context.Context
+	stop context.CancelFunc
 
-	mu        sync.Mutex
-	conn      *conn     // current connection; nil until dialed or after it failed
-	downUntil time.Time // after a failed dial, calls fail at once until then
+	downUntil atomic.Int64 // unix ns: after a failed dial, calls fail at once, unsent, until then (0: not down)
+	// silentUntil (unix ns; 0: none) is MarkDown's: op calls fail at once, unsent, until
+	// then. Heartbeats still go, or two nodes that marked each other down would never
+	// hear from each other again.
+	silentUntil atomic.Int64
+
+	mu   sync.Mutex
+	conn *conn // current connection; nil until dialed or after it failed
 }
 
 func newPeer(addr string, cfg Config, st *stats) *peer {
-	p := &peer{addr: addr, cfg: cfg, stats: st, queue: make(chan *call, 4096), quit: make(chan struct{})}
+	p := &peer{addr: addr, cfg: cfg, stats: st, queue: make(chan *call, 4096)}
+	p.ctx, p.stop = context.WithCancel(context.Background())
 	go p.writeLoop()
 	return p
 }
 
+// do queues cl and waits for its outcome, or for ctx to end: then the call is
+// abandoned (its answer, if one comes, is dropped) and the connection goes on.
 func (p *peer) do(ctx context.Context, cl *call) error {
+	if err := p.downErr(); err != nil {
+		return err
+	}
+	if err := p.silentErr(cl); err != nil {
+		return err
+	}
 	select {
 	case p.queue <- cl:
-	case <-p.quit:
+	case <-p.ctx.Done():
 		return ErrClosed
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %s: queue full", ErrTimeout, p.addr)
+		return p.abandon(ctx, cl)
 	}
 	select {
 	case err := <-cl.done:
 		return err
 	case <-ctx.Done():
-		if cl.state.CompareAndSwap(callWaiting, callAbandoned) {
-			// A peer that does not answer within the deadline is treated as failed:
-			// dropping its connection fails the other calls waiting on it now, instead
-			// of each waiting out its own deadline, and marking it down sends the next
-			// calls elsewhere at once.
-			// The other calls on the connection carry deadlines too: like this one, they
-			// will not be decided after them, so they fail as timeouts.
-			p.dropConn(fmt.Errorf("%w: %s did not answer a call on this connection", ErrTimeout, p.addr))
-			p.markDown(5 * p.cfg.DownFor)
-			return fmt.Errorf("%w: %s", ErrTimeout, p.addr)
+		return p.abandon(ctx, cl)
+	case <-p.ctx.Done():
+		// The writer may be gone, and a call still queued would wait in vain; one
+		// already sent is failed with its connection.
+		if cl.state.CompareAndSwap(callQueued, callAbandoned) {
+			return ErrClosed
 		}
-		return <-cl.done // answered just now: its results are complete
+		select {
+		case err := <-cl.done:
+			return err
+		case <-ctx.Done():
+			return p.abandon(ctx, cl)
+		}
+	}
+}
+
+// abandon gives up cl for its caller, whose ctx has ended, and says what became of it.
+func (p *peer) abandon(ctx context.Context, cl *call) error {
+	switch {
+	case cl.state.CompareAndSwap(callQueued, callAbandoned):
+		return fmt.Errorf("%w: %s: not sent before the call ended: %w", ErrPeerUnreachable, p.addr, ctx.Err())
+	case cl.state.CompareAndSwap(callSent, callAbandoned):
+		cl.conn.release(cl.id)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %s: %w", ErrTimeout, p.addr, ctx.Err())
+		}
+		return fmt.Errorf("rpc: %s: call given up after it was sent (outcome unknown): %w", p.addr, ctx.Err())
+	}
+	return <-cl.done // settled just now: its answer is complete
+}
+
+// silentErr is ErrPeerUnreachable for a call other than a heartbeat while MarkDown
+// says the peer does not answer.
+func (p *peer) silentErr(cl *call) error {
+	if u := p.silentUntil.Load(); cl.lease == nil && u != 0 && time.Now().UnixNano() < u {
+		return fmt.Errorf("%w: %s is marked down", ErrPeerUnreachable, p.addr)
+	}
+	return nil
+}
+
+// downErr is ErrPeerUnreachable while the peer is marked down after a failed dial.
+func (p *peer) downErr() error {
+	if u := p.downUntil.Load(); u != 0 && time.Now().UnixNano() < u {
+		return fmt.Errorf("%w: %s is marked down", ErrPeerUnreachable, p.addr)
+	}
+	return nil
+}
+
+// markDownFor marks the peer down for d from now, unless it already is for longer.
+func (p *peer) markDownFor(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := p.downUntil.Load()
+		if cur >= until || p.downUntil.CompareAndSwap(cur, until) {
+			return
+		}
 	}
 }
 
 func (p *peer) close() {
-	p.once.Do(func() { close(p.quit) })
+	p.stop()
 	p.dropConn(ErrClosed)
 }
 
@@ -98,43 +174,68 @@ func (p *peer) close() {
 func (p *peer) writeLoop() {
 	var (
 		buf   []byte
+		last  *conn // where the last frame went: flushed before waiting
 		held  *call // a call that did not fit the last frame: it starts the next one
 		timer = time.NewTimer(time.Hour)
 	)
 	timer.Stop()
 	batch := make([]*call, 0, 64)
 	for {
-		if held != nil && p.closing() {
-			held.settle(nil, ErrClosed)
-			held = nil
-		}
 		first := held
+		held = nil
 		if first == nil {
-			select {
-			case first = <-p.queue:
-			case <-p.quit:
+			if first = p.next(last); first == nil {
 				p.failQueued(ErrClosed)
 				return
 			}
 		}
+		if first.state.Load() == callAbandoned {
+			continue // its caller gave up before it was sent: it never will be
+		}
+		if err := p.silentErr(first); err != nil {
+			first.settle(nil, err)
+			continue
+		}
 		c, err := p.connection()
 		if err != nil {
 			first.settle(nil, err)
-			held = nil
 			continue
 		}
 		batch, held = p.collect(append(batch[:0], first), timer, c.busy())
 		buf = c.send(buf[:0], batch)
+		if cap(buf) > 1<<20 {
+			buf = nil // a handoff's buffer: do not keep megabytes per peer
+		}
+		last = c
+	}
+}
+
+// next returns the next queued call, or nil once the peer is closed. When the queue is
+// empty it first flushes what was written to c: nothing more is coming to join it.
+func (p *peer) next(c *conn) *call {
+	select {
+	case cl := <-p.queue:
+		return cl
+	default:
+	}
+	if c != nil {
+		c.flush()
+	}
+	select {
+	case cl := <-p.queue:
+		return cl
+	case <-p.ctx.Done():
+		return nil
 	}
 }
 
 // collect adds queued calls to batch until it holds MaxBatchOps ops, or the queue is
 // empty. When busy (calls are in flight on the connection, so others are calling too)
 // it waits up to Linger for more before giving up; a lone caller at low load never waits.
-// A call that cannot join, because it would overfill the frame or carries another epoch
-// or hop mark, is returned as held.
+// A call that cannot join, because it would overfill the frame, goes on a frame of its
+// own, or carries another epoch or hop mark, is returned as held.
 func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *call) {
-	if batch[0].handoff != nil {
+	if batch[0].solo() {
 		return batch, nil
 	}
 	n := len(batch[0].req.Ops)
@@ -164,9 +265,18 @@ func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *c
 			case <-timer.C:
 				lingering = false
 				return batch, nil
+			case <-p.ctx.Done():
+				return batch, nil
 			}
 		}
-		if cl.handoff != nil || cl.req.Epoch != batch[0].req.Epoch || cl.req.Forwarded != batch[0].req.Forwarded ||
+		if cl.state.Load() == callAbandoned {
+			continue
+		}
+		if err := p.silentErr(cl); err != nil {
+			cl.settle(nil, err)
+			continue
+		}
+		if cl.solo() || cl.req.Epoch != batch[0].req.Epoch || cl.req.Forwarded != batch[0].req.Forwarded ||
 			n+len(cl.req.Ops) > p.cfg.MaxBatchOps {
 			return batch, cl
 		}
@@ -174,15 +284,6 @@ func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *c
 		n += len(cl.req.Ops)
 	}
 	return batch, nil
-}
-
-func (p *peer) closing() bool {
-	select {
-	case <-p.quit:
-		return true
-	default:
-		return false
-	}
 }
 
 func (p *peer) failQueued(err error) {
@@ -196,33 +297,42 @@ func (p *peer) failQueued(err error) {
 	}
 }
 
-// connection returns the live connection, dialing one if needed.
+// connection returns the live connection, dialing one if needed. Only the writer
+// calls it, so there is one dial at a time; it dials without holding p.mu, so that
+// Forget, Close and the readers' clean-up never wait for a dial.
 func (p *peer) connection() (*conn, error) {
+	if p.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	if err := p.downErr(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+	nc, err := p.cfg.Dial(ctx, p.addr)
+	cancel()
+	if err != nil {
+		if p.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		p.markDownFor(p.cfg.DownFor)
+		return nil, fmt.Errorf("%w: %s: %v", ErrPeerUnreachable, p.addr, err)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.conn != nil {
-		return p.conn, nil
-	}
-	if time.Now().Before(p.downUntil) {
-		return nil, fmt.Errorf("%w: %s is down", ErrPeerUnreachable, p.addr)
-	}
-	nc, err := net.DialTimeout("tcp", p.addr, p.cfg.DialTimeout)
-	if err != nil {
-		p.downUntil = time.Now().Add(p.cfg.DownFor)
-		return nil, fmt.Errorf("%w: %v", ErrPeerUnreachable, err)
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
+	// Checked under p.mu: close cancels ctx before it takes p.conn, so either it finds
+	// this connection there or this sees ctx ended.
+	if p.ctx.Err() != nil {
+		nc.Close()
+		return nil, ErrClosed
 	}
 	p.conn = newConn(nc, p)
 	return p.conn, nil
-}
-
-// markDown makes calls fail at once, unsent, for d.
-func (p *peer) markDown(d time.Duration) {
-	p.mu.Lock()
-	p.downUntil = time.Now().Add(d)
-	p.mu.Unlock()
 }
 
 // dropConn closes the current connection (if any), failing its calls in flight with
@@ -244,171 +354,4 @@ func (p *peer) forgetConn(c *conn) {
 		p.conn = nil
 	}
 	p.mu.Unlock()
-}
-
-// conn is one TCP connection with the calls in flight on it.
-type conn struct {
-	nc   net.Conn
-	peer *peer
-	bw   *bufio.Writer
-
-	mu       sync.Mutex
-	nextID   uint64
-	inflight map[uint64][]*call
-	failed   error
-}
-
-func newConn(nc net.Conn, p *peer) *conn {
-	c := &conn{nc: nc, peer: p, bw: bufio.NewWriterSize(nc, 64<<10), inflight: map[uint64][]*call{}}
-	go c.readLoop()
-	return c
-}
-
-// busy reports whether calls are waiting for answers on this connection.
-func (c *conn) busy() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.inflight) > 0
-}
-
-// send writes one frame holding batch and registers it in flight. Only the peer's
-// write loop calls it.
-func (c *conn) send(buf []byte, batch []*call) []byte {
-	c.mu.Lock()
-	if c.failed != nil {
-		err := c.failed
-		c.mu.Unlock()
-		for _, cl := range batch {
-			cl.settle(nil, err)
-		}
-		return buf
-	}
-	c.nextID++
-	id := c.nextID
-	c.inflight[id] = append([]*call(nil), batch...)
-	c.mu.Unlock()
-
-	n := 0
-	if h := batch[0].handoff; h != nil {
-		buf = appendHeader(buf, frameHandoff, id)
-		buf = appendHandoff(buf, h)
-	} else {
-		for _, cl := range batch {
-			n += len(cl.req.Ops)
-		}
-		buf = appendHeader(buf, frameRequest, id)
-		// Half the timeout: an answer decided by then still has the other half to arrive.
-		deadline := time.Now().Add(c.peer.cfg.Timeout / 2).UnixMilli()
-		buf = appendRequestHead(buf, batch[0].req.Epoch, batch[0].req.Forwarded, deadline, n)
-		for _, cl := range batch {
-			for i := range cl.req.Ops {
-				buf = appendOp(buf, &cl.req.Ops[i])
-			}
-		}
-	}
-	finishFrame(buf, 0)
-	c.peer.stats.frames.Add(1)
-	c.peer.stats.ops.Add(uint64(n))
-	c.nc.SetWriteDeadline(time.Now().Add(c.peer.cfg.Timeout))
-	_, err := c.bw.Write(buf)
-	if err == nil && len(c.peer.queue) == 0 {
-		err = c.bw.Flush() // nothing more to add: send now
-	}
-	if err != nil {
-		c.peer.forgetConn(c)
-		c.fail(fmt.Errorf("%w: %v", ErrConnectionLost, err))
-	}
-	return buf
-}
-
-// readLoop reads answers and hands each frame's results to its calls.
-func (c *conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var frame []byte
-	var results []counter.Result
-	for {
-		var err error
-		if frame, err = readFrame(br, frame); err != nil {
-			c.peer.forgetConn(c)
-			c.fail(fmt.Errorf("%w: %v", ErrConnectionLost, err))
-			return
-		}
-		if err = c.deliver(frame, &results); err != nil {
-			c.peer.forgetConn(c)
-			c.fail(err)
-			return
-		}
-	}
-}
-
-func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
-	d := decoder{b: frame}
-	typ := d.byte("type")
-	if typ != frameResponse && typ != frameHandoffAck && d.err == nil {
-		return fmt.Errorf("%w: type %d, want a response", ErrBadFrame, typ)
-	}
-	id := d.uvarint("id")
-	c.mu.Lock()
-	calls, ok := c.inflight[id]
-	delete(c.inflight, id)
-	c.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("%w: answer to unknown request %d", ErrBadFrame, id)
-	}
-	if typ == frameHandoffAck {
-		err := decodeHandoffAck(&d)
-		for _, cl := range calls {
-			cl.settle(nil, err)
-		}
-		return nil
-	}
-	n := 0
-	for _, cl := range calls {
-		n += len(cl.req.Ops)
-	}
-	*scratch = resize(*scratch, n)
-	d.results(*scratch)
-	if d.err != nil {
-		for _, cl := range calls {
-			cl.settle(nil, d.err)
-		}
-		return d.err
-	}
-	off := 0
-	for _, cl := range calls {
-		part := (*scratch)[off : off+len(cl.req.Ops)]
-		off += len(cl.req.Ops)
-		cl.settle(func(dst []counter.Result) { copy(dst, part) }, nil)
-	}
-	return nil
-}
-
-// fail closes the connection and settles every call in flight with err.
-func (c *conn) fail(err error) {
-	if err == nil {
-		err = fmt.Errorf("%w: connection dropped", ErrConnectionLost)
-	}
-	c.mu.Lock()
-	if c.failed == nil {
-		c.failed = err
-	}
-	inflight := c.inflight
-	c.inflight = map[uint64][]*call{}
-	c.mu.Unlock()
-	c.nc.Close()
-	for _, calls := range inflight {
-		for _, cl := range calls {
-			cl.settle(nil, err)
-		}
-	}
-}
-
-// resize returns rs with length n, zeroed, reusing its memory when it can.
-func resize(rs []counter.Result, n int) []counter.Result {
-	if cap(rs) < n {
-		return make([]counter.Result, n)
-	}
-	rs = rs[:n]
-	clear(rs)
-	return rs
 }

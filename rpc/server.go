@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/lease"
 )
 
 // Handler decides a batch that arrived from a peer, filling results[i] for req.Ops[i].
@@ -38,10 +39,12 @@ const writeTimeout = 5 * time.Second
 type Server struct {
 	h       Handler
 	handoff HandoffHandler
+	lease   func(req *lease.Request) *lease.Reply
 	inline  func() bool
 	logger  *slog.Logger
+	stall   time.Duration // frameStall; shorter in tests
 
-	lastFrame atomic.Int64 // unix ns of the last request frame read
+	lastFrame atomic.Int64 // unix ns of the last op or handoff frame read
 
 	mu     sync.Mutex
 	lns    map[net.Listener]struct{}
@@ -55,7 +58,7 @@ func NewServer(h Handler, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{h: h, logger: logger, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s := &Server{h: h, logger: logger, stall: frameStall, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.lastFrame.Store(time.Now().UnixNano())
 	return s
 }
@@ -116,7 +119,13 @@ func (s *Server) SetInline(f func() bool) { s.inline = f }
 // SetHandoffHandler sets who receives Handoffs (before Serve).
 func (s *Server) SetHandoffHandler(h HandoffHandler) { s.handoff = h }
 
-// IdleFor reports how long ago the last request arrived (since start if none did).
+// SetLeaseHandler sets who answers heartbeats (before Serve). h is called in the
+// connection's reader goroutine, so it must be fast and never wait; a nil reply (as
+// when no handler is set) reaches the sender as ErrNoLeaseReply.
+func (s *Server) SetLeaseHandler(h func(req *lease.Request) *lease.Reply) { s.lease = h }
+
+// IdleFor reports how long ago the last op or handoff frame arrived (since start if
+// none did). Heartbeats do not count: they never stop while the node is a member.
 func (s *Server) IdleFor() time.Duration {
 	return time.Since(time.Unix(0, s.lastFrame.Load()))
 }
@@ -139,13 +148,13 @@ func (s *Server) Close() error {
 // maxInflight bounds the frames one connection may have being decided at once.
 const maxInflight = 256
 
-// serveConn reads one connection's frames and decides them. While Inline says so (no
-// op can wait for long), op frames are decided right here, in order, and their answers
-// flushed once no more input is buffered: no goroutine to start or wake per frame.
-// Otherwise, and always for Handoff frames, each frame is decided in its own goroutine,
-// so that a frame that waits (for a handoff) holds up no other: in particular not the
-// Handoff frame that would end its wait. Frames on one connection come from callers who
-// do not wait for each other, so they need no order among them.
+// serveConn reads one connection's frames and decides them. Heartbeats, and op frames
+// while Inline says so (no op can wait for long), are decided right here, in order,
+// and their answers flushed once no more input is buffered: no goroutine to start or
+// wake per frame. Otherwise, and always for Handoff frames, each frame is decided in
+// its own goroutine, so that a frame that waits (for a handoff) holds up no other: in
+// particular not the Handoff frame that would end its wait. Frames on one connection
+// come from callers who do not wait for each other, so they need no order among them.
 func (s *Server) serveConn(c net.Conn) {
 	defer s.wg.Done()
 	w := &responder{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
@@ -157,20 +166,22 @@ func (s *Server) serveConn(c net.Conn) {
 		c.Close()
 		handlers.Wait()
 	}()
-	br := bufio.NewReaderSize(c, 64<<10)
+	fr := newFrameReader(c, s.stall)
 	slots := make(chan struct{}, maxInflight)
 	ctx := context.Background()
 	for {
-		frame, err := readFrame(br, nil) // a fresh buffer: a frame may outlive this loop turn
+		frame, err := fr.next(nil) // a fresh buffer: a frame may outlive this loop turn
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.logger.Debug("rpc connection dropped", "peer", c.RemoteAddr().String(), "err", err)
 			}
 			return
 		}
-		s.lastFrame.Store(time.Now().UnixNano())
-		if frame[0] != frameHandoff && s.inline != nil && s.inline() {
-			if !s.answerTo(ctx, w, frame, br.Buffered() == 0) {
+		if frame[0] != frameLease {
+			s.lastFrame.Store(time.Now().UnixNano())
+		}
+		if frame[0] == frameLease || frame[0] != frameHandoff && s.inline != nil && s.inline() {
+			if !s.answerTo(ctx, w, frame, fr.br.Buffered() == 0) {
 				return
 			}
 			continue
@@ -202,9 +213,11 @@ func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, flush
 
 // answer decides one frame and returns the response frame.
 func (s *Server) answer(ctx context.Context, frame []byte) ([]byte, error) {
-	if len(frame) > 0 && frame[0] == frameHandoff {
-		d := decoder{b: frame[1:]}
-		return s.serveHandoff(ctx, &d, nil), nil
+	switch frame[0] {
+	case frameHandoff:
+		return s.serveHandoff(ctx, frame)
+	case frameLease:
+		return s.serveLease(frame)
 	}
 	var req Request
 	id, err := decodeRequestFrame(frame, &req)
@@ -245,10 +258,7 @@ func decodeRequestFrame(frame []byte, req *Request) (uint64, error) {
 	}
 	id := d.uvarint("id")
 	d.request(req)
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
-	}
-	return id, d.err
+	return id, d.end()
 }
 
 func appendResponse(b []byte, id uint64, results []counter.Result) []byte {
@@ -259,24 +269,6 @@ func appendResponse(b []byte, id uint64, results []counter.Result) []byte {
 	}
 	finishFrame(b, 0)
 	return b
-}
-
-// readFrame reads one length-prefixed frame into buf (grown as needed).
-func readFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return buf, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n == 0 || n > MaxFrameBytes {
-		return buf, fmt.Errorf("%w: length %d", ErrBadFrame, n)
-	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	_, err := io.ReadFull(r, buf)
-	return buf, err
 }
 
 // handle decides req unless its deadline has passed. The handler gets the deadline as

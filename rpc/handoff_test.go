@@ -1,0 +1,218 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/leaparray"
+)
+
+type handoffSink struct {
+	mu  sync.Mutex
+	got []*Handoff
+	err error
+}
+
+func (s *handoffSink) Handoff(_ context.Context, h *Handoff) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, h)
+	return s.err
+}
+
+func (s *handoffSink) refuse(err error) {
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+}
+
+func TestHandoffRoundTrip(t *testing.T) {
+	o := startOwner(t, "")
+	sink := &handoffSink{}
+	o.srv.SetHandoffHandler(sink)
+	c := NewClient(Config{})
+	defer c.Close()
+	h := &Handoff{From: "n1", ID: 9, Epoch: 77, Partitions: []int{3, 270},
+		Counters: []HandoffCounter{
+			{Key: "k{x}", Spec: spec10,
+				Buckets: []leaparray.Bucket{{Index: -5, Count: 1}, {Index: 1 << 40, Count: 1 << 50}},
+				Pending: []leaparray.Bucket{{Index: 1 << 40, Count: 3}}, Reset: true},
+			{Key: "", Spec: leaparray.Spec{WindowMs: 1, Buckets: 1}},
+		}}
+	if err := c.Handoff(context.Background(), o.addr, h); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	if len(sink.got) != 1 || !reflect.DeepEqual(sink.got[0], h) {
+		t.Fatalf("got %+v; want %+v", sink.got, h)
+	}
+	sink.mu.Unlock()
+	sink.refuse(errors.New("not expecting it"))
+	err := c.Handoff(context.Background(), o.addr, h)
+	if !errors.Is(err, ErrHandoffRefused) || errors.Is(err, ErrHandoffNotOwner) {
+		t.Fatalf("refused handoff: got %v; want ErrHandoffRefused, not ErrHandoffNotOwner", err)
+	}
+	sink.refuse(fmt.Errorf("%w: partition 3 is n2's here", ErrHandoffNotOwner))
+	err = c.Handoff(context.Background(), o.addr, h)
+	if !errors.Is(err, ErrHandoffNotOwner) || !errors.Is(err, ErrHandoffRefused) {
+		t.Fatalf("handoff to a non-owner: got %v; want ErrHandoffNotOwner (an ErrHandoffRefused)", err)
+	}
+	// Ops still work on the same connection.
+	res := make([]counter.Result, 1)
+	if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res); err != nil || res[0].Count != 1 {
+		t.Fatalf("after handoffs: %v %+v", err, res[0])
+	}
+}
+
+func randomBuckets(r *rand.Rand, n int) []leaparray.Bucket {
+	if n == 0 {
+		return nil
+	}
+	bs := make([]leaparray.Bucket, n)
+	for i := range bs {
+		bs[i] = leaparray.Bucket{Index: r.Int64() >> r.IntN(64), Count: r.Uint64() >> r.IntN(64)}
+		if r.IntN(2) == 0 {
+			bs[i].Index = -bs[i].Index
+		}
+	}
+	return bs
+}
+
+// HandoffSize is exactly what a counter takes on the wire, and the client's bound on
+// a frame's size is never below the frame.
+func TestHandoffSize(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	for i := 0; i < 1000; i++ {
+		buckets := 1 + r.IntN(counter.MaxBuckets)
+		c := HandoffCounter{Key: string(make([]byte, r.IntN(300))), Reset: r.IntN(2) == 0,
+			Spec:    leaparray.Spec{WindowMs: int64(buckets) * (1 + r.Int64N(1000)), Buckets: buckets},
+			Buckets: randomBuckets(r, r.IntN(buckets+1)), Pending: randomBuckets(r, r.IntN(buckets+1))}
+		if got, want := HandoffSize(&c), len(appendHandoffCounter(nil, &c)); got != want {
+			t.Fatalf("counter %d: HandoffSize got %d; want %d", i, got, want)
+		}
+		h := &Handoff{From: "n1", ID: r.Uint64(), Epoch: r.Uint64(), Partitions: []int{r.IntN(1 << 20)}, Counters: []HandoffCounter{c}}
+		frame := appendHandoff(appendHeader(nil, frameHandoff, 1<<63), h)
+		if bound := handoffFrameSize(h); bound < len(frame) || bound > len(frame)+9 {
+			t.Fatalf("handoff %d: frame size bound %d for a frame of %d", i, bound, len(frame))
+		}
+	}
+}
+
+// bigCounters returns counters of 3600 buckets each that take at least bytes.
+func bigCounters(bytes int) []HandoffCounter {
+	var cs []HandoffCounter
+	for n := 0; n < bytes; {
+		c := HandoffCounter{Key: fmt.Sprint("k", len(cs)), Spec: leaparray.Spec{WindowMs: 3_600_000, Buckets: 3600},
+			Buckets: make([]leaparray.Bucket, 3600)}
+		for i := range c.Buckets {
+			c.Buckets[i] = leaparray.Bucket{Index: 1 << 40, Count: 1 << 40}
+		}
+		n += HandoffSize(&c)
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// A handoff over MaxHandoffBytes, or one the receiver would reject, is refused at once,
+// unsent; one just under the limit is applied.
+func TestHandoffLimits(t *testing.T) {
+	o := startOwner(t, "")
+	sink := &handoffSink{}
+	o.srv.SetHandoffHandler(sink)
+	c := NewClient(Config{Timeout: 10 * time.Second})
+	defer c.Close()
+	cs := bigCounters(MaxHandoffBytes)
+	err := c.Handoff(context.Background(), o.addr, &Handoff{From: "n1", Counters: cs})
+	if !errors.Is(err, ErrHandoffTooLarge) {
+		t.Fatalf("handoff over the limit: got %v; want ErrHandoffTooLarge", err)
+	}
+	for _, bad := range []HandoffCounter{
+		{Key: "w", Spec: leaparray.Spec{WindowMs: 0, Buckets: 1}},
+		{Key: "b", Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 7}},
+		{Key: "n", Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 1}, Pending: make([]leaparray.Bucket, 2)},
+	} {
+		if err := c.Handoff(context.Background(), o.addr, &Handoff{Counters: []HandoffCounter{bad}}); err == nil {
+			t.Errorf("%+v: sent a counter the receiver rejects", bad.Spec)
+		}
+	}
+	if got := c.Stats().Frames; got != 0 {
+		t.Fatalf("frames: got %d; want 0", got)
+	}
+	h := &Handoff{From: "n1", Counters: cs[:len(cs)-1]}
+	if handoffFrameSize(h) > MaxHandoffBytes {
+		t.Fatal("test bug: the smaller handoff is over the limit too")
+	}
+	if err := c.Handoff(context.Background(), o.addr, h); err != nil {
+		t.Fatalf("handoff under the limit: %v", err)
+	}
+}
+
+// rawHandoff builds a handoff frame body (type onwards) with one counter given raw.
+func rawHandoff(counter ...[]byte) []byte {
+	b := []byte{frameHandoff, 1}
+	b = append(b, nameOf(2)...)
+	b = append(b, 1, 1, 0, 1) // id, epoch, no partitions, one counter
+	for _, p := range counter {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// The handoff decoder validates every counter, and a counter claiming 2^31 buckets
+// costs nothing.
+func TestDecodeHandoffBounds(t *testing.T) {
+	key, spec := nameOf(1), append(uv(60_000), uv(10)...)
+	zero := uv(0)
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		ok    bool
+	}{
+		{"valid", rawHandoff(key, spec, []byte{1}, zero, zero), true},
+		{"bad window", rawHandoff(key, uv(0), uv(10), []byte{0}, zero, zero), false},
+		{"window not divisible", rawHandoff(key, uv(60_000), uv(7), []byte{0}, zero, zero), false},
+		{"2^31 buckets in the spec", rawHandoff(key, uv(1<<31), uv(1<<31), []byte{0}, zero, zero), false},
+		{"unknown flag", rawHandoff(key, spec, []byte{2}, zero, zero), false},
+		{"more buckets than the spec", rawHandoff(key, spec, []byte{0}, uv(11), make([]byte, 22), zero), false},
+		{"more pending than the spec", rawHandoff(key, spec, []byte{0}, zero, uv(11), make([]byte, 22)), false},
+		{"2^31 buckets claimed", rawHandoff(key, spec, []byte{0}, uv(1<<31), make([]byte, 64)), false},
+		{"trailing bytes", rawHandoff(key, spec, []byte{0}, zero, zero, zero), false},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		out, err := (&Server{}).serveHandoff(context.Background(), tc.frame)
+		runtime.ReadMemStats(&after)
+		if (err == nil) != tc.ok || (err == nil) != (out != nil) {
+			t.Errorf("%s: got %v; want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrBadFrame) {
+			t.Errorf("%s: got %v; want ErrBadFrame", tc.name, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("%s: decoding allocated %d bytes", tc.name, n)
+		}
+	}
+}
+
+// A malformed handoff drops the connection, like any malformed frame.
+func TestMalformedHandoffDropsConnection(t *testing.T) {
+	o := startOwner(t, "")
+	o.srv.SetHandoffHandler(&handoffSink{})
+	key := nameOf(1)
+	if !answered(t, o.addr, rawHandoff(key, uv(60_000), uv(10), []byte{0}, uv(0), uv(0))) {
+		t.Fatal("the server did not answer a valid handoff")
+	}
+	if answered(t, o.addr, rawHandoff(key, uv(60_000), uv(7), []byte{0}, uv(0), uv(0))) {
+		t.Fatal("the server answered a handoff with an invalid spec")
+	}
+}
