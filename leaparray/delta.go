@@ -4,12 +4,19 @@ package leaparray
 // with WithDeltas (a node that persists to Redis writes them behind). A slab keeps, per
 // slot, 1 + the index of the slot's entry in dl (0: nothing pending), and the entries in
 // a list reused from drain to drain, so steady write-behind allocates nothing here.
+//
+// Resets are kept per shard, by key, apart from the slots: a reset counter leaves its
+// slot (and may never come back, while Redis still holds its old state), yet the reset
+// must reach Redis before anything added afterwards, in the same delta.
 
-// Delta is what was added to one counter since the last drain, bucket by bucket.
+// Delta is what happened to one counter since the last drain: whether it was reset, and
+// what was added to it (after the reset, if any), bucket by bucket. A reset delta erases
+// the counter's persisted state before its buckets are added.
 type Delta struct {
 	Key     string
 	Spec    Spec
 	Buckets []Bucket
+	Reset   bool
 }
 
 type pendingDelta struct {
@@ -73,6 +80,46 @@ func (s *slab[C]) movePending(last, slot int) {
 	if idx := s.pend[slot]; idx != 0 {
 		s.dl[idx-1].slot = int32(slot)
 	}
+}
+
+// noteReset records that key was reset, when deltas are kept: the next Drain or Evict
+// says so, ahead of what is added afterwards. Two resets before it are one.
+func (sh *shard) noteReset(key string) {
+	if sh.narrow.pend == nil {
+		return
+	}
+	if sh.resets == nil {
+		sh.resets = map[string]struct{}{}
+	}
+	sh.resets[key] = struct{}{}
+}
+
+// takeReset removes key's reset and reports whether there was one.
+func (sh *shard) takeReset(key string) bool {
+	if _, ok := sh.resets[key]; !ok {
+		return false
+	}
+	delete(sh.resets, key)
+	return true
+}
+
+// drain appends the shard's pending deltas to dst, a reset counter's flagged (those of
+// counters not held carry no buckets), and clears them.
+func (sh *shard) drain(dst []Delta, sp Spec) []Delta {
+	from := len(dst)
+	dst = sh.narrow.drain(dst, sp)
+	dst = sh.wide.drain(dst, sp)
+	if len(sh.resets) == 0 {
+		return dst
+	}
+	for i := from; i < len(dst); i++ {
+		dst[i].Reset = sh.takeReset(dst[i].Key)
+	}
+	for key := range sh.resets {
+		dst = append(dst, Delta{Key: key, Spec: sp, Reset: true})
+	}
+	sh.resets = nil // resets are rare: give the map back
+	return dst
 }
 
 // drain appends every pending delta to dst and clears them.

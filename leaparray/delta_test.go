@@ -9,19 +9,23 @@ import (
 )
 
 // What a store with WithDeltas drains (and gives back on Evict) is exactly what was
-// added: merging it all into an empty store gives the same counts.
+// added and reset: replaying it (a reset, then a merge) into an empty store gives the
+// same counts.
 func TestDrainedDeltasRebuildTheStore(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 2))
 	src, replica := NewStore(WithDeltas()), NewStore()
+	now := int64(t0)
 	apply := func(ds []Delta) {
 		for _, d := range ds {
+			if d.Reset {
+				replica.Reset(d.Key, d.Spec, now)
+			}
 			replica.Merge(d.Key, d.Spec, d.Buckets)
 		}
 	}
 	specs := []Spec{{1000, 10}, {60_000, 10}, {10, 2}}
-	now := int64(t0)
 	keys := map[string]bool{}
 	for i := 0; i < 20000; i++ {
 		now += r.Int64N(40)
@@ -30,13 +34,15 @@ func TestDrainedDeltasRebuildTheStore(t *testing.T) {
 		switch p := r.IntN(100); {
 		case p < 60:
 			src.Incr(key, sp, randN(r), now)
-		case p < 90:
+		case p < 87:
 			src.Allow(key, sp, r.Int64N(40), randN(r), now)
+		case p < 90:
+			src.Reset(key, sp, now)
 		case p < 97:
 			apply(src.Drain(nil))
 		default:
 			for _, ev := range src.Evict(func(k string) bool { return k == key }) {
-				apply([]Delta{{Key: ev.Key, Spec: ev.Spec, Buckets: ev.Pending}})
+				apply([]Delta{{Key: ev.Key, Spec: ev.Spec, Buckets: ev.Pending, Reset: ev.Reset}})
 				// an evicted counter comes back from elsewhere, as a new owner's load would
 				src.Seed(ev.Key, ev.Spec, replica.Snapshot(ev.Key, ev.Spec, now))
 			}
@@ -69,13 +75,17 @@ func TestDeltasFollowWideningAndRemoval(t *testing.T) {
 	}
 	got := map[string]uint64{}
 	for _, d := range s.Drain(nil) {
+		if d.Reset != (d.Key == "gone") {
+			t.Fatalf("%s drained with Reset %v; want %v", d.Key, d.Reset, !d.Reset)
+		}
+		got[d.Key] += 0
 		for _, b := range d.Buckets {
 			got[d.Key] += b.Count
 		}
 	}
-	want := map[string]uint64{"wide": 3 * big, "stay": 7}
-	if len(got) != len(want) || got["wide"] != want["wide"] || got["stay"] != want["stay"] {
-		t.Fatalf("drained %v; want %v (a reset counter leaves nothing pending)", got, want)
+	want := map[string]uint64{"wide": 3 * big, "stay": 7, "gone": 0}
+	if len(got) != len(want) || got["wide"] != want["wide"] || got["stay"] != want["stay"] || got["gone"] != 0 {
+		t.Fatalf("drained %v; want %v (a reset counter leaves nothing pending but its reset)", got, want)
 	}
 }
 
@@ -115,5 +125,42 @@ func TestEvictAndSeed(t *testing.T) {
 	}
 	if !s.Has("p2:1", sp) || s.Has("p1:1", sp) {
 		t.Fatal("Has: want p2:1 held and p1:1 not")
+	}
+}
+
+// ResetPending is true from a reset until the reset is drained or evicted, held counter
+// or not, and only for that counter and shape; never without WithDeltas.
+func TestResetPending(t *testing.T) {
+	s := NewStore(WithDeltas())
+	sp, other := Spec{WindowMs: 1000, Buckets: 10}, Spec{WindowMs: 1000, Buckets: 5}
+	s.Incr("held", sp, 3, t0)
+	s.Incr("held", other, 3, t0)
+	for _, key := range []string{"held", "absent"} {
+		if s.ResetPending(key, sp) {
+			t.Fatalf("%s: ResetPending before any reset = true; want false", key)
+		}
+		s.Reset(key, sp, t0)
+		s.Incr(key, sp, 1, t0+10) // added after the reset: still pending with it
+		if !s.ResetPending(key, sp) {
+			t.Fatalf("%s: ResetPending after Reset = false; want true", key)
+		}
+	}
+	if s.ResetPending("held", other) || s.ResetPending("other", sp) {
+		t.Fatal("ResetPending of another shape or key = true; want false")
+	}
+	s.Drain(nil)
+	if s.ResetPending("held", sp) || s.ResetPending("absent", sp) {
+		t.Fatal("ResetPending after Drain = true; want false")
+	}
+	s.Reset("gone", sp, t0)
+	s.Evict(func(k string) bool { return k == "gone" })
+	if s.ResetPending("gone", sp) {
+		t.Fatal("ResetPending after Evict took the reset = true; want false")
+	}
+	plain := NewStore()
+	plain.Incr("k", sp, 1, t0)
+	plain.Reset("k", sp, t0)
+	if plain.ResetPending("k", sp) {
+		t.Fatal("ResetPending without WithDeltas = true; want false")
 	}
 }

@@ -1,31 +1,34 @@
 package leaparray
 
 // Evicted is a counter taken out of the store: its buckets, and what of them was still
-// pending write-behind (with WithDeltas).
+// pending write-behind (with WithDeltas): a reset not yet drained, and what was added
+// after it.
 type Evicted struct {
 	Key     string
 	Spec    Spec
 	Buckets []Bucket // every bucket the counter held, oldest first
-	Pending []Bucket // the part of Buckets not yet drained
+	Pending []Bucket // the part of Buckets not yet drained (added after Reset, if set)
+	Reset   bool     // reset since the last drain: its persisted state is to be erased
 }
 
-// Drain appends to dst what every counter gained since the last Drain, and forgets it.
-// Without WithDeltas it appends nothing.
+// Drain appends to dst what happened to every counter since the last Drain, and forgets
+// it: one Delta per counter that was added to or reset. Without WithDeltas it appends
+// nothing.
 func (s *Store) Drain(dst []Delta) []Delta {
 	for _, t := range s.tables.cur.Load().list {
 		for i := range t.shards {
 			sh := &t.shards[i]
 			sh.mu.Lock()
-			dst = sh.narrow.drain(dst, t.spec)
-			dst = sh.wide.drain(dst, t.spec)
+			dst = sh.drain(dst, t.spec)
 			sh.mu.Unlock()
 		}
 	}
 	return dst
 }
 
-// Evict removes every counter whose key match accepts and returns them. Each shard is
-// locked once, while its counters are looked at.
+// Evict removes every counter whose key match accepts and returns them, with the resets
+// not yet drained of matching counters that are not held (as an Evicted with Reset set
+// and no buckets). Each shard is locked once, while its counters are looked at.
 func (s *Store) Evict(match func(key string) bool) []Evicted {
 	var out []Evicted
 	for _, t := range s.tables.cur.Load().list {
@@ -34,6 +37,12 @@ func (s *Store) Evict(match func(key string) bool) []Evicted {
 			sh.mu.Lock()
 			out = evictFrom(out, sh, &sh.wide, true, t.spec, match)
 			out = evictFrom(out, sh, &sh.narrow, false, t.spec, match)
+			for key := range sh.resets { // those left are of counters not held
+				if match(key) {
+					out = append(out, Evicted{Key: key, Spec: t.spec, Reset: true})
+					delete(sh.resets, key)
+				}
+			}
 			sh.mu.Unlock()
 		}
 	}
@@ -49,7 +58,8 @@ func evictFrom[C count](out []Evicted, sh *shard, s *slab[C], wide bool, sp Spec
 			continue
 		}
 		hd, counts := s.ring(slot)
-		ev := Evicted{Key: key, Spec: sp, Buckets: appendBuckets(nil, hd, counts), Pending: s.takePending(slot)}
+		ev := Evicted{Key: key, Spec: sp, Buckets: appendBuckets(nil, hd, counts), Pending: s.takePending(slot),
+			Reset: sh.takeReset(key)}
 		sh.remove(ref{wide: wide, slot: slot}, hashKey(key))
 		out = append(out, ev)
 	}
@@ -77,6 +87,29 @@ func (s *Store) Seed(key string, sp Spec, buckets []Bucket) bool {
 	return created
 }
 
+// AddPending records buckets (and, with reset, a reset ahead of everything pending) as
+// pending write-behind of a held counter, without changing its counts, and reports
+// whether the counter is held. A node that takes over a counter with the part its last
+// owner had not yet persisted calls Seed, then AddPending with that part. Without
+// WithDeltas it records nothing.
+func (s *Store) AddPending(key string, sp Spec, buckets []Bucket, reset bool) bool {
+	held := false
+	s.locked(key, sp, false, func(sh *shard, h uint64, _ int64) {
+		r, ok := sh.find(key, h)
+		if !ok {
+			return
+		}
+		held = true
+		for _, b := range buckets {
+			sh.noteAdd(r, b.Index, b.Count)
+		}
+		if reset {
+			sh.noteReset(key)
+		}
+	})
+	return held
+}
+
 // Has reports whether the counter is held.
 func (s *Store) Has(key string, sp Spec) bool {
 	held := false
@@ -84,4 +117,15 @@ func (s *Store) Has(key string, sp Spec) bool {
 		_, held = sh.find(key, h)
 	})
 	return held
+}
+
+// ResetPending reports whether a reset of the counter is recorded and not yet drained
+// (by Drain, or taken by Evict): its persisted state is about to be erased, so a node
+// must not load that state back. Without WithDeltas it is always false.
+func (s *Store) ResetPending(key string, sp Spec) bool {
+	pending := false
+	s.locked(key, sp, false, func(sh *shard, _ uint64, _ int64) {
+		_, pending = sh.resets[key]
+	})
+	return pending
 }

@@ -9,7 +9,8 @@ type shard struct {
 	mu     sync.Mutex
 	narrow slab[uint32]
 	wide   slab[uint64]
-	sweep  int // next narrow slot the sweep looks at; wide slots follow
+	sweep  int                 // next narrow slot the sweep looks at; wide slots follow
+	resets map[string]struct{} // with WithDeltas: keys reset since the last drain (delta.go)
 	_      [64]byte
 }
 

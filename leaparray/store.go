@@ -16,8 +16,9 @@ type Store struct {
 // Option configures a Store.
 type Option func(*Store)
 
-// WithDeltas makes the store keep what each counter gained since the last Drain, for
-// write-behind persistence. It costs 4 bytes per counter, and the pending entries.
+// WithDeltas makes the store keep what each counter gained since the last Drain, and
+// which counters were reset, for write-behind persistence. It costs 4 bytes per counter,
+// the pending entries, and a map entry per counter reset since the last Drain.
 func WithDeltas() Option { return func(s *Store) { s.tables.deltas = true } }
 
 // NewStore returns an empty store.
@@ -108,13 +109,18 @@ func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
 // Reset forgets the counter and reports whether it existed at now: whether it was held
 // and still in its window. A counter untouched for a whole window counts 0 and may
 // already have been swept, so it reports false either way, whatever the sweep did.
+//
+// With WithDeltas it also records the reset, held counter or not (its state may live
+// only in Redis), and drops what was pending: the next Drain gives the counter one
+// Delta with Reset set and only what was added after the reset.
 func (s *Store) Reset(key string, sp Spec, now int64) bool {
 	existed := false
-	s.locked(key, sp, false, func(sh *shard, h uint64, bucketMs int64) {
+	s.locked(key, sp, s.tables.deltas, func(sh *shard, h uint64, bucketMs int64) {
 		if r, ok := sh.find(key, h); ok {
 			existed = sh.headOf(r).bucket > floorDiv(now, bucketMs)-int64(sp.Buckets)
-			sh.remove(r, h)
+			sh.remove(r, h) // and its pending adds: the reset erases them
 		}
+		sh.noteReset(key)
 	})
 	return existed
 }

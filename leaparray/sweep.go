@@ -78,7 +78,8 @@ func (sh *shard) sweepStep(sp Spec, now int64, budget int) (removed, looked int,
 	return removed, looked, false
 }
 
-// dropEmptyTables removes the tables of Specs that hold no counter, so a client that
+// dropEmptyTables removes the tables of Specs that hold no counter (and no reset not yet
+// drained), so a client that
 // cycles through many window shapes does not leave a table behind for each.
 func (s *Store) dropEmptyTables() {
 	s.tables.mu.Lock()
@@ -104,7 +105,7 @@ func (t *table) retireIfEmpty() bool {
 	}
 	empty := true
 	for i := range t.shards {
-		empty = empty && t.shards[i].len() == 0
+		empty = empty && t.shards[i].len() == 0 && len(t.shards[i].resets) == 0 // a reset still owed to Redis keeps it
 	}
 	t.dead = empty
 	for i := range t.shards {
