@@ -3,10 +3,10 @@ package fallback
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
@@ -29,11 +29,12 @@ func BenchmarkIncrOneScriptPerCall(b *testing.B) {
 	report(b, i, time.Since(start))
 }
 
-// The write-behind path: many counters' deltas merged per pipeline.
+// The write-behind path: many counters' deltas merged per pipeline, a new batch each
+// time (each call raising its writer's mark once).
 func BenchmarkFlushDeltas(b *testing.B) {
 	for _, buckets := range []int{1, 10} {
 		b.Run(strconv.Itoa(buckets)+"buckets", func(b *testing.B) {
-			_, st := startStore(b)
+			srv, st := startStore(b)
 			sp := spec(60_000, 60)
 			now := int64(1_700_000_000_000)
 			deltas := make([]Delta, FlushChunk)
@@ -45,16 +46,43 @@ func BenchmarkFlushDeltas(b *testing.B) {
 				deltas[i] = Delta{Key: k, Spec: sp, Buckets: bs}
 			}
 			n := 0
+			resetStats(b, srv)
 			start := time.Now()
 			for b.Loop() {
-				if err := st.FlushDeltas(bg, deltas); err != nil {
+				if err := st.SendBatch(bg, st.NewBatch("bench", deltas)); err != nil {
 					b.Fatal(err)
 				}
 				n += len(deltas)
 			}
 			report(b, n, time.Since(start))
+			cmds, usec := scriptStats(b, srv)
+			b.ReportMetric(float64(cmds)/float64(n), "redis-cmds/delta")
+			b.ReportMetric(float64(usec)/float64(n), "redis-us/delta")
 		})
 	}
+}
+
+// scriptStats is what the scripts cost Redis since the last CONFIG RESETSTAT, from INFO
+// commandstats: the commands they called (hash, key and string commands) and the
+// microseconds spent in EVALSHA.
+func scriptStats(b *testing.B, srv *testredis.Server) (cmds, usec int64) {
+	info, ok := srv.Do(b, "INFO", "commandstats").(string)
+	if !ok {
+		b.Fatal("INFO commandstats: not a string")
+	}
+	for _, name := range []string{"get", "set", "del", "pexpire", "hget", "hmget", "hset", "hincrby", "hdel", "hlen", "hgetall"} {
+		v := infoField(info, "cmdstat_"+name)
+		if c, ok := strings.CutPrefix(v, "calls="); ok {
+			c, _, _ = strings.Cut(c, ",")
+			n, err := strconv.ParseInt(c, 10, 64)
+			if err != nil {
+				b.Fatalf("cmdstat_%s %q: %v", name, v, err)
+			}
+			cmds += n
+		}
+	}
+	_, usec = evalshaStats(b, srv)
+	return cmds, usec
 }
 
 func benchKeys(n int) []string {
@@ -81,7 +109,7 @@ func report(b *testing.B, deltas int, d time.Duration) {
 //	(a) one EVALSHA per incr, as a node answering every request from Redis would
 //	    (pipelined 1000 per round trip, which changes the round trips, not the commands);
 //	(b) coalesced per 100 ms into one delta per changed counter (≤ 10k per flush, about
-//	    6.3k) and written with FlushDeltas, FlushKeys counters per script call;
+//	    6.3k) and written in a batch per flush, FlushKeys counters per script call;
 //	(c) the same deltas with FlushKeys 1: one script call per delta, as before.
 //
 // Redis counts the commands and the time it spent in them (INFO commandstats, before and
@@ -142,7 +170,7 @@ func writeBehind(b *testing.B, url string, srv ...*testredis.Server) {
 		}{{st, &bb}, {one, &c}} {
 			measure(x.t, func() {
 				for _, ds := range per {
-					if err := x.st.FlushDeltas(bg, ds); err != nil {
+					if err := x.st.SendBatch(bg, x.st.NewBatch("bench", ds)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -165,21 +193,18 @@ func writeBehind(b *testing.B, url string, srv ...*testredis.Server) {
 	b.ReportMetric(float64(a.calls)/float64(bb.calls), "ratio-a/b")
 }
 
-// incrEach sends one incr per pick through the Doer: one EVALSHA each.
+// incrEach sends one incr script per pick, pipelined 1000 per round trip.
 func incrEach(b *testing.B, st *Store, sp leaparray.Spec, keys []string, picks []int, at []int64) {
-	var now int64
-	d := &Doer{Store: st, Now: func() int64 { return now }}
-	ops := make([]counter.Op, 0, 1000)
-	res := make([]counter.Result, 1000)
-	for i := 0; i < len(picks); i += cap(ops) {
-		ops, now = ops[:0], at[i]
-		for _, k := range picks[i:min(i+cap(ops), len(picks))] {
-			ops = append(ops, counter.Op{Kind: counter.Incr, Key: keys[k], Window: sp.WindowMs, Buckets: sp.Buckets, N: 1})
+	calls := make([]call, 0, 1000)
+	for i := 0; i < len(picks); i += cap(calls) {
+		calls = calls[:0]
+		for k, p := range picks[i:min(i+cap(calls), len(picks))] {
+			calls = append(calls, st.incrCall(keys[p], sp, 1, at[i+k]))
 		}
-		d.Do(bg, ops, res[:len(ops)])
-		for _, r := range res[:len(ops)] {
-			if r.Err != nil {
-				b.Fatal(r.Err)
+		cmds, _ := st.runAll(bg, calls)
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				b.Fatal(err)
 			}
 		}
 	}

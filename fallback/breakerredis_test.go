@@ -17,9 +17,9 @@ import (
 )
 
 // fastBound is how long a call may take while the breaker is open: it must not touch
-// the network at all, so this is far above what it takes (microseconds) and far below
-// the 200 ms read timeout a call to a dead Redis may wait.
-const fastBound = 100 * time.Millisecond
+// the network at all, which ErrRedisDown proves; the bound only catches a call that
+// hangs, far above what it takes (microseconds) so that a loaded machine never misses it.
+const fastBound = time.Second
 
 // openBreaker calls Ping until the breaker opens (each failing with ErrUnavailable).
 func openBreaker(t *testing.T, st *Store) {
@@ -101,7 +101,8 @@ func TestBreakerRedisStoppedAndRestarted(t *testing.T) {
 // fail at once; the probe failing opens the breaker again. Resumed: the next probe
 // closes it.
 func TestBreakerRedisHungProbesOnce(t *testing.T) {
-	srv, st := startStore(t)
+	srv := testredis.Start(t)
+	st := open(t, srv.URL(), shortTimeouts(Config{}))
 	clk := newFakeClock()
 	clk.install(st.br)
 	srv.Pause()
@@ -163,8 +164,8 @@ func TestBreakerIgnoresErrorReplies(t *testing.T) {
 		if _, err := st.Incr(bg, "str", sp, 1, now); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 			t.Fatalf("Incr on a string key: %v; want WRONGTYPE", err)
 		}
-		if err := st.FlushDeltas(bg, []Delta{{Key: "str", Spec: sp, Buckets: []leaparray.Bucket{{Index: 1, Count: 1}}}}); err == nil {
-			t.Fatal("FlushDeltas on a string key succeeded")
+		if err := sendOnce(st, []Delta{{Key: "str", Spec: sp, Buckets: []leaparray.Bucket{{Index: 1, Count: 1}}}}); err == nil {
+			t.Fatal("a batch on a string key succeeded")
 		}
 		if _, err := st.Incr(bg, "k", spec(10, 3), 1, now); !errors.Is(err, counter.ErrBadBuckets) {
 			t.Fatalf("Incr with a bad spec: %v; want ErrBadBuckets", err)
@@ -192,15 +193,15 @@ func TestBreakerOpenFlushFailsEveryDelta(t *testing.T) {
 	for i := range 3000 {
 		deltas = append(deltas, Delta{Key: fmt.Sprint("k", i), Spec: sp, Buckets: []leaparray.Bucket{{Index: 5, Count: 1}}})
 	}
-	deltas[7].BatchID = "b"
+	deltas[7].Reset = true
 	start := time.Now()
-	err := st.FlushDeltas(bg, deltas)
+	err := sendOnce(st, deltas)
 	if took := time.Since(start); took > 10*fastBound {
-		t.Fatalf("FlushDeltas with the breaker open took %v; want under %v", took, 10*fastBound)
+		t.Fatalf("a batch with the breaker open took %v; want under %v", took, 10*fastBound)
 	}
 	var fe *FlushError
 	if !errors.As(err, &fe) || len(fe.Failed) != len(deltas) || !errors.Is(err, ErrRedisDown) {
-		t.Fatalf("FlushDeltas with the breaker open: %v; want all %d deltas failed with ErrRedisDown", err, len(deltas))
+		t.Fatalf("a batch with the breaker open: %v; want all %d deltas failed with ErrRedisDown", err, len(deltas))
 	}
 	for k, i := range fe.Failed {
 		if i != k {

@@ -27,16 +27,15 @@ type Config struct {
 	// refreshed on every write. Default 1s, so that a tiny window's key does not vanish
 	// while a caller whose clock is a little behind Redis's still counts it.
 	MinTTL time.Duration
-	// OnceTTL is how long MergeOnce remembers a batch ID. Default 1m.
+	// OnceTTL is how long a writer's high-water mark in a hash slot lives after its
+	// last write (see Batch): a call sent again within it applies at most once. It
+	// costs one small key per writer and slot written within it (see the package doc).
+	// Default 1h.
 	OnceTTL time.Duration
 
-	// FlushKeys is how many counters one script call of FlushDeltas merges (in a
-	// Cluster, counters of one hash slot). Default 256.
+	// FlushKeys is how many deltas one script call of a Batch merges (in a Cluster,
+	// of counters of one hash slot). Default 256.
 	FlushKeys int
-
-	// JournalTTL is how long an owner's journal (Journal) lives after the last push: an
-	// owner that never comes back leaves no list behind for longer. Default 1h.
-	JournalTTL time.Duration
 
 	// BreakerFailures is how many calls in a row that cannot reach Redis (refused,
 	// reset, timed out) open the circuit breaker; negative never opens it. Default 3.
@@ -61,10 +60,9 @@ type Config struct {
 const (
 	DefaultTimeout = 200 * time.Millisecond
 	DefaultMinTTL  = time.Second
-	DefaultOnceTTL = time.Minute
+	DefaultOnceTTL = time.Hour
 
 	DefaultFlushKeys       = 256
-	DefaultJournalTTL      = time.Hour
 	DefaultBreakerFailures = 3
 	DefaultBreakerCooldown = time.Second
 )
@@ -83,9 +81,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FlushKeys <= 0 {
 		c.FlushKeys = DefaultFlushKeys
-	}
-	if c.JournalTTL <= 0 {
-		c.JournalTTL = DefaultJournalTTL
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = DefaultBreakerFailures

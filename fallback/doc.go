@@ -1,7 +1,9 @@
 // Package fallback keeps sliding-window counters in Redis with exactly the semantics of
-// the in-memory leaparray.Store: a node answers from Redis when a counter's owner
-// cannot (Doer), an owner writes its counters behind to Redis (FlushDeltas), and a new
-// owner reads a counter back (Load).
+// the in-memory leaparray.Store: an owner writes its counters behind to Redis
+// (NewBatch, SendBatch), and a new owner reads a counter back (Load). The per-operation
+// methods (Incr, Count, Allow, Reset, Merge) run the same rules one call each: the
+// reference the tests hold to leaparray's, and the baseline the benchmarks compare
+// write-behind with.
 //
 // # Data model
 //
@@ -31,13 +33,13 @@
 //
 // # Hash tag
 //
-// The braces are a Redis Cluster hash tag: a counter's hash and its MergeOnce markers
-// (lc:{<tag>}:<windowMs>:<buckets>:once:<batchID>) hash to one slot, so one script can
-// touch them all. Keys are arbitrary bytes, and a '}' in a key would end the tag early,
-// so <tag> is the key itself only when the key is not empty, has no '{' or '}' and does
-// not start with '='; otherwise it is '=' followed by the key in lower-case hex. The two
-// forms cannot collide, and common keys stay readable in redis-cli
-// (lc:{user:42}:60000:10, but lc:{=617b7d}:60000:10 for the key "a{}").
+// The braces are a Redis Cluster hash tag: a counter's hash hashes to the slot of its
+// tag, and a script may touch only keys of one slot (a batch call's writer key has a tag
+// of the call's slot; see below). Keys are arbitrary bytes, and a '}' in a key
+// would end the tag early, so <tag> is the key itself only when the key is not empty,
+// has no '{' or '}' and does not start with '='; otherwise it is '=' followed by the key
+// in lower-case hex. The two forms cannot collide, and common keys stay readable in
+// redis-cli (lc:{user:42}:60000:10, but lc:{=617b7d}:60000:10 for the key "a{}").
 //
 // # Scripts
 //
@@ -47,56 +49,103 @@
 // NOSCRIPT reply (Redis restarted or failed over and forgot them) makes the store load
 // them again and rerun the call, which is safe because a NOSCRIPT call did not run. The
 // caller passes now: the scripts never read Redis's clock, so answers do not depend on
-// the clocks agreeing. Lua numbers are doubles; indexes and counts are exact up to 2^53,
-// and the arithmetic that needs int64 (remaining, retry_after_ms) is done in Go.
+// the clocks agreeing.
 //
-// # Write-behind: many counters per script call
+// # Exact counts
+//
+// Counts go up to 2^63−1 (limits to 2^62), and Lua's numbers are doubles, exact only to
+// 2^53. So a script holds a count in a Lua number only while it is below 2^53 (nearly
+// always); a larger one is read from Redis's decimal string into two exact parts (x =
+// hi·10^9 + lo), and sums and comparisons go to that form whenever a number would not be
+// exact. New counts are computed so in the script and written as decimal strings (one
+// HSET per counter), and answered as decimal strings. allow gets limit − n from Go,
+// computed in int64, and compares the count with it. A write whose count would pass
+// 2^63−1 fails before it writes. Bucket indexes stay Lua numbers: exact to 2^53, a
+// clock 285,000 years away. What needs int64 besides (remaining, retry_after_ms) is
+// done in Go.
+//
+// # Write-behind: many counters per script call, each applied at most once
 //
 // An owner flushes, every interval (100 ms by default), the per-bucket deltas of the
 // counters that changed since the last flush: at 100k incr/s over 10k counters, some
 // 6.3k deltas per flush. One script call per delta would cost Redis nearly as many
-// commands as one per request, so FlushDeltas sends merge_many.lua: one EVALSHA merges
-// Config.FlushKeys counters (256 by default), its ARGV holding, per key, B, the TTL, the
-// number of pairs and the (bucket, count) pairs. Each counter gets exactly merge.lua's
-// rule (both run merge_pairs in common.lua, and tests hold both to leaparray's Merge),
-// each within pcall: a counter that fails (a key of the wrong type) fails before it
-// writes and alone, and the reply lists a result per key, so FlushError names exactly
-// the deltas not applied and the caller retries those. A delta with a BatchID goes alone
-// through merge.lua with its MergeOnce marker. Calls are pipelined, FlushChunk counters
-// (and at most 16384 buckets) per round trip, so that Redis runs a round trip's scripts
-// well within the read timeout: a reply that times out leaves the caller unsure whether
-// the deltas were applied. In the scenario above that is 250 EVALSHAs per second
-// instead of 100k (BenchmarkWriteBehindCommands).
+// commands as one per request, so a Batch (NewBatch) cuts the deltas into merge_many.lua
+// calls of Config.FlushKeys deltas (256 by default), its ARGV holding, per delta, the
+// reset flag, B, the TTL, the number of pairs and the (bucket, count) pairs. Each counter
+// gets exactly Merge's rule (tests hold both to leaparray's Reset and Merge), within
+// pcall: a counter that fails (a key of the wrong type) fails before it writes and
+// alone, and the reply lists a result per counter. A delta with Reset deletes the
+// counter's hash and then merges its buckets, in the same call, so a reset is ordered
+// with the adds around it; a counter's deltas all go in one call, in order. SendBatch
+// pipelines the calls, FlushChunk deltas (and at most 16384 buckets) per round trip, so
+// that Redis runs a round trip's scripts well within the read timeout. In the scenario
+// above that is 250 EVALSHAs per second instead of 100k (BenchmarkWriteBehindCommands).
+//
+// At most once. A call whose reply was lost (a timeout) may have run, and go-redis's
+// Cluster client even sends a pipeline again by itself after a timeout or a redirect; a
+// merge sent twice would count twice. So each call has a seq, from a counter of the
+// Store, and names its writer (NewBatch's writer: a node's name and run), and its script
+// first reads the writer's high-water mark in the call's slot, the key
+//
+//	lc:{<slot tag>}:w:<writer>
+//
+// holding the highest seq of the writer's calls applied in that slot. <slot tag> is, in
+// a Cluster, a short tag that hashes to the call's slot (slotTag: the first base-36
+// number that does), so all of a writer's calls to a slot share one key whatever
+// counters they carry; on one server it is "w", one key per writer. A call whose seq is
+// not above the mark answers "already applied" and changes nothing; else its first
+// write sets the mark to its seq (PX OnceTTL, so every write refreshes it) and it runs
+// to the end. SendBatch sends again exactly the calls not yet confirmed, so a call sent
+// any number of times applies once. A call that certainly never ran (refused by the open
+// breaker, no connection to Redis, a NOSCRIPT or a "behind" reply, below) is unsent: TakeUnsent hands its
+// deltas back, to be written another way. One that was sent and not answered is in
+// doubt: only sending it again can tell. (With a Cluster client every failure after the
+// call was handed to go-redis counts as in doubt: the client may have written it in an
+// earlier attempt of its own.)
+//
+// A mark is right only if no call passes an earlier call of its writer and slot that is
+// still to apply: that one would then be skipped as applied. Between batches the writer
+// sees to it: it makes its batches and sends them one at a time, in order, and sends
+// nothing newer while a batch is not confirmed (the owner's write-behind does: it sends
+// an unconfirmed batch again, same calls, same seqs, before anything else), so a higher
+// seq is only ever sent after every lower one of the writer was confirmed (applied, or
+// taken back unsent), or with them in one SendBatch. Within a SendBatch, calls of one
+// slot go in seq order, but one may fail inside Redis as a whole (OOM, BUSY, LOADING, a
+// NOSCRIPT when another client loaded the scripts in between) while a later one, in the
+// same pipeline or round trip, would run. So each call also names the seq of the call
+// before it of its writer key that is not confirmed when the send starts (0 if none),
+// and runs only once the mark has reached that seq; else it answers "behind" (errBehind)
+// without writing, and is sent again with the batch. The calls of a key thus apply in
+// seq order, each at most once, whatever fails in between; a call whose predecessor was
+// confirmed does not wait, so a mark that expired (below) never blocks a batch.
+//
+// The cost and the limit. A mark is one small string key, about 140 bytes of Redis
+// memory with a 30-byte name (measured with INFO memory), alive for Config.OnceTTL (1
+// hour) after the writer's last call to its slot. So a server holds one key per writer
+// run in the last hour, whatever the traffic; a Cluster one per writer and slot written
+// in the last hour: at most 16384 per writer (2.3 MB), some 7.5k for the 10k counters of
+// the scenario above (about 1 MB per node run), where a key per call would hold 33M
+// keys (4 GB) even for 10 minutes. A call in doubt for longer than OnceTTL (Redis kept it
+// unanswered, or the writer did not send it again in time) may have lost its mark, and
+// sending it then could apply it twice: a writer must not send again a call whose
+// writer and slot saw no write for OnceTTL (its counters' state in Redis is then unknown
+// and is to be rebuilt from memory).
 //
 // merge_pairs moves the head once, to the newest bucket given, and then adds the pairs
 // that are still in the window, which ends in the same hash as adding them one by one
-// (the head only grows). It reads the head, the sum and the buckets to add in one HMGET
-// and writes them back in one HSET: with the PEXPIRE, three commands per counter when
-// the head does not move.
+// (the head only grows). It reads the head, the sum and the buckets it adds to in one
+// HMGET and writes the new sum and bucket counts in one HSET: with the PEXPIRE, three
+// commands per counter when the head does not move, however many buckets its delta
+// holds (BenchmarkFlushDeltas reports redis-cmds/delta).
 //
-// A Cluster runs a script only on keys of one hash slot, so FlushDeltas groups a
-// Cluster's deltas by slot (CRC16 of the hash tag, as Redis computes it). Each counter
-// has its own tag (which spreads counters over the masters), so counters share a call
-// only when their slots collide (a key's shapes always do): 6.3k counters fall in some
-// 5.5k of the 16384 slots, and write-behind to a Cluster saves round trips (one
-// pipeline per master) but few commands (BenchmarkWriteBehindCommands/cluster3: 1.8×
-// fewer than one per incr). Sharing a call across counters there would take a coarser
-// hash tag, which is a change of the key layout.
-//
-// # Journal: what changed behind an owner's back
-//
-// When a counter's owner cannot be reached, another node decides its ops on Redis. The
-// owner, back, must reload those counters (its own copy missed the ops), so the node
-// that decided them appends them to the owner's journal (Journal), a Redis list at
-//
-//	lc:journal:{<owner tag>}
-//
-// (the tag as for counter keys), and the owner pops it (TakeJournal, one atomic LPOP
-// with a count, Redis 6.2+) and reloads what it names. An entry is
-// "<windowMs>:<buckets>:<key>", the key last and as is, so any bytes survive. A push is
-// one round trip however many refs it carries (MULTI, RPUSH, PEXPIRE, EXEC), and sets
-// the list's TTL to Config.JournalTTL (1 h): the journal of an owner that never comes
-// back does not stay.
+// A Cluster runs a script only on keys of one hash slot, so NewBatch groups a Cluster's
+// deltas by slot (CRC16 of the hash tag, as Redis computes it). Each counter has its own
+// tag (which spreads counters over the masters), so counters share a call only when their
+// slots collide (a key's shapes always do): 6.3k counters fall in some 5.5k of the 16384
+// slots, and write-behind to a Cluster saves round trips (one pipeline per master) but
+// few commands (BenchmarkWriteBehindCommands/cluster3: 1.8× fewer than one per incr).
+// Sharing a call across counters there would take a coarser hash tag, which is a change
+// of the key layout.
 //
 // # Circuit breaker: no request waits on a dead Redis
 //
@@ -130,7 +179,9 @@
 //
 // Config.URL takes one of three forms; short timeouts (200 ms by default) keep any
 // request from waiting long on Redis, and go-redis's retries are off (a script whose
-// reply was lost may have run; running it again would count twice).
+// reply was lost may have run; running it again would count twice). The Cluster client
+// still sends a pipeline again after a timeout; batches are safe from that (the writer's
+// high-water marks).
 //
 //	redis://[user:pass@]host:port/db            one server (also rediss:// for TLS, unix:///path)
 //	redis+sentinel://[user:pass@]host:port/db?master=name[&addr=host2:port2...]
@@ -152,7 +203,7 @@
 //	default to 200 ms; add dial_timeout=, read_timeout=, write_timeout= to change them.
 //	Counters are hashes at lc:{<key>}:<windowMs>:<buckets> (a key that is empty, starts
 //	with '=' or holds '{' or '}' is written as '=' + hex) with a TTL of twice the window;
-//	lc:journal:{<node>} lists the counters other nodes wrote while <node> was away.
+//	lc:{<tag>}:w:<node>.<run> holds how far that node run's write-behind got (an hour).
 //	When Redis stops answering, the node stops asking it for a second at a time and
 //	reports itself degraded.
 package fallback

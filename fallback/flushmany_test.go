@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/redis/go-redis/v9"
@@ -53,9 +52,10 @@ func randomDelta(rng *rand.Rand, sp leaparray.Spec, now, head int64) []leaparray
 }
 
 // Flushing many counters per script call lands exactly as merging each counter on its
-// own (Merge) and as the in-memory store's Merge: same Load and Count for every counter,
-// over rounds whose clock moves a little, a window, or many windows, with shapes up to
-// 3600 buckets, buckets older than the window, and a counter twice in one flush.
+// own (Merge) and as the in-memory store's Reset and Merge: same Load and Count for
+// every counter, over rounds whose clock moves a little, a window, or many windows, with
+// shapes up to 3600 buckets, buckets older than the window, resets (alone, or before
+// buckets), and a counter twice in one flush.
 func TestFlushManyEqualsPerCounterMerge(t *testing.T) {
 	srv, st := startStore(t)
 	s := seed(t)
@@ -83,27 +83,35 @@ func TestFlushManyEqualsPerCounterMerge(t *testing.T) {
 		for i, r := range refs {
 			for range rng.IntN(3) { // 0, 1 or 2 deltas for this counter in this flush
 				bs := randomDelta(rng, r.Spec, now, heads[i])
+				reset := rng.IntN(8) == 0
+				if reset {
+					heads[i] = 0
+					if rng.IntN(2) == 0 {
+						bs = nil // a reset alone
+					}
+				}
 				for _, b := range bs {
 					heads[i] = max(heads[i], b.Index)
 				}
-				deltas = append(deltas, Delta{Key: "m/" + r.Key, Spec: r.Spec, Buckets: bs})
+				deltas = append(deltas, Delta{Key: "m/" + r.Key, Spec: r.Spec, Buckets: bs, Reset: reset})
 			}
 		}
-		if err := many.FlushDeltas(bg, deltas); err != nil {
+		if err := sendOnce(many, deltas); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		var single []call // merge.lua, one call per delta, pipelined
+		var single []call // one call per delta, without a writer key, pipelined
 		for _, d := range deltas {
 			key := strings.TrimPrefix(d.Key, "m/")
-			mem.Merge(key, d.Spec, d.Buckets)
-			c, _, err := st.mergeCall("s/"+key, d.Spec, "", d.Buckets)
-			if err != nil {
-				t.Fatal(err)
+			if d.Reset {
+				mem.Reset(key, d.Spec, now)
 			}
-			single = append(single, c)
+			mem.Merge(key, d.Spec, d.Buckets)
+			d.Key = "s/" + key
+			single = append(single, st.mergeCall(d))
 		}
-		for _, cmd := range st.runAll(bg, single) {
-			if err := cmd.Err(); err != nil {
+		cmds, _ := st.runAll(bg, single)
+		for _, cmd := range cmds {
+			if _, _, err := mergeReply(cmd, 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -119,16 +127,18 @@ func checkSame(t *testing.T, rc *redis.Client, st *Store, mem *leaparray.Store, 
 	for _, prefix := range []string{"m/", "s/"} {
 		pipe := rc.Pipeline()
 		hashes := make([]*redis.MapStringStringCmd, len(refs))
-		ops := make([]counter.Op, len(refs))
+		named := make([]CounterRef, len(refs))
 		for i, r := range refs {
 			hashes[i] = pipe.HGetAll(bg, counterKey(prefix+r.Key, r.Spec))
-			ops[i] = counter.Op{Kind: counter.Count, Key: prefix + r.Key, Window: r.Spec.WindowMs, Buckets: r.Spec.Buckets}
+			named[i] = CounterRef{Key: prefix + r.Key, Spec: r.Spec}
 		}
 		if _, err := pipe.Exec(bg); err != nil {
 			t.Fatal(err)
 		}
-		counts := make([]counter.Result, len(ops))
-		(&Doer{Store: st, Now: func() int64 { return now }}).Do(bg, ops, counts)
+		counts, err := countAll(st, named, now)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i, r := range refs {
 			fields := hashes[i].Val()
 			checkHash(t, prefix+r.Key, fields, r.Spec)
@@ -139,8 +149,8 @@ func checkSame(t *testing.T, rc *redis.Client, st *Store, mem *leaparray.Store, 
 			if want := mem.Snapshot(r.Key, r.Spec, now); !(len(got) == 0 && len(want) == 0) && !slices.Equal(got, want) {
 				t.Fatalf("%s: %s%s %v: Load = %v; want %v", when, prefix, r.Key, r.Spec, got, want)
 			}
-			if want := mem.Count(r.Key, r.Spec, now); counts[i].Err != nil || counts[i].Count != want {
-				t.Fatalf("%s: %s%s %v: Count = %d (%v); want %d", when, prefix, r.Key, r.Spec, counts[i].Count, counts[i].Err, want)
+			if want := mem.Count(r.Key, r.Spec, now); counts[i] != want {
+				t.Fatalf("%s: %s%s %v: Count = %d; want %d", when, prefix, r.Key, r.Spec, counts[i], want)
 			}
 		}
 	}
@@ -175,9 +185,9 @@ func checkHash(t *testing.T, key string, f map[string]string, sp leaparray.Spec)
 	}
 }
 
-// Each script call carries up to FlushKeys counters and flushPairs buckets; a delta
-// with a BatchID goes alone; a round trip carries up to FlushChunk counters. Counted by
-// Redis (commandstats) and by the client (round trips).
+// Each script call carries up to FlushKeys counters and flushPairs buckets; a round
+// trip carries up to FlushChunk counters. Counted by Redis (commandstats) and by the
+// client (round trips).
 func TestFlushManyCallsAndRoundTrips(t *testing.T) {
 	srv := testredis.Start(t)
 	st := open(t, srv.URL(), Config{FlushKeys: 7})
@@ -196,14 +206,13 @@ func TestFlushManyCallsAndRoundTrips(t *testing.T) {
 		}
 		deltas = append(deltas, Delta{Key: "big" + strconv.Itoa(i), Spec: big, Buckets: ring})
 	}
-	deltas = append(deltas, Delta{Key: "once", Spec: sp, BatchID: "b", Buckets: []leaparray.Bucket{{Index: 1, Count: 1}}})
 	resetStats(t, srv)
-	if err := st.FlushDeltas(bg, deltas); err != nil {
+	if err := sendOnce(st, deltas); err != nil {
 		t.Fatal(err)
 	}
 	// 100 small ones in calls of 7: 14 full calls, then k98, k99 and four rings (16384
-	// pairs at most); then two calls for the other six rings; and one for the BatchID
-	if got, want := evalshaCalls(t, srv), int64(14+1+2+1); got != want {
+	// pairs at most); then two calls for the other six rings
+	if got, want := evalshaCalls(t, srv), int64(14+1+2); got != want {
 		t.Fatalf("EVALSHA calls = %d; want %d", got, want)
 	}
 	for _, d := range deltas[100:110] {
@@ -219,7 +228,7 @@ func TestFlushManyCallsAndRoundTrips(t *testing.T) {
 	}
 	resetStats(t, srv)
 	trips.n.Store(0)
-	if err := many.FlushDeltas(bg, deltas); err != nil {
+	if err := sendOnce(many, deltas); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := evalshaCalls(t, srv), int64(20); got != want { // ceil(5000/256)
@@ -241,11 +250,11 @@ func TestFlushManyOneKeyFails(t *testing.T) {
 	for i := range 10 {
 		deltas = append(deltas, Delta{Key: "k" + strconv.Itoa(i), Spec: sp, Buckets: []leaparray.Bucket{{Index: 5, Count: uint64(i + 1)}}})
 	}
-	err := st.FlushDeltas(bg, deltas)
+	err := sendOnce(st, deltas)
 	var fe *FlushError
 	if !errors.As(err, &fe) || !slices.Equal(fe.Failed, []int{4}) || !strings.Contains(err.Error(), "WRONGTYPE") ||
 		!strings.Contains(err.Error(), `"k4"`) {
-		t.Fatalf("FlushDeltas = %v; want a FlushError naming only k4 (index 4), WRONGTYPE", err)
+		t.Fatalf("send = %v; want a FlushError naming only k4 (index 4), WRONGTYPE", err)
 	}
 	for i, d := range deltas {
 		if i == 4 {

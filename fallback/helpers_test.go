@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,14 +14,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// testTimeout is the Redis timeouts of test stores: generous, so that no test fails
+// because a loaded machine (other tests, -race) kept Redis or the test from answering
+// within the production default. Tests about timeouts ask for short ones (shortTimeouts).
+const testTimeout = 30 * time.Second
+
 // open starts nothing: it opens a Store on srv's URL (or any URL), closed at the end.
 // MinTTL is long so that keys written at test time never expire while a test's own
-// clock (now) runs far from the wall clock.
+// clock (now) runs far from the wall clock. Timeouts not set are testTimeout.
 func open(t testing.TB, url string, cfg Config) *Store {
 	t.Helper()
 	cfg.URL = url
 	if cfg.MinTTL == 0 {
 		cfg.MinTTL = time.Hour
+	}
+	for _, d := range []*time.Duration{&cfg.DialTimeout, &cfg.ReadTimeout, &cfg.WriteTimeout, &cfg.PoolTimeout} {
+		if *d == 0 {
+			*d = testTimeout
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -30,6 +41,13 @@ func open(t testing.TB, url string, cfg Config) *Store {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	return st
+}
+
+// shortTimeouts sets the production default timeouts (DefaultTimeout), for tests about
+// what a hung Redis costs.
+func shortTimeouts(cfg Config) Config {
+	cfg.DialTimeout, cfg.ReadTimeout, cfg.WriteTimeout, cfg.PoolTimeout = DefaultTimeout, DefaultTimeout, DefaultTimeout, DefaultTimeout
+	return cfg
 }
 
 // startStore starts a redis-server and opens a Store on it.
@@ -66,6 +84,39 @@ func (c ctxStore) Snapshot(key string, sp leaparray.Spec, now int64) ([]leaparra
 
 func (c ctxStore) Merge(key string, sp leaparray.Spec, buckets []leaparray.Bucket, now int64) error {
 	return c.st.Merge(bg, key, sp, buckets, now)
+}
+
+// sendOnce writes deltas in one batch, sent once, under a writer name of st's own: a
+// writer is used with one Store (its calls' seqs are the store's).
+func sendOnce(st *Store, deltas []Delta) error {
+	return st.SendBatch(bg, st.NewBatch(fmt.Sprintf("test-%p", st), deltas))
+}
+
+// countAll reads the count of each ref at now, in one pipeline of count scripts.
+func countAll(st *Store, refs []CounterRef, now int64) ([]int64, error) {
+	calls := make([]call, len(refs))
+	for i, r := range refs {
+		calls[i] = st.countCall(r.Key, r.Spec, now)
+	}
+	cmds, _ := st.runAll(bg, calls)
+	out := make([]int64, len(refs))
+	for i, cmd := range cmds {
+		n, err := decodeInt("count", cmd)
+		if err != nil {
+			return nil, fmt.Errorf("count of %q: %w", refs[i].Key, err)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// refsOf names each delta's counter.
+func refsOf(deltas []Delta) []CounterRef {
+	out := make([]CounterRef, len(deltas))
+	for i, d := range deltas {
+		out[i] = CounterRef{Key: d.Key, Spec: d.Spec}
+	}
+	return out
 }
 
 func spec(windowMs int64, buckets int) leaparray.Spec {

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/leapcount/leapcount/leaparray"
 )
@@ -22,11 +23,33 @@ func counterKey(key string, sp leaparray.Spec) string {
 	return b.String()
 }
 
-// onceKey is the marker of one MergeOnce batch on a counter. It shares the counter's
-// hash tag, so both keys live in one Cluster slot and one script may touch both.
-func onceKey(counterKey, batchID string) string {
-	return counterKey + ":once:" + batchID
+// writerKey is a writer's high-water mark in one hash slot: lc:{<tag>}:w:<writer>,
+// where tag is slotTag(slot) in a Cluster and oneServerTag otherwise (see Batch). The
+// third part, "w", is never a window, so it cannot be a counter's key.
+func writerKey(tag, writer string) string {
+	return "lc:{" + tag + "}:w:" + writer
 }
+
+// oneServerTag is the hash tag of the writer keys on one server (or Sentinel): every
+// call of a writer shares its one key.
+const oneServerTag = "w"
+
+// slotTag is a short hash tag whose slot is slot (in [0, 16384)): the first string in
+// the base-36 numbers 0, 1, 2, ... that hashes there. A writer's calls to one slot
+// share its key whatever counters they carry, so a writer holds one key per slot.
+func slotTag(slot uint16) string { return slotTags()[slot] }
+
+var slotTags = sync.OnceValue(func() []string {
+	tags := make([]string, 16384)
+	for i, left := uint64(0), len(tags); left > 0; i++ { // 87,573 tries, a few ms, once
+		t := strconv.FormatUint(i, 36)
+		if s := slotOf(t); tags[s] == "" {
+			tags[s] = t
+			left--
+		}
+	}
+	return tags
+})
 
 // tag is what goes between the braces: the key itself when that is safe, else "=" and
 // the key in hex. The key itself is safe when it is not empty, has no brace (a '}' would
@@ -39,14 +62,9 @@ func tag(key string) string {
 	return "=" + hex.EncodeToString([]byte(key))
 }
 
-// journalKey is the list of counters written behind owner's back: lc:journal:{<tag>}.
-func journalKey(owner string) string {
-	return "lc:journal:{" + tag(owner) + "}"
-}
-
 // slotOf is the Redis Cluster hash slot of a Redis key: CRC16 (XMODEM) of its hash tag
 // (the bytes between the first '{' and the next '}', when not empty; else the whole
-// key), mod 16384. FlushDeltas groups a Cluster's counters by it, as one script call's
+// key), mod 16384. NewBatch groups a Cluster's counters by it, as one script call's
 // keys must share a slot.
 func slotOf(key string) uint16 {
 	if s := strings.IndexByte(key, '{'); s >= 0 {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback/conformance"
 	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/leaparray"
@@ -60,8 +59,9 @@ func slot(key string) int64 {
 	return int64(crc) % 16384
 }
 
-// A counter's key and its markers hash to one slot whatever bytes the key holds, by
-// Redis's own CLUSTER KEYSLOT and by the rule computed here.
+// A counter's key and its writer key in a Cluster (the tag of the counter's slot) hash
+// to one slot whatever bytes the key and the writer hold, by Redis's own CLUSTER
+// KEYSLOT and by the rule computed here.
 func TestCounterKeysShareOneSlot(t *testing.T) {
 	srv := testredis.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	rc := srv.Client(t)
@@ -69,7 +69,8 @@ func TestCounterKeysShareOneSlot(t *testing.T) {
 	for _, key := range []string{"user:42", "a{b}c", "}{", "{}", "{", "}", "", "=x", "x}y{z", "\xff{\x00}"} {
 		ck := counterKey(key, sp)
 		want := slot(ck)
-		for _, k := range []string{ck, onceKey(ck, "batch{1}"), onceKey(ck, "}")} {
+		tag := slotTag(slotOf(ck))
+		for _, k := range []string{ck, writerKey(tag, "n1.r{1}.7"), writerKey(tag, "}")} {
 			got, err := rc.ClusterKeySlot(bg, k).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -84,9 +85,21 @@ func TestCounterKeysShareOneSlot(t *testing.T) {
 	}
 }
 
-// Against a three-node Cluster the store still answers as the in-memory store does,
-// MergeOnce's two keys stay in one slot (no CROSSSLOT), and a pipelined Do or
-// FlushDeltas spans the nodes.
+// Every slot has a tag of its own, short, that hashes to it.
+func TestSlotTags(t *testing.T) {
+	seen := map[string]bool{}
+	for s := range 16384 {
+		tag := slotTag(uint16(s))
+		if len(tag) == 0 || len(tag) > 4 || seen[tag] || slot("{"+tag+"}") != int64(s) {
+			t.Fatalf("slotTag(%d) = %q (slot %d, seen %v); want a new tag of 1 to 4 bytes in slot %d", s, tag, slot("{"+tag+"}"), seen[tag], s)
+		}
+		seen[tag] = true
+	}
+}
+
+// Against a three-node Cluster the store still answers as the in-memory store does, a
+// batch call's writer key and counters stay in one slot (no CROSSSLOT), a batch sent
+// again after its replies were lost applies once, and a pipeline spans the nodes.
 func TestClusterStore(t *testing.T) {
 	nodes := testredis.StartCluster(t, 3)
 	st := open(t, testredis.ClusterURL(nodes), Config{})
@@ -95,35 +108,36 @@ func TestClusterStore(t *testing.T) {
 	sp := spec(60_000, 60)
 	now := int64(1_700_000_000_000)
 	var deltas []Delta
-	var ops []counter.Op
 	for i := range 200 {
 		key := "k" + strconv.Itoa(i)
-		deltas = append(deltas, Delta{Key: key, Spec: sp, BatchID: "f1",
-			Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: uint64(i)}}})
-		ops = append(ops, counter.Op{Kind: counter.Count, Key: key, Window: sp.WindowMs, Buckets: sp.Buckets})
+		deltas = append(deltas, Delta{Key: key, Spec: sp, Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: uint64(i)}}})
 	}
-	for range 2 {
-		if err := st.FlushDeltas(bg, deltas); err != nil {
-			t.Fatal(err)
+	b := st.NewBatch("cluster", deltas)
+	for send := range 3 {
+		if err := st.SendBatch(bg, b); err != nil || !b.Confirmed() {
+			t.Fatalf("send %d: %v, confirmed %v; want nil, true", send, err, b.Confirmed())
 		}
+		loseReplies(b)
 	}
-	res := make([]counter.Result, len(ops))
-	(&Doer{Store: st, Now: func() int64 { return now }}).Do(bg, ops, res)
-	for i, r := range res {
-		if r.Err != nil || r.Count != int64(i) {
-			t.Fatalf("count of k%d = %d (err %v); want %d", i, r.Count, r.Err, i)
+	counts, err := countAll(st, refsOf(deltas), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range counts {
+		if c != int64(i) {
+			t.Fatalf("count of k%d = %d; want %d", i, c, i)
 		}
 	}
 	clusterFlushMany(t, nodes, st, now)
 }
 
-// In a Cluster, FlushDeltas puts the counters of one hash slot in one call (two shapes
-// of one key share its slot): no CROSSSLOT, one EVALSHA per slot (none has more than
-// FlushKeys counters here), and every counter lands.
+// In a Cluster, a batch puts the counters of one hash slot in one call (two shapes of
+// one key share its slot): no CROSSSLOT, one EVALSHA per slot (none has more than
+// FlushKeys counters here), one writer key per slot, holding its call's seq, and every
+// counter lands.
 func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now int64) {
 	mem := leaparray.NewStore()
 	var deltas []Delta
-	var ops []counter.Op
 	slots := map[uint16]bool{}
 	for i := range 3000 {
 		for _, sp := range []leaparray.Spec{spec(60_000, 60), spec(10_000, 10)}[:1+i%2] {
@@ -131,21 +145,39 @@ func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now in
 			deltas = append(deltas, d)
 			mem.Merge(d.Key, sp, d.Buckets)
 			slots[slotOf(counterKey(d.Key, sp))] = true
-			ops = append(ops, counter.Op{Kind: counter.Count, Key: d.Key, Window: sp.WindowMs, Buckets: sp.Buckets})
 		}
 	}
 	resetStats(t, nodes...)
-	if err := st.FlushDeltas(bg, deltas); err != nil {
+	b := st.NewBatch("cl", deltas)
+	if err := st.SendBatch(bg, b); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := evalshaCalls(t, nodes...), int64(len(slots)); got != want {
 		t.Fatalf("EVALSHA calls for %d counters in %d slots = %d; want %d", len(deltas), len(slots), got, want)
 	}
-	res := make([]counter.Result, len(ops))
-	(&Doer{Store: st, Now: func() int64 { return now }}).Do(bg, ops, res)
-	for i, r := range res {
-		if want := mem.Count(ops[i].Key, deltas[i].Spec, now); r.Err != nil || r.Count != want {
-			t.Fatalf("count of %s %v = %d (err %v); want %d", ops[i].Key, deltas[i].Spec, r.Count, r.Err, want)
+	marks := map[string]string{}
+	for _, n := range nodes {
+		rc := n.Client(t)
+		for _, k := range rc.Keys(bg, "lc:*:w:cl").Val() {
+			marks[k] = rc.Get(bg, k).Val()
+		}
+	}
+	if len(marks) != len(slots) {
+		t.Fatalf("%d writer keys for %d slots; want one per slot", len(marks), len(slots))
+	}
+	for _, c := range b.calls {
+		k := writerKey(slotTag(slotOf(c.keys[1])), "cl")
+		if got, want := marks[k], strconv.FormatUint(c.seq, 10); got != want {
+			t.Fatalf("mark %s = %q; want %s, its call's seq", k, got, want)
+		}
+	}
+	counts, err := countAll(st, refsOf(deltas), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range counts {
+		if want := mem.Count(deltas[i].Key, deltas[i].Spec, now); c != want {
+			t.Fatalf("count of %s %v = %d; want %d", deltas[i].Key, deltas[i].Spec, c, want)
 		}
 	}
 }

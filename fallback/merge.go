@@ -7,66 +7,36 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 )
 
 // Merge adds buckets to the counter bucket by bucket, creating it if needed, as
 // leaparray.Store.Merge does: buckets older than the counter's window at its head are
-// dropped. Merging is additive: merging the same buckets twice counts them twice (see
-// MergeOnce). now is not used by the merge rule (it does not depend on the time); it is
-// taken so that every write has the caller's clock at hand.
+// dropped. Merging is additive: merging the same buckets twice counts them twice (a
+// Batch applies at most once). now is not used by the merge rule (it does not depend on
+// the time); it is taken so that every write has the caller's clock at hand.
 func (st *Store) Merge(ctx context.Context, key string, sp leaparray.Spec, buckets []leaparray.Bucket, now int64) error {
-	_, err := st.merge(ctx, key, sp, "", buckets)
-	return err
-}
-
-// MergeOnce is Merge that applies a batch once: the first call with a batchID adds the
-// buckets and remembers the ID for Config.OnceTTL (a marker key next to the counter, set
-// in the same script); a retry with the same ID adds nothing. It reports whether this
-// call applied the batch.
-func (st *Store) MergeOnce(ctx context.Context, key string, sp leaparray.Spec, batchID string, buckets []leaparray.Bucket, now int64) (bool, error) {
-	if batchID == "" {
-		return false, fmt.Errorf("%w: MergeOnce needs a batch ID", counter.ErrBadArgument)
+	d := Delta{Key: key, Spec: sp, Buckets: buckets}
+	if err := checkDelta(d); err != nil {
+		return err
 	}
-	return st.merge(ctx, key, sp, batchID, buckets)
-}
-
-func (st *Store) merge(ctx context.Context, key string, sp leaparray.Spec, batchID string, buckets []leaparray.Bucket) (bool, error) {
-	c, skip, err := st.mergeCall(key, sp, batchID, buckets)
+	if len(buckets) == 0 {
+		return nil // nothing to add, as for an empty snapshot in memory
+	}
+	_, replies, err := mergeReply(st.run(ctx, st.mergeCall(d)), 1)
+	if err == nil {
+		err = replies[0]
+	}
 	if err != nil {
-		return false, err
+		return unavailable("merge", err)
 	}
-	if skip {
-		return true, nil // nothing to add, as for an empty snapshot in memory
-	}
-	n, err := decodeInt("merge", st.run(ctx, c))
-	return n == 1, err
+	return nil
 }
 
-// mergeCall builds merge.lua's call. skip says there is nothing to do (no buckets and
-// no batch to mark), as leaparray.Store.Merge does nothing for an empty snapshot.
-func (st *Store) mergeCall(key string, sp leaparray.Spec, batchID string, buckets []leaparray.Bucket) (c call, skip bool, err error) {
-	if err := checkSpec(sp); err != nil {
-		return call{}, false, err
-	}
-	if len(buckets) == 0 && batchID == "" {
-		return call{}, true, nil
-	}
-	ck := counterKey(key, sp)
-	c = call{script: scripts.merge, keys: []string{ck}}
-	if batchID != "" {
-		c.keys = append(c.keys, onceKey(ck, batchID))
-	}
-	if err := checkCounts(buckets); err != nil {
-		return call{}, false, err
-	}
-	c.args = make([]any, 0, 3+2*len(buckets))
-	c.args = append(c.args, sp.Buckets, st.ttlMs(sp), st.onceTTLMs())
-	for _, b := range buckets {
-		c.args = append(c.args, b.Index, strconv.FormatUint(b.Count, 10))
-	}
-	return c, false, nil
+// mergeCall is merge_many's call for one delta, without a writer key: applied each time
+// it runs.
+func (st *Store) mergeCall(d Delta) call {
+	return call{script: scripts.mergeMany, keys: []string{counterKey(d.Key, d.Spec)}, args: st.appendDelta([]any{0, 0, 0}, d)}
 }
 
 // Load returns the counter's buckets within the window at time now (max(bucket(now),

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
@@ -58,41 +57,9 @@ func TestMergeSnapshotsEqualsWholeTraffic(t *testing.T) {
 	}
 }
 
-// A retried MergeOnce counts once; another batch ID counts again.
-func TestMergeOnceRetriedCountsOnce(t *testing.T) {
-	srv, st := startStore(t)
-	sp := spec(60_000, 60)
-	now := int64(1_700_000_000_000)
-	bs := []leaparray.Bucket{{Index: sp.Bucket(now) - 1, Count: 3}, {Index: sp.Bucket(now), Count: 4}}
-	for i, tc := range []struct {
-		batch   string
-		applied bool
-		count   int64
-	}{{"b1", true, 7}, {"b1", false, 7}, {"b1", false, 7}, {"b2", true, 14}} {
-		applied, err := st.MergeOnce(bg, "a{b}c", sp, tc.batch, bs, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := st.Count(bg, "a{b}c", sp, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if applied != tc.applied || c != tc.count {
-			t.Fatalf("call %d (batch %s): applied %v, count %d; want %v, %d", i, tc.batch, applied, c, tc.applied, tc.count)
-		}
-	}
-	ttl := srv.Client(t).PTTL(bg, onceKey(counterKey("a{b}c", sp), "b1")).Val()
-	if ttl <= DefaultOnceTTL-10*time.Second || ttl > DefaultOnceTTL {
-		t.Fatalf("marker PTTL = %v; want about %v", ttl, DefaultOnceTTL)
-	}
-	if _, err := st.MergeOnce(bg, "k", sp, "", bs, now); err == nil {
-		t.Fatal("MergeOnce with an empty batch ID succeeded; want an error")
-	}
-}
-
-// FlushDeltas writes many counters in pipelined chunks; each lands as Merge would; a
-// bad delta fails alone and names its counter; a delta with a BatchID applies once.
-func TestFlushDeltasManyCounters(t *testing.T) {
+// A batch writes many counters in pipelined chunks; each lands as Merge would; a bad
+// delta fails alone and names its counter.
+func TestBatchManyCounters(t *testing.T) {
 	_, st := startStore(t)
 	sp := spec(10_000, 10)
 	now := int64(1_700_000_000_000)
@@ -106,11 +73,11 @@ func TestFlushDeltasManyCounters(t *testing.T) {
 	}
 	deltas = append(deltas, Delta{Key: "bad", Spec: spec(10, 3), Buckets: []leaparray.Bucket{{Index: 1, Count: 1}}},
 		Delta{Key: "empty", Spec: sp})
-	err := st.FlushDeltas(bg, deltas)
+	err := sendOnce(st, deltas)
 	var fe *FlushError
 	if !errors.As(err, &fe) || !slices.Equal(fe.Failed, []int{len(deltas) - 2}) ||
 		!strings.Contains(err.Error(), `"bad"`) || !errors.Is(err, counter.ErrBadBuckets) {
-		t.Fatalf("FlushDeltas error = %v; want a FlushError naming only the bad counter (index %d)", err, len(deltas)-2)
+		t.Fatalf("send error = %v; want a FlushError naming only the bad counter (index %d)", err, len(deltas)-2)
 	}
 	for i, d := range deltas[:len(deltas)-2] {
 		got, err := st.Load(bg, d.Key, sp, now)
@@ -123,14 +90,5 @@ func TestFlushDeltasManyCounters(t *testing.T) {
 	}
 	if ok, _ := st.Reset(bg, "empty", sp, now); ok {
 		t.Fatal("an empty delta created its counter")
-	}
-	once := []Delta{{Key: "once", Spec: sp, Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: 5}}, BatchID: "f1"}}
-	for range 3 {
-		if err := st.FlushDeltas(bg, once); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c, _ := st.Count(bg, "once", sp, now); c != 5 {
-		t.Fatalf("count after a BatchID delta flushed 3 times = %d; want 5", c)
 	}
 }

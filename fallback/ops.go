@@ -52,9 +52,15 @@ func (st *Store) countCall(key string, sp leaparray.Spec, now int64) call {
 	return call{scripts.count, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
 }
 
+// allowCall passes limit − n, computed here in int64 (−1 when n > limit), so that the
+// script compares the count with it exactly: Lua's doubles cannot hold such numbers.
 func (st *Store) allowCall(key string, sp leaparray.Spec, limit, n, now int64) call {
+	room := int64(-1)
+	if limit, n = nonNeg(limit), nonNeg(n); n <= limit {
+		room = limit - n
+	}
 	return call{scripts.allow, []string{counterKey(key, sp)},
-		[]any{sp.Bucket(now), nonNeg(limit), nonNeg(n), sp.Buckets, st.ttlMs(sp)}}
+		[]any{sp.Bucket(now), room, n, sp.Buckets, st.ttlMs(sp)}}
 }
 
 func (st *Store) resetCall(key string, sp leaparray.Spec, now int64) call {
@@ -70,8 +76,8 @@ func decodeInt(op string, cmd *redis.Cmd) (int64, error) {
 }
 
 // decodeDecision turns allow.lua's {allowed, count, e, k} into a Decision, doing the
-// arithmetic that needs more than Lua's 53-bit numbers: remaining = max(0, limit−count)
-// and retry_after_ms = (e+k)·L − now.
+// arithmetic Lua's doubles cannot do exactly: remaining = max(0, limit−count) and
+// retry_after_ms = (e+k)·L − now.
 func decodeDecision(cmd *redis.Cmd, sp leaparray.Spec, limit, now int64) (leaparray.Decision, error) {
 	v, err := cmd.Int64Slice()
 	if err != nil {

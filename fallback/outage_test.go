@@ -13,8 +13,8 @@ import (
 )
 
 // unavailableBound is how long a call may take to give up on a Redis that is gone or
-// hung, with the default 200 ms timeouts: a correctness bound (no call hangs), far above
-// what it takes.
+// hung, with the default 200 ms timeouts (shortTimeouts; refused calls fail at once): a
+// correctness bound (no call hangs), far above what it takes.
 const unavailableBound = 2 * time.Second
 
 // everyOp runs each of the store's calls once and returns their errors and durations
@@ -34,18 +34,10 @@ func everyOp(st *Store, now int64) map[string]outcome {
 	timed("allow", func() error { _, err := st.Allow(ctx, "k", sp, 10, 1, now); return err })
 	timed("reset", func() error { _, err := st.Reset(ctx, "k", sp, now); return err })
 	timed("merge", func() error { return st.Merge(ctx, "k", sp, bs, now) })
-	timed("mergeonce", func() error { _, err := st.MergeOnce(ctx, "k", sp, "b", bs, now); return err })
+	timed("batch", func() error { return st.SendBatch(ctx, st.NewBatch("t", []Delta{{Key: "k", Spec: sp, Buckets: bs}})) })
 	timed("load", func() error { _, err := st.Load(ctx, "k", sp, now); return err })
-	timed("flush", func() error { return st.FlushDeltas(ctx, []Delta{{Key: "k", Spec: sp, Buckets: bs}}) })
 	timed("ping", func() error { return st.Ping(ctx) })
-	timed("journal", func() error { return st.Journal(ctx, "n1", []CounterRef{{Key: "k", Spec: sp}}) })
-	timed("takejournal", func() error { _, err := st.TakeJournal(ctx, "n1", 10); return err })
-	timed("doer", func() error {
-		res := make([]counter.Result, 1)
-		(&Doer{Store: st, Now: func() int64 { return now }}).Do(ctx,
-			[]counter.Op{{Kind: counter.Incr, Key: "k", Window: sp.WindowMs, Buckets: sp.Buckets, N: 1}}, res)
-		return res[0].Err
-	})
+	timed("pipeline", func() error { _, err := countAll(st, []CounterRef{{Key: "k", Spec: sp}}, now); return err })
 	return out
 }
 
@@ -106,7 +98,8 @@ func TestRedisStoppedThenRestarted(t *testing.T) {
 // Redis hung (SIGSTOP: it accepts connections and never answers): every call gives up
 // within the read timeout. Resumed: calls work again.
 func TestRedisHungTimesOut(t *testing.T) {
-	srv, st := startStore(t)
+	srv := testredis.Start(t)
+	st := open(t, srv.URL(), shortTimeouts(Config{}))
 	wantWorking(t, st, "start")
 	srv.Pause()
 	wantUnavailable(t, st, "hung")
@@ -114,26 +107,23 @@ func TestRedisHungTimesOut(t *testing.T) {
 	wantWorking(t, st, "resume")
 }
 
-// The pipelined paths (FlushDeltas, Doer) load the scripts again after SCRIPT FLUSH and
-// apply each call once.
+// The pipelined paths (a batch, several scripts in one pipeline) load the scripts again
+// after SCRIPT FLUSH and apply each call once.
 func TestPipelineReloadsScripts(t *testing.T) {
 	srv, st := startStore(t)
 	sp := spec(10_000, 10)
 	now := int64(1_700_000_000_000)
 	bs := []leaparray.Bucket{{Index: sp.Bucket(now), Count: 2}}
 	srv.Do(t, "SCRIPT", "FLUSH")
-	if err := st.FlushDeltas(bg, []Delta{{Key: "a", Spec: sp, Buckets: bs}, {Key: "b", Spec: sp, Buckets: bs}}); err != nil {
+	if err := sendOnce(st, []Delta{{Key: "a", Spec: sp, Buckets: bs}, {Key: "b", Spec: sp, Buckets: bs}}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Do(t, "SCRIPT", "FLUSH")
-	ops := []counter.Op{
-		{Kind: counter.Incr, Key: "a", Window: sp.WindowMs, Buckets: sp.Buckets, N: 1},
-		{Kind: counter.Count, Key: "b", Window: sp.WindowMs, Buckets: sp.Buckets},
-	}
-	res := make([]counter.Result, len(ops))
-	(&Doer{Store: st, Now: func() int64 { return now }}).Do(bg, ops, res)
-	if res[0].Err != nil || res[0].Count != 3 || res[1].Err != nil || res[1].Count != 2 {
-		t.Fatalf("results after SCRIPT FLUSH = %+v; want counts 3 and 2", res)
+	cmds, _ := st.runAll(bg, []call{st.incrCall("a", sp, 1, now), st.countCall("b", sp, now)})
+	a, errA := decodeInt("incr", cmds[0])
+	b, errB := decodeInt("count", cmds[1])
+	if errA != nil || a != 3 || errB != nil || b != 2 {
+		t.Fatalf("incr a, count b after SCRIPT FLUSH = %d (%v), %d (%v); want 3 and 2", a, errA, b, errB)
 	}
 }
 

@@ -13,7 +13,7 @@ var luaFS embed.FS
 // scriptSet holds one script per operation. Each is common.lua followed by the
 // operation's own file, so the ring rules are written once.
 type scriptSet struct {
-	incr, count, allow, reset, merge, mergeMany *redis.Script
+	incr, count, allow, reset, mergeMany *redis.Script
 }
 
 var scripts = func() scriptSet {
@@ -22,7 +22,7 @@ var scripts = func() scriptSet {
 		return redis.NewScript(common + "\n" + mustRead("lua/"+name+".lua"))
 	}
 	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"),
-		merge: mk("merge"), mergeMany: mk("merge_many")}
+		mergeMany: mk("merge_many")}
 }()
 
 func mustRead(name string) string {
@@ -34,7 +34,7 @@ func mustRead(name string) string {
 }
 
 func (s scriptSet) all() []*redis.Script {
-	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.merge, s.mergeMany}
+	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany}
 }
 
 // call is one script run: which script, its keys and its arguments.
@@ -77,27 +77,29 @@ func failed(ctx context.Context, n int, err error) []*redis.Cmd {
 	return cmds
 }
 
-// runAll runs calls in one pipeline of EVALSHAs and returns their commands in order.
-// Calls that found their script missing (Redis restarted or failed over) are run again,
-// in order, after the scripts are loaded: a NOSCRIPT reply means the script did not run.
+// runAll runs calls in one pipeline of EVALSHAs and returns their commands in order,
+// and whether it tried: false when the breaker or a done ctx refused them before any
+// I/O. Calls that found their script missing (Redis restarted or failed over) are run
+// again, in order, after the scripts are loaded: a NOSCRIPT reply means the script did
+// not run.
 //
 // A Cluster client splits the pipeline by node; calls on one counter share a slot, so
 // they stay in order. (Should another client load some scripts between two of our
 // commands just after a restart, a counter's later call could run before an earlier one
 // that hit NOSCRIPT; both still run once.)
-func (st *Store) runAll(ctx context.Context, calls []call) []*redis.Cmd {
+func (st *Store) runAll(ctx context.Context, calls []call) (cmds []*redis.Cmd, tried bool) {
 	if len(calls) == 0 {
-		return nil
+		return nil, false
 	}
-	var cmds []*redis.Cmd
 	err := st.guard(ctx, func() error {
+		tried = true
 		cmds = st.runPipelines(ctx, calls)
 		return pipelineErr(cmds)
 	})
 	if cmds == nil {
-		return failed(ctx, len(calls), err)
+		return failed(ctx, len(calls), err), tried
 	}
-	return cmds
+	return cmds, tried
 }
 
 func (st *Store) runPipelines(ctx context.Context, calls []call) []*redis.Cmd {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
@@ -23,6 +24,7 @@ type Store struct {
 	br      *breaker
 	cluster bool // rdb is a Cluster client: one script call's keys must share a slot
 	version string
+	seq     atomic.Uint64 // batch calls made: each call's seq (see Batch)
 }
 
 // Open connects to Redis, checks that it answers, reads its version and loads the

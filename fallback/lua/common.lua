@@ -8,26 +8,123 @@
 --
 -- Every operation acts at bucket e = max(bucket(now), h). Buckets leave the hash as the
 -- head passes them (their counts are needed then anyway, to keep s exact), so no script
--- ever scans for stale fields. Indexes and counts are exact in Lua's doubles up to 2^53.
+-- ever scans for stale fields.
+--
+-- Exact counts. Lua's numbers are doubles, exact only up to 2^53, and counts go up to
+-- 2^63-1. So a count is a Lua number only while it is below 2^53 (read from at most 15
+-- digits, or a sum that stays below 2^53: nearly every count); a larger one is a pair
+-- {hi, lo} = hi*1e9 + lo (both exact in a double). plus, minus and le take either form
+-- and go to pairs when a number would not be exact, and str writes either as the
+-- decimal string Redis and Go read. Counts are written back with HSET, as strings.
+-- Bucket indexes are Lua numbers: exact up to 2^53 (a clock of 2^53 ms is 285,000
+-- years away).
+
+local E9 = 1000000000
+local P53 = 9007199254740992 -- 2^53
 
 local function fld(j)
   return string.format('%d', j)
 end
 
--- state returns the head and the sum, or nil when the counter does not exist.
+-- num reads a count (a decimal integer 0 <= x < 2^63, or nil or false for 0).
+local function num(v)
+  if not v then
+    return 0
+  end
+  local n = #v
+  if n <= 15 then
+    return tonumber(v)
+  end
+  return { tonumber(string.sub(v, 1, n - 9)), tonumber(string.sub(v, n - 8)) }
+end
+
+local ZERO = 0
+local MAX = num('9223372036854775807')
+
+-- pair is a count as a pair. For a number (an integer below 2^53) a / E9 may round up
+-- to the next integer, so lo, exact (integers below 2^53), corrects hi.
+local function pair(a)
+  if type(a) == 'table' then
+    return a
+  end
+  local hi = math.floor(a / E9)
+  local lo = a - hi * E9
+  if lo < 0 then
+    return { hi - 1, lo + E9 }
+  end
+  return { hi, lo }
+end
+
+local function plus(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    local c = a + b -- below 2^53 only when exact: rounding never goes below 2^53
+    if c < P53 then
+      return c
+    end
+  end
+  a, b = pair(a), pair(b)
+  local lo = a[2] + b[2]
+  if lo >= E9 then
+    return { a[1] + b[1] + 1, lo - E9 }
+  end
+  return { a[1] + b[1], lo }
+end
+
+-- minus is a - b, for a >= b.
+local function minus(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a - b
+  end
+  a, b = pair(a), pair(b)
+  local lo = a[2] - b[2]
+  if lo < 0 then
+    return { a[1] - b[1] - 1, lo + E9 }
+  end
+  return { a[1] - b[1], lo }
+end
+
+local function le(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a <= b
+  end
+  a, b = pair(a), pair(b)
+  return a[1] < b[1] or (a[1] == b[1] and a[2] <= b[2])
+end
+
+-- str writes a count in decimal, as Redis and Go read it.
+local function str(a)
+  if type(a) == 'number' then
+    return fld(a)
+  end
+  if a[1] == 0 then
+    return fld(a[2])
+  end
+  return fld(a[1]) .. string.format('%09d', a[2])
+end
+
+-- overflow fails a write whose sum would not fit in a Redis integer, before it writes.
+-- A number is below 2^53.
+local function overflow(c)
+  if type(c) == 'table' and not le(c, MAX) then
+    error({ err = 'ERR count would overflow a 64-bit integer' })
+  end
+end
+
+-- state returns the head and the sum, or nil (and a zero sum) when the counter does not
+-- exist.
 local function state(key)
   local v = redis.call('HMGET', key, 'h', 's')
   if not v[1] then
-    return nil, 0
+    return nil, ZERO
   end
-  return tonumber(v[1]), tonumber(v[2])
+  return tonumber(v[1]), num(v[2])
 end
 
 -- range sums the buckets lo..hi that exist and returns the sum and their field names. It
 -- reads the named fields, or the whole hash when that is smaller, so it costs at most
 -- min(hi-lo+1, B+2) fields.
 local function range(key, lo, hi)
-  local sum, names = 0, {}
+  local sum, names = ZERO, {}
   if hi < lo then
     return sum, names
   end
@@ -36,7 +133,7 @@ local function range(key, lo, hi)
     for i = 1, #all, 2 do
       local j = tonumber(all[i]) -- nil for 'h' and 's'
       if j and j >= lo and j <= hi then
-        sum = sum + tonumber(all[i + 1])
+        sum = plus(sum, num(all[i + 1]))
         names[#names + 1] = all[i]
       end
     end
@@ -49,134 +146,176 @@ local function range(key, lo, hi)
   local vs = redis.call('HMGET', key, unpack(fs))
   for i = 1, #fs do
     if vs[i] then
-      sum = sum + tonumber(vs[i])
+      sum = plus(sum, num(vs[i]))
       names[#names + 1] = fs[i]
     end
   end
   return sum, names
 end
 
--- count_at is the count at bucket e >= h: the buckets up to e-B have left the window.
-local function count_at(key, h, s, e, b)
-  if e - h >= b then
-    return 0
-  end
-  if e == h then
-    return s
-  end
-  local gone = range(key, h - b + 1, e - b)
-  return s - gone
-end
+local ALL, STAY = {}, {} -- moves: the whole window leaves; nothing leaves
 
--- advance moves the head from h to e > h: the buckets that leave the window are
--- subtracted from the sum and deleted. It returns the new sum. A jump of a whole window
--- or more drops the hash (the caller writes h and s again).
-local function advance(key, h, s, e, b)
+-- ahead looks at moving the head from h to e >= h, writing nothing: it returns the count
+-- at e and the move, what put must write to make it: ALL when the whole window leaves
+-- (the hash is dropped), else the names of the buckets that leave (STAY: none).
+local function ahead(key, h, s, e, b)
+  if e == h then
+    return s, STAY
+  end
   if e - h >= b then
-    redis.call('DEL', key)
-    return 0
+    return ZERO, ALL
   end
   local gone, names = range(key, h - b + 1, e - b)
-  if #names > 0 then
-    redis.call('HDEL', key, unpack(names))
-  end
-  return s - gone
+  return minus(s, gone), names
 end
 
--- add adds n (ns: n as the caller's decimal string, added exactly by HINCRBY) to bucket
--- j and returns the new head and sum: a j past the head moves the head, a j within the
--- window adds in place, an older j counts for nothing and is dropped.
-local function add(key, h, s, j, ns, b)
-  local n = tonumber(ns)
-  if j > h then
-    s = advance(key, h, s, j, b)
-    h = j
-  end
-  if j > h - b and n > 0 then
-    redis.call('HINCRBY', key, fld(j), ns)
-    s = s + n
-  end
-  return h, s
+-- count_at is the count at bucket e >= h.
+local function count_at(key, h, s, e, b)
+  return (ahead(key, h, s, e, b))
 end
 
--- save writes the head and the sum and refreshes the key's TTL (ms).
-local function save(key, h, s, ttl)
-  redis.call('HSET', key, 'h', fld(h), 's', fld(s))
+-- put writes what an operation decided: the head moved from h (nil for a new counter)
+-- to e as mv (from ahead) says, then, in one HSET, the sum (s, exact), the head when it
+-- moved, and kv's fields (bucket name, new count as a decimal string, ...); then the
+-- key's TTL refreshed (ms). The caller has checked that the sum fits (overflow), and the
+-- counts are computed here, so no command fails half-way. kv's buckets are in the
+-- window at e, so none of them is among those the move deletes.
+local function put(key, h, e, mv, s, kv, ttl)
+  if mv == ALL then
+    redis.call('DEL', key)
+  elseif #mv > 0 then
+    redis.call('HDEL', key, unpack(mv))
+  end
+  kv[#kv + 1], kv[#kv + 2] = 's', str(s)
+  if h ~= e or mv == ALL then
+    kv[#kv + 1], kv[#kv + 2] = 'h', fld(e)
+  end
+  redis.call('HSET', key, unpack(kv))
   redis.call('PEXPIRE', key, ttl)
 end
 
--- merge_one is merge_pairs for one pair (j, n given as the caller's strings), the
--- common case of write-behind: one HMGET, one HSET and the PEXPIRE when the head does not
--- move.
-local function merge_one(key, b, ttl, js, ns)
-  local j, n = tonumber(js), tonumber(ns)
+-- add_at adds n (ns, a decimal string) at bucket e of the counter whose head is h (nil:
+-- new) and whose count at e is c (mv: the move, from ahead; v: bucket e's count, or nil
+-- when not read), and returns the new count.
+local function add_at(key, h, c, e, mv, v, ns, ttl)
+  local n = num(ns)
+  local total = plus(c, n)
+  overflow(total)
+  local kv = {}
+  if ns ~= '0' then
+    if not v then
+      v = num(redis.call('HGET', key, fld(e)))
+    end
+    kv[1], kv[2] = fld(e), str(plus(v, n))
+  end
+  put(key, h, e, mv, total, kv, ttl)
+  return total
+end
+
+-- at reads the counter and returns its head (nil: new), the bucket e = max(j, head) an
+-- operation at bucket j acts at, the count there, the move to it, and bucket e's count
+-- (read with the head when e is j; nil when e is the head, past j: add_at reads it).
+local function at(key, j, b)
+  local v = redis.call('HMGET', key, 'h', 's', fld(j))
+  local h, s, e, bv = tonumber(v[1]), num(v[2]), j, num(v[3])
+  if h and h > j then
+    e, bv = h, nil
+  end
+  local c, mv = ahead(key, h or e, s, e, b)
+  return h, e, c, mv, bv
+end
+
+-- merge_one is merge_pairs for one pair (j, n as the caller's strings): write-behind's
+-- common delta, one bucket per counter per flush. It is merge_pairs without the tables
+-- that gather many pairs, which cost that case a fifth of the script's time (measured):
+-- an HMGET of the head, the sum and bucket j, then one HSET and the PEXPIRE when the
+-- head does not move.
+local function merge_one(key, reset, b, ttl, js, ns)
+  local j = tonumber(js)
   local f = fld(j)
-  local v = redis.call('HMGET', key, 'h', 's', f)
-  local h, s, c = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]) or 0
-  if not h then
-    h, s = j, 0
-  elseif j > h then
-    s = advance(key, h, s, j, b)
-    h = j
+  local h, s, v = nil, ZERO, nil
+  if not reset then
+    local r = redis.call('HMGET', key, 'h', 's', f)
+    h, s, v = tonumber(r[1]), num(r[2]), r[3]
   end
-  if j > h - b and n > 0 then
-    redis.call('HSET', key, 'h', fld(h), 's', fld(s + n), f, fld(c + n))
-  else
-    redis.call('HSET', key, 'h', fld(h), 's', fld(s))
+  local e = math.max(h or j, j)
+  local c, mv = ahead(key, h or e, s, e, b)
+  local kv = {}
+  if j > e - b and ns ~= '0' then
+    local n = num(ns)
+    kv[1], kv[2] = f, str(plus(num(v), n))
+    c = plus(c, n)
   end
-  redis.call('PEXPIRE', key, ttl)
+  overflow(c)
+  if reset then
+    redis.call('DEL', key)
+  end
+  put(key, h, e, mv, c, kv, ttl)
 end
 
 -- merge_pairs adds the (bucket, count) pairs ARGV[lo], ARGV[lo+1], ..., ARGV[hi-1],
--- ARGV[hi] (hi >= lo + 1) to the counter as leaparray.Store.Merge does, then saves the
--- head and the sum and refreshes the TTL (ttl in ms). Adding the pairs one by one in order
--- ends in the same hash as first moving the head to H = max(head, newest pair) and then
--- adding the pairs newer than H-B: the head only grows, so a pair kept the first way is
--- within (H-B, H], and one dropped is at or before H-B. So this reads the head, the sum
--- and the pairs' buckets in one HMGET, moves the head once (at most B fields read and
--- deleted), and writes the head, the sum and the new bucket counts in one HSET: three
--- commands when the head does not move, whatever the number of pairs. The counts read
--- before the head moves stay right: moving it deletes only buckets at or before H-B,
--- and those are not read. A bucket's new count is computed here, exact up to 2^53 as
--- the sum is. An unknown counter starts with its head at H.
-local function merge_pairs(key, b, ttl, lo, hi)
+-- ARGV[hi] to the counter as leaparray.Store.Merge does; with reset it first erases the
+-- counter, as leaparray.Store.Reset does. Adding the pairs one by one in order ends in
+-- the same hash as first moving the head to H = max(head, newest pair) and then adding
+-- the pairs newer than H-B: the head only grows, so a pair kept the first way is within
+-- (H-B, H], and one dropped is at or before H-B. So this reads the head, the sum and the
+-- pairs' buckets in one HMGET (only those newer than top-B, where top is the newest
+-- pair: at most B, so unpack stays within Lua's limits), moves the head once (at most B
+-- fields read and deleted) and writes the sum, the head and each bucket's new count in
+-- one HSET: three commands when the head does not move, whatever the number of pairs.
+-- The counts read before the head moves stay right: moving it deletes only buckets at
+-- or before H-B, and those are not written. Everything is read and checked before the
+-- first write, so a counter that fails (a key of the wrong type, a sum past 2^63-1)
+-- fails before it writes. An unknown counter starts with its head at H.
+local function merge_pairs(key, reset, b, ttl, lo, hi)
+  if hi < lo then -- a reset alone
+    redis.call('DEL', key)
+    return
+  end
   if hi == lo + 1 then
-    return merge_one(key, b, ttl, ARGV[lo], ARGV[hi])
+    return merge_one(key, reset, b, ttl, ARGV[lo], ARGV[hi])
   end
   local top = tonumber(ARGV[lo])
   for i = lo + 2, hi, 2 do
     top = math.max(top, tonumber(ARGV[i]))
   end
-  -- the buckets that may count (at most B of them, so unpack stays within Lua's
-  -- limits), each once, and what they gain
+  -- the buckets that may count, each once, and what they gain
   local names, js, gain = {}, {}, {}
   for i = lo, hi, 2 do
-    local j, n = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-    if j > top - b and n > 0 then
+    local j, ns = tonumber(ARGV[i]), ARGV[i + 1]
+    if j > top - b and ns ~= '0' then
       local f = fld(j)
-      if gain[f] then
-        gain[f] = gain[f] + n
+      local g = gain[f]
+      if g then
+        gain[f] = plus(g, num(ns))
       else
-        names[#names + 1], js[#js + 1], gain[f] = f, j, n
+        names[#names + 1], js[#js + 1], gain[f] = f, j, num(ns)
       end
     end
   end
-  local v = redis.call('HMGET', key, 'h', 's', unpack(names))
-  local h, s = tonumber(v[1]), tonumber(v[2])
-  if not h then
-    h, s = top, 0
-  elseif top > h then
-    s = advance(key, h, s, top, b)
-    h = top
-  end
-  local kv = { 'h', '', 's', '' }
-  for k, f in ipairs(names) do
-    if js[k] > h - b then
-      kv[#kv + 1], kv[#kv + 2] = f, fld((tonumber(v[k + 2]) or 0) + gain[f])
-      s = s + gain[f]
+  local h, s, v = nil, ZERO, {}
+  if not reset then
+    v = redis.call('HMGET', key, 'h', 's', unpack(names))
+    if v[1] then
+      h, s = tonumber(v[1]), num(v[2])
     end
   end
-  kv[2], kv[4] = fld(h), fld(s)
-  redis.call('HSET', key, unpack(kv))
-  redis.call('PEXPIRE', key, ttl)
+  local e = top
+  if h then
+    e = math.max(h, top)
+  end
+  local c, mv = ahead(key, h or e, s, e, b)
+  local kv, total = {}, ZERO
+  for k, f in ipairs(names) do
+    if js[k] > e - b then
+      total = plus(total, gain[f])
+      kv[#kv + 1], kv[#kv + 2] = f, str(plus(num(v[k + 2]), gain[f]))
+    end
+  end
+  local sum = plus(c, total) -- each bucket's count is part of it, so it bounds them
+  overflow(sum)
+  if reset then
+    redis.call('DEL', key)
+  end
+  put(key, h, e, mv, sum, kv, ttl)
 end

@@ -1,10 +1,6 @@
--- incr: add n at bucket max(j, head) and return the count after adding.
+-- incr: add n at bucket max(j, head) and return the count after adding, in decimal. A
+-- count past 2^63-1 fails before anything is written.
 -- KEYS[1] the counter. ARGV: j (bucket of now), n (>= 0), B, ttl (ms).
-local key, j, b = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
-local h, s = state(key)
-if not h then
-  h = j
-end
-h, s = add(key, h, s, math.max(j, h), ARGV[2], b)
-save(key, h, s, ARGV[4])
-return s
+local key = KEYS[1]
+local h, e, c, mv, v = at(key, tonumber(ARGV[1]), tonumber(ARGV[3]))
+return str(add_at(key, h, c, e, mv, v, ARGV[2], ARGV[4]))

@@ -1,29 +1,48 @@
--- merge_many: merge many counters' deltas in one call, each as merge.lua does (without
--- once-markers). FlushDeltas sends it, so that write-behind costs one command per many
--- counters instead of one per counter. In a Cluster every key is in one slot.
--- KEYS: the counters. ARGV, for each key in turn: B, ttl (ms), m, then m >= 1 (bucket,
--- count) pairs j1, c1, ..., jm, cm.
--- Returns one reply per key, in order: 1 when merged, else the error message. A key that
--- fails (say it holds a string, WRONGTYPE) fails at its first command, before it writes,
--- and does not stop the others: Redis does not undo a script's writes when the script
--- fails, so an error escaping here would leave the keys before it merged and the caller
--- unable to tell which.
-local res, a = {}, 1
-for k = 1, #KEYS do
-  local b, ttl, m = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
-  local lo = a + 3
-  a = lo + 2 * m
-  local ok, err = true, nil
-  if m > 0 then
-    ok, err = pcall(merge_pairs, KEYS[k], b, ttl, lo, a - 1)
+-- merge_many: merge many counters' deltas in one call, each as leaparray.Store.Merge
+-- does (a delta with its reset flag first erases the counter, as Reset does), applied
+-- at most once when given its writer's key. A Batch sends it, so that write-behind costs
+-- one command per many counters instead of one per counter. In a Cluster every key
+-- (the writer key too) is in one slot.
+-- ARGV[1]: the writer key's TTL (ms), or 0 for none (Merge: no writer key, applied each
+-- time). ARGV[2]: the call's seq. ARGV[3]: its wait, the seq of the writer's call
+-- before it in this key that was not confirmed when this was sent (0: none).
+-- KEYS: the writer key (when ARGV[1] is not 0), holding the highest seq of its writer
+-- applied in this slot, then the counters, a counter once per delta (its deltas in
+-- order). ARGV, from ARGV[4], for each counter in turn: reset (0/1), B, ttl (ms), m,
+-- then m (bucket, count) pairs j1, c1, ..., jm, cm (m = 0: a reset alone).
+-- Returns {0} when seq is not above the mark: applied before, and nothing is done. {2}
+-- when the mark is below the wait: the call before has not applied, and this one must
+-- not pass it (nothing is done either; the writer sends both again). Else the call is
+-- applied: {1, r1, r2, ...}, one reply per counter in order, 1 when merged, else the
+-- error message. Setting the mark is the script's first write, so a call that fails
+-- before it leaves nothing, and one that passes it runs to the end: a counter that
+-- fails (its key holds a string, WRONGTYPE) fails before it writes and does not stop the
+-- others, as Redis does not undo a script's writes when the script fails.
+local first, res = 1, { 1 }
+if ARGV[1] ~= '0' then
+  local mark = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+  if mark >= tonumber(ARGV[2]) then
+    return { 0 }
   end
+  if mark < tonumber(ARGV[3]) then
+    return { 2 }
+  end
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1])
+  first = 2
+end
+local a = 4
+for k = first, #KEYS do
+  local reset, b, ttl, m = ARGV[a] == '1', tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  local lo = a + 4
+  a = lo + 2 * m
+  local ok, err = pcall(merge_pairs, KEYS[k], reset, b, ttl, lo, a - 1)
   if ok then
-    res[k] = 1
+    res[#res + 1] = 1
   else
     if type(err) == 'table' then
       err = err.err
     end
-    res[k] = tostring(err)
+    res[#res + 1] = tostring(err)
   end
 end
 return res

@@ -1,0 +1,345 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/redis/go-redis/v9"
+)
+
+// Batch is write-behind that applies at most once: deltas cut into merge_many script
+// calls, each numbered (its seq) by the store, so that sending a call again (its reply
+// was lost; go-redis's Cluster client resent it) never applies it twice. Make one with
+// NewBatch, send it with SendBatch until Confirmed. A Batch is not safe for concurrent
+// use.
+//
+// A call applies only if its seq is above its writer's high-water mark in its hash slot
+// (the key writerKey(tag, writer)), which it then raises, in the same script. This
+// relies on the writer's order (see the package doc): a writer makes its batches
+// (NewBatch) and sends them one at a time, in the order made, and sends a batch only
+// once every earlier one is Confirmed.
+type Batch struct {
+	deltas  []Delta
+	calls   []*batchCall
+	dropped *FlushError // invalid deltas, reported by the next SendBatch
+}
+
+// callState is what is known of one call of a batch.
+type callState uint8
+
+const (
+	unsent    callState = iota // certainly never run: not sent, or refused before running
+	inDoubt                    // sent and not answered: it may have run
+	confirmed                  // Redis answered: applied, now or by an earlier send
+)
+
+// batchCall is one merge_many call: KEYS[1] its writer key, then a counter per delta;
+// ARGV the key's TTL, seq, the seq it waits for (set by each send) and the deltas.
+type batchCall struct {
+	call
+	seq    uint64
+	owners []int // its deltas' indexes, in KEYS order after the writer key
+	pairs  int   // (bucket, count) pairs in its ARGV
+	state  callState
+}
+
+// errBehind is merge_many's answer to a call whose writer's earlier call of its slot
+// (one sent before it and not yet confirmed) has not applied: the call did not run, so
+// that it never raises the high-water mark over a call still to apply.
+var errBehind = errors.New("an earlier call of this writer and slot has not applied yet")
+
+// NewBatch cuts deltas into script calls, each with the next seq of the store. writer
+// names the caller's write-behind: it must be unique per process run (a node name and a
+// run ID, say) and used with one Store, whose seqs then grow across its batches (see
+// Batch for the order a writer must keep).
+//
+// A call carries up to Config.FlushKeys deltas and flushPairs buckets, of counters of
+// one hash slot in a Cluster; a counter's deltas all go in one call, in order (more than
+// those bounds then), so that a reset is never overtaken by an older add of the same
+// batch. Deltas without buckets and without Reset need no call. Invalid deltas (a bad
+// Spec, a count past 2^63-1) get no call: the first SendBatch reports them.
+func (st *Store) NewBatch(writer string, deltas []Delta) *Batch {
+	b := &Batch{deltas: deltas, dropped: &FlushError{}}
+	type group struct {
+		ck     string
+		owners []int
+		pairs  int
+	}
+	var groups []group
+	byKey := map[string]int{}
+	for i, d := range deltas {
+		if err := checkDelta(d); err != nil {
+			b.dropped.add(i, named(d, err))
+			continue
+		}
+		if len(d.Buckets) == 0 && !d.Reset {
+			continue // nothing to do, as Merge does nothing
+		}
+		ck := counterKey(d.Key, d.Spec)
+		g, ok := byKey[ck]
+		if !ok {
+			g = len(groups)
+			byKey[ck] = g
+			groups = append(groups, group{ck: ck})
+		}
+		groups[g].owners = append(groups[g].owners, i)
+		groups[g].pairs += len(d.Buckets)
+	}
+	filling := map[uint16]*batchCall{} // per slot (all slot 0 when not a Cluster)
+	var slots []uint16                 // the slots of filling, in the order first seen
+	for _, g := range groups {
+		var slot uint16
+		if st.cluster {
+			slot = slotOf(g.ck)
+		}
+		c := filling[slot]
+		if c != nil && (len(c.owners)+len(g.owners) > st.cfg.FlushKeys || c.pairs+g.pairs > flushPairs) {
+			b.calls = append(b.calls, c)
+			c = nil
+		}
+		if c == nil {
+			if _, seen := filling[slot]; !seen {
+				slots = append(slots, slot)
+			}
+			c = st.newCall(writer, slot)
+			filling[slot] = c
+		}
+		for _, i := range g.owners {
+			c.keys = append(c.keys, g.ck)
+			c.args = st.appendDelta(c.args, deltas[i])
+		}
+		c.owners = append(c.owners, g.owners...)
+		c.pairs += g.pairs
+	}
+	for _, slot := range slots {
+		b.calls = append(b.calls, filling[slot])
+	}
+	return b
+}
+
+// newCall starts a call of writer to slot with the store's next seq. A writer's calls
+// to one slot (to one server) come out of NewBatch in seq order, and so stay in every
+// send: the writer key's high-water mark then only grows.
+func (st *Store) newCall(writer string, slot uint16) *batchCall {
+	tag := oneServerTag
+	if st.cluster {
+		tag = slotTag(slot)
+	}
+	seq := st.seq.Add(1)
+	return &batchCall{seq: seq, call: call{script: scripts.mergeMany, keys: []string{writerKey(tag, writer)},
+		args: []any{st.onceTTLMs(), seq, uint64(0)}}}
+}
+
+// SendBatch sends every call of b not yet confirmed, pipelined FlushChunk deltas (and at
+// most flushPairs buckets) per round trip, and marks confirmed the calls Redis answered:
+// applied now, or found applied before (their seq is not above the high-water mark). It
+// returns nil when every call is confirmed. Else a *FlushError lists, by index into
+// NewBatch's deltas, those of the calls left unconfirmed (errors wrapping
+// counter.ErrUnavailable; ErrRedisDown for calls the open breaker refused) and those
+// that can never apply (an invalid delta, a counter whose key holds another type):
+// these are dropped, count as confirmed and are reported once. A call refused before it
+// reached Redis stays unsent (see TakeUnsent); one sent and not answered is in doubt:
+// only sending it again can tell, and applies it at most once, as long as it is sent
+// again within Config.OnceTTL of the writer's last write to its slot (later the mark
+// may be gone: see the package doc).
+//
+// Each call names the seq of the writer's call before it in its key that is not yet
+// confirmed (its wait), and runs only once the mark has reached that: so a call that
+// failed inside Redis as a whole (an OOM, a BUSY or LOADING server, a NOSCRIPT) stops
+// the later calls of its key in the same send, which would otherwise raise the mark
+// over it and make it be skipped as applied when sent again.
+func (st *Store) SendBatch(ctx context.Context, b *Batch) error {
+	fe := b.dropped
+	b.dropped = &FlushError{}
+	var todo []*batchCall
+	wait := map[string]uint64{} // per writer key, the last unconfirmed call's seq
+	for _, c := range b.calls {
+		if c.state != confirmed {
+			c.args[2] = wait[c.keys[0]]
+			wait[c.keys[0]] = c.seq
+			todo = append(todo, c)
+		}
+	}
+	for len(todo) > 0 {
+		n, keys, pairs := 0, 0, 0
+		for n < len(todo) && (n == 0 || keys+len(todo[n].owners) <= FlushChunk && pairs+todo[n].pairs <= flushPairs) {
+			keys, pairs, n = keys+len(todo[n].owners), pairs+todo[n].pairs, n+1
+		}
+		trip := make([]call, n)
+		for k := range trip {
+			trip[k] = todo[k].call
+		}
+		cmds, tried := st.runAll(ctx, trip)
+		for k, cmd := range cmds {
+			st.settle(todo[k], cmd, tried, b.deltas, fe)
+		}
+		todo = todo[n:]
+	}
+	if len(fe.Failed) == 0 {
+		return nil
+	}
+	fe.sort()
+	return fe
+}
+
+// settle records what cmd, c's reply, says of c: confirmed when Redis answered it (per
+// counter errors then go to fe as dropped deltas), else unsent or in doubt, its deltas in
+// fe. tried says the call was handed to go-redis at all.
+func (st *Store) settle(c *batchCall, cmd *redis.Cmd, tried bool, deltas []Delta, fe *FlushError) {
+	applied, replies, err := mergeReply(cmd, len(c.owners))
+	if err == nil {
+		c.state = confirmed
+		for k, i := range c.owners {
+			if applied && replies[k] != nil {
+				fe.add(i, named(deltas[i], replies[k]))
+			}
+		}
+		return
+	}
+	if c.state == unsent && tried && (st.cluster || !neverSent(err)) {
+		c.state = inDoubt
+	}
+	err = unavailable("flush", err) // one error per call, not per delta: an outage fails many
+	for _, i := range c.owners {
+		fe.add(i, err)
+	}
+}
+
+// mergeReply reads merge_many's reply for n counters: whether this call applied it
+// ({1, r1..rn}) or found it applied before ({0}), and per counter nil or its error;
+// errBehind for {2}.
+func mergeReply(cmd *redis.Cmd, n int) (applied bool, replies []error, err error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return false, nil, err
+	}
+	if len(v) == 1 && v[0] == int64(0) {
+		return false, nil, nil
+	}
+	if len(v) == 1 && v[0] == int64(2) {
+		return false, nil, errBehind
+	}
+	if len(v) != n+1 || v[0] != int64(1) {
+		return false, nil, fmt.Errorf("merge_many answered %d values for %d counters", len(v), n)
+	}
+	replies = make([]error, n)
+	for k, r := range v[1:] {
+		if r != int64(1) {
+			replies[k] = errors.New(fmt.Sprint(r))
+		}
+	}
+	return true, replies, nil
+}
+
+// neverSent reports whether a call that failed with err certainly did not run: no
+// connection was had (the dial failed, the pool timed out, the client is closed), or
+// Redis answered NOSCRIPT or errBehind. Only for a client that does not retry:
+// go-redis's Cluster client sends a pipeline again after a timeout, so its last error
+// does not tell whether an earlier attempt was written.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, redis.ErrClosed) || isNoScript(err) || errors.Is(err, errBehind)
+}
+
+// Confirmed reports whether Redis confirmed every call of the batch.
+func (b *Batch) Confirmed() bool {
+	for _, c := range b.calls {
+		if c.state != confirmed {
+			return false
+		}
+	}
+	return true
+}
+
+// InDoubt reports whether some unconfirmed call may have run: it was sent and not
+// answered. Such deltas are not to be written any other way than by sending the batch
+// again.
+func (b *Batch) InDoubt() bool {
+	for _, c := range b.calls {
+		if c.state == inDoubt {
+			return true
+		}
+	}
+	return false
+}
+
+// TakeUnsent removes from the batch the calls that certainly never ran and returns
+// their deltas, in the order given to NewBatch: the caller may write them another way
+// (hand them to another node). A counter's deltas share a call, so they go together.
+func (b *Batch) TakeUnsent() []Delta {
+	var idx []int
+	kept := b.calls[:0]
+	for _, c := range b.calls {
+		if c.state == unsent {
+			idx = append(idx, c.owners...)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	clear(b.calls[len(kept):])
+	b.calls = kept
+	slices.Sort(idx)
+	out := make([]Delta, len(idx))
+	for k, i := range idx {
+		out[k] = b.deltas[i]
+	}
+	return out
+}
+
+// Refs lists, once each, the counters that still have deltas in unconfirmed calls.
+func (b *Batch) Refs() []CounterRef {
+	var out []CounterRef
+	seen := map[CounterRef]bool{}
+	for _, c := range b.calls {
+		if c.state == confirmed {
+			continue
+		}
+		for _, i := range c.owners {
+			r := CounterRef{Key: b.deltas[i].Key, Spec: b.deltas[i].Spec}
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// named wraps a delta's own failure with the counter's name.
+func named(d Delta, err error) error {
+	return fmt.Errorf("counter %q (%dms/%d): %w", d.Key, d.Spec.WindowMs, d.Spec.Buckets, err)
+}
+
+// appendDelta appends merge_many's arguments for one delta: reset, B, TTL, the number of
+// pairs and the pairs.
+func (st *Store) appendDelta(args []any, d Delta) []any {
+	reset := 0
+	if d.Reset {
+		reset = 1
+	}
+	args = append(args, reset, d.Spec.Buckets, st.ttlMs(d.Spec), len(d.Buckets))
+	for _, b := range d.Buckets {
+		args = append(args, b.Index, strconv.FormatUint(b.Count, 10))
+	}
+	return args
+}
+
+// checkDelta checks what merging a delta needs: a valid shape and counts that fit in a
+// Redis integer.
+func checkDelta(d Delta) error {
+	if err := checkSpec(d.Spec); err != nil {
+		return err
+	}
+	for _, b := range d.Buckets {
+		if b.Count > 1<<63-1 {
+			return fmt.Errorf("%w: bucket %d count %d does not fit in a Redis integer", counter.ErrBadArgument, b.Index, b.Count)
+		}
+	}
+	return nil
+}
