@@ -169,6 +169,16 @@ func (k *Keeper) HasVoters() bool {
 	return !k.voters.Empty()
 }
 
+// Found makes this node the only voter when it has none: it has waited for a cluster
+// to join in vain (its seeds were only itself) and founds one.
+func (k *Keeper) Found() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.voters.Empty() {
+		k.voters.Found()
+	}
+}
+
 // LastHeard is when a heartbeat with name last succeeded either way (0: never).
 func (k *Keeper) LastHeard(name string) int64 {
 	k.mu.Lock()

@@ -8,6 +8,7 @@ type member struct {
 	RPC         string `json:"rpc,omitempty"`
 	Partitions  int    `json:"partitions"` // partitions this member owns in this node's ring
 	Incarnation string `json:"incarnation,omitempty"`
+	Voter       bool   `json:"voter"` // its lease grants count towards this node's majorities
 }
 
 // clusterView is the body of GET /v1/cluster.
@@ -18,6 +19,8 @@ type clusterView struct {
 	Partitions int      `json:"partitions"`
 	Ready      bool     `json:"ready"`
 	Counters   int      `json:"counters"` // held in memory by this node
+	Owned      int      `json:"owned"`    // partitions this node's ring gives it
+	Held       int      `json:"held"`     // of those, the ones it decides now (it holds their lease)
 	Status     string   `json:"status"`   // "ok", or "degraded" while Redis is configured and down
 	Redis      string   `json:"redis"`    // "off" (no --redis), "up" or "down"
 }
@@ -28,6 +31,7 @@ func (n *Node) clusterInfo() any {
 	if v.Redis == "down" {
 		v.Status = "degraded"
 	}
+	v.Owned, v.Held = n.Holding()
 	if rg := n.router.Ring(); rg != nil {
 		v.Epoch = epochString(rg)
 		v.Partitions = rg.PartitionCount()

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/rpc"
 )
 
@@ -30,14 +33,22 @@ type Config struct {
 	SweepInterval   time.Duration // --sweep-interval: how often idle counters are looked for
 	ShutdownTimeout time.Duration // --shutdown-timeout: how long a graceful stop may take
 	FlushInterval   time.Duration // --flush-interval: how often owners write deltas to Redis
-	HandoffWait     time.Duration // --handoff-wait: how long a new owner waits for the old one's handoff
+	HandoffWait     time.Duration // --handoff-wait: how long an op waits for its new owner to take its partition over
 	FailOpen        bool          // --fail-open: allow answers allowed when neither owner nor Redis can decide
 	Pprof           bool          // --pprof: serve /debug/pprof/ on the HTTP address
 
+	Lease         lease.Config    // --lease-*: zero fields take the lease package's defaults
+	GossipTimings cluster.Timings // --gossip-*: zero fields keep memberlist's LAN defaults
+
 	// Tuning that has no flag: tests shorten it.
-	GossipTimings  cluster.Timings // zero: memberlist's LAN defaults
-	RejoinInterval time.Duration   // zero: cluster.DefaultRejoinInterval
-	RPC            rpc.Config      // zero fields: the rpc package's defaults
+	RejoinInterval time.Duration // zero: cluster.DefaultRejoinInterval
+	RPC            rpc.Config    // zero fields: the rpc package's defaults
+
+	// GossipTransport, when set, carries gossip instead of UDP and TCP sockets (an
+	// in-process test network; see internal/netsim).
+	GossipTransport memberlist.NodeAwareTransport
+	// Listen, when set, opens the listeners instead of net.Listen (in-process tests).
+	Listen func(network, addr string) (net.Listener, error)
 
 	Logger *slog.Logger
 	Now    func() int64 // clock in ms since the Unix epoch; nil means the wall clock
@@ -109,6 +120,9 @@ func (c *Config) Validate() error {
 	if c.HandoffWait <= 0 {
 		return &ConfigError{"handoff-wait", "must be positive"}
 	}
+	if err := c.Lease.Validate(); err != nil {
+		return &ConfigError{"lease", err.Error()}
+	}
 	if c.RPC.MaxBatchOps < 0 || c.RPC.MaxBatchOps > 1<<16 {
 		return &ConfigError{"forward-batch", fmt.Sprintf("%d: must be from 1 to 65536", c.RPC.MaxBatchOps)}
 	}
@@ -163,6 +177,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.HandoffWait == 0 {
 		c.HandoffWait = DefaultHandoffWait
+	}
+	if c.Listen == nil {
+		c.Listen = net.Listen
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

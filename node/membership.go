@@ -1,15 +1,18 @@
 package node
 
 import (
+	"context"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
 )
 
-// joinCluster starts gossip, advertising this node's RPC address.
+// joinCluster starts gossip, advertising this node's RPC address, and the lease keeper.
 func (n *Node) joinCluster() error {
 	c, err := cluster.Start(cluster.Config{
 		Name:           n.cfg.Name,
@@ -19,22 +22,32 @@ func (n *Node) joinCluster() error {
 		Join:           n.cfg.Join,
 		RejoinInterval: n.cfg.RejoinInterval,
 		Timings:        n.cfg.GossipTimings,
+		Transport:      n.cfg.GossipTransport,
+		Incarnation:    n.incarnation,
 		Logger:         n.cfg.Logger.With("component", "gossip"),
 	})
 	if err != nil {
 		return &ConfigError{"gossip", err.Error()}
 	}
 	n.cluster = c
-	// No ring until joined: a ring of this node alone would make it own everything, and
-	// the partitions it really gains would then look like partitions it already had. A
+	// No ring until joined: a ring of this node alone would make it own everything. A
 	// node with no one to join is the whole cluster: it is ready before Start returns.
 	if len(n.cfg.Join) == 0 {
-		n.rebuildRing()
+		n.syncMembership()
 		n.joined.Store(true)
 	}
 	n.loops.Add(1)
 	go n.watchMembership()
 	return nil
+}
+
+// startLeases starts the heartbeats that grant and renew partition leases; they go on
+// until the node has left.
+func (n *Node) startLeases() {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.stopLeases = cancel
+	n.leaseLoop.Add(1)
+	go func() { defer n.leaseLoop.Done(); n.keeper.Run(ctx) }()
 }
 
 // advertisedRPC is the RPC address peers dial: the advertised host (or the bind host)
@@ -49,27 +62,21 @@ func (n *Node) advertisedRPC() string {
 }
 
 // aloneWait is how long a node with seeds waits, once joined, to see another member
-// before it takes itself to be alone (its seeds were only itself).
+// before it takes itself to be alone (its seeds were only itself), and founds a cluster.
 const aloneWait = 5 * time.Second
 
-// watchMembership rebuilds the ring whenever membership changes, until gossip shuts
-// down (it must go on while the node leaves: its own ring then drops it).
+// watchMembership follows membership and the voters: it tells the lease keeper what
+// gossip says, and rebuilds the ring when the members that serve change, until gossip
+// shuts down (it must go on while the node leaves: its own ring then drops it).
 func (n *Node) watchMembership() {
 	defer n.loops.Done()
 	joined := n.cluster.Joined()
 	var joinedAt time.Time
-	refutes := n.cluster.Refutes()
-	check := time.NewTicker(250 * time.Millisecond)
-	defer check.Stop()
+	tick := time.NewTicker(n.keeperTick())
+	defer tick.Stop()
 	for {
 		select {
-		case <-check.C:
-			// Peers suspected this node or declared it dead: they may have decided its
-			// counters meanwhile, so what it holds is stale until reloaded.
-			if r := n.cluster.Refutes(); r != refutes {
-				refutes = r
-				n.owner.Forget()
-			}
+		case <-tick.C:
 		case _, ok := <-n.cluster.Changes():
 			if !ok {
 				return
@@ -78,22 +85,25 @@ func (n *Node) watchMembership() {
 			joined = nil // closed for good: select on it once
 			joinedAt = time.Now()
 		}
-		if n.joined.Load() {
-			n.rebuildRing()
-		} else if !joinedAt.IsZero() && n.seesCluster(joinedAt) {
-			n.rebuildRing()
+		if !n.joined.Load() && !joinedAt.IsZero() && n.seesCluster(joinedAt) {
 			n.joined.Store(true)
+		}
+		if n.joined.Load() {
+			n.syncMembership()
 		}
 	}
 }
 
-// seesCluster reports whether a node that has joined knows its cluster well enough for
-// a first ring. With seeds, that means seeing another member: a join returns before
-// gossip has told this node who else is there, and a first ring of this node alone
-// would make it take the partitions it gains for partitions it already had (and skip
-// waiting for their handoff).
+func (n *Node) keeperTick() time.Duration { return n.cfg.Lease.WithDefaults().Heartbeat / 2 }
+
+// seesCluster reports whether a node that has joined knows its cluster well enough to
+// serve: it sees another member, or has waited aloneWait in vain (its seeds were only
+// itself: it founds a cluster).
 func (n *Node) seesCluster(joinedAt time.Time) bool {
-	if len(n.cfg.Join) == 0 || time.Since(joinedAt) > aloneWait {
+	if time.Since(joinedAt) > aloneWait {
+		if !n.keeper.HasVoters() {
+			n.keeper.Found()
+		}
 		return true
 	}
 	for _, m := range n.cluster.Alive() {
@@ -104,50 +114,77 @@ func (n *Node) seesCluster(joinedAt time.Time) bool {
 	return false
 }
 
-// rebuildRing places partitions on the members that serve now. Every node computes the
-// same ring from the same member set (package ring).
-func (n *Node) rebuildRing() {
-	n.ringBuilds.Add(1)
-	alive := n.cluster.Alive()
-	members := make([]ring.Member, 0, len(alive))
-	for _, m := range alive {
-		members = append(members, ring.Member{Name: m.Name, RPCAddr: m.RPCAddr})
+// syncMembership tells the keeper what gossip says, forgets the connections of members
+// gone, marks down peers that stopped answering heartbeats, and rebuilds the ring.
+func (n *Node) syncMembership() {
+	members := n.cluster.Members()
+	now := n.keeper.Now()
+	view := lease.View{DeadSince: map[string]int64{}}
+	var peers []lease.Peer
+	live := map[string]bool{}
+	for _, m := range members {
+		switch m.State {
+		case cluster.StateAlive, cluster.StateLeaving:
+			view.Alive = append(view.Alive, m.Name)
+			peers = append(peers, lease.Peer{Name: m.Name, Addr: m.RPCAddr})
+			live[m.RPCAddr] = true
+		case cluster.StateLeft:
+			view.Left = append(view.Left, m.Name)
+		case cluster.StateDead:
+			view.DeadSince[m.Name] = now - int64(time.Since(m.Since))
+		}
 	}
+	n.keeper.SetView(view, peers)
+	for _, m := range members {
+		if (m.State == cluster.StateLeft || m.State == cluster.StateDead) && m.RPCAddr != "" && !live[m.RPCAddr] {
+			n.rpcClient.Forget(m.RPCAddr)
+		}
+	}
+	n.markSilentPeers(peers, now)
+	n.rebuildRing()
+}
+
+// markSilentPeers makes forwards to a peer that has not answered a heartbeat for a
+// lease's length fail at once, unsent, rather than wait for a timeout with an unknown
+// outcome: such a peer cannot renew its own leases with this node either.
+func (n *Node) markSilentPeers(peers []lease.Peer, now int64) {
+	silent := int64(n.cfg.Lease.WithDefaults().Duration)
+	for _, p := range peers {
+		if p.Name == n.cfg.Name || p.Addr == "" {
+			continue
+		}
+		if last := n.keeper.LastHeard(p.Name); last != 0 && now-last > silent {
+			n.rpcClient.MarkDown(p.Addr, time.Now().Add(2*n.keeperTick()))
+		}
+	}
+}
+
+// rebuildRing places partitions on the members that serve now and are voters. Every
+// node computes the same ring from the same members (package ring). A ring is built
+// only when those members changed.
+func (n *Node) rebuildRing() {
+	voters := n.keeper.Voters()
+	var members []ring.Member
+	for _, m := range n.cluster.Alive() {
+		if _, ok := slices.BinarySearch(voters, m.Name); ok {
+			members = append(members, ring.Member{Name: m.Name, RPCAddr: m.RPCAddr})
+		}
+	}
+	if len(members) == 0 || slices.Equal(members, n.ringMembers) {
+		return
+	}
+	n.ringMembers = members
+	n.ringBuilds.Add(1)
 	rg := ring.New(members, ring.Config{})
 	old := n.router.Ring()
 	if old != nil && old.Epoch() == rg.Epoch() {
 		return
 	}
-	// The owner learns first: partitions this node gains wait for their handoff before
-	// the router sends it their ops; partitions it loses stop being decided here.
-	n.owner.RingChanged(old, rg, n.memberUp)
+	// The owner learns first: partitions it gains are claimed, partitions it loses stop
+	// being decided here, before the router sends it ops by the new ring.
+	n.owner.SetRing(rg)
 	n.router.SetRing(rg)
 	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)))
-}
-
-// memberUp reports whether the named member is still running (alive, or leaving and
-// handing its counters on), so that a new owner waits for its handoff.
-func (n *Node) memberUp(name string) bool {
-	for _, m := range n.cluster.Members() {
-		if m.Name == name {
-			return m.State == cluster.StateAlive || m.State == cluster.StateLeaving
-		}
-	}
-	return false
-}
-
-// departed lists members that left or died.
-func (n *Node) departed() []string {
-	if n.cluster == nil {
-		return nil
-	}
-	var out []string
-	for _, m := range n.cluster.Members() {
-		if m.State == cluster.StateLeft || m.State == cluster.StateDead {
-			out = append(out, m.Name)
-		}
-	}
-	return out
 }
 
 // RingBuilds is how many times the node has rebuilt its ring (for tests and metrics).
@@ -160,10 +197,12 @@ func (n *Node) memberView() []member {
 	if rg != nil {
 		shares = rg.Shares()
 	}
+	voters := n.keeper.Voters()
 	var out []member
 	for _, m := range n.cluster.Members() {
+		_, voter := slices.BinarySearch(voters, m.Name)
 		out = append(out, member{Name: m.Name, Addr: m.Addr, RPC: m.RPCAddr, State: m.State.String(),
-			Partitions: shares[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10)})
+			Partitions: shares[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter})
 	}
 	return out
 }

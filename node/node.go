@@ -18,8 +18,10 @@ import (
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/httpapi"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
 	"github.com/leapcount/leapcount/respapi"
+	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/route"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -34,6 +36,12 @@ type Node struct {
 	doer    *gate
 	reg     *prometheus.Registry
 	cluster *cluster.Cluster
+	keeper  *lease.Keeper
+
+	incarnation uint64        // this run: names it in gossip, leases and write-behind
+	ringMembers []ring.Member // the members of the ring in use (watchMembership's)
+	stopLeases  context.CancelFunc
+	leaseLoop   sync.WaitGroup
 
 	httpSrv   *http.Server
 	httpLn    net.Listener
@@ -61,27 +69,30 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.Logger = cfg.Logger.With("node", cfg.Name)
-	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{})}
+	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), incarnation: uint64(time.Now().UnixNano())}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
 	if err := n.openRedis(limits); err != nil {
 		return nil, err
 	}
 	n.rpcClient = rpc.NewClient(cfg.RPC)
-	n.owner = owner.New(owner.Config{Self: cfg.Name, Store: n.store, Redis: n.redis, Sender: n.rpcClient, Departed: n.departed,
-		Now: cfg.Now, Limits: limits, FlushInterval: cfg.FlushInterval, HandoffWait: cfg.HandoffWait,
+	n.keeper = lease.NewKeeper(lease.KeeperConfig{
+		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
+		Exchanger: n.rpcClient, Found: len(cfg.Join) == 0, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
+	})
+	n.owner = owner.New(owner.Config{Self: cfg.Name, Writer: fmt.Sprintf("%s.%x", cfg.Name, n.incarnation), Store: n.store,
+		Redis: n.redis, Leases: n.keeper, Sender: n.rpcClient, Now: cfg.Now, Limits: limits,
+		FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait, ReleaseTimeout: cfg.ShutdownTimeout,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
 	n.router.FailOpen = cfg.FailOpen
-	if n.redis != nil {
-		n.router.Fallback = &fallback.Doer{Store: n.redis, Now: cfg.Now, Limits: limits}
-		n.router.Journal = n.journal
-	}
+	n.router.Forwarded = n.owner.Immediate()
 	n.doer = &gate{next: n.router, ready: n.serves, log: cfg.Logger}
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandoffHandler(n.owner)
-	// Forwarded ops are decided in the connection's own goroutine unless some may wait
-	// for a handoff: no goroutine per frame in the steady state.
-	n.rpcSrv.SetInline(func() bool { return !n.owner.Waiting() })
+	n.rpcSrv.SetLeaseHandler(n.keeper.Handle)
+	// Forwarded ops never wait for a lease (owner.Immediate), so they are decided in the
+	// connection's reader: no goroutine per frame.
+	n.rpcSrv.SetInline(func() bool { return true })
 	n.registerMetrics()
 	if err := n.listen(limits); err != nil {
 		n.closeListeners()
@@ -95,6 +106,7 @@ func Start(cfg Config) (*Node, error) {
 		n.closeRedis()
 		return nil, err
 	}
+	n.startLeases()
 	n.loops.Add(2)
 	go n.sweepLoop()
 	go func() { defer n.loops.Done(); n.owner.Run() }()
@@ -124,13 +136,13 @@ func (n *Node) listen(limits counter.Limits) error {
 	if err != nil {
 		return err
 	}
-	if n.httpLn, err = net.Listen("tcp", n.cfg.HTTPAddr); err != nil {
+	if n.httpLn, err = n.cfg.Listen("tcp", n.cfg.HTTPAddr); err != nil {
 		return &ConfigError{"http", err.Error()}
 	}
-	if n.respLn, err = net.Listen("tcp", n.cfg.RESPAddr); err != nil {
+	if n.respLn, err = n.cfg.Listen("tcp", n.cfg.RESPAddr); err != nil {
 		return &ConfigError{"resp", err.Error()}
 	}
-	if n.rpcLn, err = net.Listen("tcp", n.cfg.RPCAddr); err != nil {
+	if n.rpcLn, err = n.cfg.Listen("tcp", n.cfg.RPCAddr); err != nil {
 		return &ConfigError{"rpc", err.Error()}
 	}
 	if n.cfg.Pprof {
@@ -188,6 +200,15 @@ func (n *Node) Name() string { return n.cfg.Name }
 // Store is the node's counter store.
 func (n *Node) Store() *leaparray.Store { return n.store }
 
+// Do decides ops as a client request to this node would be (tests call it in-process).
+func (n *Node) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	n.doer.Do(ctx, ops, results)
+}
+
+// Holding reports how many partitions this node owns in its ring and how many of them
+// it can decide now.
+func (n *Node) Holding() (owned, held int) { return n.owner.Holding() }
+
 // Router is the node's router (tests compare rings).
 func (n *Node) Router() *route.Router { return n.router }
 
@@ -222,6 +243,8 @@ func (n *Node) stop(ctx context.Context) error {
 	// that no peer is left with a request whose fate it cannot know.
 	err = errors.Join(err, n.drain(ctx))
 	err = errors.Join(err, n.leave(ctx))
+	n.stopLeases()
+	n.leaseLoop.Wait()
 	err = errors.Join(err, n.rpcSrv.Close(), n.rpcClient.Close())
 	n.serving.Wait()
 	n.owner.Close() // the last write-behind

@@ -24,7 +24,7 @@ func (n *Node) openRedis(limits counter.Limits) error {
 		if healthy {
 			log.Info("redis reachable again: write-behind resumes")
 		} else {
-			log.Error("redis unreachable: degraded (counters keep being decided in memory; write-behind and fallback wait)")
+			log.Error("redis unreachable: degraded (counters in memory keep being decided; write-behind waits)")
 		}
 	}})
 	if err != nil {
@@ -37,17 +37,6 @@ func (n *Node) openRedis(limits counter.Limits) error {
 func (n *Node) closeRedis() {
 	if n.redis != nil {
 		n.redis.Close()
-	}
-}
-
-// journal tells owner which of its counters were decided on Redis without it.
-func (n *Node) journal(ctx context.Context, owner string, ops []counter.Op) {
-	refs := make([]fallback.CounterRef, len(ops))
-	for i, op := range ops {
-		refs[i] = fallback.CounterRef{Key: op.Key, Spec: leaparray.Spec{WindowMs: op.Window, Buckets: op.Buckets}}
-	}
-	if err := n.redis.Journal(ctx, owner, refs); err != nil {
-		n.cfg.Logger.Debug("journal not written", "owner", owner, "err", err)
 	}
 }
 

@@ -1,53 +1,62 @@
-// Package owner is the owner's side of counters: it decides the ops of the counters
-// this node owns, keeps them in Redis behind its memory, and hands them on when the
+// Package owner is the owner's side of counters: it decides the ops of the partitions
+// this node holds, keeps them in Redis behind its memory, and hands them on when the
 // ring moves them to another node.
+//
+// # One decider per partition
+//
+// A node decides a partition's counters only while the ring makes it the partition's
+// owner and it holds the partition's lease (package lease): a majority of the voters
+// granted it, which they do to one node at a time. A partition the ring gives this node
+// is claimed at once; its ops wait (at most Config.AcquireWait) for the grant. A
+// partition the ring takes away stops being decided at once, and stays claimed until
+// its counts are where the new owner will look for them, so the new owner cannot be
+// granted it before. Ops this node does not decide are answered counter.ErrNotOwner:
+// certainly not applied, so the router sends them on.
 //
 // # Persistence (with Redis)
 //
-// Redis holds every counter's truth; memory holds the counters this node decides,
-// plus what they gained since the last flush. Every FlushInterval (100 ms by default)
-// the owner drains those deltas from the store and writes them to Redis in a few
-// pipelined multi-counter script calls (package fallback), off the request path. A
-// node killed with SIGKILL loses at most what it gained since its last flush. Deltas
-// whose write failed are kept and written again, so write-behind resumes when Redis
-// returns.
+// Redis holds every counter's truth but the deltas owners have not written yet. Every
+// FlushInterval the owner drains what its counters gained (resets included, in order)
+// and writes it in batches whose script calls apply at most once however often they are
+// sent (fallback.Batch): a call whose answer was lost is sent again with its sequence
+// number, which Redis remembers per writer.
+// Batches go strictly in order, and nothing newer is sent while one is unconfirmed, so
+// an outage keeps the deltas in memory (one per counter and bucket, not per op) until
+// Redis answers again. A node killed with SIGKILL loses what it had not written.
 //
-// A counter that is not in memory is loaded from Redis on first use, before the op is
-// decided, so a new owner never answers from an empty counter.
+// A counter that is not in memory is loaded from Redis on first use, unless this node
+// has deltas of it not yet confirmed there (then the op fails, not decided, and the
+// write is hurried). While Redis is down such counters are decided from empty memory
+// ("blind"); when Redis is back their partitions are dropped and reloaded (after their
+// deltas are written), so memory and Redis agree again.
 //
-// # Handoff: through Redis, and directly without it
+// # Handing on
 //
-// When the ring moves partitions away from this node, it stops deciding them at once
-// (the router sends their ops to the new owner), takes their counters out of memory,
-// writes what they had not yet persisted, and only then sends the new owner a Handoff
-// naming the partitions it released. The new owner holds the ops of a partition it
-// gained from a live node until that Handoff arrives (at most HandoffWait), so its
-// first load from Redis sees everything the old owner counted: the old owner stops
-// before the new one starts, and no count is lost or counted twice. Merges in Redis add
-// per bucket; a retried Handoff is applied once (by ID).
+// When the ring moves a partition away, its counters leave memory. With Redis their
+// deltas are written, and once Redis confirms them the partition is released: the new
+// owner loads each counter from Redis on first use. Without Redis, or when Redis does
+// not confirm within persistWait, the counters themselves go to the new owner in
+// Handoffs (cut by bytes), each with the part of it not yet in Redis, which the new
+// owner then writes behind; a Handoff is applied once (by ID), refused by a node that
+// does not own its partitions (sent again where the ring says, as it changes), and a
+// counter leaves this node only once a Handoff carrying it was applied. Handoffs are
+// retried until ReleaseTimeout; what is left then is lost (and logged).
 //
-// The transfer goes through Redis, not node to node, because Redis must hold the state
-// anyway (for fallback and to survive crashes): one path for graceful and ungraceful
-// changes alike, and nothing to reconcile between two copies. Without Redis there is
-// nowhere else for state to go, so the Handoffs carry the counters themselves, merged
-// additively by the new owner; a node that crashes then loses its counters.
+// # Lapses
 //
-// # Fallback writes and stale memory
-//
-// When another node cannot reach this one, it decides this node's ops on Redis and
-// journals their counters for this node (fallback.Journal). Every flush, the owner takes
-// its journal and drops those counters from memory (after writing their deltas), so the
-// next op loads them from Redis with the outage's counts included. A node that learns it
-// was suspected or declared dead (its gossip incarnation rose) cannot know what others
-// decided meanwhile: Forget drops all it holds, after writing its deltas, and everything
-// is loaded again.
+// A lease that runs out while held (heartbeats failed: a pause, a partition) means
+// another node may decide the partition meanwhile. With Redis the partition's memory is
+// stale: its counters are dropped, their deltas written, and reloaded before it is
+// decided again (while Redis is down, memory is the best there is and is used).
+// Without Redis memory is what this node counted; whoever decided meanwhile hands its
+// own counts back when the partition returns, and they add up.
 //
 // # Locks
 //
-// decide is held shared while a batch of ops is decided and exclusively while counters
-// leave memory (no I/O under it). load is held shared by a load from Redis and
-// exclusively from the moment counters leave memory until their deltas are written, so
-// a load never reads Redis before the deltas of a counter that just left are there.
-// writes is held from draining deltas until they are written, so a release (which tells
-// the new owner to load) waits for a regular flush in flight. Order: decide, load, writes.
+// decide is held shared while a batch of ops is judged and decided, and exclusively
+// while partitions change state (no I/O, no scan under it): once a partition stops being
+// decided no op is still being decided on it, so its counters can leave memory without
+// losing an add, shard by shard, while every other partition keeps being decided. Loads
+// from Redis happen without it; a load is used only if its partition did not change
+// state meanwhile. parts.mu orders state changes: ring changes, releases and clean-ups.
 package owner

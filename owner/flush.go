@@ -2,237 +2,264 @@ package owner
 
 import (
 	"context"
-	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
-	"github.com/leapcount/leapcount/ring"
 )
 
-// maxRetry bounds the deltas kept for writing again while Redis is down; past it the
-// oldest are dropped (and logged), so an outage cannot grow memory without limit.
-const maxRetry = 1 << 20
-
-// flusher is the write-behind state. retry and the reset queue are shared between the
-// flush loop and Release/Forget, under mu.
+// flusher is the write-behind state. Deltas go to Redis in batches whose every script
+// call applies at most once however often it is sent (fallback.Batch), strictly in
+// order: while a batch is not confirmed nothing newer is sent, so a reset (a delete in
+// Redis) is never overtaken by an older add sent again. Deltas wait meanwhile in the
+// store (which keeps adding to them) or in queue (those of counters taken out of
+// memory), so an outage costs memory in proportion to the counters, not to the ops.
 type flusher struct {
 	mu      sync.Mutex
-	retry   []fallback.Delta
-	resets  []fallback.CounterRef
-	pending map[fallback.CounterRef]int // resets queued and not yet applied in Redis
+	queue   []fallback.Delta // deltas of counters taken out of memory, not yet in a batch
+	batches []sentBatch      // unconfirmed, oldest first
+	refs    map[fallback.CounterRef]int
 	buf     []leaparray.Delta
+
+	running sync.Mutex // one flush at a time
+	kick    chan struct{}
+	settled atomic.Pointer[chan struct{}] // closed and replaced after every flush
 }
 
-func (f *flusher) init() { f.pending = map[fallback.CounterRef]int{} }
-
-func (f *flusher) queueReset(ref fallback.CounterRef) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.resets = append(f.resets, ref)
-	f.pending[ref]++
+type sentBatch struct {
+	b    *fallback.Batch
+	refs []fallback.CounterRef
 }
 
-func (f *flusher) resetPending(key string, sp leaparray.Spec) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pending[fallback.CounterRef{Key: key, Spec: sp}] > 0
+func (f *flusher) init() {
+	f.refs = map[fallback.CounterRef]int{}
+	f.kick = make(chan struct{}, 1)
+	ch := make(chan struct{})
+	f.settled.Store(&ch)
 }
 
-// Run writes deltas behind every FlushInterval until Close.
-func (o *Owner) Run() {
-	defer close(o.done)
-	if o.cfg.Redis == nil {
-		<-o.quit
+func refOf(d fallback.Delta) fallback.CounterRef {
+	return fallback.CounterRef{Key: d.Key, Spec: d.Spec}
+}
+
+func (f *flusher) ref(ds []fallback.Delta, by int) {
+	for _, d := range ds {
+		r := refOf(d)
+		if f.refs[r] += by; f.refs[r] <= 0 {
+			delete(f.refs, r)
+		}
+	}
+}
+
+// enqueue adds deltas of counters taken out of memory; they go before anything the
+// store gains later.
+func (f *flusher) enqueue(ds []fallback.Delta) {
+	if len(ds) == 0 {
 		return
 	}
-	t := time.NewTicker(o.cfg.FlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-o.quit:
-			o.flushOnce(context.Background()) // what the last tick left
-			return
-		case <-t.C:
-			o.flushOnce(context.Background())
-		}
-	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queue = append(f.queue, ds...)
+	f.ref(ds, 1)
 }
 
-// Close stops write-behind after a last flush, and waits for it.
-func (o *Owner) Close() {
+// unsettledRef reports whether the counter has deltas not yet confirmed in Redis: its
+// Redis state is behind, so it must not be loaded.
+func (f *flusher) unsettledRef(key string, sp leaparray.Spec) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refs[fallback.CounterRef{Key: key, Spec: sp}] > 0
+}
+
+func (o *Owner) kickFlush() {
 	select {
-	case <-o.quit:
+	case o.flush.kick <- struct{}{}:
 	default:
-		close(o.quit)
 	}
-	<-o.done
 }
 
-// flushOnce applies queued resets, drops journaled counters from memory, and writes
-// every pending delta.
+// flushOnce sends the unconfirmed batches again, in order, and if all are confirmed
+// a new batch of the queue and what the store gained since the last drain.
 func (o *Owner) flushOnce(ctx context.Context) {
+	if o.cfg.Redis == nil {
+		return
+	}
+	f := &o.flush
+	f.running.Lock()
+	defer f.running.Unlock()
+	defer f.signal()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resets := o.takeResets()
-	var extra []fallback.Delta
-	holdingLoad := false
-	if keys := o.takeJournals(ctx); len(keys) > 0 {
-		extra = pendingOf(o.evict(func(k string) bool { return keys[k] }))
-		holdingLoad = true
+	for {
+		f.mu.Lock()
+		if len(f.batches) == 0 {
+			f.mu.Unlock()
+			break
+		}
+		sb := f.batches[0]
+		f.mu.Unlock()
+		if !o.send(ctx, sb) {
+			return
+		}
+		f.mu.Lock()
+		f.batches = f.batches[1:]
+		f.mu.Unlock()
 	}
-	o.writes.Lock()
-	o.flush.buf = o.cfg.Store.Drain(o.flush.buf[:0])
-	o.applyResets(ctx, resets)
-	if err := o.write(ctx, append(extra, toFallback(o.flush.buf)...)); err != nil && holdingLoad {
-		o.writeAll(ctx, nil) // loads of the evicted counters wait for their deltas
+	f.buf = o.cfg.Store.Drain(f.buf[:0])
+	f.mu.Lock()
+	ds := f.queue
+	f.queue = nil
+	drained := toFallback(f.buf)
+	f.ref(drained, 1)
+	ds = append(ds, drained...)
+	if len(ds) == 0 {
+		f.mu.Unlock()
+		return
 	}
-	o.writes.Unlock()
-	if holdingLoad {
-		o.load.Unlock()
+	sb := sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds)}
+	f.batches = append(f.batches, sb)
+	f.mu.Unlock()
+	if o.send(ctx, sb) {
+		f.mu.Lock()
+		f.batches = f.batches[1:]
+		f.mu.Unlock()
 	}
 }
 
-// takeJournals takes this node's journal, and those of departed members, and returns
-// the keys this node owns among them. Entries for counters another node owns now (the
-// writer's ring was behind, or this node just lost them) go on to that node's journal.
-func (o *Owner) takeJournals(ctx context.Context) map[string]bool {
-	names := []string{o.cfg.Self}
-	if o.cfg.Departed != nil {
-		names = append(names, o.cfg.Departed()...)
+// send sends a batch's unconfirmed calls and reports whether all are now confirmed,
+// releasing its counters' refs when they are.
+func (o *Owner) send(ctx context.Context, sb sentBatch) bool {
+	if err := o.cfg.Redis.SendBatch(ctx, sb.b); err != nil || !sb.b.Confirmed() {
+		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
+		return false
 	}
-	rg := o.ring.Load()
-	mine := map[string]bool{}
-	elsewhere := map[string][]fallback.CounterRef{}
-	for _, name := range names {
-		refs, err := o.cfg.Redis.TakeJournal(ctx, name, 10_000)
-		if err != nil {
+	o.flush.mu.Lock()
+	for _, r := range sb.refs {
+		if o.flush.refs[r]--; o.flush.refs[r] <= 0 {
+			delete(o.flush.refs, r)
+		}
+	}
+	o.flush.mu.Unlock()
+	return true
+}
+
+func (f *flusher) signal() {
+	ch := make(chan struct{})
+	close(*f.settled.Swap(&ch))
+}
+
+// waitSettled flushes until none of refs has deltas left unconfirmed, and reports
+// whether that happened before ctx ended.
+func (o *Owner) waitSettled(ctx context.Context, refs []fallback.CounterRef) bool {
+	for {
+		ch := o.flush.settled.Load()
+		if !o.anyUnsettled(refs) {
+			return true
+		}
+		o.kickFlush()
+		select {
+		case <-*ch:
+		case <-ctx.Done():
+			return !o.anyUnsettled(refs)
+		}
+	}
+}
+
+func (o *Owner) anyUnsettled(refs []fallback.CounterRef) bool {
+	o.flush.mu.Lock()
+	defer o.flush.mu.Unlock()
+	for _, r := range refs {
+		if o.flush.refs[r] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// takeUnsent removes from the write-behind the deltas of refs that were never sent to
+// Redis, and returns them: their counters travel to another node with them, which
+// writes them. Deltas that were sent and not answered stay: they may have been applied,
+// and only sending them again with their once-ID can tell.
+func (o *Owner) takeUnsent(refs []fallback.CounterRef) map[fallback.CounterRef][]fallback.Delta {
+	f := &o.flush
+	f.running.Lock() // no flush in flight: what is unsent stays so
+	defer f.running.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := make(map[fallback.CounterRef]bool, len(refs))
+	for _, r := range refs {
+		want[r] = true
+	}
+	out := map[fallback.CounterRef][]fallback.Delta{}
+	var back []fallback.Delta
+	for i := range f.batches {
+		taken := f.batches[i].b.TakeUnsent()
+		f.batches[i].refs = without(f.batches[i].refs, taken)
+		for _, d := range taken {
+			if want[refOf(d)] {
+				out[refOf(d)] = append(out[refOf(d)], d)
+			} else {
+				back = append(back, d)
+			}
+		}
+	}
+	kept := back
+	for _, d := range f.queue {
+		if want[refOf(d)] {
+			out[refOf(d)] = append(out[refOf(d)], d)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	f.queue = kept
+	for _, ds := range out {
+		f.ref(ds, -1)
+	}
+	return out
+}
+
+// without removes from refs one entry per delta taken.
+func without(refs []fallback.CounterRef, taken []fallback.Delta) []fallback.CounterRef {
+	n := map[fallback.CounterRef]int{}
+	for _, d := range taken {
+		n[refOf(d)]++
+	}
+	kept := refs[:0:0]
+	for _, r := range refs {
+		if n[r] > 0 {
+			n[r]--
 			continue
 		}
-		for _, r := range refs {
-			m, ok := ring.Member{}, false
-			if rg != nil {
-				m, ok = rg.Owner(r.Key)
-			}
-			if !ok || m.Name == o.cfg.Self {
-				mine[r.Key] = true
-			} else {
-				elsewhere[m.Name] = append(elsewhere[m.Name], r)
-			}
-		}
+		kept = append(kept, r)
 	}
-	for name, refs := range elsewhere {
-		if err := o.cfg.Redis.Journal(ctx, name, refs); err != nil {
-			o.cfg.Logger.Warn("journal entries not passed on", "to", name, "entries", len(refs), "err", err)
-		}
-	}
-	return mine
-}
-
-func (o *Owner) takeResets() []fallback.CounterRef {
-	o.flush.mu.Lock()
-	defer o.flush.mu.Unlock()
-	r := o.flush.resets
-	o.flush.resets = nil
-	return r
-}
-
-// applyResets deletes reset counters in Redis, before the deltas drained after them are
-// written, and drops the older deltas still waiting to be written again.
-func (o *Owner) applyResets(ctx context.Context, resets []fallback.CounterRef) {
-	var failed []fallback.CounterRef
-	for _, r := range resets {
-		if _, err := o.cfg.Redis.Reset(ctx, r.Key, r.Spec, o.cfg.Now()); err != nil {
-			failed = append(failed, r)
-		}
-	}
-	o.flush.mu.Lock()
-	defer o.flush.mu.Unlock()
-	for _, r := range resets {
-		if o.flush.pending[r]--; o.flush.pending[r] <= 0 {
-			delete(o.flush.pending, r)
-		}
-	}
-	o.flush.resets = append(failed, o.flush.resets...)
-	for _, r := range failed {
-		o.flush.pending[r]++
-	}
-	if len(resets) > len(failed) {
-		gone := make(map[fallback.CounterRef]bool, len(resets))
-		for _, r := range resets {
-			gone[r] = true
-		}
-		kept := o.flush.retry[:0]
-		for _, d := range o.flush.retry {
-			if !gone[fallback.CounterRef{Key: d.Key, Spec: d.Spec}] {
-				kept = append(kept, d)
-			}
-		}
-		o.flush.retry = kept
-	}
-}
-
-// write writes deltas (after those that failed before) and keeps what fails, for the
-// next write; it reports whether anything failed.
-func (o *Owner) write(ctx context.Context, deltas []fallback.Delta) error {
-	o.flush.mu.Lock()
-	all := append(o.flush.retry, deltas...)
-	o.flush.retry = nil
-	o.flush.mu.Unlock()
-	if len(all) == 0 {
-		return nil
-	}
-	err := o.cfg.Redis.FlushDeltas(ctx, all)
-	if err == nil {
-		return nil
-	}
-	defer func() { o.cfg.Logger.Debug("write-behind incomplete; kept for the next write", "err", err) }()
-	var failed []fallback.Delta
-	var fe *fallback.FlushError
-	if errors.As(err, &fe) {
-		for _, i := range fe.Failed {
-			failed = append(failed, all[i])
-		}
-	} else {
-		failed = all
-	}
-	o.flush.mu.Lock()
-	defer o.flush.mu.Unlock()
-	o.flush.retry = append(failed, o.flush.retry...)
-	if over := len(o.flush.retry) - maxRetry; over > 0 {
-		o.cfg.Logger.Error("write-behind: Redis unavailable too long; dropping the oldest deltas", "dropped", over)
-		o.flush.retry = append([]fallback.Delta(nil), o.flush.retry[over:]...)
-	}
-	return err
-}
-
-// writeAll writes deltas and whatever failed before, trying again for up to a few
-// seconds: a new owner is told to load only after this.
-func (o *Owner) writeAll(ctx context.Context, deltas []fallback.Delta) {
-	err := o.write(ctx, deltas)
-	for attempt := 1; err != nil && attempt <= 20 && ctx.Err() == nil; attempt++ {
-		time.Sleep(time.Duration(attempt) * 25 * time.Millisecond)
-		err = o.write(ctx, nil)
-	}
-	if err != nil {
-		o.cfg.Logger.Warn("handing off with deltas not yet written to Redis; the new owner may miss them", "err", err)
-	}
+	return kept
 }
 
 func toFallback(ds []leaparray.Delta) []fallback.Delta {
 	out := make([]fallback.Delta, len(ds))
 	for i, d := range ds {
-		out[i] = fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets}
+		out[i] = fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets, Reset: d.Reset}
 	}
 	return out
 }
 
+func refsOf(ds []fallback.Delta) []fallback.CounterRef {
+	out := make([]fallback.CounterRef, len(ds))
+	for i, d := range ds {
+		out[i] = refOf(d)
+	}
+	return out
+}
+
+// pendingOf is the write-behind of counters taken out of memory: what each had not yet
+// written, and whether a reset was not yet written.
 func pendingOf(ev []leaparray.Evicted) []fallback.Delta {
 	var out []fallback.Delta
 	for _, e := range ev {
-		if len(e.Pending) > 0 {
-			out = append(out, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Pending})
+		if len(e.Pending) > 0 || e.Reset {
+			out = append(out, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Pending, Reset: e.Reset})
 		}
 	}
 	return out

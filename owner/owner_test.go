@@ -2,108 +2,178 @@ package owner
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/rpc"
 )
 
-const t0 = 1_699_999_200_000
-
-func newOwner() *Owner {
-	return New(Config{Self: "me", Store: leaparray.NewStore(), Now: func() int64 { return t0 }, HandoffWait: time.Minute})
+// A node decides a partition only while the ring makes it the owner and it holds the
+// lease; otherwise ops are answered ErrNotOwner (certainly not applied), after waiting
+// at most AcquireWait for a lease that is claimed.
+func TestDecidesOnlyWhileHolding(t *testing.T) {
+	var n net
+	a := n.add(t, "a", nil)
+	rg := ringOf("a", "b")
+	a.SetRing(rg)
+	mine, theirs := keysOf(rg, "a", 1)[0], keysOf(rg, "b", 1)[0]
+	p := rg.Partition(mine)
+	if !a.leases.claimed(p) || a.leases.claimed(rg.Partition(theirs)) {
+		t.Fatal("claims do not follow the ring")
+	}
+	start := time.Now()
+	if r := do(a.Owner, incr(mine, 1))[0]; !errors.Is(r.Err, counter.ErrNotOwner) {
+		t.Fatalf("incr without the lease: got %v; want ErrNotOwner", r.Err)
+	}
+	if waited := time.Since(start); waited < 150*time.Millisecond {
+		t.Fatalf("waited %v for the lease; want about AcquireWait (200ms)", waited)
+	}
+	res := make([]counter.Result, 1)
+	a.Immediate().Do(context.Background(), []counter.Op{incr(mine, 1)}, res)
+	if !errors.Is(res[0].Err, counter.ErrNotOwner) {
+		t.Fatalf("Immediate without the lease: got %v; want ErrNotOwner", res[0].Err)
+	}
+	a.leases.grantAll()
+	if r := do(a.Owner, incr(mine, 3))[0]; r.Err != nil || r.Count != 3 {
+		t.Fatalf("incr with the lease: got %d, %v; want 3", r.Count, r.Err)
+	}
+	if r := do(a.Owner, incr(theirs, 1))[0]; !errors.Is(r.Err, counter.ErrNotOwner) {
+		t.Fatalf("incr on another owner's key: got %v; want ErrNotOwner", r.Err)
+	}
+	a.leases.grant(false, p)
+	if r := do(a.Owner, incr(mine, 1))[0]; !errors.Is(r.Err, counter.ErrNotOwner) {
+		t.Fatalf("incr after the lease ended: got %v; want ErrNotOwner", r.Err)
+	}
+	// An op waiting for the lease is decided as soon as it is granted.
+	done := make(chan counter.Result)
+	go func() { done <- do(a.Owner, incr(mine, 1))[0] }()
+	a.leases.grant(true, p)
+	if r := <-done; r.Err != nil || r.Count != 4 {
+		t.Fatalf("incr granted while waiting: got %d, %v; want 4", r.Count, r.Err)
+	}
 }
 
-var sp = leaparray.Spec{WindowMs: 60_000, Buckets: 10}
-
-// A retried Handoff (same sender, same ID) is applied once: a transfer never counts twice.
-func TestHandoffAppliedOnce(t *testing.T) {
-	o := newOwner()
-	h := &rpc.Handoff{From: "old", ID: 7, Counters: []rpc.HandoffCounter{
-		{Key: "k", Spec: sp, Buckets: []leaparray.Bucket{{Index: t0 / 6000, Count: 5}}},
-	}}
-	for i := 0; i < 3; i++ {
-		if err := o.Handoff(context.Background(), h); err != nil {
-			t.Fatal(err)
+// Without Redis, a partition that moves takes its counters with it, in Handoffs of at
+// most MaxHandoffBytes/2 (3600-bucket counters make many), and stays claimed by the old
+// owner until they were applied.
+func TestReleaseWithoutRedisHandsCountersOn(t *testing.T) {
+	var n net
+	a, b := n.add(t, "a", nil), n.add(t, "b", nil)
+	one := ringOf("a")
+	a.SetRing(one)
+	a.leases.grantAll()
+	wide := leaparray.Spec{WindowMs: 3_600_000, Buckets: 3600}
+	two := ringOf("a", "b")
+	moving := keysOf(two, "b", 300)
+	var want int64
+	for i, k := range moving {
+		bs := make([]leaparray.Bucket, 3600)
+		for j := range bs {
+			bs[j] = leaparray.Bucket{Index: wide.Bucket(t0) - 3599 + int64(j), Count: uint64(i + 1)}
+		}
+		a.cfg.Store.Merge(k, wide, bs)
+		if i == 0 {
+			want = 3600
 		}
 	}
-	if got := o.cfg.Store.Count("k", sp, t0); got != 5 {
-		t.Fatalf("after three deliveries of one handoff: got %d; want 5", got)
+	var calls atomic.Int64
+	gate := make(chan struct{})
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if calls.Add(1) == 1 {
+			<-gate // the first chunk waits: the partitions must stay claimed meanwhile
+		}
+		return false, false
 	}
-	h2 := *h
-	h2.ID = 8 // another chunk from the same sender adds
-	if err := o.Handoff(context.Background(), &h2); err != nil {
+	b.SetRing(two)
+	a.SetRing(two)
+	p := two.Partition(moving[0])
+	eventually(t, "first chunk sent", func() error {
+		if calls.Load() == 0 {
+			return errors.New("no handoff yet")
+		}
+		return nil
+	})
+	if !a.leases.claimed(p) {
+		t.Fatal("a stopped claiming a partition before its counters were delivered")
+	}
+	close(gate)
+	if err := a.WaitReleased(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := o.cfg.Store.Count("k", sp, t0); got != 10 {
-		t.Fatalf("after a second chunk: got %d; want 10", got)
+	if a.leases.claimed(p) {
+		t.Fatal("a still claims a partition it handed on")
+	}
+	if got := calls.Load(); got < 3 {
+		t.Fatalf("%d handoff calls for 300 counters of 3600 buckets; want several chunks", got)
+	}
+	b.leases.grantAll()
+	n.clock.Store(t0)
+	op := counter.Op{Kind: counter.Count, Key: moving[0], Window: wide.WindowMs, Buckets: wide.Buckets}
+	if r := do(b.Owner, op)[0]; r.Err != nil || r.Count != want {
+		t.Fatalf("count on the new owner: got %d, %v; want %d", r.Count, r.Err, want)
+	}
+	if a.cfg.Store.Len() != 0 {
+		t.Fatalf("a still holds %d counters", a.cfg.Store.Len())
 	}
 }
 
-// Ops of a partition gained from a live node wait for its Handoff; a Handoff that came
-// before the ring change counts when the change comes.
-func TestGateWaitsForTheOldOwner(t *testing.T) {
-	o := newOwner()
-	o.gate.partitions.Store(271)
-	key := "k"
-	p := o.gate.partition(key)
-	o.gate.expect(p, "old", time.Minute)
-	done := make(chan counter.Result, 1)
-	go func() {
-		res := make([]counter.Result, 1)
-		o.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 60_000, Buckets: 10, N: 1}}, res)
-		done <- res[0]
-	}()
-	select {
-	case r := <-done:
-		t.Fatalf("decided before the handoff: %+v", r)
-	case <-time.After(50 * time.Millisecond): // proving "not yet" needs a span of time
+// A Handoff whose answer was lost is sent again with its ID and applied once; one the
+// receiver refuses (the partition is not its own yet) goes again once the rings agree.
+func TestHandoffRetriedAppliesOnce(t *testing.T) {
+	var n net
+	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	var lost, ready atomic.Bool
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		return false, len(h.Counters) > 0 && ready.Load() && lost.CompareAndSwap(false, true)
 	}
-	if o.gate.released(p, "someone-else") {
-		t.Fatal("a handoff from another node ended the wait")
+	a.SetRing(two) // b has no ring yet: it refuses until it has one
+	eventually(t, "a refused delivery", func() error {
+		if n.refused.Load() == 0 {
+			return errors.New("none refused yet")
+		}
+		return nil
+	})
+	b.SetRing(two)
+	ready.Store(true)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	if !o.gate.released(p, "old") {
-		t.Fatal("the old owner's handoff did not end the wait")
+	if !lost.Load() {
+		t.Fatal("no answer was lost: the test proves nothing")
 	}
-	if r := <-done; r.Err != nil || r.Count != 1 {
-		t.Fatalf("got %+v; want count 1", r)
-	}
-	// Early: the handoff arrives first, then the ring change: no wait at all.
-	q := (p + 1) % 271
-	o.gate.released(q, "old")
-	o.gate.expect(q, "old", time.Minute)
-	if o.gate.expecting(q, "old") {
-		t.Fatal("an early handoff was not taken into account")
-	}
+	b.leases.grantAll()
+	mustCount(t, b.Owner, k, 5)
 }
 
-// A wait ends at its deadline, and a request whose own deadline passes while it waits
-// is not decided.
-func TestGateDeadlines(t *testing.T) {
-	o := newOwner()
-	o.gate.partitions.Store(271)
-	p := o.gate.partition("k")
-	o.gate.expect(p, "old", 30*time.Millisecond)
-	res := make([]counter.Result, 1)
-	o.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: "k", Window: 60_000, Buckets: 10, N: 1}}, res)
-	if res[0].Err != nil || res[0].Count != 1 {
-		t.Fatalf("after the wait ran out: got %+v; want count 1 (served)", res[0])
+// Without Redis a lapse keeps memory (it is what this node counted); counts another
+// node decided meanwhile come back in its Handoff and add up.
+func TestLapseWithoutRedisKeepsMemory(t *testing.T) {
+	var n net
+	a, b := n.add(t, "a", nil), n.add(t, "b", nil)
+	one := ringOf("a")
+	a.SetRing(one)
+	a.leases.grantAll()
+	k := keysOf(one, "a", 1)[0]
+	p := one.Partition(k)
+	do(a.Owner, incr(k, 4))
+	a.leases.grant(false, p)
+	a.Lapsed(lease.NewSet(one.PartitionCount()))
+	// b decided k meanwhile (say a was cut off) and hands it back.
+	b.SetRing(ringOf("b"))
+	b.leases.grantAll()
+	do(b.Owner, incr(k, 3))
+	b.SetRing(one)
+	if err := b.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	o.gate.expect(p, "old", time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	o.Do(ctx, []counter.Op{{Kind: counter.Incr, Key: "k", Window: 60_000, Buckets: 10, N: 1}}, res)
-	if res[0].Err == nil || o.cfg.Store.Count("k", sp, t0) != 1 {
-		t.Fatalf("a request past its deadline was decided: %+v", res[0])
-	}
-}
-
-// expecting reports whether p waits for a Handoff from the node named from.
-func (g *gate) expecting(p int, from string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e := g.pending[p]
-	return e != nil && e.from == from
+	a.leases.grant(true, p)
+	mustCount(t, a.Owner, k, 7)
 }

@@ -2,13 +2,14 @@
 // front ends call: ops whose key this node owns are decided here; the rest are grouped
 // by owner and forwarded, one batched rpc call per owner, all owners at once. The Router
 // is also the owner's side of the protocol (an rpc.Handler): it decides forwarded ops
-// it owns and answers rpc.ErrNotOwner for the others, never forwarding a second time.
+// it owns and answers counter.ErrNotOwner for the others, never forwarding a second time.
 //
 // A forwarded op answered "not owner" means the two nodes' rings differ, which happens
 // for a moment while membership changes; an owner that cannot be dialed has usually
 // just left. Such ops were certainly not decided, so the router routes them again,
 // within RetryWait, as soon as its own ring changes or after a short growing backoff
-// (the other node may be the one whose ring is behind). An op
-// whose request was sent but not answered (a lost connection, a timeout) may have been
-// decided, so it is never sent again: it fails with counter.ErrUnavailable.
+// (the other node may be the one whose ring is behind). An op whose request was sent
+// but not answered (a lost connection, a timeout, the caller giving up) may have been
+// decided, so it is never sent again nor decided anywhere else: it fails with
+// counter.ErrOutcomeUnknown, and the client decides whether to retry.
 package route

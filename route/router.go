@@ -32,14 +32,13 @@ type Router struct {
 	// before they fail. Membership changes settle within it, so clients see no errors.
 	RetryWait time.Duration
 
-	// Fallback, when set, decides the ops of an owner that cannot be reached (refused,
-	// timed out, connection lost), so clients keep getting answers: Redis in production.
-	// Journal then tells the owner which of its counters were decided without it.
-	Fallback counter.Doer
-	Journal  func(ctx context.Context, owner string, ops []counter.Op)
-	// FailOpen is how allow answers when neither the owner nor the fallback can decide
-	// it: allowed (true) or denied (false, the default). Other ops fail.
+	// FailOpen is how allow answers when its owner cannot decide it, or its outcome is
+	// unknown: allowed (true) or denied (false, the default). Other ops fail.
 	FailOpen bool
+
+	// Forwarded, when set, decides the ops peers forward here instead of the local
+	// Doer: one that never blocks (Handle runs in an rpc connection's reader).
+	Forwarded counter.Doer
 }
 
 // DefaultRetryWait is Router.RetryWait unless changed.
@@ -102,9 +101,10 @@ func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Res
 }
 
 // undecided reports whether an op's error says it was certainly not decided, so that
-// it may be sent again: the node was not its owner, or read it after its deadline.
+// it may be sent again: the node was not its owner (or had no lease for it yet), or read
+// it after its deadline.
 func undecided(err error) bool {
-	return errors.Is(err, rpc.ErrNotOwner) || errors.Is(err, rpc.ErrExpired)
+	return errors.Is(err, counter.ErrNotOwner) || errors.Is(err, rpc.ErrExpired)
 }
 
 // notDecided lists the results that say the op was certainly not decided.
@@ -118,10 +118,12 @@ func notDecided(results []counter.Result) []int {
 	return idx
 }
 
-// failPolicy answers the allow ops that nobody could decide as FailOpen says.
+// failPolicy answers the allow ops that nobody could decide, or whose outcome is
+// unknown, as FailOpen says.
 func (r *Router) failPolicy(ops []counter.Op, results []counter.Result) {
 	for i := range ops {
-		if ops[i].Kind != counter.Allow || !errors.Is(results[i].Err, counter.ErrUnavailable) {
+		err := results[i].Err
+		if ops[i].Kind != counter.Allow || !(errors.Is(err, counter.ErrUnavailable) || errors.Is(err, counter.ErrOutcomeUnknown)) {
 			continue
 		}
 		if r.FailOpen {
@@ -269,73 +271,21 @@ func (p *plan) run(ctx context.Context, r *Router, rg *ring.Ring) {
 	wg.Wait()
 }
 
+// remote forwards a group to its owner. An error for the whole call says the ops were
+// never sent (rpc.ErrPeerUnreachable: routed again), or sent without an answer: their
+// outcome is unknown, and they are never decided elsewhere, which could count them
+// twice.
 func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 	err := r.forward.Do(ctx, g.addr, rpc.Request{Epoch: rg.Epoch(), Forwarded: true, Ops: g.ops}, g.results)
-	if err != nil && r.Fallback != nil && ownerDown(err) {
-		r.fallBack(ctx, g)
-		p.scatter(g)
-		return
-	}
-	if err == nil && r.Fallback != nil {
-		r.fallBackExpired(ctx, g)
-	}
 	if err != nil {
-		if !errors.Is(err, rpc.ErrPeerUnreachable) { // sent, outcome unknown: never resend
-			err = fmt.Errorf("%w: owner %s: %v", counter.ErrUnavailable, g.addr, err)
+		if !errors.Is(err, rpc.ErrPeerUnreachable) {
+			err = fmt.Errorf("%w: owner %s (%s) did not answer: %v", counter.ErrOutcomeUnknown, g.owner, g.addr, err)
 		}
 		for k := range g.results {
 			g.results[k] = counter.Result{Err: err}
 		}
 	}
 	p.scatter(g)
-}
-
-// ownerDown reports whether a forward failed because the owner could not be reached.
-// A timeout is included: the owner does not decide a request read after its deadline,
-// so deciding it elsewhere cannot count it twice. A connection lost after sending is
-// not: the owner may have decided the ops (then died), so their outcome is unknown and
-// the client is told so rather than risk counting them twice.
-func ownerDown(err error) bool {
-	return errors.Is(err, rpc.ErrPeerUnreachable) || errors.Is(err, rpc.ErrTimeout)
-}
-
-// fallBack decides a group on the fallback and journals it for its owner.
-func (r *Router) fallBack(ctx context.Context, g *group) {
-	r.Fallback.Do(ctx, g.ops, g.results)
-	if r.Journal == nil {
-		return
-	}
-	var decided []counter.Op
-	for k := range g.ops {
-		if g.results[k].Err == nil && g.ops[k].Kind != counter.Count {
-			decided = append(decided, g.ops[k])
-		}
-	}
-	if len(decided) > 0 {
-		r.Journal(ctx, g.owner, decided)
-	}
-}
-
-// fallBackExpired decides on the fallback the ops the owner read too late to decide
-// (it was frozen, or overloaded): certainly not decided, so deciding them here is safe.
-func (r *Router) fallBackExpired(ctx context.Context, g *group) {
-	var idx []int
-	for k := range g.results {
-		if errors.Is(g.results[k].Err, rpc.ErrExpired) {
-			idx = append(idx, k)
-		}
-	}
-	if len(idx) == 0 {
-		return
-	}
-	sub := &group{owner: g.owner, addr: g.addr, ops: make([]counter.Op, len(idx)), results: make([]counter.Result, len(idx))}
-	for j, k := range idx {
-		sub.ops[j] = g.ops[k]
-	}
-	r.fallBack(ctx, sub)
-	for j, k := range idx {
-		g.results[k] = sub.results[j]
-	}
 }
 
 // scatter copies a group's results to the caller's places, noting the ops that were
@@ -357,19 +307,23 @@ func (r *Router) Handle(ctx context.Context, req *rpc.Request, results []counter
 	rg := r.ring.Load()
 	if rg == nil { // still joining: others already count this node in, it does not yet
 		for i := range results {
-			results[i] = counter.Result{Err: fmt.Errorf("%w: this node is still joining", rpc.ErrNotOwner)}
+			results[i] = counter.Result{Err: fmt.Errorf("%w: this node is still joining", counter.ErrNotOwner)}
 		}
 		return
 	}
+	local := r.local
+	if r.Forwarded != nil {
+		local = r.Forwarded
+	}
 	if r.allLocal(rg, req.Ops) {
-		r.local.Do(ctx, req.Ops, results)
+		local.Do(ctx, req.Ops, results)
 		return
 	}
 	counter.DoExcept(ctx, req.Ops, results, func(i int) error {
 		addr, err := r.ownerAddr(rg, req.Ops[i].Key)
 		if err == nil && addr != "" {
-			err = fmt.Errorf("%w: %q belongs to %s here (epoch %d; sender's %d)", rpc.ErrNotOwner, req.Ops[i].Key, addr, rg.Epoch(), req.Epoch)
+			err = fmt.Errorf("%w: %q belongs to %s here (epoch %d; sender's %d)", counter.ErrNotOwner, req.Ops[i].Key, addr, rg.Epoch(), req.Epoch)
 		}
 		return err
-	}, r.local.Do)
+	}, local.Do)
 }

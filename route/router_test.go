@@ -28,7 +28,8 @@ type testNode struct {
 	srv    *rpc.Server
 	addr   string
 	client *rpc.Client
-	frames atomic.Int64 // forwarded requests this node's server handled
+	frames atomic.Int64                  // forwarded requests this node's server handled
+	hold   atomic.Pointer[chan struct{}] // when set, forwarded requests wait for it to close
 }
 
 // makeNodes starts n routers that share a clock and, unless told otherwise, one ring.
@@ -46,7 +47,10 @@ func makeNodes(t *testing.T, n int, now func() int64) ([]*testNode, []ring.Membe
 		tn.router = New(tn.name, local, tn.client, counter.Limits{})
 		tn.srv = rpc.NewServer(rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request, res []counter.Result) {
 			tn.frames.Add(1)
-			tn.router.Handle(ctx, req, res)
+			if h := tn.hold.Load(); h != nil {
+				<-*h
+			}
+			tn.router.Handle(context.Background(), req, res)
 		}), nil)
 		go tn.srv.Serve(ln)
 		t.Cleanup(func() { tn.srv.Close(); tn.client.Close() })
@@ -170,12 +174,7 @@ func TestNoBounceBetweenDisagreeingNodes(t *testing.T) {
 func TestNotOwnerWaitsForTheNewRing(t *testing.T) {
 	nodes, members := makeNodes(t, 2, fixedClock(t0))
 	full := ring.New(members, ring.Config{})
-	key := ""
-	for i := 0; key == ""; i++ {
-		if m, _ := full.Owner(fmt.Sprint("k", i)); m.Name == "n1" {
-			key = fmt.Sprint("k", i)
-		}
-	}
+	key := keyOwnedBy(full, "n1")
 	// n1 has already seen itself leave (a ring of n0 alone); n0 has not yet.
 	onlyN0 := ring.New(members[:1], ring.Config{})
 	nodes[1].router.SetRing(onlyN0)
@@ -255,12 +254,7 @@ func TestFailPolicyWhenOwnerAndFallbackAreGone(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		nodes, members := makeNodes(t, 2, fixedClock(t0))
 		rg := ring.New(members, ring.Config{})
-		key := ""
-		for i := 0; key == ""; i++ {
-			if m, _ := rg.Owner(fmt.Sprint("k", i)); m.Name == "n1" {
-				key = fmt.Sprint("k", i)
-			}
-		}
+		key := keyOwnedBy(rg, "n1")
 		nodes[1].srv.Close()
 		r := nodes[0].router
 		r.RetryWait = 50 * time.Millisecond
@@ -280,6 +274,47 @@ func TestFailPolicyWhenOwnerAndFallbackAreGone(t *testing.T) {
 		}
 		if !errors.Is(res[1].Err, counter.ErrUnavailable) {
 			t.Errorf("fail-open %v: count got %+v; want unavailable", open, res[1])
+		}
+	}
+}
+
+// An op sent to its owner whose answer comes too late has an unknown outcome: the
+// caller is told so, and it is never decided anywhere else (which could count it
+// twice); the owner, which did decide it, counts it once.
+func TestLateAnswerIsOutcomeUnknown(t *testing.T) {
+	nodes, members := makeNodes(t, 2, fixedClock(t0))
+	rg := ring.New(members, ring.Config{})
+	key := keyOwnedBy(rg, "n1")
+	hold := make(chan struct{})
+	nodes[1].hold.Store(&hold)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	res := make([]counter.Result, 1)
+	op := counter.Op{Kind: counter.Incr, Key: key, Window: 10_000, Buckets: 10, N: 1}
+	nodes[0].router.Do(ctx, []counter.Op{op}, res)
+	if !errors.Is(res[0].Err, counter.ErrOutcomeUnknown) {
+		t.Fatalf("late answer: got %+v; want ErrOutcomeUnknown", res[0])
+	}
+	close(hold)
+	sp := leaparray.Spec{WindowMs: 10_000, Buckets: 10}
+	if err := wait.Until(5*time.Second, func() error {
+		if got := nodes[1].store.Count(key, sp, t0); got != 1 {
+			return fmt.Errorf("owner counts %d", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the owner never decided the op: %v", err)
+	}
+	if got := nodes[0].store.Count(key, sp, t0); got != 0 {
+		t.Fatalf("the sender decided it too: %d", got)
+	}
+}
+
+// keyOwnedBy is the first key k<i> that rg gives to the member named name.
+func keyOwnedBy(rg *ring.Ring, name string) string {
+	for i := 0; ; i++ {
+		if m, _ := rg.Owner(fmt.Sprint("k", i)); m.Name == name {
+			return fmt.Sprint("k", i)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/node"
 )
 
@@ -109,7 +110,11 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", node.DefaultSweepInterval, "how often idle counters are looked for")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", node.DefaultShutdownTimeout, "longest a graceful stop may take")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", node.DefaultFlushInterval, "how often owners write counter deltas to Redis (write-behind)")
-	fs.DurationVar(&cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long a new owner waits for the old owner's handoff")
+	fs.DurationVar(&cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long an op waits for its partition's new owner to take it over")
+	fs.DurationVar(&cfg.Lease.Duration, "lease", lease.DefaultDuration, "partition lease: how long a node decides after a majority renewed it (same on every node)")
+	fs.DurationVar(&cfg.GossipTimings.ProbeInterval, "gossip-probe-interval", time.Second, "failure detection: how often each node probes a random peer")
+	fs.DurationVar(&cfg.GossipTimings.ProbeTimeout, "gossip-probe-timeout", 500*time.Millisecond, "failure detection: how long a probe waits for its answer (below --gossip-probe-interval)")
+	fs.IntVar(&cfg.GossipTimings.SuspicionMult, "gossip-suspicion-mult", 4, "failure detection: probe intervals a suspected node has to refute before it is declared dead")
 	fs.IntVar(&cfg.RPC.MaxBatchOps, "forward-batch", 512, "most ops in one frame forwarded to an owner (1: no batching)")
 	fs.DurationVar(&cfg.RPC.Linger, "forward-linger", 20*time.Microsecond, "how long a part-full frame to an owner waits for more ops, while others are in flight")
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address (behind --token when set)")

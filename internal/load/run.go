@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,6 +180,10 @@ func (g *Gen) WaitIdle(addr string, timeout time.Duration) error {
 	return nil
 }
 
+// OutcomeUnknown is in the error a node answers for an op that was sent to its owner
+// and not answered: it may or may not have counted.
+const OutcomeUnknown = "outcome unknown"
+
 type outcome int
 
 const (
@@ -194,6 +199,9 @@ func classify(err error) outcome {
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
+		if strings.Contains(rerr.Error(), OutcomeUnknown) {
+			return outcomeUnknown
+		}
 		return outcomeFailed
 	}
 	var oerr *net.OpError

@@ -17,6 +17,8 @@ type View struct {
 	Partitions int      `json:"partitions"`
 	Ready      bool     `json:"ready"`
 	Counters   int      `json:"counters"`
+	Owned      int      `json:"owned"`
+	Held       int      `json:"held"`
 }
 
 // Member is one entry of View.Members.
@@ -113,6 +115,9 @@ func (c *Cluster) Converged() error {
 		}
 		if v.Partitions == 0 || v.Shares() != v.Partitions {
 			return fmt.Errorf("%s: alive members own %d partitions; want all %d", n.name, v.Shares(), v.Partitions)
+		}
+		if v.Held != v.Owned {
+			return fmt.Errorf("%s holds the lease of %d of its %d partitions", n.name, v.Held, v.Owned)
 		}
 		if i == 0 {
 			epoch = v.Epoch

@@ -8,13 +8,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/internal/clocktest"
+	"github.com/leapcount/leapcount/internal/netsim"
 	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -34,6 +37,10 @@ type Cluster struct {
 	next  int
 	// Tune, when set, changes each node's Config before it starts.
 	Tune func(*node.Config)
+	// Net, when set, carries the nodes' traffic (gossip, rpc, and their HTTP and RESP
+	// listeners) instead of loopback sockets: node-i is host 10.0.0.(i+1) on it, and
+	// tests cut, hold and delay links between hosts (Host). Redis stays on loopback.
+	Net *netsim.Network
 }
 
 // MakeCluster starts n nodes, each joining the first, and waits until they agree on
@@ -48,14 +55,47 @@ func MakeCluster(t testing.TB, n int, tune func(*node.Config)) *Cluster {
 	return c
 }
 
+// MakeNetCluster is MakeCluster on an in-process network (Cluster.Net).
+func MakeNetCluster(t testing.TB, n int, tune func(*node.Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Clock: NewClock(), Tune: tune, Net: netsim.New()}
+	for i := 0; i < n; i++ {
+		c.Add()
+	}
+	c.WaitConverged()
+	return c
+}
+
+// Host is the network host of the node named name ("node-3": 10.0.0.4).
+func Host(name string) string {
+	var i int
+	fmt.Sscanf(name, "node-%d", &i)
+	return fmt.Sprintf("10.0.0.%d", i+1)
+}
+
+// onNet makes cfg use c.Net as host Host(cfg.Name).
+func (c *Cluster) onNet(cfg *node.Config) error {
+	host := Host(cfg.Name)
+	cfg.HTTPAddr, cfg.RESPAddr, cfg.RPCAddr = host+":0", host+":0", host+":0"
+	cfg.GossipAddr = host + ":0"
+	tr, err := c.Net.Transport(host + ":0")
+	if err != nil {
+		return err
+	}
+	cfg.GossipTransport = tr
+	cfg.Listen = func(_, addr string) (net.Listener, error) { return c.Net.Listen(addr) }
+	cfg.RPC.Dial = c.Net.Dialer(host)
+	return nil
+}
+
 // Config is the Config the harness starts node name with.
 func (c *Cluster) Config(name string) node.Config {
 	cfg := node.Config{
 		Name: name, HTTPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0",
 		GossipTimings: cluster.FastTimings(), RejoinInterval: 200 * time.Millisecond,
 		RPC:             rpc.Config{Timeout: 2 * time.Second, DownFor: 50 * time.Millisecond},
-		ShutdownTimeout: 5 * time.Second,
-		Logger:          Logger(), Now: c.Clock.Now,
+		ShutdownTimeout: 5 * time.Second, Lease: lease.Config{Duration: time.Second},
+		Logger: Logger(), Now: c.Clock.Now,
 	}
 	for _, m := range c.Running() {
 		cfg.Join = append(cfg.Join, m.GossipAddr())
@@ -72,7 +112,13 @@ func (c *Cluster) Add() *node.Node {
 	c.t.Helper()
 	name := fmt.Sprintf("node-%d", c.next)
 	c.next++
-	n, err := node.Start(c.Config(name))
+	cfg := c.Config(name)
+	if c.Net != nil {
+		if err := c.onNet(&cfg); err != nil {
+			c.t.Fatalf("start %s: %v", name, err)
+		}
+	}
+	n, err := node.Start(cfg)
 	if err != nil {
 		c.t.Fatalf("start %s: %v", name, err)
 	}
@@ -106,6 +152,9 @@ func (c *Cluster) Converged() error {
 		rg := n.Router().Ring()
 		if rg.Len() != len(nodes) {
 			return fmt.Errorf("%s: ring of %d members; want %d", n.Name(), rg.Len(), len(nodes))
+		}
+		if owned, held := n.Holding(); owned != held {
+			return fmt.Errorf("%s holds %d of its %d partitions", n.Name(), held, owned)
 		}
 		if i == 0 {
 			epoch = rg.Epoch()

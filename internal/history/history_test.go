@@ -1,0 +1,49 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Outcome
+	}{
+		{nil, OK},
+		{fmt.Errorf("%w: owner gone", counter.ErrOutcomeUnknown), Unknown},
+		{fmt.Errorf("%w: moving", counter.ErrUnavailable), Failed},
+		{errors.New("anything else"), Failed},
+	} {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("Classify(%v): got %d; want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	var l Log
+	for i := 0; i < 5; i++ {
+		l.Incr("exact", 1, OK)
+		l.Incr("uncertain", 1, OK)
+		l.Incr("lossy", 1, OK)
+		l.Incr("double", 1, OK)
+	}
+	l.Incr("uncertain", 1, Unknown)
+	l.Incr("double", 1, Failed)
+	for i := 0; i < 3; i++ {
+		l.Allow("allow", 3, 1, true, OK)
+	}
+	l.Allow("allow", 3, 1, false, OK)
+	final := map[string]int64{"exact": 5, "uncertain": 6, "lossy": 3, "double": 6, "allow": 4}
+	s := l.Check(final, Bounds{})
+	if s.Lost != 2 || s.Extra != 1 || s.OverAdmitted != 1 || len(s.Violations) != 3 {
+		t.Fatalf("got %v %q; want lost 2, extra 1, over-admitted 1, 3 violations", s, s.Violations)
+	}
+	if s = l.Check(final, Bounds{Loss: 2, OverAdmit: 1}); len(s.Violations) != 1 {
+		t.Fatalf("with bounds: got %q; want only the extra count (never allowed)", s.Violations)
+	}
+}

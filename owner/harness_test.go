@@ -1,0 +1,286 @@
+package owner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+const t0 = 1_699_999_200_000
+
+var sp = leaparray.Spec{WindowMs: 60_000, Buckets: 10}
+
+// fakeLeases holds exactly the partitions the test grants.
+type fakeLeases struct {
+	mu      sync.Mutex
+	held    map[int]bool
+	claims  lease.Set
+	changed chan struct{}
+	kicks   int
+}
+
+func newFakeLeases() *fakeLeases {
+	return &fakeLeases{held: map[int]bool{}, changed: make(chan struct{})}
+}
+
+func (f *fakeLeases) Now() int64 { return 0 }
+
+func (f *fakeLeases) Holds(p int, _ int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held[p]
+}
+
+func (f *fakeLeases) Wait(ctx context.Context, p int) error {
+	for {
+		f.mu.Lock()
+		held, ch := f.held[p], f.changed
+		f.mu.Unlock()
+		if held {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (f *fakeLeases) SetClaims(s lease.Set) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.claims = s.Clone()
+}
+
+func (f *fakeLeases) Kick() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kicks++
+}
+
+func (f *fakeLeases) claimed(p int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.claims.Has(p)
+}
+
+// grant holds (or, with false, stops holding) the partitions ps.
+func (f *fakeLeases) grant(hold bool, ps ...int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range ps {
+		f.held[p] = hold
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// grantAll holds every partition the owner claims now.
+func (f *fakeLeases) grantAll() {
+	f.mu.Lock()
+	var ps []int
+	f.claims.Each(func(p int) { ps = append(ps, p) })
+	f.mu.Unlock()
+	f.grant(true, ps...)
+}
+
+// net delivers Handoffs between test owners by name (addr = name); fail, when set,
+// decides per call whether it fails unsent, or is applied and its answer lost.
+type net struct {
+	mu      sync.Mutex
+	owners  map[string]*Owner
+	fail    func(to string, h *rpc.Handoff) (drop, lose bool)
+	refused atomic.Int64  // Handoffs refused by their receiver
+	clock   atomic.Int64  // the counters' clock, ms; t0 until set
+	flush   time.Duration // owners' FlushInterval (default 20ms)
+}
+
+func (n *net) Handoff(ctx context.Context, addr string, h *rpc.Handoff) error {
+	n.mu.Lock()
+	o, fail := n.owners[addr], n.fail
+	n.mu.Unlock()
+	if o == nil {
+		return fmt.Errorf("%w: no %s", rpc.ErrPeerUnreachable, addr)
+	}
+	drop, lose := false, false
+	if fail != nil {
+		drop, lose = fail(addr, h)
+	}
+	if drop {
+		return fmt.Errorf("%w: dropped", rpc.ErrPeerUnreachable)
+	}
+	err := o.Handoff(ctx, h)
+	if errors.Is(err, rpc.ErrHandoffRefused) {
+		n.refused.Add(1)
+	}
+	if lose {
+		return errors.New("answer lost")
+	}
+	return err
+}
+
+func (n *net) now() int64 {
+	if v := n.clock.Load(); v != 0 {
+		return v
+	}
+	return t0
+}
+
+type testOwner struct {
+	*Owner
+	leases *fakeLeases
+}
+
+func (n *net) add(t *testing.T, name string, redis *fallback.Store) *testOwner {
+	store := leaparray.NewStore()
+	if redis != nil {
+		store = leaparray.NewStore(leaparray.WithDeltas())
+	}
+	fl := newFakeLeases()
+	every := n.flush
+	if every == 0 {
+		every = 20 * time.Millisecond
+	}
+	o := New(Config{Self: name, Writer: name + ".test", Store: store, Redis: redis, Leases: fl, Sender: n,
+		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond,
+		ReleaseTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	go o.Run()
+	t.Cleanup(o.Close)
+	n.mu.Lock()
+	if n.owners == nil {
+		n.owners = map[string]*Owner{}
+	}
+	n.owners[name] = o
+	n.mu.Unlock()
+	return &testOwner{Owner: o, leases: fl}
+}
+
+func ringOf(names ...string) *ring.Ring {
+	var ms []ring.Member
+	for _, n := range names {
+		ms = append(ms, ring.Member{Name: n, RPCAddr: n})
+	}
+	return ring.New(ms, ring.Config{})
+}
+
+// keysOf returns n keys whose partitions the ring gives to name.
+func keysOf(rg *ring.Ring, name string, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if m, _ := rg.Owner(k); m.Name == name {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func incr(key string, n int64) counter.Op {
+	return counter.Op{Kind: counter.Incr, Key: key, Window: sp.WindowMs, Buckets: sp.Buckets, N: n}
+}
+
+func count(key string) counter.Op {
+	return counter.Op{Kind: counter.Count, Key: key, Window: sp.WindowMs, Buckets: sp.Buckets}
+}
+
+func reset(key string) counter.Op {
+	return counter.Op{Kind: counter.Reset, Key: key, Window: sp.WindowMs, Buckets: sp.Buckets}
+}
+
+// do decides ops on o and returns the results.
+func do(o *Owner, ops ...counter.Op) []counter.Result {
+	res := make([]counter.Result, len(ops))
+	o.Do(context.Background(), ops, res)
+	return res
+}
+
+// mustCount reads key on o and fails unless it counts want.
+func mustCount(t *testing.T, o *Owner, key string, want int64) {
+	t.Helper()
+	r := do(o, count(key))[0]
+	if r.Err != nil || r.Count != want {
+		t.Fatalf("count %q on %s: got %d, %v; want %d", key, o.cfg.Self, r.Count, r.Err, want)
+	}
+}
+
+// redisCount reads key's count straight from Redis.
+func redisCount(t *testing.T, st *fallback.Store, key string) int64 {
+	t.Helper()
+	n, err := st.Count(context.Background(), key, sp, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func startRedisServer(t *testing.T) *testredis.Server { return testredis.Start(t) }
+
+// openStore opens a Store on url with timeouts a loaded machine meets, unless cfg
+// says otherwise.
+func openStore(t *testing.T, url string, cfg fallback.Config) *fallback.Store {
+	t.Helper()
+	cfg.URL, cfg.MinTTL = url, time.Hour
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 2 * time.Second
+	}
+	if cfg.BreakerCooldown == 0 {
+		cfg.BreakerCooldown = 50 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := fallback.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func startRedis(t *testing.T) (*testredis.Server, *fallback.Store) {
+	t.Helper()
+	srv := startRedisServer(t)
+	return srv, openStore(t, srv.URL(), fallback.Config{})
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	if err := wait.Until(10*time.Second, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// sole adds an owner that the ring makes the only member, holding every partition.
+func (n *net) sole(t *testing.T, name string, redis *fallback.Store) *testOwner {
+	o := n.add(t, name, redis)
+	o.SetRing(ringOf(name))
+	o.leases.grantAll()
+	return o
+}
+
+// stopRedis stops srv and waits until st's breaker says Redis is down (o's ops probe it).
+func stopRedis(t *testing.T, srv *testredis.Server, st *fallback.Store, o *Owner) {
+	t.Helper()
+	srv.Stop()
+	eventually(t, "breaker open", func() error {
+		if st.Healthy() {
+			do(o, count("probe"))
+			return fmt.Errorf("Redis still looks up")
+		}
+		return nil
+	})
+}

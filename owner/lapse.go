@@ -1,0 +1,77 @@
+package owner
+
+import (
+	"github.com/leapcount/leapcount/lease"
+)
+
+// Lapsed is told the partitions whose lease ran out while this node held them (the
+// lease.Keeper's OnLapse). Another node may have been granted them since, and decided
+// their counters: with Redis their memory is stale, so they are marked stale, and
+// dropped (after their deltas are written) before they are decided again. Without
+// Redis the memory is kept: it is what this node counted, and whoever decided them
+// meanwhile hands its own counts back, to be added, when it hands them on.
+func (o *Owner) Lapsed(s lease.Set) {
+	if o.cfg.Redis == nil {
+		return
+	}
+	o.parts.mu.Lock()
+	o.decide.Lock()
+	n := 0
+	s.Each(func(p int) {
+		if o.parts.get(p) == stMine {
+			o.parts.set(p, stStale)
+			n++
+		}
+	})
+	o.decide.Unlock()
+	o.parts.mu.Unlock()
+	if n > 0 {
+		o.cfg.Logger.Warn("lease lapsed: these partitions are reloaded from Redis before they are decided again", "partitions", n)
+		o.parts.signal()
+		o.kickFlush()
+	}
+}
+
+// cleanStale drops the memory of stale partitions once Redis answers: their counters
+// leave memory, their deltas go to the write-behind, and they are decided again,
+// loading each counter from Redis once its deltas are confirmed there. Partitions where
+// counters were decided blind while Redis was down become stale first: Redis has what
+// others counted before, their memory does not.
+func (o *Owner) cleanStale() {
+	if o.cfg.Redis == nil || !o.cfg.Redis.Healthy() {
+		return
+	}
+	rg := o.ring.Load()
+	if rg == nil {
+		return
+	}
+	o.parts.mu.Lock()
+	defer o.parts.mu.Unlock()
+	stale := lease.NewSet(len(o.parts.state))
+	o.decide.Lock()
+	for p := range o.parts.state {
+		if o.parts.blind[p].Swap(false) && o.parts.get(p) == stMine {
+			o.parts.set(p, stStale)
+		}
+		if o.parts.get(p) == stStale {
+			o.parts.set(p, stDropping)
+			stale.Add(p)
+		}
+	}
+	o.decide.Unlock()
+	if stale.Len() == 0 {
+		return
+	}
+	ev := o.cfg.Store.Evict(func(k string) bool { return stale.Has(rg.Partition(k)) })
+	o.flush.enqueue(pendingOf(ev))
+	o.decide.Lock()
+	stale.Each(func(p int) {
+		if o.parts.get(p) == stDropping {
+			o.parts.set(p, stMine)
+		}
+	})
+	o.decide.Unlock()
+	o.parts.signal()
+	o.kickFlush()
+	o.cfg.Logger.Info("stale partitions dropped from memory; their counters reload from Redis", "partitions", stale.Len(), "counters", len(ev))
+}

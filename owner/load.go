@@ -1,0 +1,118 @@
+package owner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/ring"
+)
+
+// miss is a counter to load from Redis before its op is decided.
+type miss struct {
+	op      int    // index of the first op on it
+	gen     uint64 // its partition's generation when the miss was seen
+	buckets []leaparray.Bucket
+	err     error
+}
+
+// misses lists the decidable ops whose counter is not in memory (one per counter),
+// while Redis is up; while it is down they are decided from memory (blind).
+func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64) []*miss {
+	if !o.cfg.Redis.Healthy() {
+		return nil
+	}
+	var out []*miss
+	seen := map[fallback.CounterRef]bool{}
+	for i := range ops {
+		op := &ops[i]
+		if o.cfg.Limits.Validate(op) != nil || o.cfg.Store.Has(op.Key, spec(op)) || o.cfg.Store.ResetPending(op.Key, spec(op)) {
+			continue // in memory, or reset here: what Redis holds of it is erased
+		}
+		p := rg.Partition(op.Key)
+		ref := fallback.CounterRef{Key: op.Key, Spec: spec(op)}
+		if seen[ref] || o.judge(p, now) != decideIt {
+			continue
+		}
+		seen[ref] = true
+		out = append(out, &miss{op: i, gen: o.parts.gen[p].Load()})
+	}
+	return out
+}
+
+// settleWait bounds how long a load waits for this node's own deltas of the counter to
+// reach Redis.
+const settleWait = time.Second
+
+// load reads the missed counters from Redis, without any lock held: a counter whose
+// deltas this node has not finished writing is not read (its Redis state is behind).
+func (o *Owner) load(ctx context.Context, ops []counter.Op, misses []*miss) {
+	now := o.cfg.Now()
+	for _, m := range misses {
+		op := &ops[m.op]
+		if ref := (fallback.CounterRef{Key: op.Key, Spec: spec(op)}); o.flush.unsettledRef(ref.Key, ref.Spec) {
+			// Its deltas are on their way to Redis (it just left memory): wait for them.
+			wctx, cancel := context.WithTimeout(ctx, settleWait)
+			settled := o.waitSettled(wctx, []fallback.CounterRef{ref})
+			cancel()
+			if !settled {
+				m.err = fmt.Errorf("%w: counter %q is still being written to Redis", counter.ErrUnavailable, op.Key)
+				continue
+			}
+		}
+		m.buckets, m.err = o.loadRetrying(ctx, op.Key, spec(op), now)
+		if m.err != nil {
+			m.err = fmt.Errorf("%w: counter %q could not be loaded from Redis: %v", counter.ErrUnavailable, op.Key, m.err)
+		}
+	}
+}
+
+// loadRetrying reads a counter from Redis, trying twice more after a failure that may
+// pass (a timeout under load).
+func (o *Owner) loadRetrying(ctx context.Context, key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var bs []leaparray.Bucket
+		if bs, err = o.cfg.Redis.Load(ctx, key, sp, now); err == nil {
+			return bs, nil
+		}
+		if ctx.Err() != nil || !o.cfg.Redis.Healthy() {
+			break
+		}
+	}
+	return nil, err
+}
+
+// install puts the loaded counters in memory, with decide held shared, unless their
+// partition changed state meanwhile (its memory was dropped or handed on: the load may
+// predate writes it must see). It returns, by op index, the ops whose counter is not
+// usable; every op on such a counter gets the error.
+func (o *Owner) install(rg *ring.Ring, ops []counter.Op, misses []*miss) map[int]error {
+	bad := map[fallback.CounterRef]error{}
+	for _, m := range misses {
+		op := &ops[m.op]
+		ref := fallback.CounterRef{Key: op.Key, Spec: spec(op)}
+		p := rg.Partition(op.Key)
+		switch {
+		case m.err != nil:
+			bad[ref] = m.err
+		case o.parts.gen[p].Load() != m.gen:
+			bad[ref] = fmt.Errorf("%w: partition %d changed hands while %q was loaded", counter.ErrNotOwner, p, op.Key)
+		default:
+			o.cfg.Store.Seed(op.Key, spec(op), m.buckets) // no-op if another op loaded it first
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	failed := map[int]error{}
+	for i := range ops {
+		if err, ok := bad[fallback.CounterRef{Key: ops[i].Key, Spec: spec(&ops[i])}]; ok && !o.cfg.Store.Has(ops[i].Key, spec(&ops[i])) {
+			failed[i] = err
+		}
+	}
+	return failed
+}

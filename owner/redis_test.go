@@ -1,0 +1,197 @@
+package owner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/lease"
+)
+
+func redisIs(t *testing.T, st *fallback.Store, key string, want int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("Redis count of %q", key), func() error {
+		got, err := st.Count(context.Background(), key, sp, t0)
+		if err != nil || got != want {
+			return fmt.Errorf("got %d, %v; want %d", got, err, want)
+		}
+		return nil
+	})
+}
+
+func countIs(t *testing.T, o *Owner, key string, want int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("count of %q on %s", key, o.cfg.Self), func() error {
+		r := do(o, count(key))[0]
+		if r.Err != nil || r.Count != want {
+			return fmt.Errorf("got %d, %v; want %d", r.Count, r.Err, want)
+		}
+		return nil
+	})
+}
+
+// A partition that moves with Redis up goes through Redis: the old owner stops
+// claiming it only once its deltas are confirmed, and the new owner loads the counts.
+func TestReleaseThroughRedis(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a, b := n.sole(t, "a", st), n.add(t, "b", st)
+	two := ringOf("a", "b")
+	keys := keysOf(two, "b", 20)
+	for _, k := range keys {
+		do(a.Owner, incr(k, 5))
+	}
+	b.SetRing(two)
+	a.SetRing(two)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a.leases.claimed(two.Partition(keys[0])) {
+		t.Fatal("a still claims a released partition")
+	}
+	for _, k := range keys {
+		if got := redisCount(t, st, k); got != 5 {
+			t.Fatalf("Redis has %d for %q when a released it; want 5", got, k)
+		}
+	}
+	b.leases.grantAll()
+	for _, k := range keys {
+		mustCount(t, b.Owner, k, 5)
+	}
+}
+
+// With Redis down, a partition that moves carries its counters to the new owner
+// directly, each with the part Redis has not seen, which the new owner writes once
+// Redis is back: the count survives and nothing is written twice.
+func TestReleaseWithRedisDownGoesDirect(t *testing.T) {
+	srv, st := startRedis(t)
+	var n net
+	a, b := n.sole(t, "a", st), n.add(t, "b", st)
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	redisIs(t, st, k, 5)
+	stopRedis(t, srv, st, a.Owner)
+	do(a.Owner, incr(k, 3))
+	b.SetRing(two)
+	a.SetRing(two)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.leases.grantAll()
+	mustCount(t, b.Owner, k, 8)
+	srv.Restart() // an empty Redis: only what it never saw is written to it
+	redisIs(t, st, k, 3)
+}
+
+// A reset is written in order with the increments around it: one after it survives,
+// and a counter only in Redis is deleted there.
+func TestResetOrderedWithIncrements(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	do(a.Owner, incr("r", 5))
+	redisIs(t, st, "r", 5)
+	res := do(a.Owner, reset("r"), incr("r", 2))
+	if res[0].Err != nil || !res[0].Existed || res[1].Count != 2 {
+		t.Fatalf("reset then incr: got %+v", res)
+	}
+	redisIs(t, st, "r", 2)
+	if _, err := st.Incr(context.Background(), "only-redis", sp, 7, t0); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(a.Owner, reset("only-redis"))[0]; r.Err != nil || !r.Existed {
+		t.Fatalf("reset of a counter only in Redis: got %+v; want existed", r)
+	}
+	redisIs(t, st, "only-redis", 0)
+	do(a.Owner, incr("r", 1))
+	redisIs(t, st, "r", 3)
+}
+
+// A lease that lapses makes the memory of its partition stale: once it is granted
+// again, counters are loaded from Redis, with what another node counted meanwhile.
+func TestLapseReloadsFromRedis(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a := n.add(t, "a", st)
+	one := ringOf("a")
+	a.SetRing(one)
+	a.leases.grantAll()
+	k := "lapse"
+	p := one.Partition(k)
+	do(a.Owner, incr(k, 5))
+	a.leases.grant(false, p)
+	s := lease.NewSet(one.PartitionCount())
+	s.Add(p)
+	a.Lapsed(s)
+	redisIs(t, st, k, 5)                                                    // written behind after the lapse
+	if _, err := st.Incr(context.Background(), k, sp, 10, t0); err != nil { // another owner, meanwhile
+		t.Fatal(err)
+	}
+	a.leases.grant(true, p)
+	countIs(t, a.Owner, k, 15)
+	do(a.Owner, incr(k, 1))
+	redisIs(t, st, k, 16)
+}
+
+// Counters decided while Redis is down start from empty memory; once Redis is back
+// their partition is reloaded, so memory has what Redis had as well.
+func TestBlindCountersReloadWhenRedisReturns(t *testing.T) {
+	srv, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	stopRedis(t, srv, st, a.Owner)
+	if r := do(a.Owner, incr("blind", 2))[0]; r.Err != nil || r.Count != 2 {
+		t.Fatalf("incr with Redis down: got %+v; want 2 (decided from memory)", r)
+	}
+	srv.Restart()
+	eventually(t, "write to Redis once its breaker lets calls through", func() error {
+		_, err := st.Incr(context.Background(), "blind", sp, 10, t0) // what others counted
+		return err
+	})
+	countIs(t, a.Owner, "blind", 12)
+	redisIs(t, st, "blind", 12)
+}
+
+// A write-behind whose answer is lost (Redis frozen past the read timeout) is sent
+// again with its once-IDs once Redis answers: Redis counts every increment once.
+func TestWriteBehindRetryAppliesOnce(t *testing.T) {
+	srv := startRedisServer(t)
+	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
+	var n net
+	a := n.sole(t, "a", st)
+	do(a.Owner, incr("once", 1))
+	redisIs(t, st, "once", 1)
+	srv.Pause()
+	for i := 0; i < 10; i++ {
+		do(a.Owner, incr("once", 1))
+	}
+	time.Sleep(400 * time.Millisecond) // Redis frozen for a while: the fault is a duration
+	srv.Resume()
+	redisIs(t, st, "once", 11)
+	time.Sleep(200 * time.Millisecond) // later retries must not add: a span to observe
+	if got := redisCount(t, st, "once"); got != 11 {
+		t.Fatalf("Redis counts %d after retries; want 11", got)
+	}
+}
+
+// A counter reset here is not loaded back from Redis before the reset is written there:
+// what Redis holds of it is erased.
+func TestResetCounterIsNotReloaded(t *testing.T) {
+	_, st := startRedis(t)
+	n := net{flush: time.Hour} // no write-behind unless asked: the reset stays pending
+	a := n.sole(t, "a", st)
+	if _, err := st.Incr(context.Background(), "gone", sp, 5, t0); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(a.Owner, reset("gone"))[0]; r.Err != nil || !r.Existed {
+		t.Fatalf("reset: got %+v; want existed (loaded from Redis)", r)
+	}
+	if r := do(a.Owner, incr("gone", 1))[0]; r.Err != nil || r.Count != 1 {
+		t.Fatalf("incr after the reset: got %d, %v; want 1", r.Count, r.Err)
+	}
+	a.flushOnce(context.Background())
+	redisIs(t, st, "gone", 1)
+}

@@ -1,0 +1,288 @@
+package owner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// persistWait bounds how long a release waits for Redis to confirm the released
+// counters' deltas before it hands the counters to their new owner directly.
+const persistWait = 2 * time.Second
+
+// release hands on partitions this node no longer owns: their counters leave memory
+// (no op is decided on them any more), and either their deltas are confirmed in Redis
+// (the new owner loads them from there), or, without Redis or with Redis down, the
+// counters go to the new owner in Handoffs. The partitions stay claimed until then, so
+// the new owner cannot be granted them before it can see their counts.
+func (o *Owner) release(ps []int) {
+	defer o.releases.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), o.cfg.ReleaseTimeout)
+	defer cancel()
+	rg := o.ring.Load()
+	set := lease.NewSet(rg.PartitionCount())
+	for _, p := range ps {
+		set.Add(p)
+	}
+	ev := o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
+	if o.cfg.Redis != nil && o.persisted(ctx, ev) {
+		o.hint(ctx, ps)
+		o.finish(ps)
+		o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(ev))
+		return
+	}
+	if o.cfg.Redis != nil {
+		ev = o.withUnsent(ev)
+	}
+	o.handOn(ctx, rg, ps, ev)
+}
+
+// persisted writes the evicted counters' deltas behind and reports whether Redis
+// confirmed them (and any older ones of the same counters) in time.
+func (o *Owner) persisted(ctx context.Context, ev []leaparray.Evicted) bool {
+	o.flush.enqueue(pendingOf(ev))
+	refs := make([]fallback.CounterRef, len(ev))
+	for i, e := range ev {
+		refs[i] = fallback.CounterRef{Key: e.Key, Spec: e.Spec}
+	}
+	ctx, cancel := context.WithTimeout(ctx, persistWait)
+	defer cancel()
+	return o.waitSettled(ctx, refs)
+}
+
+// withUnsent takes back from the write-behind what the evicted counters had not sent,
+// to travel with them as their pending part.
+func (o *Owner) withUnsent(ev []leaparray.Evicted) []leaparray.Evicted {
+	refs := make([]fallback.CounterRef, len(ev))
+	for i, e := range ev {
+		refs[i] = fallback.CounterRef{Key: e.Key, Spec: e.Spec}
+	}
+	unsent := o.takeUnsent(refs)
+	for i := range ev {
+		ev[i].Pending, ev[i].Reset = combine(unsent[refs[i]])
+	}
+	return ev
+}
+
+// combine folds a counter's deltas, oldest first, into one: a reset drops what came
+// before it.
+func combine(ds []fallback.Delta) ([]leaparray.Bucket, bool) {
+	var out []leaparray.Bucket
+	reset := false
+	for _, d := range ds {
+		if d.Reset {
+			out, reset = nil, true
+		}
+		out = addBuckets(out, d.Buckets)
+	}
+	return out, reset
+}
+
+func addBuckets(dst, src []leaparray.Bucket) []leaparray.Bucket {
+next:
+	for _, b := range src {
+		for i := range dst {
+			if dst[i].Index == b.Index {
+				dst[i].Count += b.Count
+				continue next
+			}
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// hint tells each new owner that its partitions were released, so that it asks for
+// their leases at once rather than at its next heartbeat. Best effort.
+func (o *Owner) hint(ctx context.Context, ps []int) {
+	rg := o.ring.Load()
+	for m, parts := range byOwner(rg, ps) {
+		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Partitions: parts}
+		if err := o.cfg.Sender.Handoff(ctx, m.RPCAddr, h); err != nil {
+			o.cfg.Logger.Debug("release hint not delivered", "to", m.Name, "err", err)
+		}
+	}
+}
+
+func byOwner(rg *ring.Ring, ps []int) map[ring.Member][]int {
+	out := map[ring.Member][]int{}
+	for _, p := range ps {
+		if m, ok := rg.PartitionOwner(p); ok {
+			out[m] = append(out[m], p)
+		}
+	}
+	return out
+}
+
+// handOn sends the counters of partitions ps to their owners in the ring in use, again
+// and again (the ring may move them meanwhile; an owner may refuse a partition it does
+// not own yet) until all are delivered or ctx ends. Partitions the ring gives back to
+// this node take their counters back into memory.
+func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leaparray.Evicted) {
+	byPart := map[int][]rpc.HandoffCounter{}
+	for _, e := range ev {
+		p := from.Partition(e.Key)
+		byPart[p] = append(byPart[p], rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset})
+	}
+	left := append([]int(nil), ps...)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		ch := o.parts.changed.Load()
+		left = o.reclaim(left, byPart)
+		rg := o.ring.Load()
+		for m, parts := range byOwner(rg, left) {
+			if err := o.sendCounters(ctx, m, parts, byPart); err != nil {
+				o.cfg.Logger.Debug("handoff not delivered yet", "to", m.Name, "partitions", len(parts), "err", err)
+				continue
+			}
+			o.finish(parts)
+			left = remove(left, parts)
+		}
+		if len(left) == 0 {
+			o.cfg.Logger.Info("handed partitions on directly", "partitions", len(ps), "counters", len(ev))
+			return
+		}
+		select {
+		case <-*ch:
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			n := 0
+			for _, p := range left {
+				n += len(byPart[p])
+			}
+			o.cfg.Logger.Error("handoff gave up: these counters are lost", "partitions", len(left), "counters", n, "err", ctx.Err())
+			o.finish(left)
+			return
+		}
+	}
+}
+
+// reclaim takes back into memory the partitions of left that the ring gives back to
+// this node, and returns the others.
+func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter) []int {
+	o.parts.mu.Lock()
+	defer o.parts.mu.Unlock()
+	var rest []int
+	for _, p := range left {
+		if !o.owns(p) {
+			rest = append(rest, p)
+			continue
+		}
+		for _, c := range byPart[p] {
+			o.installCounter(&c)
+		}
+		o.decide.Lock()
+		o.parts.set(p, stMine)
+		o.decide.Unlock()
+	}
+	if len(rest) != len(left) {
+		o.parts.signal()
+	}
+	return rest
+}
+
+// sendCounters delivers the counters of parts to m in chunks of at most
+// rpc.MaxHandoffBytes, naming the partitions in the last. A chunk m did not answer is
+// sent again, with its ID (applied once), to m only: it may have been applied there. A
+// chunk m refused (not its partitions yet) may go elsewhere later. Delivered counters
+// leave byPart.
+func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, byPart map[int][]rpc.HandoffCounter) error {
+	var cs []rpc.HandoffCounter
+	for _, p := range parts {
+		cs = append(cs, byPart[p]...)
+	}
+	for {
+		n, size := 0, 0
+		for n < len(cs) && (n == 0 || size+rpc.HandoffSize(&cs[n]) <= rpc.MaxHandoffBytes/2) {
+			size += rpc.HandoffSize(&cs[n])
+			n++
+		}
+		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: cs[:n]}
+		if n == len(cs) {
+			h.Partitions = parts
+		}
+		if err := o.deliver(ctx, m.RPCAddr, h); err != nil {
+			return err
+		}
+		delivered := map[string]bool{}
+		for _, c := range cs[:n] {
+			delivered[c.Key+"\x00"+fmt.Sprint(c.Spec)] = true
+		}
+		for _, p := range parts {
+			kept := byPart[p][:0]
+			for _, c := range byPart[p] {
+				if !delivered[c.Key+"\x00"+fmt.Sprint(c.Spec)] {
+					kept = append(kept, c)
+				}
+			}
+			byPart[p] = kept
+		}
+		cs = cs[n:]
+		if len(cs) == 0 {
+			return nil
+		}
+	}
+}
+
+// deliver sends one Handoff until its outcome is known: applied (nil), or certainly
+// not applied (refused, or never sent: the error).
+func (o *Owner) deliver(ctx context.Context, addr string, h *rpc.Handoff) error {
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		err := o.cfg.Sender.Handoff(ctx, addr, h)
+		if err == nil || errors.Is(err, rpc.ErrHandoffRefused) || errors.Is(err, rpc.ErrPeerUnreachable) {
+			return err
+		}
+		select { // the outcome is unknown: only sending it again, to addr, can tell
+		case <-ctx.Done():
+			return fmt.Errorf("handoff %d to %s: outcome unknown: %w", h.ID, addr, err)
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func remove(from, drop []int) []int {
+	out := from[:0]
+	for _, p := range from {
+		if !containsInt(drop, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// finish marks partitions a release has dealt with: this node's if the ring gives them
+// back (they were handed on meanwhile; their new holder hands them back in turn),
+// else idle. Their claims follow.
+func (o *Owner) finish(ps []int) {
+	o.parts.mu.Lock()
+	defer o.parts.mu.Unlock()
+	o.decide.Lock()
+	for _, p := range ps {
+		if o.owns(p) {
+			o.parts.set(p, stMine)
+		} else {
+			o.parts.set(p, stIdle)
+		}
+	}
+	o.decide.Unlock()
+	o.cfg.Leases.SetClaims(o.parts.claims())
+	o.parts.signal()
+}
+
+// WaitReleased waits until every release started so far is done (or ctx ends).
+func (o *Owner) WaitReleased(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { o.releases.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
