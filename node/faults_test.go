@@ -2,9 +2,9 @@ package node_test
 
 import (
 	"context"
-	"os"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"

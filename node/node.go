@@ -81,7 +81,7 @@ func Start(cfg Config) (*Node, error) {
 	})
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Writer: fmt.Sprintf("%s.%x", cfg.Name, n.incarnation), Store: n.store,
 		Redis: n.redis, Leases: n.keeper, Sender: n.rpcClient, Now: cfg.Now, Limits: limits,
-		FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait, ReleaseTimeout: cfg.ShutdownTimeout,
+		FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
 	n.router.FailOpen = cfg.FailOpen

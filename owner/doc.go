@@ -40,7 +40,8 @@
 // owner then writes behind; a Handoff is applied once (by ID), refused by a node that
 // does not own its partitions (sent again where the ring says, as it changes), and a
 // counter leaves this node only once a Handoff carrying it was applied. Handoffs are
-// retried until ReleaseTimeout; what is left then is lost (and logged).
+// retried for as long as the node runs (stopping, for its shutdown timeout); what is
+// left then is lost, and logged.
 //
 // # Lapses
 //

@@ -158,7 +158,7 @@ func (n *net) add(t *testing.T, name string, redis *fallback.Store) *testOwner {
 	}
 	o := New(Config{Self: name, Writer: name + ".test", Store: store, Redis: redis, Leases: fl, Sender: n,
 		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond,
-		ReleaseTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler)})
 	go o.Run()
 	t.Cleanup(o.Close)
 	n.mu.Lock()

@@ -44,10 +44,7 @@ type Config struct {
 	// AcquireWait bounds how long an op waits for this node to be granted its
 	// partition (after a ring change) before it is answered "not owner" (default 1s).
 	AcquireWait time.Duration
-	// ReleaseTimeout bounds how long a release tries to hand a partition on before it
-	// gives up (and logs what is lost): the shutdown timeout when stopping (default 1m).
-	ReleaseTimeout time.Duration
-	Logger         *slog.Logger
+	Logger      *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -56,9 +53,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AcquireWait <= 0 {
 		c.AcquireWait = time.Second
-	}
-	if c.ReleaseTimeout <= 0 {
-		c.ReleaseTimeout = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -83,8 +77,13 @@ type Owner struct {
 	recv   received
 
 	releases sync.WaitGroup
-	quit     chan struct{}
-	done     chan struct{}
+	// stopped ends releases still trying when the owner closes: a release tries for as
+	// long as the node runs (and, stopping, for its shutdown timeout, which the node
+	// spends in WaitReleased).
+	stopped context.Context
+	stop    context.CancelFunc
+	quit    chan struct{}
+	done    chan struct{}
 }
 
 // New returns an Owner; Run starts its write-behind.
@@ -92,6 +91,7 @@ func New(cfg Config) *Owner {
 	cfg = cfg.withDefaults()
 	o := &Owner{cfg: cfg, local: counter.Local{Store: cfg.Store, Now: cfg.Now, Limits: cfg.Limits},
 		quit: make(chan struct{}), done: make(chan struct{})}
+	o.stopped, o.stop = context.WithCancel(context.Background())
 	o.parts.init()
 	o.flush.init()
 	o.recv.init()
@@ -117,8 +117,10 @@ func (o *Owner) Run() {
 	}
 }
 
-// Close stops write-behind after a last flush, and waits for it.
+// Close stops write-behind after a last flush, and waits for it; releases still
+// trying give up (what they held is lost, and logged).
 func (o *Owner) Close() {
+	o.stop()
 	select {
 	case <-o.quit:
 	default:

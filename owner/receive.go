@@ -25,7 +25,7 @@ type appliedID struct {
 }
 
 // appliedFor is how long an applied Handoff's id is remembered: longer than a sender
-// retries one (its ReleaseTimeout).
+// retries one whose outcome it does not know (deliver).
 const appliedFor = 10 * time.Minute
 
 func (r *received) init() {

@@ -24,8 +24,7 @@ const persistWait = 2 * time.Second
 // the new owner cannot be granted them before it can see their counts.
 func (o *Owner) release(ps []int) {
 	defer o.releases.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), o.cfg.ReleaseTimeout)
-	defer cancel()
+	ctx := o.stopped
 	rg := o.ring.Load()
 	set := lease.NewSet(rg.PartitionCount())
 	for _, p := range ps {
@@ -231,8 +230,11 @@ func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, by
 }
 
 // deliver sends one Handoff until its outcome is known: applied (nil), or certainly
-// not applied (refused, or never sent: the error).
+// not applied (refused, or never sent: the error). An outcome still unknown after
+// appliedFor/2 is given up on: the receiver would no longer know the Handoff's id.
 func (o *Owner) deliver(ctx context.Context, addr string, h *rpc.Handoff) error {
+	ctx, cancel := context.WithTimeout(ctx, appliedFor/2)
+	defer cancel()
 	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		err := o.cfg.Sender.Handoff(ctx, addr, h)
 		if err == nil || errors.Is(err, rpc.ErrHandoffRefused) || errors.Is(err, rpc.ErrPeerUnreachable) {
