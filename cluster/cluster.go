@@ -74,6 +74,9 @@ func Start(cfg Config) (c *Cluster, err error) {
 	// which is why the table and delegate exist first.
 	c.ml, err = memberlist.Create(mc)
 	if err != nil {
+		if cfg.Transport == nil && mc.Transport != nil {
+			_ = mc.Transport.Shutdown() // our own: the deferred shutdown is for the caller's
+		}
 		return nil, fmt.Errorf("cluster: start gossip on %s: %w", cfg.BindAddr, err)
 	}
 	c.localAddr = net.JoinHostPort(mc.AdvertiseAddr, strconv.Itoa(mc.AdvertisePort))
@@ -84,8 +87,6 @@ func Start(cfg Config) (c *Cluster, err error) {
 	if len(seeds) == 0 {
 		// The first member of a cluster: nobody to join, nothing to wait for.
 		c.tab.markJoined()
-		close(c.initialDone)
-		return c, nil
 	}
 	c.joinDone.Add(1)
 	go c.joinLoop(seeds, cfg.JoinRetry, cfg.RejoinInterval)
@@ -123,13 +124,24 @@ func (c *Cluster) memberlistConfig(cfg Config) (*memberlist.Config, error) {
 	// A dead member's name may be taken at once by a node at another address: names
 	// are unique, so that is the same node, restarted (say, with a new IP).
 	mc.DeadNodeReclaimTime = time.Nanosecond
-	// nil: memberlist binds its own sockets at BindAddr. Otherwise it leaves BindAddr
-	// and BindPort alone: the transport is bound already.
-	mc.Transport = cfg.Transport
 	mc.Delegate = c.del
 	ev := &events{tab: c.tab, log: c.log}
 	mc.Events, mc.Conflict = ev, ev
 	mc.Logger = newStdLogger(c.log.With("component", "memberlist"), &c.refutes)
+	// A transport given is bound already: memberlist leaves BindAddr and BindPort
+	// alone. Without one, a specific bind IP gets memberlist's own transport dialing
+	// from that IP; 0.0.0.0 leaves memberlist to bind its own.
+	mc.Transport = cfg.Transport
+	if mc.Transport == nil && specificIP(mc.BindAddr) {
+		tr, port, err := bindTransport(mc.BindAddr, mc.BindPort, mc)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: start gossip on %s: %w", cfg.BindAddr, err)
+		}
+		if mc.AdvertisePort == mc.BindPort {
+			mc.AdvertisePort = port
+		}
+		mc.BindPort, mc.Transport = port, tr
+	}
 	return mc, nil
 }
 

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -197,5 +198,37 @@ func drain(ch <-chan struct{}) {
 		default:
 			return
 		}
+	}
+}
+
+// A member bound to one address dials its peers' gossip streams from it, so that they
+// (and firewalls) see it come from where it gossips from.
+func TestGossipStreamsLeaveFromTheBindAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept() // the join's push/pull stream
+		if err == nil {
+			got <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+			c.Close()
+		}
+	}()
+	c, err := cluster.Start(cluster.Config{Name: "m", BindAddr: "127.0.0.3:0", RPCAddr: "127.0.0.3:1", Join: []string{ln.Addr().String()},
+		Logger: clustertest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	select {
+	case ip := <-got:
+		if ip != "127.0.0.3" {
+			t.Fatalf("stream came from %s; want 127.0.0.3", ip)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no join stream within 10s")
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultRejoinInterval = 30 * time.Second
+	DefaultRejoinInterval = 5 * time.Second
 	DefaultJoinInitial    = 250 * time.Millisecond
 	DefaultJoinMax        = 10 * time.Second
 )
@@ -27,9 +27,10 @@ type Config struct {
 	RPCAddr       string   // node-to-node address, host:port, advertised to peers in metadata
 	Join          []string // gossip addresses of existing members (host:port, or host for port 7946)
 
-	// RejoinInterval is how often the seeds are joined again once the first join is
-	// over, so that halves of a partitioned cluster find each other. 0 means
-	// DefaultRejoinInterval; a negative value turns re-joining off.
+	// RejoinInterval is how often the seeds not seen and the members seen to die are
+	// joined again once the first join is over, so that the sides of a healed network
+	// partition find each other (memberlist alone does not look for dead members). 0
+	// means DefaultRejoinInterval; a negative value turns re-joining off.
 	RejoinInterval time.Duration
 	JoinRetry      Backoff // the first join's retries
 	Timings        Timings // failure detection and gossip pace; zero fields: memberlist's LAN defaults

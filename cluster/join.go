@@ -5,10 +5,14 @@ import (
 )
 
 // joinLoop joins the seeds with backoff until one answers (or the attempts run out),
-// then re-joins them every rejoin interval until stopped.
+// then, every rejoin interval until stopped, joins again the seeds it does not see and
+// the members it saw die: memberlist does not look for a dead member again, so without
+// this the two sides of a healed network partition would each stay alone.
 func (c *Cluster) joinLoop(seeds []string, retry Backoff, rejoin time.Duration) {
 	defer c.joinDone.Done()
-	c.initialJoin(seeds, retry)
+	if len(seeds) > 0 {
+		c.initialJoin(seeds, retry)
+	}
 	close(c.initialDone)
 	if rejoin < 0 {
 		return
@@ -20,11 +24,23 @@ func (c *Cluster) joinLoop(seeds []string, retry Backoff, rejoin time.Duration) 
 		case <-c.stop:
 			return
 		case <-tick.C:
-			if missing := c.absentSeeds(seeds); len(missing) > 0 {
+			if missing := append(c.absentSeeds(seeds), c.deadAddrs()...); len(missing) > 0 {
 				c.join(missing)
 			}
 		}
 	}
+}
+
+// deadAddrs are the gossip addresses of members that died (not left) and are still
+// listed.
+func (c *Cluster) deadAddrs() []string {
+	var out []string
+	for _, m := range c.tab.list(nil) {
+		if m.State == StateDead && m.Name != c.name {
+			out = append(out, m.Addr)
+		}
+	}
+	return out
 }
 
 func (c *Cluster) initialJoin(seeds []string, retry Backoff) {

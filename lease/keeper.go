@@ -179,6 +179,22 @@ func (k *Keeper) Found() {
 	}
 }
 
+// Quorate reports whether this node has exchanged a heartbeat with a majority of its
+// voters (itself included) within one lease duration before now: whether it can hope
+// to be granted anything. A node cut off from the majority cannot, and says so at once
+// rather than keep clients waiting.
+func (k *Keeper) Quorate(now int64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, v := range k.voters.List() {
+		if v == k.cfg.Self || now-k.lastHeard[v] <= int64(k.cfg.Duration) {
+			n++
+		}
+	}
+	return !k.voters.Empty() && n >= k.voters.Quorum()
+}
+
 // LastHeard is when a heartbeat with name last succeeded either way (0: never).
 func (k *Keeper) LastHeard(name string) int64 {
 	k.mu.Lock()

@@ -74,6 +74,9 @@ func Start(cfg Config) (*Node, error) {
 	if err := n.openRedis(limits); err != nil {
 		return nil, err
 	}
+	if cfg.RPC.Dial == nil {
+		cfg.RPC.Dial = sourceDialer(cfg.RPCAddr)
+	}
 	n.rpcClient = rpc.NewClient(cfg.RPC)
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,

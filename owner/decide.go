@@ -52,8 +52,8 @@ func (o *Owner) awaitAll(ctx context.Context, ops []counter.Op) {
 			waits = append(waits, p)
 		}
 	}
-	if len(waits) == 0 {
-		return
+	if len(waits) == 0 || !o.cfg.Leases.Quorate(now) {
+		return // a node cut off from the majority would wait in vain
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.AcquireWait)
 	defer cancel()
@@ -131,7 +131,9 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 			return nil // answered by Local with its validation error
 		}
 		p := rg.Partition(op.Key)
-		if v := o.judge(p, now); v != decideIt {
+		if v := o.judge(p, now); v == waitFor && !o.cfg.Leases.Quorate(now) {
+			return fmt.Errorf("%w: this node cannot reach a majority of the cluster", counter.ErrUnavailable)
+		} else if v != decideIt {
 			return fmt.Errorf("%w: partition %d of %q is not decided here now", counter.ErrNotOwner, p, op.Key)
 		}
 		if op.Kind == counter.Allow && o.blind(p, op) {

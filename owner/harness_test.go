@@ -39,6 +39,8 @@ func newFakeLeases() *fakeLeases {
 
 func (f *fakeLeases) Now() int64 { return 0 }
 
+func (f *fakeLeases) Quorate(int64) bool { return true }
+
 func (f *fakeLeases) Holds(p int, _ int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

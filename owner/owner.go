@@ -22,6 +22,7 @@ type Leases interface {
 	Wait(ctx context.Context, p int) error // until this node may decide p
 	SetClaims(lease.Set)                   // the partitions this node wants to hold
 	Kick()                                 // renew now: a partition was just released to this node
+	Quorate(now int64) bool                // whether this node reaches a majority of the voters
 }
 
 // Sender delivers Handoffs to other nodes (rpc.Client in production).

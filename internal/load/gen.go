@@ -178,9 +178,14 @@ func (c Counts) Sub(earlier Counts) Counts {
 
 // pick returns a random key index and address.
 func (g *Gen) pick(rng *rand.Rand) (int, string) {
+	return rng.IntN(len(g.keys)), g.pickAddr(rng)
+}
+
+// pickAddr returns a random address ("" when there is none).
+func (g *Gen) pickAddr(rng *rand.Rand) string {
 	addrs := *g.addrs.Load()
 	if len(addrs) == 0 {
-		return rng.IntN(len(g.keys)), ""
+		return ""
 	}
-	return rng.IntN(len(g.keys)), addrs[rng.IntN(len(addrs))]
+	return addrs[rng.IntN(len(addrs))]
 }

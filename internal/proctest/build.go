@@ -60,9 +60,11 @@ func HasFlag(tb testing.TB, name string) bool {
 	return strings.Contains(built.help, "\n  -"+name+" ") || strings.Contains(built.help, "\n  -"+name+"\n")
 }
 
-// Main runs the tests and then removes the directory Binary built into. Call it from
+// Main removes the firewall rules of test processes that died before their cleanup,
+// runs the tests and then removes the directory Binary built into. Call it from
 // TestMain: func TestMain(m *testing.M) { os.Exit(proctest.Main(m)) }.
 func Main(m *testing.M) int {
+	removeStaleRules()
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

@@ -16,6 +16,9 @@ type Options struct {
 	Args            []string      // extra flags for every node, e.g. "--redis", url (not --log-format: the harness reads JSON)
 	Env             []string      // extra environment (KEY=value) for every node
 	ConvergeTimeout time.Duration // bound of WaitConverged; zero: ConvergeTimeout
+	// OwnAddrs gives node-i the address 127.0.0.(i+2) for all its ports (it also dials
+	// its peers from it), so that Firewall can cut it off from the others by address.
+	OwnAddrs bool
 }
 
 // Cluster is a set of node processes started by StartCluster (and Add).

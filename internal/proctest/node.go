@@ -56,6 +56,16 @@ func (p *process) exited() bool {
 // Name is the node's member name (node-i).
 func (n *Node) Name() string { return n.name }
 
+// Host is the IP the node binds: 127.0.0.(i+2) with Options.OwnAddrs, else 127.0.0.1.
+func (n *Node) Host() string {
+	if !n.c.opts.OwnAddrs {
+		return "127.0.0.1"
+	}
+	var i int
+	fmt.Sscanf(n.name, "node-%d", &i)
+	return fmt.Sprintf("127.0.0.%d", i+2)
+}
+
 // LogPath is the file the node's output goes to (all its runs, appended).
 func (n *Node) LogPath() string { return n.logPath }
 
@@ -104,7 +114,7 @@ func (n *Node) Pid() int {
 func (n *Node) launch(addrs Addrs, join []string) error {
 	orZero := func(s string) string {
 		if s == "" {
-			return "127.0.0.1:0"
+			return n.Host() + ":0"
 		}
 		return s
 	}

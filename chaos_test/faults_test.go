@@ -1,0 +1,157 @@
+package chaos_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/internal/history"
+	"github.com/leapcount/leapcount/internal/load"
+	"github.com/leapcount/leapcount/internal/proctest"
+	"github.com/leapcount/leapcount/internal/testredis"
+)
+
+// faultCase is a fault test on real node processes: load (increments, and allows under
+// a limit) through every node while fault runs, then every node's counts are checked
+// against what clients were told (packages load and history).
+type faultCase struct {
+	t      *testing.T
+	c      *proctest.Cluster
+	redis  *testredis.Server
+	fw     *proctest.Firewall
+	incrs  *load.Gen
+	allows *load.Allows
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startFaultCase starts three nodes, each on its own loopback address, with fast
+// failure detection and, withRedis, a local redis-server, and starts the load.
+func startFaultCase(t *testing.T, withRedis bool) *faultCase {
+	s := seed(t)
+	f := &faultCase{t: t, fw: proctest.NewFirewall(t), done: make(chan struct{})}
+	args := append([]string(nil), fastDetection...)
+	if withRedis {
+		f.redis = testredis.Start(t)
+		args = append(args, "--redis", f.redis.URL())
+	}
+	f.c = proctest.StartCluster(t, 3, proctest.Options{Args: args, OwnAddrs: true})
+	f.incrs = load.New(load.Config{Keys: 500, Workers: 6, Seed: s, Rate: 2000, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
+	f.allows = load.NewAllows(load.AllowConfig{Keys: 4, Limit: 300, Workers: 2, Seed: s, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
+	t.Cleanup(func() { f.incrs.Close(); f.allows.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	f.incrs.Start(5*time.Minute, 1<<40)
+	go func() { defer close(f.done); f.allows.Run(ctx) }()
+	return f
+}
+
+// run lets the load go on for d: a span of traffic, not a wait for a condition.
+func (f *faultCase) run(d time.Duration) { time.Sleep(d) }
+
+// finish stops the load, heals every cut, waits for the nodes to agree, and checks the
+// counts through every node: incr keys exact within what clients could not know,
+// allow keys within their limit plus overAdmit.
+func (f *faultCase) finish(overAdmit int64) {
+	t := f.t
+	st := f.incrs.Stop()
+	f.cancel()
+	<-f.done
+	f.fw.Heal()
+	f.c.WaitConverged()
+	tallies := f.incrs.Snapshot()
+	var first []int64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range f.c.Live() {
+		counter := load.HTTPCounter{Addr: n.HTTP(), Client: httpClient}
+		r, counts, err := load.Check(ctx, counter, tallies, nil, f.incrs.Window())
+		if err != nil {
+			t.Fatalf("check through %s: %v", n.Name(), err)
+		}
+		if !r.OK() {
+			t.Errorf("through %s: %v", n.Name(), r)
+		}
+		if first == nil {
+			first = counts
+		} else if d, ex := load.Disagree(tallies.Keys, first, counts); d > 0 {
+			t.Errorf("%s disagrees on %d keys, e.g. %v", n.Name(), d, ex)
+		}
+		s, err := f.allows.Check(ctx, counter, history.Bounds{OverAdmit: overAdmit})
+		if err != nil {
+			t.Fatalf("allow check through %s: %v", n.Name(), err)
+		}
+		if len(s.Violations) > 0 {
+			t.Errorf("allow through %s: %v: %q", n.Name(), s, s.Violations)
+		}
+	}
+	t.Logf("incr: %d acked, %d failed, %d unknown (%.0f/s); errors: %q", st.Acked, st.Failed, st.Unknown, st.Rate(), f.incrs.Errors())
+}
+
+// A node cut off from the others stops deciding once its leases run out; its
+// partitions move to the majority, which loads them from Redis with everything the cut
+// node wrote before it stopped: nothing lost, nothing counted twice, no allow past its
+// limit, and the cut node's clients get errors rather than answers from a minority.
+func TestPartitionedNodeWithRedis(t *testing.T) {
+	f := startFaultCase(t, true)
+	f.run(2 * time.Second)
+	f.fw.Isolate(f.c, f.c.Node(2))
+	f.run(8 * time.Second)
+	f.finish(0)
+}
+
+// Without Redis a partition cut off from its owner is decided afresh by its new owner,
+// and the cut node's counts are handed back and added when the cut heals: nothing
+// lost, nothing counted twice, and an allow may admit up to its limit again meanwhile
+// (README, Guarantees).
+func TestPartitionedNodeWithoutRedis(t *testing.T) {
+	f := startFaultCase(t, false)
+	f.run(2 * time.Second)
+	f.fw.Isolate(f.c, f.c.Node(2))
+	f.run(8 * time.Second)
+	f.finish(300)
+}
+
+// An owner frozen past failure detection (SIGSTOP) loses its leases; its partitions
+// move; on SIGCONT it writes what it had not and reloads before deciding again.
+func TestFrozenOwnerPastDetection(t *testing.T) {
+	f := startFaultCase(t, true)
+	f.run(2 * time.Second)
+	n := f.c.Node(1)
+	n.Pause()
+	f.run(10 * time.Second) // the fault is "frozen for 10 seconds": a duration
+	n.Resume()
+	f.run(3 * time.Second)
+	f.finish(0)
+}
+
+// An owner whose replies are lost for 4 seconds (its requests still arrive): ops sent
+// to it have an unknown outcome and are never decided again elsewhere.
+func TestOwnerRepliesLost(t *testing.T) {
+	f := startFaultCase(t, true)
+	f.run(2 * time.Second)
+	f.fw.DropReplies(f.c.Node(1))
+	f.run(4 * time.Second)
+	f.fw.Heal()
+	f.run(3 * time.Second)
+	f.finish(0)
+}
+
+// A node joins while Redis is down: the partitions that move to it cannot go through
+// Redis, so their counters go to it directly; nothing is lost, then or after Redis
+// returns.
+func TestJoinWhileRedisDown(t *testing.T) {
+	f := startFaultCase(t, true)
+	f.run(2 * time.Second)
+	f.redis.Pause()
+	f.run(time.Second)
+	f.c.Add()
+	f.c.WaitConverged()
+	f.incrs.SetAddrs(f.c.RESPAddrs()...)
+	f.allows.SetAddrs(f.c.RESPAddrs()...)
+	f.run(3 * time.Second)
+	f.redis.Resume()
+	f.run(3 * time.Second)
+	f.finish(0)
+}
+

@@ -1,0 +1,116 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/leapcount/leapcount/internal/history"
+)
+
+// AllowConfig shapes an Allows.
+type AllowConfig struct {
+	Keys    int    // default 4
+	Limit   int64  // default 50
+	Window  string // default "10m"
+	Workers int    // default 4
+	Seed    uint64
+	Timeout time.Duration // per request (default 3s)
+	Pace    time.Duration // between one worker's requests (default 5ms)
+}
+
+// Allows sends SW.ALLOW key window limit through random nodes over a few keys, and
+// records what each client was told (package history): a key's final count must not
+// pass its limit, nor fall below the admissions acknowledged.
+type Allows struct {
+	cfg  AllowConfig
+	gen  *Gen // for its clients and addresses
+	log  history.Log
+	keys []string
+}
+
+// NewAllows makes an Allows sending through addrs (RESP).
+func NewAllows(cfg AllowConfig, addrs ...string) *Allows {
+	if cfg.Keys <= 0 {
+		cfg.Keys = 4
+	}
+	if cfg.Limit <= 0 {
+		cfg.Limit = 50
+	}
+	if cfg.Window == "" {
+		cfg.Window = "10m"
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Pace <= 0 {
+		cfg.Pace = 5 * time.Millisecond
+	}
+	a := &Allows{cfg: cfg, gen: New(Config{Keys: 1, Workers: cfg.Workers, Seed: cfg.Seed, Timeout: cfg.Timeout}, addrs...)}
+	for i := 0; i < cfg.Keys; i++ {
+		a.keys = append(a.keys, fmt.Sprintf("allow:%d:%d", cfg.Seed, i))
+	}
+	return a
+}
+
+// SetAddrs changes the nodes requests go through.
+func (a *Allows) SetAddrs(addrs ...string) { a.gen.SetAddrs(addrs...) }
+
+// Run sends allows until ctx ends.
+func (a *Allows) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for w := 0; w < a.cfg.Workers; w++ {
+		wg.Add(1)
+		go func(rng *rand.Rand) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				k, addr := rng.IntN(len(a.keys)), a.gen.pickAddr(rng)
+				a.one(a.keys[k], addr)
+				select { // pacing, not a stand-in for a condition
+				case <-ctx.Done():
+				case <-time.After(a.cfg.Pace):
+				}
+			}
+		}(rand.New(rand.NewPCG(a.cfg.Seed, uint64(w))))
+	}
+	wg.Wait()
+}
+
+func (a *Allows) one(key, addr string) {
+	if addr == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.gen.cfg.Timeout)
+	defer cancel()
+	vals, err := a.gen.client(addr).Do(ctx, "SW.ALLOW", key, a.cfg.Window, a.cfg.Limit).Int64Slice()
+	allowed := err == nil && len(vals) == 4 && vals[0] == 1
+	a.log.Allow(key, a.cfg.Limit, 1, allowed, outcomeOf(err))
+}
+
+func outcomeOf(err error) history.Outcome {
+	switch classify(err) {
+	case outcomeAcked:
+		return history.OK
+	case outcomeFailed:
+		return history.Failed
+	}
+	return history.Unknown
+}
+
+// Check reads the keys' counts through c and checks them against what was answered.
+func (a *Allows) Check(ctx context.Context, c Counter, b history.Bounds) (history.Summary, error) {
+	counts, err := c.Counts(ctx, a.keys, a.cfg.Window)
+	if err != nil {
+		return history.Summary{}, err
+	}
+	final := make(map[string]int64, len(a.keys))
+	for i, k := range a.keys {
+		final[k] = counts[i]
+	}
+	return a.log.Check(final, b), nil
+}
+
+// Close closes the connections.
+func (a *Allows) Close() { a.gen.Close() }
