@@ -154,4 +154,3 @@ func TestJoinWhileRedisDown(t *testing.T) {
 	f.run(3 * time.Second)
 	f.finish(0)
 }
-

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
 )
 
 var spec10 = leaparray.Spec{WindowMs: 60_000, Buckets: 10}
