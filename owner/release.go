@@ -196,36 +196,33 @@ func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, by
 	for _, p := range parts {
 		cs = append(cs, byPart[p]...)
 	}
+	sent := 0
+	defer func() { dropSent(parts, byPart, sent) }()
 	for {
 		n, size := 0, 0
-		for n < len(cs) && (n == 0 || size+rpc.HandoffSize(&cs[n]) <= rpc.MaxHandoffBytes/2) {
-			size += rpc.HandoffSize(&cs[n])
-			n++
+		for rest := cs[sent:]; n < len(rest) && (n == 0 || size+rpc.HandoffSize(&rest[n]) <= rpc.MaxHandoffBytes/2); n++ {
+			size += rpc.HandoffSize(&rest[n])
 		}
-		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: cs[:n]}
-		if n == len(cs) {
+		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: cs[sent : sent+n]}
+		if sent+n == len(cs) {
 			h.Partitions = parts
 		}
 		if err := o.deliver(ctx, m.RPCAddr, h); err != nil {
 			return err
 		}
-		delivered := map[string]bool{}
-		for _, c := range cs[:n] {
-			delivered[c.Key+"\x00"+fmt.Sprint(c.Spec)] = true
-		}
-		for _, p := range parts {
-			kept := byPart[p][:0]
-			for _, c := range byPart[p] {
-				if !delivered[c.Key+"\x00"+fmt.Sprint(c.Spec)] {
-					kept = append(kept, c)
-				}
-			}
-			byPart[p] = kept
-		}
-		cs = cs[n:]
-		if len(cs) == 0 {
+		if sent += n; sent == len(cs) {
 			return nil
 		}
+	}
+}
+
+// dropSent removes from byPart the first sent counters of parts, in order: those
+// delivered.
+func dropSent(parts []int, byPart map[int][]rpc.HandoffCounter, sent int) {
+	for _, p := range parts {
+		k := min(sent, len(byPart[p]))
+		byPart[p] = byPart[p][k:]
+		sent -= k
 	}
 }
 
