@@ -26,17 +26,23 @@ func (s *Store) Drain(dst []Delta) []Delta {
 	return dst
 }
 
+// evictBatch bounds the slots one lock hold of Evict looks at, so that ops on a shard
+// wait at most that long for a ring change (BenchmarkIncrDuringRingChange in package
+// owner: one lock hold per shard stalled them for tens of milliseconds at 3M counters).
+const evictBatch = 256
+
 // Evict removes every counter whose key match accepts and returns them, with the resets
 // not yet drained of matching counters that are not held (as an Evicted with Reset set
-// and no buckets). Each shard is locked once, while its counters are looked at.
+// and no buckets). It locks each shard for at most evictBatch slots at a time. match
+// must not keep the key it is given: it is a view of the store's memory.
 func (s *Store) Evict(match func(key string) bool) []Evicted {
 	var out []Evicted
 	for _, t := range s.tables.cur.Load().list {
 		for i := range t.shards {
 			sh := &t.shards[i]
+			out = evictAll(out, sh, &sh.wide, true, t.spec, match)
+			out = evictAll(out, sh, &sh.narrow, false, t.spec, match)
 			sh.mu.Lock()
-			out = evictFrom(out, sh, &sh.wide, true, t.spec, match)
-			out = evictFrom(out, sh, &sh.narrow, false, t.spec, match)
 			for key := range sh.resets { // those left are of counters not held
 				if match(key) {
 					out = append(out, Evicted{Key: key, Spec: t.spec, Reset: true})
@@ -49,21 +55,39 @@ func (s *Store) Evict(match func(key string) bool) []Evicted {
 	return out
 }
 
-// evictFrom walks slots from the last down, so the counter that remove moves into a
-// freed slot has already been looked at.
-func evictFrom[C count](out []Evicted, sh *shard, s *slab[C], wide bool, sp Spec, match func(string) bool) []Evicted {
-	for slot := len(s.refs) - 1; slot >= 0; slot-- {
-		key := s.key(slot)
-		if !match(key) {
-			continue
+// evictAll walks a slab's slots from the last down, evictBatch at a time under the
+// shard's lock. Walking down is what makes releasing the lock safe: remove moves the
+// last counter into a freed slot, and every counter above the walk has been looked at
+// already (a counter added meanwhile lands above it too, and is of a key this Evict
+// does not want, since the caller stopped deciding those).
+func evictAll[C count](out []Evicted, sh *shard, s *slab[C], wide bool, sp Spec, match func(string) bool) []Evicted {
+	// A batch goes to out after the lock is released: growing out copies all it holds,
+	// which at a million counters takes milliseconds no op should wait for.
+	batch := make([]Evicted, 0, evictBatch)
+	for next := -1; ; {
+		batch = batch[:0]
+		sh.mu.Lock()
+		if next < 0 || next >= len(s.refs) {
+			next = len(s.refs) - 1
 		}
-		hd, counts := s.ring(slot)
-		ev := Evicted{Key: key, Spec: sp, Buckets: appendBuckets(nil, hd, counts), Pending: s.takePending(slot),
-			Reset: sh.takeReset(key)}
-		sh.remove(ref{wide: wide, slot: slot}, hashKey(key))
-		out = append(out, ev)
+		stop := max(next-evictBatch, -1)
+		for ; next > stop; next-- {
+			if !match(s.keyView(next)) {
+				continue
+			}
+			key := s.key(next)
+			hd, counts := s.ring(next)
+			ev := Evicted{Key: key, Spec: sp, Buckets: appendBuckets(nil, hd, counts), Pending: s.takePending(next),
+				Reset: sh.takeReset(key)}
+			sh.remove(ref{wide: wide, slot: next}, hashKey(key))
+			batch = append(batch, ev)
+		}
+		sh.mu.Unlock()
+		out = append(out, batch...)
+		if next < 0 {
+			return out
+		}
 	}
-	return out
 }
 
 // Seed creates the counter from buckets if it is not held, and reports whether it did.

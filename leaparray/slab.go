@@ -1,5 +1,11 @@
 package leaparray
 
+import (
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+)
+
 // A slab holds one shard's counters of one Spec in flat, pointer-free arrays, so that
 // ten million counters are a few dozen large allocations the garbage collector never
 // has to scan, and no counter costs a heap object or a pointer. Written by hand rather
@@ -30,6 +36,19 @@ const minIndex = 8
 func (s *slab[C]) key(i int) string {
 	r := s.refs[i]
 	return string(s.keys[r.off : r.off+r.len])
+}
+
+// keyHash is hashKey of slot i's key, read in place: no copy of the key.
+func (s *slab[C]) keyHash(i int) uint64 {
+	r := s.refs[i]
+	return xxhash.Sum64(s.keys[r.off : r.off+r.len])
+}
+
+// keyView is slot i's key without a copy: valid only until the slab changes (while the
+// shard's lock is held and nothing is added or removed).
+func (s *slab[C]) keyView(i int) string {
+	r := s.refs[i]
+	return unsafe.String(unsafe.SliceData(s.keys[r.off:]), int(r.len))
 }
 
 func (s *slab[C]) ring(i int) (*head, []C) {
@@ -91,7 +110,7 @@ func (s *slab[C]) place(h uint64, slot int) {
 func (s *slab[C]) rehash(n int) {
 	s.index = make([]uint64, n)
 	for slot := range s.refs {
-		s.place(hashKey(s.key(slot)), slot)
+		s.place(s.keyHash(slot), slot)
 	}
 }
 
@@ -102,7 +121,7 @@ func (s *slab[C]) remove(slot int, h uint64) {
 	s.garbage += int(s.refs[slot].len)
 	last := len(s.refs) - 1
 	if slot != last {
-		lh := hashKey(s.key(last))
+		lh := s.keyHash(last)
 		s.unindex(lh, last)
 		s.refs[slot] = s.refs[last]
 		s.heads[slot] = s.heads[last]
@@ -129,7 +148,7 @@ func (s *slab[C]) unindex(h uint64, slot int) {
 		i = (i + 1) & mask
 	}
 	for j := (i + 1) & mask; s.index[j] != 0; j = (j + 1) & mask {
-		home := hashKey(s.key(int(uint32(s.index[j]))-1)) & mask
+		home := s.keyHash(int(uint32(s.index[j]))-1) & mask
 		// Move entry j back into the hole at i unless its home lies cyclically in (i, j].
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 			s.index[i] = s.index[j]

@@ -61,8 +61,10 @@ func (n *Node) advertisedRPC() string {
 	return net.JoinHostPort(host, port)
 }
 
-// aloneWait is how long a node with seeds waits, once joined, to see another member
-// before it takes itself to be alone (its seeds were only itself), and founds a cluster.
+// aloneWait is how long a node with seeds waits, once joined, before it takes its
+// cluster to be new: when no member it sees has voters (they all just started), the one
+// with the smallest name founds the cluster and the others learn their voters from it.
+// A node whose seeds were only itself founds one alone after it.
 const aloneWait = 5 * time.Second
 
 // watchMembership follows membership and the voters: it tells the lease keeper what
@@ -85,7 +87,7 @@ func (n *Node) watchMembership() {
 			joined = nil // closed for good: select on it once
 			joinedAt = time.Now()
 		}
-		if !n.joined.Load() && !joinedAt.IsZero() && n.seesCluster(joinedAt) {
+		if !joinedAt.IsZero() && (!n.joined.Load() || !n.keeper.HasVoters()) && n.seesCluster(joinedAt) {
 			n.joined.Store(true)
 		}
 		if n.joined.Load() {
@@ -98,15 +100,19 @@ func (n *Node) keeperTick() time.Duration { return n.cfg.Lease.WithDefaults().He
 
 // seesCluster reports whether a node that has joined knows its cluster well enough to
 // serve: it sees another member, or has waited aloneWait in vain (its seeds were only
-// itself: it founds a cluster).
+// itself). It also founds a new cluster when that is this node's to do (aloneWait).
 func (n *Node) seesCluster(joinedAt time.Time) bool {
+	alive := n.cluster.Alive()
+	if time.Since(joinedAt) > aloneWait && !n.keeper.HasVoters() && (len(alive) == 0 || alive[0].Name == n.cfg.Name) {
+		// Nobody this node sees has voters (a cluster that has run would have taught it
+		// them by now): a new cluster, founded by the member with the smallest name.
+		n.keeper.Found()
+		n.cfg.Logger.Info("founding a new cluster: no member seen has voters", "members_seen", len(alive))
+	}
 	if time.Since(joinedAt) > aloneWait {
-		if !n.keeper.HasVoters() {
-			n.keeper.Found()
-		}
 		return true
 	}
-	for _, m := range n.cluster.Alive() {
+	for _, m := range alive {
 		if m.Name != n.cfg.Name {
 			return true
 		}

@@ -73,12 +73,16 @@ func Host(name string) string {
 	return fmt.Sprintf("10.0.0.%d", i+1)
 }
 
+// GossipAddr is the gossip address of the node named name on Net: every node gossips
+// on port 7946 of its own host, so tests can list them before they start.
+func GossipAddr(name string) string { return Host(name) + ":7946" }
+
 // onNet makes cfg use c.Net as host Host(cfg.Name).
 func (c *Cluster) onNet(cfg *node.Config) error {
 	host := Host(cfg.Name)
 	cfg.HTTPAddr, cfg.RESPAddr, cfg.RPCAddr = host+":0", host+":0", host+":0"
-	cfg.GossipAddr = host + ":0"
-	tr, err := c.Net.Transport(host + ":0")
+	cfg.GossipAddr = GossipAddr(cfg.Name)
+	tr, err := c.Net.Transport(cfg.GossipAddr)
 	if err != nil {
 		return err
 	}
