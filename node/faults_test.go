@@ -196,10 +196,18 @@ func (r *faultRun) stop(victim *node.Node) {
 	}
 }
 
-// heal ends every fault and waits for the nodes to agree again.
+// heal ends every fault and waits for the nodes to agree again, and to see Redis up
+// (while a node sees it down, counters it does not hold are not counted).
 func (r *faultRun) heal() {
 	r.c.Net.HealAll()
-	if err := wait.Until(45*time.Second, r.c.Converged); err != nil {
+	if err := wait.Until(45*time.Second, func() error {
+		for _, n := range r.c.Nodes {
+			if st := n.RedisStatus(); st == "down" {
+				return fmt.Errorf("%s sees Redis down", n.Name())
+			}
+		}
+		return r.c.Converged()
+	}); err != nil {
 		r.t.Fatalf("cluster did not converge after healing: %v\nfaults: %q", err, r.faults)
 	}
 }

@@ -208,6 +208,9 @@ func (n *Node) Do(ctx context.Context, ops []counter.Op, results []counter.Resul
 	n.doer.Do(ctx, ops, results)
 }
 
+// RedisStatus is "off" without --redis, else "up" or "down" (its breaker's view).
+func (n *Node) RedisStatus() string { return n.redisStatus() }
+
 // Holding reports how many partitions this node owns in its ring and how many of them
 // it can decide now.
 func (n *Node) Holding() (owned, held int) { return n.owner.Holding() }

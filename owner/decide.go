@@ -136,9 +136,11 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 		} else if v != decideIt {
 			return fmt.Errorf("%w: partition %d of %q is not decided here now", counter.ErrNotOwner, p, op.Key)
 		}
-		if op.Kind == counter.Allow && o.blind(p, op) {
-			// Memory does not have what Redis has: an allow decided from it could admit
-			// past the limit. It is answered by the fail policy instead, and not counted.
+		if op.Kind != counter.Incr && op.Kind != counter.Reset && o.blind(p, op) {
+			// Memory does not have what Redis has: a count read from it would be short,
+			// and an allow decided from it could admit past the limit. They fail (allow
+			// is answered by the fail policy) and count nothing. An incr is counted: its
+			// delta reaches Redis when it returns, and only its answer is short.
 			return fmt.Errorf("%w: %q is not in memory and Redis is down", counter.ErrUnavailable, op.Key)
 		}
 		return failed[i]
@@ -146,12 +148,13 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 }
 
 // blind reports whether op would be decided from memory that may lack what Redis holds:
-// Redis is down, and the counter is not in memory or its partition's memory is stale.
+// Redis is down, and the counter is not in memory, or its partition's memory is stale,
+// or holds counters started from empty memory (which of them, it does not track).
 func (o *Owner) blind(p int, op *counter.Op) bool {
 	if o.cfg.Redis == nil || o.cfg.Redis.Healthy() {
 		return false
 	}
-	return o.parts.get(p) == stStale || !o.cfg.Store.Has(op.Key, spec(op))
+	return o.parts.get(p) == stStale || o.parts.blind[p].Load() || !o.cfg.Store.Has(op.Key, spec(op))
 }
 
 // decideHere decides ops in memory; ops decided on counters that were not loaded (Redis

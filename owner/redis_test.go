@@ -2,10 +2,12 @@ package owner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/lease"
 )
@@ -145,6 +147,13 @@ func TestBlindCountersReloadWhenRedisReturns(t *testing.T) {
 	stopRedis(t, srv, st, a.Owner)
 	if r := do(a.Owner, incr("blind", 2))[0]; r.Err != nil || r.Count != 2 {
 		t.Fatalf("incr with Redis down: got %+v; want 2 (decided from memory)", r)
+	}
+	// Memory lacks what Redis holds: a count or an allow from it would be wrong.
+	allow := counter.Op{Kind: counter.Allow, Key: "never-seen", Window: sp.WindowMs, Buckets: sp.Buckets, N: 1, Limit: 5}
+	for _, op := range []counter.Op{count("blind"), allow} {
+		if r := do(a.Owner, op)[0]; !errors.Is(r.Err, counter.ErrUnavailable) {
+			t.Fatalf("%v with Redis down on a counter loaded from nowhere: got %+v; want ErrUnavailable", op.Kind, r)
+		}
 	}
 	srv.Restart()
 	eventually(t, "write to Redis once its breaker lets calls through", func() error {
