@@ -85,7 +85,8 @@ func (f *faultCase) finish(overAdmit int64) {
 			t.Errorf("allow through %s: %v: %q", n.Name(), s, s.Violations)
 		}
 	}
-	t.Logf("incr: %d acked, %d failed, %d unknown (%.0f/s); errors: %q", st.Acked, st.Failed, st.Unknown, st.Rate(), f.incrs.Errors())
+	t.Logf("incr: %d acked, %d failed, %d unknown (%.0f/s); longest a key was unavailable: %v; errors: %q",
+		st.Acked, st.Failed, st.Unknown, st.Rate(), f.incrs.LongestOutage().Round(time.Millisecond), f.incrs.Errors())
 }
 
 // A node cut off from the others stops deciding once its leases run out; its

@@ -45,16 +45,18 @@ const (
 // nothing acknowledged is lost, nothing is counted twice or past a failure, and allow
 // never admits past its limit. Seeds are printed; LEAPCOUNT_FAULT_SEED replays one.
 func TestRandomizedFaults(t *testing.T) {
+	seeds := faultSeeds(3)
 	for _, withRedis := range []bool{true, false} {
-		t.Run(fmt.Sprintf("redis=%v", withRedis), func(t *testing.T) {
-			seed := faultSeed()
-			t.Logf("seed %d (LEAPCOUNT_FAULT_SEED=%d replays it)", seed, seed)
-			r := &faultRun{t: t, rng: rand.New(rand.NewPCG(seed, 7))}
-			if withRedis {
-				r.redis = testredis.Start(t)
-			}
-			r.run(12 * time.Second)
-		})
+		for _, seed := range seeds {
+			t.Run(fmt.Sprintf("redis=%v/seed=%d", withRedis, seed), func(t *testing.T) {
+				t.Logf("seed %d (LEAPCOUNT_FAULT_SEED=%d replays it)", seed, seed)
+				r := &faultRun{t: t, rng: rand.New(rand.NewPCG(seed, 7))}
+				if withRedis {
+					r.redis = testredis.Start(t)
+				}
+				r.run(8 * time.Second)
+			})
+		}
 	}
 }
 

@@ -59,6 +59,8 @@ type Gen struct {
 	keys []string
 
 	acked, failed, unknown []atomic.Int64
+	failingSince           []atomic.Int64 // per key: unix ns a failing stretch began; 0: none
+	longest                atomic.Int64   // ns: the longest stretch so far
 
 	addrs atomic.Pointer[[]string]
 
@@ -80,6 +82,7 @@ func New(cfg Config, addrs ...string) *Gen {
 	g.acked = make([]atomic.Int64, cfg.Keys)
 	g.failed = make([]atomic.Int64, cfg.Keys)
 	g.unknown = make([]atomic.Int64, cfg.Keys)
+	g.failingSince = make([]atomic.Int64, cfg.Keys)
 	g.SetAddrs(addrs...)
 	return g
 }

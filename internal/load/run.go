@@ -123,7 +123,9 @@ func (g *Gen) work(ctx context.Context, r *run, rng *rand.Rand, pace time.Durati
 		}
 		k, addr := g.pick(rng)
 		r.stats.sent.Add(1)
+		start := time.Now().UnixNano()
 		err := g.incr(addr, k)
+		g.noteOutage(k, start, err == nil)
 		switch classify(err) {
 		case outcomeAcked:
 			g.acked[k].Add(1)
@@ -139,6 +141,27 @@ func (g *Gen) work(ctx context.Context, r *run, rng *rand.Rand, pace time.Durati
 		}
 	}
 }
+
+// noteOutage tracks, per key, how long requests kept failing: from the start of the
+// first request that failed to the start of the next one that succeeded.
+func (g *Gen) noteOutage(k int, start int64, ok bool) {
+	if !ok {
+		g.failingSince[k].CompareAndSwap(0, start)
+		return
+	}
+	if since := g.failingSince[k].Swap(0); since != 0 && start > since {
+		for d := start - since; ; {
+			cur := g.longest.Load()
+			if d <= cur || g.longest.CompareAndSwap(cur, d) {
+				break
+			}
+		}
+	}
+}
+
+// LongestOutage is the longest a key's requests kept failing (or going unanswered)
+// before one succeeded, over every run so far.
+func (g *Gen) LongestOutage() time.Duration { return time.Duration(g.longest.Load()) }
 
 var errNoAddr = errors.New("load: no node to send to")
 
