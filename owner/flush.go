@@ -8,6 +8,8 @@ import (
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // flusher is the write-behind state. Deltas go to Redis in batches whose every script
@@ -63,6 +65,20 @@ func (f *flusher) enqueue(ds []fallback.Delta) {
 	defer f.mu.Unlock()
 	f.queue = append(f.queue, ds...)
 	f.ref(ds, 1)
+}
+
+// unsettledIn lists the counters of the partitions in set that have deltas not yet
+// confirmed in Redis.
+func (f *flusher) unsettledIn(rg *ring.Ring, set lease.Set) []fallback.CounterRef {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fallback.CounterRef
+	for r := range f.refs {
+		if set.Has(rg.Partition(r.Key)) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // unsettledRef reports whether the counter has deltas not yet confirmed in Redis: its

@@ -204,3 +204,42 @@ func TestResetCounterIsNotReloaded(t *testing.T) {
 	a.flushOnce(context.Background())
 	redisIs(t, st, "gone", 1)
 }
+
+// A partition released while deltas of counters no longer in its memory (dropped by a
+// reload) are still on their way to Redis stays claimed until they are there: the new
+// owner loads them.
+func TestReleaseWaitsForDeltasOfCountersNotInMemory(t *testing.T) {
+	srv, st := startRedis(t)
+	n := net{flush: time.Hour} // flushes only when asked
+	a, b := n.sole(t, "a", st), n.add(t, "b", st)
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	a.flushOnce(context.Background())
+	redisIs(t, st, k, 5)
+	srv.Pause()
+	eventually(t, "breaker open", func() error {
+		if st.Healthy() {
+			_, _ = st.Load(context.Background(), "probe", sp, t0)
+			return fmt.Errorf("Redis still looks up")
+		}
+		return nil
+	})
+	do(a.Owner, incr(k, 3))
+	a.flushOnce(context.Background()) // refused by the open breaker: not sent
+	ev := a.cfg.Store.Evict(func(key string) bool { return key == k })
+	if len(ev) != 1 {
+		t.Fatalf("evicted %d counters; want 1", len(ev))
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond) // Redis away a while longer: a duration
+		srv.Resume()
+	}()
+	b.SetRing(two)
+	a.SetRing(two)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.leases.grantAll()
+	mustCount(t, b.Owner, k, 8)
+}

@@ -31,41 +31,43 @@ func (o *Owner) release(ps []int) {
 		set.Add(p)
 	}
 	ev := o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
-	if o.cfg.Redis != nil && o.persisted(ctx, ev) {
+	if o.cfg.Redis != nil && o.persisted(ctx, ev, rg, set) {
 		o.hint(ctx, ps)
 		o.finish(ps)
 		o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(ev))
 		return
 	}
 	if o.cfg.Redis != nil {
-		ev = o.withUnsent(ev)
+		ev = o.withUnsent(ev, rg, set)
 	}
 	o.handOn(ctx, rg, ps, ev)
 }
 
 // persisted writes the evicted counters' deltas behind and reports whether Redis
-// confirmed them (and any older ones of the same counters) in time.
-func (o *Owner) persisted(ctx context.Context, ev []leaparray.Evicted) bool {
+// confirmed every delta of the released partitions in time: theirs, and those of
+// counters of those partitions that left memory earlier (a lapse, a reload) and are
+// still on their way.
+func (o *Owner) persisted(ctx context.Context, ev []leaparray.Evicted, rg *ring.Ring, set lease.Set) bool {
 	o.flush.enqueue(pendingOf(ev))
-	refs := make([]fallback.CounterRef, len(ev))
-	for i, e := range ev {
-		refs[i] = fallback.CounterRef{Key: e.Key, Spec: e.Spec}
-	}
 	ctx, cancel := context.WithTimeout(ctx, persistWait)
 	defer cancel()
-	return o.waitSettled(ctx, refs)
+	return o.waitSettled(ctx, o.flush.unsettledIn(rg, set))
 }
 
-// withUnsent takes back from the write-behind what the evicted counters had not sent,
-// to travel with them as their pending part.
-func (o *Owner) withUnsent(ev []leaparray.Evicted) []leaparray.Evicted {
-	refs := make([]fallback.CounterRef, len(ev))
-	for i, e := range ev {
-		refs[i] = fallback.CounterRef{Key: e.Key, Spec: e.Spec}
-	}
-	unsent := o.takeUnsent(refs)
+// withUnsent takes back from the write-behind what the released partitions' counters
+// had not sent, to travel with them as their pending part; counters no longer in
+// memory travel with that part alone.
+func (o *Owner) withUnsent(ev []leaparray.Evicted, rg *ring.Ring, set lease.Set) []leaparray.Evicted {
+	unsent := o.takeUnsent(o.flush.unsettledIn(rg, set))
 	for i := range ev {
-		ev[i].Pending, ev[i].Reset = combine(unsent[refs[i]])
+		ref := fallback.CounterRef{Key: ev[i].Key, Spec: ev[i].Spec}
+		ev[i].Pending, ev[i].Reset = combine(unsent[ref])
+		delete(unsent, ref)
+	}
+	for ref, ds := range unsent {
+		e := leaparray.Evicted{Key: ref.Key, Spec: ref.Spec}
+		e.Pending, e.Reset = combine(ds)
+		ev = append(ev, e)
 	}
 	return ev
 }
