@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"time"
+
+	"github.com/leapcount/leapcount/internal/backoff"
 )
 
 // joinLoop joins the seeds with backoff until one answers (or the attempts run out),
@@ -44,7 +46,8 @@ func (c *Cluster) deadAddrs() []string {
 }
 
 func (c *Cluster) initialJoin(seeds []string, retry Backoff) {
-	wait := retry.Initial
+	policy := backoff.Policy{Initial: retry.Initial, Max: retry.Max}
+	wait := policy.Next(0)
 	for attempt := 1; ; attempt++ {
 		if c.join(seeds) {
 			return
@@ -58,7 +61,7 @@ func (c *Cluster) initialJoin(seeds []string, retry Backoff) {
 			return
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, retry.Max)
+		wait = policy.Next(wait)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/backoff"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
@@ -133,7 +134,8 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 		byPart[p] = append(byPart[p], rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset})
 	}
 	left := append([]int(nil), ps...)
-	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+	retry := backoff.Policy{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+	for wait := retry.Next(0); ; wait = retry.Next(wait) {
 		ch := o.parts.changed.Load()
 		left = o.reclaim(left, byPart)
 		rg := o.ring.Load()
@@ -151,7 +153,7 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 		}
 		select {
 		case <-*ch:
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			n := 0
 			for _, p := range left {
@@ -234,7 +236,8 @@ func dropSent(parts []int, byPart map[int][]rpc.HandoffCounter, sent int) {
 func (o *Owner) deliver(ctx context.Context, addr string, h *rpc.Handoff) error {
 	ctx, cancel := context.WithTimeout(ctx, appliedFor/2)
 	defer cancel()
-	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+	retry := backoff.Policy{Initial: 20 * time.Millisecond, Max: time.Second}
+	for wait := retry.Next(0); ; wait = retry.Next(wait) {
 		err := o.cfg.Sender.Handoff(ctx, addr, h)
 		if err == nil || errors.Is(err, rpc.ErrHandoffRefused) || errors.Is(err, rpc.ErrPeerUnreachable) {
 			return err
@@ -242,7 +245,7 @@ func (o *Owner) deliver(ctx context.Context, addr string, h *rpc.Handoff) error 
 		select { // the outcome is unknown: only sending it again, to addr, can tell
 		case <-ctx.Done():
 			return fmt.Errorf("handoff %d to %s: outcome unknown: %w", h.ID, addr, err)
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/backoff"
 	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -60,15 +61,15 @@ func (r *Router) SetRing(rg *ring.Ring) {
 	close(*r.changed.Swap(&ch))
 }
 
-// waitChange waits until the ring is no longer sent, or for backoff (the other node may
+// waitChange waits until the ring is no longer sent, or for wait (the other node may
 // be the one behind, and catch up without this node's ring changing), or until the
 // deadline or ctx; it returns the ring then.
-func (r *Router) waitChange(ctx context.Context, sent *ring.Ring, backoff time.Duration, deadline time.Time) *ring.Ring {
+func (r *Router) waitChange(ctx context.Context, sent *ring.Ring, wait time.Duration, deadline time.Time) *ring.Ring {
 	ch := r.changed.Load() // before the check, so a change in between is not missed
 	if rg := r.ring.Load(); rg != sent {
 		return rg
 	}
-	t := time.NewTimer(min(backoff, time.Until(deadline)))
+	t := time.NewTimer(min(wait, time.Until(deadline)))
 	defer t.Stop()
 	select {
 	case <-*ch:
@@ -156,8 +157,9 @@ func (r *Router) allLocal(rg *ring.Ring, ops []counter.Op) bool {
 // passed; those left then fail.
 func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, results []counter.Result, idx []int) {
 	deadline := time.Now().Add(r.RetryWait)
-	for backoff := 5 * time.Millisecond; len(idx) > 0; backoff = min(2*backoff, 200*time.Millisecond) {
-		rg := r.waitChange(ctx, sent, backoff, deadline)
+	retry := backoff.Policy{Initial: 5 * time.Millisecond, Max: 200 * time.Millisecond}
+	for wait := retry.Next(0); len(idx) > 0; wait = retry.Next(wait) {
+		rg := r.waitChange(ctx, sent, wait, deadline)
 		if !time.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}
