@@ -120,8 +120,14 @@ func (c *Config) Validate() error {
 	if c.HandoffWait <= 0 {
 		return &ConfigError{"handoff-wait", "must be positive"}
 	}
+	if c.Lease.Duration < 100*time.Millisecond && c.Lease.Duration != 0 {
+		return &ConfigError{"lease", fmt.Sprintf("%v: must be at least 100ms", c.Lease.Duration)}
+	}
 	if err := c.Lease.Validate(); err != nil {
 		return &ConfigError{"lease", err.Error()}
+	}
+	if err := c.validateGossip(); err != nil {
+		return err
 	}
 	if c.RPC.MaxBatchOps < 0 || c.RPC.MaxBatchOps > 1<<16 {
 		return &ConfigError{"forward-batch", fmt.Sprintf("%d: must be from 1 to 65536", c.RPC.MaxBatchOps)}
@@ -188,4 +194,20 @@ func (c Config) WithDefaults() Config {
 		c.Now = func() int64 { return time.Now().UnixMilli() }
 	}
 	return c
+}
+
+// validateGossip checks the failure-detection flags.
+func (c *Config) validateGossip() error {
+	t := c.GossipTimings
+	switch {
+	case t.ProbeInterval < 0:
+		return &ConfigError{"gossip-probe-interval", "must not be negative"}
+	case t.ProbeTimeout < 0:
+		return &ConfigError{"gossip-probe-timeout", "must not be negative"}
+	case t.ProbeTimeout > 0 && t.ProbeInterval > 0 && t.ProbeTimeout >= t.ProbeInterval:
+		return &ConfigError{"gossip-probe-timeout", fmt.Sprintf("%v must be below --gossip-probe-interval %v", t.ProbeTimeout, t.ProbeInterval)}
+	case t.SuspicionMult < 0:
+		return &ConfigError{"gossip-suspicion-mult", "must not be negative"}
+	}
+	return nil
 }
