@@ -1,0 +1,99 @@
+// Package certtest makes certificate authorities and the certificates they sign, as PEM
+// files, for tests of mutual TLS between nodes.
+package certtest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// CA is a certificate authority of a test.
+type CA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	// File is the CA certificate's PEM file (what --tls-ca takes).
+	File string
+}
+
+// Files are one node's PEM files.
+type Files struct {
+	Cert, Key, CA string
+}
+
+// NewCA makes a CA named name, its certificate written in dir.
+func NewCA(tb testing.TB, dir, name string) *CA {
+	tb.Helper()
+	key := newKey(tb)
+	tmpl := template(tb, name)
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ca := &CA{cert: cert, key: key, File: filepath.Join(dir, name+"-ca.pem")}
+	writePEM(tb, ca.File, "CERTIFICATE", der)
+	return ca
+}
+
+// Issue writes a certificate for name, signed by ca, and its key in dir (for 127.0.0.1
+// and localhost, for use as a server and as a client).
+func (ca *CA) Issue(tb testing.TB, dir, name string) Files {
+	tb.Helper()
+	key := newKey(tb)
+	tmpl := template(tb, name)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	tmpl.DNSNames, tmpl.IPAddresses = []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := Files{Cert: filepath.Join(dir, name+".pem"), Key: filepath.Join(dir, name+"-key.pem"), CA: ca.File}
+	writePEM(tb, f.Cert, "CERTIFICATE", der)
+	writePEM(tb, f.Key, "PRIVATE KEY", keyDER)
+	return f
+}
+
+func newKey(tb testing.TB) *ecdsa.PrivateKey {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+func template(tb testing.TB, name string) *x509.Certificate {
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	now := time.Now()
+	return &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)}
+}
+
+func writePEM(tb testing.TB, path, typ string, der []byte) {
+	tb.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
