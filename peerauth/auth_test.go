@@ -174,12 +174,18 @@ func TestCertificatesRotateWithoutRestart(t *testing.T) {
 	ca := certtest.NewCA(t, dir, "old")
 	f := ca.Issue(t, dir, "a")
 	a := newAuth(t, Config{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA})
-	oldPeer := newAuth(t, func() Config { g := ca.Issue(t, dir, "b"); return Config{CertFile: g.Cert, KeyFile: g.Key, CAFile: g.CA} }())
+	oldPeer := newAuth(t, func() Config {
+		g := ca.Issue(t, dir, "b")
+		return Config{CertFile: g.Cert, KeyFile: g.Key, CAFile: g.CA}
+	}())
 	wantOK(t, a, oldPeer)
 
 	nca := certtest.NewCA(t, t.TempDir(), "new")
 	g := nca.Issue(t, dir, "a2")
-	newPeer := newAuth(t, func() Config { h := nca.Issue(t, dir, "c"); return Config{CertFile: h.Cert, KeyFile: h.Key, CAFile: h.CA} }())
+	newPeer := newAuth(t, func() Config {
+		h := nca.Issue(t, dir, "c")
+		return Config{CertFile: h.Cert, KeyFile: h.Key, CAFile: h.CA}
+	}())
 	for _, mv := range [][2]string{{g.Cert, f.Cert}, {g.Key, f.Key}, {nca.File, f.CA}} {
 		b, err := os.ReadFile(mv[0])
 		if err != nil {
