@@ -124,6 +124,12 @@ func (c *Cluster) memberlistConfig(cfg Config) (*memberlist.Config, error) {
 	// A dead member's name may be taken at once by a node at another address: names
 	// are unique, so that is the same node, restarted (say, with a new IP).
 	mc.DeadNodeReclaimTime = time.Nanosecond
+	mc.Label = cfg.Label
+	if len(cfg.Keys) > 0 {
+		if mc.Keyring, err = memberlist.NewKeyring(cfg.Keys[1:], cfg.Keys[0]); err != nil {
+			return nil, fmt.Errorf("cluster: Keys: %w", err)
+		}
+	}
 	mc.Delegate = c.del
 	ev := &events{tab: c.tab, log: c.log}
 	mc.Events, mc.Conflict = ev, ev

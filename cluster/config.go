@@ -36,6 +36,14 @@ type Config struct {
 	Timings        Timings // failure detection and gossip pace; zero fields: memberlist's LAN defaults
 	Logger         *slog.Logger
 
+	// Keys, when given, encrypt and authenticate all gossip (AES-GCM, memberlist's
+	// keyring): a packet or stream without one of them is dropped. Keys[0] encrypts; all
+	// of them decrypt, so a key can be rotated in steps. Each is 16, 24 or 32 bytes.
+	Keys [][]byte
+	// Label is the cluster's name, put on every gossip packet and stream: a member with
+	// another label is ignored (with Keys, it is also authenticated data of the GCM).
+	Label string
+
 	// Incarnation names this run of the member, in its metadata: a restart under the
 	// same name must have another (0: the start time in ns).
 	Incarnation uint64
@@ -97,6 +105,14 @@ func (c Config) Validate() error {
 	}
 	if c.JoinRetry.Initial < 0 || c.JoinRetry.Max < 0 || c.JoinRetry.Attempts < 0 {
 		bad("JoinRetry", "negative values: %+v", c.JoinRetry)
+	}
+	for i, k := range c.Keys {
+		if err := memberlist.ValidateKey(k); err != nil {
+			bad(fmt.Sprintf("Keys[%d]", i), "%v", err)
+		}
+	}
+	if len(c.Label) > 255 {
+		bad("Label", "%d bytes: at most 255", len(c.Label))
 	}
 	errs = append(errs, c.Timings.validate()...)
 	return errors.Join(errs...)

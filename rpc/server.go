@@ -41,10 +41,13 @@ type Server struct {
 	handoff HandoffHandler
 	lease   func(req *lease.Request) *lease.Reply
 	inline  func() bool
+	shake   func(net.Conn) (net.Conn, error)
 	logger  *slog.Logger
 	stall   time.Duration // frameStall; shorter in tests
 
 	lastFrame atomic.Int64 // unix ns of the last op or handoff frame read
+	refused   atomic.Int64 // connections whose handshake failed
+	warned    atomic.Int64 // unix ns of the last warning about one
 
 	mu     sync.Mutex
 	lns    map[net.Listener]struct{}
@@ -116,6 +119,15 @@ func (s *Server) isClosed() bool {
 // it every frame is decided in its own goroutine.
 func (s *Server) SetInline(f func() bool) { s.inline = f }
 
+// SetHandshake, before Serve, makes every connection begin with handshake (peer
+// authentication, see package peerauth): no frame is read from a connection before it
+// succeeds, and one it fails is closed. It runs in the connection's own goroutine, so a
+// slow one holds up no other connection; it must bound its own time.
+func (s *Server) SetHandshake(handshake func(net.Conn) (net.Conn, error)) { s.shake = handshake }
+
+// Refused counts connections closed because their handshake failed.
+func (s *Server) Refused() int64 { return s.refused.Load() }
+
 // SetHandoffHandler sets who receives Handoffs (before Serve).
 func (s *Server) SetHandoffHandler(h HandoffHandler) { s.handoff = h }
 
@@ -155,17 +167,21 @@ const maxInflight = 256
 // its own goroutine, so that a frame that waits (for a handoff) holds up no other: in
 // particular not the Handoff frame that would end its wait. Frames on one connection
 // come from callers who do not wait for each other, so they need no order among them.
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(raw net.Conn) {
 	defer s.wg.Done()
-	w := &responder{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
 	var handlers sync.WaitGroup
 	defer func() {
 		s.mu.Lock()
-		delete(s.conns, c)
+		delete(s.conns, raw)
 		s.mu.Unlock()
-		c.Close()
+		raw.Close()
 		handlers.Wait()
 	}()
+	c := s.handshake(raw)
+	if c == nil {
+		return
+	}
+	w := &responder{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
 	fr := newFrameReader(c, s.stall)
 	slots := make(chan struct{}, maxInflight)
 	ctx := context.Background()
@@ -193,6 +209,27 @@ func (s *Server) serveConn(c net.Conn) {
 			s.answerTo(ctx, w, frame, true)
 		}()
 	}
+}
+
+// handshake runs the handshake, if one is set, and returns the connection to serve, or
+// nil if the peer was refused. Refusals are counted, and warned of at most once a
+// minute: a flood of outsiders must not flood the log.
+func (s *Server) handshake(c net.Conn) net.Conn {
+	if s.shake == nil {
+		return c
+	}
+	sc, err := s.shake(c)
+	if err == nil {
+		return sc
+	}
+	s.refused.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.warned.Load(); now-last > int64(time.Minute) && s.warned.CompareAndSwap(last, now) {
+		s.logger.Warn("rpc: refused a connection (more are only counted, for a minute)", "peer", c.RemoteAddr().String(), "err", err)
+	} else {
+		s.logger.Debug("rpc: refused a connection", "peer", c.RemoteAddr().String(), "err", err)
+	}
+	return nil
 }
 
 // answerTo decides frame and writes its answer, flushing when told to. It reports
