@@ -30,6 +30,13 @@ type Config struct {
 	MaxKeyBytes  int      // --max-key-bytes
 	MaxBodyBytes int64    // --max-body-bytes
 
+	// The cluster plane (see README, Security, and package peerauth).
+	TLSCertFile string   // --tls-cert: this node's certificate (PEM), for mutual TLS between nodes
+	TLSKeyFile  string   // --tls-key: its private key (PEM)
+	TLSCAFile   string   // --tls-ca: the CA that signs every member's certificate (PEM)
+	GossipKeys  [][]byte // --gossip-key / --gossip-key-file: the first encrypts gossip and proves membership; all are accepted
+	ClusterName string   // --cluster-name: members of another cluster are refused, on gossip and rpc
+
 	SweepInterval   time.Duration // --sweep-interval: how often idle counters are looked for
 	ShutdownTimeout time.Duration // --shutdown-timeout: how long a graceful stop may take
 	FlushInterval   time.Duration // --flush-interval: how often owners write deltas to Redis
@@ -101,6 +108,9 @@ func (c *Config) Validate() error {
 		if u, err := url.Parse(c.RedisURL); err != nil || !strings.HasPrefix(u.Scheme, "redis") || u.Host == "" {
 			return &ConfigError{"redis", fmt.Sprintf("%q: want redis://[user:pass@]host:port/db", c.RedisURL)}
 		}
+	}
+	if err := c.validateSecurity(); err != nil {
+		return err
 	}
 	if c.MaxKeyBytes < 1 || c.MaxKeyBytes > 1<<20 {
 		return &ConfigError{"max-key-bytes", fmt.Sprintf("%d: must be from 1 to 1048576", c.MaxKeyBytes)}

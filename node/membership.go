@@ -24,6 +24,8 @@ func (n *Node) joinCluster() error {
 		Timings:        n.cfg.GossipTimings,
 		Transport:      n.cfg.GossipTransport,
 		Incarnation:    n.incarnation,
+		Keys:           n.cfg.GossipKeys,
+		Label:          n.cfg.ClusterName,
 		Logger:         n.cfg.Logger.With("component", "gossip"),
 	})
 	if err != nil {

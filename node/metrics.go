@@ -21,6 +21,9 @@ func (n *Node) registerMetrics() {
 			Name: "leapcount_forward_ops_total", Help: "Operations forwarded to their owners.",
 		}, func() float64 { return float64(n.RPCStats().Ops) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_rpc_refused_total", Help: "Connections to the rpc port refused by the peer handshake (not members, or garbage).",
+		}, func() float64 { return float64(n.rpcSrv.Refused()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_ring_builds_total", Help: "Rings built from membership (each change builds one).",
 		}, func() float64 { return float64(n.RingBuilds()) }),
 	)

@@ -17,6 +17,7 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/httpapi"
+	"github.com/leapcount/leapcount/internal/connlimit"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
@@ -71,11 +72,16 @@ func Start(cfg Config) (*Node, error) {
 	cfg.Logger = cfg.Logger.With("node", cfg.Name)
 	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), incarnation: uint64(time.Now().UnixNano())}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
-	if err := n.openRedis(limits); err != nil {
+	auth, err := cfg.peerAuth()
+	if err != nil {
 		return nil, err
 	}
 	if cfg.RPC.Dial == nil {
 		cfg.RPC.Dial = sourceDialer(cfg.RPCAddr)
+	}
+	cfg.RPC.Dial = authenticatedDial(cfg.RPC.Dial, auth)
+	if err := n.openRedis(limits); err != nil {
+		return nil, err
 	}
 	n.rpcClient = rpc.NewClient(cfg.RPC)
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
@@ -93,6 +99,8 @@ func Start(cfg Config) (*Node, error) {
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandoffHandler(n.owner)
 	n.rpcSrv.SetLeaseHandler(n.keeper.Handle)
+	n.rpcSrv.SetHandshake(auth.Server)
+	n.warnIfOpen(auth.Mode())
 	// Forwarded ops never wait for a lease (owner.Immediate), so they are decided in the
 	// connection's reader: no goroutine per frame.
 	n.rpcSrv.SetInline(func() bool { return true })
@@ -148,6 +156,7 @@ func (n *Node) listen(limits counter.Limits) error {
 	if n.rpcLn, err = n.cfg.Listen("tcp", n.cfg.RPCAddr); err != nil {
 		return &ConfigError{"rpc", err.Error()}
 	}
+	n.rpcLn = connlimit.New(n.rpcLn, maxPeerConns, "")
 	if n.cfg.Pprof {
 		h = withPprof(h, n.cfg.Token)
 	}

@@ -92,7 +92,7 @@ func (o logOptions) logger(w io.Writer) (*slog.Logger, error) {
 func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer) (node.Config, logOptions, error) {
 	host, _ := os.Hostname()
 	var cfg node.Config
-	var join string
+	var join, gossipKey, gossipKeyFile string
 	lo := logOptions{}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -105,6 +105,12 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.StringVar(&join, "join", "", "comma-separated gossip addresses of existing members")
 	fs.StringVar(&cfg.RedisURL, "redis", "", "Redis URL redis://[user:pass@]host:port/db (empty: no fallback, no persistence)")
 	fs.StringVar(&cfg.Token, "token", "", "if set, clients must send it (HTTP: Authorization: Bearer; RESP: AUTH)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "this node's certificate (PEM) for mutual TLS between nodes (with --tls-key and --tls-ca)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "the private key (PEM) of --tls-cert")
+	fs.StringVar(&cfg.TLSCAFile, "tls-ca", "", "the CA (PEM) that signs every member's certificate; use one of the cluster's own")
+	fs.StringVar(&gossipKey, "gossip-key", "", "cluster key(s), base64 of 16/24/32 bytes, comma-separated, the first in use: encrypts gossip and authenticates nodes to each other")
+	fs.StringVar(&gossipKeyFile, "gossip-key-file", "", "file holding --gossip-key (keeps it out of /proc/<pid>/cmdline)")
+	fs.StringVar(&cfg.ClusterName, "cluster-name", "", "cluster name: nodes of another cluster are refused on gossip and rpc")
 	fs.IntVar(&cfg.MaxKeyBytes, "max-key-bytes", 256, "longest key accepted, in bytes")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", node.DefaultMaxBodyBytes, "largest HTTP request body accepted, in bytes")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", node.DefaultSweepInterval, "how often idle counters are looked for")
@@ -137,7 +143,29 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 			}
 		}
 	}
+	keys, err := gossipKeys(gossipKey, gossipKeyFile)
+	if err != nil {
+		return cfg, lo, err
+	}
+	cfg.GossipKeys = keys
 	return cfg, lo, cfg.Validate()
+}
+
+// gossipKeys reads the keys of --gossip-key or of --gossip-key-file (not both).
+func gossipKeys(keys, file string) ([][]byte, error) {
+	if file != "" {
+		if keys != "" {
+			return nil, errors.New("invalid --gossip-key-file: give --gossip-key or --gossip-key-file, not both")
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("invalid --gossip-key-file: %v", err)
+		}
+		if keys = string(b); strings.TrimSpace(keys) == "" {
+			return nil, fmt.Errorf("invalid --gossip-key-file: %s holds no key", file)
+		}
+	}
+	return node.ParseGossipKeys(keys)
 }
 
 // applyEnv sets each flag not given on the command line from LEAPCOUNT_<NAME>.

@@ -36,6 +36,13 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{nil, map[string]string{"LEAPCOUNT_MAX_BODY_BYTES": "ten"}, "LEAPCOUNT_MAX_BODY_BYTES"},
 		{nil, map[string]string{"LEAPCOUNT_GOSSIP": "nope"}, "--gossip"},
 		{[]string{"stray"}, nil, "unexpected argument"},
+		{[]string{"--gossip-key", "not base64!"}, nil, "--gossip-key"},
+		{[]string{"--gossip-key", "c2hvcnQ="}, nil, "--gossip-key"},
+		{[]string{"--gossip-key-file", "/nonexistent/key"}, nil, "--gossip-key-file"},
+		{[]string{"--gossip-key-file", "/dev/null"}, nil, "--gossip-key-file"},
+		{[]string{"--tls-cert", "/etc/hostname"}, nil, "--tls-key"},
+		{[]string{"--tls-cert", "/nonexistent", "--tls-key", "/nonexistent", "--tls-ca", "/nonexistent"}, nil, "--tls-cert"},
+		{[]string{"--cluster-name", strings.Repeat("c", 256)}, nil, "--cluster-name"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
