@@ -75,6 +75,26 @@ func TestOutsidersCannotUseTheClusterPlane(t *testing.T) {
 		}
 		wg.Wait()
 	})
+	t.Run("gossip garbage", func(t *testing.T) {
+		junk := make([]byte, 1400)
+		for _, n := range c.Nodes() {
+			u, err := net.Dial("udp", n.Gossip())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 500; i++ {
+				rand.Read(junk)
+				junk[0] = byte(i) // every message type memberlist has, and more
+				u.Write(junk)
+			}
+			u.Close()
+			for i := 0; i < 20; i++ {
+				rand.Read(junk)
+				junk[0] = byte(i)
+				refusedAtOnce(t, n.Gossip(), string(junk))
+			}
+		}
+	})
 	t.Run("rogue nodes", func(t *testing.T) {
 		seed := c.Node(0).Gossip()
 		rogues := map[string][]string{
