@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
+	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/peerauth"
 )
 
 func benchOps(n int) []counter.Op {
@@ -66,9 +69,27 @@ func BenchmarkForward(b *testing.B) {
 		{"batching=on,linger=0", Config{Linger: -1}},
 		{"batching=on,linger=100us", Config{Linger: 100 * time.Microsecond}},
 		{"batching=off", Config{MaxBatchOps: 1}},
+		{"batching=on,auth=key", Config{}},
+		{"batching=off,auth=key", Config{MaxBatchOps: 1}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			o := startOwner(&testing.T{}, "")
+			var setup []func(*Server)
+			if strings.Contains(mode.name, "auth=key") { // TLS 1.3 and a key proof (package peerauth)
+				a, err := peerauth.New(peerauth.Config{Keys: [][]byte{[]byte("0123456789abcdef")}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				setup = append(setup, func(s *Server) { s.SetHandshake(a.Server) })
+				var d net.Dialer
+				mode.cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
+					nc, err := d.DialContext(ctx, "tcp", addr)
+					if err != nil {
+						return nil, err
+					}
+					return a.Client(ctx, nc)
+				}
+			}
+			o := startOwner(&testing.T{}, "", setup...)
 			defer o.srv.Close()
 			c := NewClient(mode.cfg)
 			defer c.Close()

@@ -28,7 +28,7 @@ type owner struct {
 	done      chan struct{} // closed when the test ends
 }
 
-func startOwner(t *testing.T, addr string) *owner {
+func startOwner(t *testing.T, addr string, setup ...func(*Server)) *owner {
 	t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -54,6 +54,9 @@ func startOwner(t *testing.T, addr string) *owner {
 		}
 		o.local.Do(ctx, req.Ops, res)
 	}), nil)
+	for _, f := range setup {
+		f(o.srv)
+	}
 	o.done = make(chan struct{})
 	go o.srv.Serve(ln)
 	t.Cleanup(func() { close(o.done); o.srv.Close() })
