@@ -127,6 +127,9 @@ func TestOutsidersCannotUseTheClusterPlane(t *testing.T) {
 			if got := v.Alive(); !slices.Equal(got, want) {
 				t.Errorf("%s sees members %v; want %v", n.Name(), got, want)
 			}
+			if s := v.Security; s.RPC != "key" || s.Gossip != "encrypted" || s.Cluster != "prod" || s.Refused == 0 {
+				t.Errorf("%s reports security %+v; want rpc key, gossip encrypted, cluster prod, refusals counted", n.Name(), s)
+			}
 		}
 	})
 	c.WaitConverged()

@@ -23,11 +23,24 @@ type clusterView struct {
 	Held       int      `json:"held"`     // of those, the ones it decides now (it holds their lease)
 	Status     string   `json:"status"`   // "ok", or "degraded" while Redis is configured and down
 	Redis      string   `json:"redis"`    // "off" (no --redis), "up" or "down"
+	Security   security `json:"security"`
+}
+
+// security says what protects the cluster plane, for operators to check at a glance.
+type security struct {
+	RPC     string `json:"rpc"`     // peerauth's mode: "certificates", "key" or "none"
+	Gossip  string `json:"gossip"`  // "encrypted" (--gossip-key) or "open"
+	Cluster string `json:"cluster"` // --cluster-name
+	Refused int64  `json:"refused"` // rpc connections refused by the handshake so far
 }
 
 func (n *Node) clusterInfo() any {
 	v := clusterView{Self: n.cfg.Name, Members: n.memberView(), Ready: n.Ready(), Counters: n.store.Len(),
-		Status: "ok", Redis: n.redisStatus()}
+		Status: "ok", Redis: n.redisStatus(),
+		Security: security{RPC: string(n.rpcAuth), Gossip: "open", Cluster: n.cfg.ClusterName, Refused: n.rpcSrv.Refused()}}
+	if len(n.cfg.GossipKeys) > 0 {
+		v.Security.Gossip = "encrypted"
+	}
 	if v.Redis == "down" {
 		v.Status = "degraded"
 	}

@@ -162,6 +162,7 @@ func TestClusterView(t *testing.T) {
 			Name, State string
 			Partitions  int
 		}
+		Security struct{ RPC, Gossip string }
 	}
 	if err := getJSON(c.Nodes[1], "/v1/cluster", &view); err != nil {
 		t.Fatal(err)
@@ -178,6 +179,9 @@ func TestClusterView(t *testing.T) {
 	}
 	if total != 271 {
 		t.Fatalf("partition shares add up to %d; want 271", total)
+	}
+	if s := view.Security; s.RPC != "none" || s.Gossip != "open" {
+		t.Errorf("security %+v; want rpc none, gossip open (no keys in this test)", s)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
+	"github.com/leapcount/leapcount/peerauth"
 	"github.com/leapcount/leapcount/respapi"
 	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/route"
@@ -40,6 +41,7 @@ type Node struct {
 	keeper  *lease.Keeper
 
 	incarnation uint64        // this run: names it in gossip, leases and write-behind
+	rpcAuth     peerauth.Mode // what authenticates peers on the rpc port
 	ringMembers []ring.Member // the members of the ring in use (watchMembership's)
 	stopLeases  context.CancelFunc
 	leaseLoop   sync.WaitGroup
@@ -100,7 +102,8 @@ func Start(cfg Config) (*Node, error) {
 	n.rpcSrv.SetHandoffHandler(n.owner)
 	n.rpcSrv.SetLeaseHandler(n.keeper.Handle)
 	n.rpcSrv.SetHandshake(auth.Server)
-	n.warnIfOpen(auth.Mode())
+	n.rpcAuth = auth.Mode()
+	n.warnIfOpen(n.rpcAuth)
 	// Forwarded ops never wait for a lease (owner.Immediate), so they are decided in the
 	// connection's reader: no goroutine per frame.
 	n.rpcSrv.SetInline(func() bool { return true })

@@ -163,7 +163,7 @@ func TestRedisDownIsDegradedNotDown(t *testing.T) {
 			}
 		}
 	}
-	incr(1) // the counters are now in memory on their owners
+	incr(1)    // the counters are now in memory on their owners
 	rs.Pause() // down, but keeping its data: a write it took before freezing stays
 	var view struct{ Status, Redis string }
 	if err := waitUntil(func() bool { return getJSON(n, "/v1/cluster", &view) == nil && view.Status == "degraded" }); err != nil {

@@ -19,6 +19,12 @@ type View struct {
 	Counters   int      `json:"counters"`
 	Owned      int      `json:"owned"`
 	Held       int      `json:"held"`
+	Security   struct {
+		RPC     string `json:"rpc"`
+		Gossip  string `json:"gossip"`
+		Cluster string `json:"cluster"`
+		Refused int64  `json:"refused"`
+	} `json:"security"`
 }
 
 // Member is one entry of View.Members.
