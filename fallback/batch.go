@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/leapcount/leapcount/counter"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/hashslot"
 )
 
 // Batch is write-behind that applies at most once: deltas cut into merge_many script
@@ -95,7 +97,7 @@ func (st *Store) NewBatch(writer string, deltas []Delta) *Batch {
 	for _, g := range groups {
 		var slot uint16
 		if st.cluster {
-			slot = slotOf(g.ck)
+			slot = hashslot.Of(g.ck)
 		}
 		c := filling[slot]
 		if c != nil && (len(c.owners)+len(g.owners) > st.cfg.FlushKeys || c.pairs+g.pairs > flushPairs) {

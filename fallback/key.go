@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leapcount/leapcount/hashslot"
 	"github.com/leapcount/leapcount/leaparray"
 )
 
@@ -43,7 +44,7 @@ var slotTags = sync.OnceValue(func() []string {
 	tags := make([]string, 16384)
 	for i, left := uint64(0), len(tags); left > 0; i++ { // 87,573 tries, a few ms, once
 		t := strconv.FormatUint(i, 36)
-		if s := slotOf(t); tags[s] == "" {
+		if s := hashslot.Of(t); tags[s] == "" {
 			tags[s] = t
 			left--
 		}
@@ -62,34 +63,3 @@ func tag(key string) string {
 	return "=" + hex.EncodeToString([]byte(key))
 }
 
-// slotOf is the Redis Cluster hash slot of a Redis key: CRC16 (XMODEM) of its hash tag
-// (the bytes between the first '{' and the next '}', when not empty; else the whole
-// key), mod 16384. NewBatch groups a Cluster's counters by it, as one script call's
-// keys must share a slot.
-func slotOf(key string) uint16 {
-	if s := strings.IndexByte(key, '{'); s >= 0 {
-		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
-			key = key[s+1 : s+1+e]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc = crc<<8 ^ crc16tab[byte(crc>>8)^key[i]]
-	}
-	return crc % 16384
-}
-
-var crc16tab = func() (t [256]uint16) {
-	for i := range t {
-		c := uint16(i) << 8
-		for range 8 {
-			if c&0x8000 != 0 {
-				c = c<<1 ^ 0x1021
-			} else {
-				c <<= 1
-			}
-		}
-		t[i] = c
-	}
-	return t
-}()

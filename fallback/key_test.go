@@ -1,12 +1,12 @@
 package fallback
 
 import (
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/leapcount/leapcount/fallback/conformance"
+	"github.com/leapcount/leapcount/hashslot"
 	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
@@ -44,20 +44,7 @@ func hashTag(key string) string {
 }
 
 // slot is CRC16-XMODEM of the hash tag, mod 16384 (the Redis Cluster spec).
-func slot(key string) int64 {
-	var crc uint16
-	for _, c := range []byte(hashTag(key)) {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int64(crc) % 16384
-}
+func slot(key string) int64 { return int64(hashslot.Of(key)) }
 
 // A counter's key and its writer key in a Cluster (the tag of the counter's slot) hash
 // to one slot whatever bytes the key and the writer hold, by Redis's own CLUSTER
@@ -69,14 +56,14 @@ func TestCounterKeysShareOneSlot(t *testing.T) {
 	for _, key := range []string{"user:42", "a{b}c", "}{", "{}", "{", "}", "", "=x", "x}y{z", "\xff{\x00}"} {
 		ck := counterKey(key, sp)
 		want := slot(ck)
-		tag := slotTag(slotOf(ck))
+		tag := slotTag(hashslot.Of(ck))
 		for _, k := range []string{ck, writerKey(tag, "n1.r{1}.7"), writerKey(tag, "}")} {
 			got, err := rc.ClusterKeySlot(bg, k).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != want || slot(k) != want || int64(slotOf(k)) != want {
-				t.Errorf("key %q: CLUSTER KEYSLOT %q = %d, computed %d and %d; want %d (the counter's slot)", key, k, got, slot(k), slotOf(k), want)
+			if got != want || slot(k) != want || int64(hashslot.Of(k)) != want {
+				t.Errorf("key %q: CLUSTER KEYSLOT %q = %d, computed %d and %d; want %d (the counter's slot)", key, k, got, slot(k), hashslot.Of(k), want)
 			}
 		}
 		if tag := hashTag(ck); tag != key && !strings.HasPrefix(tag, "=") {
@@ -144,7 +131,7 @@ func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now in
 			d := Delta{Key: "many" + strconv.Itoa(i), Spec: sp, Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: uint64(i%9 + 1)}}}
 			deltas = append(deltas, d)
 			mem.Merge(d.Key, sp, d.Buckets)
-			slots[slotOf(counterKey(d.Key, sp))] = true
+			slots[hashslot.Of(counterKey(d.Key, sp))] = true
 		}
 	}
 	resetStats(t, nodes...)
@@ -166,7 +153,7 @@ func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now in
 		t.Fatalf("%d writer keys for %d slots; want one per slot", len(marks), len(slots))
 	}
 	for _, c := range b.calls {
-		k := writerKey(slotTag(slotOf(c.keys[1])), "cl")
+		k := writerKey(slotTag(hashslot.Of(c.keys[1])), "cl")
 		if got, want := marks[k], strconv.FormatUint(c.seq, 10); got != want {
 			t.Fatalf("mark %s = %q; want %s, its call's seq", k, got, want)
 		}
@@ -182,23 +169,3 @@ func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now in
 	}
 }
 
-// slotOf (table-driven CRC16) agrees with the bit-by-bit rule on random keys, braces
-// and all, and with the Redis Cluster spec's example.
-func TestSlotOfMatchesSpec(t *testing.T) {
-	if got := slotOf("123456789"); got != 0x31C3%16384 { // CRC16/XMODEM("123456789") = 0x31C3
-		t.Fatalf("slotOf(123456789) = %d; want %d", got, 0x31C3%16384)
-	}
-	s := seed(t)
-	t.Logf("seed %d", s)
-	rng := rand.New(rand.NewPCG(s, 5))
-	alphabet := []byte("ab{}:\x00\xff")
-	for range 2000 {
-		k := make([]byte, rng.IntN(12))
-		for i := range k {
-			k[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		if got, want := int64(slotOf(string(k))), slot(string(k)); got != want {
-			t.Fatalf("slotOf(%q) = %d; want %d", k, got, want)
-		}
-	}
-}
