@@ -62,4 +62,3 @@ func tag(key string) string {
 	}
 	return "=" + hex.EncodeToString([]byte(key))
 }
-

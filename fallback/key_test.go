@@ -168,4 +168,3 @@ func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now in
 		}
 	}
 }
-
