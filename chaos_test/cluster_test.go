@@ -21,7 +21,7 @@ import (
 )
 
 // partitions is the ring's partition count (package ring's default).
-const partitions = 271
+const partitions = 1024
 
 // Three processes started with --join form one cluster in which every node, over HTTP
 // and RESP, answers every counter exactly, and concurrent allows through all three

@@ -18,6 +18,7 @@ import (
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
+	"github.com/leapcount/leapcount/ring"
 )
 
 func respClient(t testing.TB, n *node.Node) *redis.Client {
@@ -177,8 +178,8 @@ func TestClusterView(t *testing.T) {
 		}
 		total += m.Partitions
 	}
-	if total != 271 {
-		t.Fatalf("partition shares add up to %d; want 271", total)
+	if total != ring.DefaultPartitionCount {
+		t.Fatalf("partition shares add up to %d; want %d", total, ring.DefaultPartitionCount)
 	}
 	if s := view.Security; s.RPC != "none" || s.Gossip != "open" {
 		t.Errorf("security %+v; want rpc none, gossip open (no keys in this test)", s)

@@ -4,15 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
+
+	"github.com/leapcount/leapcount/hashslot"
 )
 
 // Defaults for Config. They must be the same on every node of a cluster.
 const (
-	// DefaultPartitionCount is a prime (consistent's own default): keys spread evenly
-	// over partitions whatever the hash's low bits do. 271 partitions keep the owner
-	// table small and a rebuild cheap, still give every member of a 100-node cluster
-	// two or three partitions, and cap a cluster at 271 members.
-	DefaultPartitionCount = 271
+	// DefaultPartitionCount groups Redis Cluster's 16384 hash slots by 16 contiguous
+	// slots: a key's partition is its slot / 16 (see Ring.Partition). 1024 partitions keep
+	// the owner table and the lease sets small and a rebuild cheap, give every member of
+	// a 64-node cluster about 16, and cap a cluster at 1024 members; contiguous groups
+	// keep CLUSTER SLOTS to at most 1024 ranges.
+	DefaultPartitionCount = 1024
 	// DefaultReplicationFactor is the number of virtual nodes per member. 20 spreads
 	// the ring walk well enough for the load bound to do the rest; more costs build
 	// time (members × factor hashes and a sort) for little gain.
@@ -25,7 +29,7 @@ const (
 
 // Config tunes placement. The zero value means the defaults.
 type Config struct {
-	PartitionCount    int     // partitions keys are hashed into; also the most members a ring can place
+	PartitionCount    int     // partitions the 16384 hash slots are grouped into (a power of two); also the most members a ring can place
 	ReplicationFactor int     // virtual nodes per member on the hash ring; at least 2
 	Load              float64 // a member owns at most ceil(floor(P/M)·Load) partitions; must be > 1
 }
@@ -44,15 +48,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// maxPartitions keeps the owner table's int32 indexes and the build time reasonable.
-const maxPartitions = 1 << 20
 
 // Validate reports the first field, after defaults, that cannot work, naming it.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
-	case c.PartitionCount < 1 || c.PartitionCount > maxPartitions:
-		return fmt.Errorf("ring: PartitionCount %d out of range [1, %d]", c.PartitionCount, maxPartitions)
+	case c.PartitionCount < 1 || c.PartitionCount > hashslot.Count || c.PartitionCount&(c.PartitionCount-1) != 0:
+		return fmt.Errorf("ring: PartitionCount %d: want a power of two from 1 to %d (slots are grouped evenly)", c.PartitionCount, hashslot.Count)
 	case c.ReplicationFactor < 2 || c.ReplicationFactor > 1000:
 		// consistent's bounded-load walk looks at all virtual nodes but one, so with
 		// one per member it can miss the only member with room, and panic.
@@ -74,4 +76,9 @@ func (c Config) MaxShare(members int) int {
 		return 0
 	}
 	return int(math.Ceil(float64(c.PartitionCount/members) * c.Load))
+}
+
+// slotShift is how far a slot is shifted right to give its partition.
+func (c Config) slotShift() int {
+	return bits.TrailingZeros(uint(hashslot.Count / c.PartitionCount))
 }

@@ -1,9 +1,11 @@
 // Package ring decides which node owns a counter: a pure, immutable placement table
 // built from a member set, with no I/O and no clock.
 //
-// Keys are hashed into a fixed number of partitions (xxhash64 of the key, modulo the
-// partition count), and partitions are spread over members by consistent hashing with
-// bounded loads (github.com/buraksezer/consistent). Ownership is by key only: a counter
+// Keys are hashed into Redis Cluster's 16384 hash slots (package hashslot: CRC16 of the
+// key's {hash tag}, as Redis computes it), slots are grouped into a fixed number of
+// partitions of contiguous slots (1024 of 16 by default), and partitions are spread over
+// members by consistent hashing with bounded loads (github.com/buraksezer/consistent,
+// hashing member and partition names with xxhash64). Ownership is by key only: a counter
 // is identified by (key, window, buckets), but every shape of one key lives on the same
 // owner, so an operation never needs more than one node per key.
 //
@@ -35,8 +37,8 @@
 // A join or leave can also move partitions between surviving members, not only to
 // or from the member that changed: the bound steps with floor(P/M), and a lower bound
 // makes full members shed partitions. It is worst where M members at the new bound
-// barely hold P partitions (271 partitions: the 55th, 68th, 91st and 136th member),
-// up to about a quarter of all partitions; for a handful of members it is a few.
+// barely hold P partitions, up to about a quarter of all partitions; for a handful of
+// members it is a few percent (TestMovedOnJoin logs the figures).
 //
 // A Ring is immutable and safe for concurrent use; a membership change builds a new
 // Ring, and Moved lists the partitions whose owner changed, for handoff.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/buraksezer/consistent"
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/leapcount/leapcount/hashslot"
 )
 
 // Member is a node that can own partitions.
@@ -24,6 +26,7 @@ type Ring struct {
 	members []Member // sorted by name, names unique
 	owners  []int32  // partition → index into members; nil when the ring owns nothing
 	epoch   uint64
+	shift   int // slot >> shift is the slot's partition
 	err     error
 }
 
@@ -34,6 +37,9 @@ type Ring struct {
 func New(members []Member, cfg Config) *Ring {
 	cfg = cfg.withDefaults()
 	r := &Ring{cfg: cfg, members: normalize(members)}
+	if cfg.Validate() == nil {
+		r.shift = cfg.slotShift()
+	}
 	r.epoch = epochOf(cfg, r.members)
 	r.owners, r.err = place(r.members, cfg)
 	return r
@@ -105,21 +111,27 @@ func build(members []Member, cfg Config) (c *consistent.Consistent, err error) {
 	}), nil
 }
 
-// hasher is consistent's Hasher: xxhash64, the same function Partition uses.
+// hasher is consistent's Hasher: xxhash64 of member and partition names.
 type hasher struct{}
 
 func (hasher) Sum64(b []byte) uint64 { return xxhash.Sum64(b) }
 
-// Partition returns the partition key hashes to: xxhash64(key) mod PartitionCount,
-// exactly as consistent's FindPartitionID computes it. It needs no members, but a
-// valid Config.
+// Partition returns the partition key belongs to: its Redis Cluster hash slot (package
+// hashslot) divided by the slots per partition, so partition p holds the contiguous
+// slots SlotRange(p) and keys with one {hash tag} share a partition. It needs no
+// members, but a valid Config.
 func (r *Ring) Partition(key string) int {
-	return int(xxhash.Sum64String(key) % uint64(r.cfg.PartitionCount))
+	return int(hashslot.Of(key)) >> r.shift
 }
 
 // PartitionBytes is Partition for a key held in a byte slice.
 func (r *Ring) PartitionBytes(key []byte) int {
-	return int(xxhash.Sum64(key) % uint64(r.cfg.PartitionCount))
+	return int(hashslot.Of(key)) >> r.shift
+}
+
+// SlotRange returns the first and last hash slot of partition p.
+func (r *Ring) SlotRange(p int) (first, last int) {
+	return p << r.shift, (p+1)<<r.shift - 1
 }
 
 // Owner returns the member that owns key; ok is false when the ring owns nothing.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/buraksezer/consistent"
+
+	"github.com/leapcount/leapcount/hashslot"
 )
 
 func members(n int) []Member {
@@ -55,16 +57,19 @@ func TestOwnerMatchesConsistent(t *testing.T) {
 	for i, m := range ms {
 		cm[i] = m
 	}
-	c := consistent.New(cm, consistent.Config{Hasher: hasher{}, PartitionCount: 271, ReplicationFactor: 20, Load: 1.25})
+	c := consistent.New(cm, consistent.Config{Hasher: hasher{}, PartitionCount: 1024, ReplicationFactor: 20, Load: 1.25})
 	for i := range 2000 {
 		key := fmt.Sprintf("user:%d", i)
+		if gp, wp := r.Partition(key), int(hashslot.Of(key))/16; gp != wp {
+			t.Fatalf("Partition(%q) = %d; want its slot / 16 = %d", key, gp, wp)
+		}
+		if first, last := r.SlotRange(r.Partition(key)); int(hashslot.Of(key)) < first || int(hashslot.Of(key)) > last || last-first != 15 {
+			t.Fatalf("SlotRange(%d) = %d..%d; want the 16 slots holding %d", r.Partition(key), first, last, hashslot.Of(key))
+		}
 		got, ok := r.Owner(key)
-		want := c.LocateKey([]byte(key)).String()
+		want := c.GetPartitionOwner(r.Partition(key)).String()
 		if !ok || got.Name != want {
 			t.Fatalf("Owner(%q) = %q, %v; want %q", key, got.Name, ok, want)
-		}
-		if gp, wp := r.Partition(key), c.FindPartitionID([]byte(key)); gp != wp {
-			t.Fatalf("Partition(%q) = %d; want %d", key, gp, wp)
 		}
 		if b, _ := r.OwnerBytes([]byte(key)); b != got {
 			t.Fatalf("OwnerBytes(%q) = %q; want %q", key, b.Name, got.Name)
@@ -80,12 +85,12 @@ func TestEpoch(t *testing.T) {
 		equal bool
 	}{
 		{"same set", New(members(3), Config{}), true},
-		{"same set, defaults spelled out", New(members(3), Config{PartitionCount: 271, ReplicationFactor: 20, Load: 1.25}), true},
+		{"same set, defaults spelled out", New(members(3), Config{PartitionCount: 1024, ReplicationFactor: 20, Load: 1.25}), true},
 		{"repeated member", New(append(members(3), members(3)[1]), Config{}), true},
 		{"extra member", New(members(4), Config{}), false},
 		{"fewer members", New(members(2), Config{}), false},
 		{"other rpc addr", New(append(members(2), Member{Name: "node-2", RPCAddr: "10.0.0.9:7947"}), Config{}), false},
-		{"other partition count", New(members(3), Config{PartitionCount: 127}), false},
+		{"other partition count", New(members(3), Config{PartitionCount: 512}), false},
 		{"other load", New(members(3), Config{Load: 1.5}), false},
 	}
 	for _, c := range cases {
@@ -141,7 +146,8 @@ func TestMovedOnJoin(t *testing.T) {
 		if got := len(moved) - between; got != share {
 			t.Errorf("n=%d: got %d partitions moved to the newcomer; want its share %d", n, got, share)
 		}
-		if limit := next.PartitionCount() / 2; len(moved) > limit {
+		// The newcomer's bound, and an eighth of all partitions between old members.
+		if limit := next.Config().MaxShare(n+1) + next.PartitionCount()/8; len(moved) > limit {
 			t.Errorf("n=%d: got %d partitions moved; want at most %d", n, len(moved), limit)
 		}
 		t.Logf("n=%d: %d moved, %d to the newcomer, %d between old members", n, len(moved), share, between)
@@ -180,7 +186,7 @@ func TestMovedEdgeCases(t *testing.T) {
 }
 
 func TestBalanceWithinLoadBound(t *testing.T) {
-	for _, n := range []int{2, 3, 5, 10, 50, 100, 271} {
+	for _, n := range []int{2, 3, 5, 10, 50, 100, 271, 1024} {
 		r := New(members(n), Config{})
 		if r.Err() != nil {
 			t.Fatalf("n=%d: %v", n, r.Err())
@@ -238,7 +244,7 @@ func TestUnplaceableNeverPanics(t *testing.T) {
 		field   string
 	}{
 		{"more members than partitions", 8, Config{PartitionCount: 7}, "PartitionCount"},
-		{"load 1 cannot fit 271 on 3", 3, Config{Load: 1}, "Load"},
+		{"load 1 cannot fit 1024 on 3", 3, Config{Load: 1}, "Load"},
 		{"load below 1", 3, Config{Load: 0.5}, "Load"},
 		{"NaN load", 3, Config{Load: math.NaN()}, "Load"},
 		{"negative partitions", 3, Config{PartitionCount: -1}, "PartitionCount"},
