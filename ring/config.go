@@ -48,7 +48,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-
 // Validate reports the first field, after defaults, that cannot work, naming it.
 func (c Config) Validate() error {
 	c = c.withDefaults()
