@@ -65,7 +65,7 @@ func Start(cfg Config) (c *Cluster, err error) {
 	if inc == 0 {
 		inc = uint64(time.Now().UnixNano())
 	}
-	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, incarnation: inc}}
+	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, clientAddr: cfg.ClientAddr, incarnation: inc}}
 	mc, err := c.memberlistConfig(cfg)
 	if err != nil {
 		return nil, err

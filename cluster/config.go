@@ -25,6 +25,7 @@ type Config struct {
 	BindAddr      string   // gossip host:port, TCP and UDP; port 0 picks a free port (see LocalAddr)
 	AdvertiseAddr string   // host (or host:port) peers use to reach our gossip port; empty: the bound address
 	RPCAddr       string   // node-to-node address, host:port, advertised to peers in metadata
+	ClientAddr    string   // where Redis Cluster clients reach this node, host:port, advertised too (optional)
 	Join          []string // gossip addresses of existing members (host:port, or host for port 7946)
 
 	// RejoinInterval is how often the seeds not seen and the members seen to die are
@@ -98,6 +99,11 @@ func (c Config) Validate() error {
 	if err := checkRPCAddr(c.RPCAddr); err != nil {
 		bad("RPCAddr", "%v", err)
 	}
+	if c.ClientAddr != "" {
+		if err := checkRPCAddr(c.ClientAddr); err != nil {
+			bad("ClientAddr", "%v", err)
+		}
+	}
 	for i, s := range c.Join {
 		if s == "" || strings.ContainsAny(s, " \t\n") {
 			bad(fmt.Sprintf("Join[%d]", i), "%q is not an address", s)
@@ -131,11 +137,11 @@ func checkHostPort(s string, needPort bool) error {
 	return nil
 }
 
-// checkRPCAddr accepts what a peer can dial: a concrete host and a non-zero port,
-// short enough to fit the metadata.
+// checkRPCAddr accepts what a peer (or client) can dial: a concrete host and a
+// non-zero port, short enough to fit the metadata.
 func checkRPCAddr(s string) error {
-	if len(s) > maxRPCAddr {
-		return fmt.Errorf("%q is longer than %d bytes", s, maxRPCAddr)
+	if len(s) > maxAddr {
+		return fmt.Errorf("%q is longer than %d bytes", s, maxAddr)
 	}
 	if err := checkHostPort(s, true); err != nil {
 		return err

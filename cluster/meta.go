@@ -9,48 +9,63 @@ import (
 // Node metadata, as gossiped in memberlist's alive messages (at most
 // memberlist.MetaMaxSize = 512 bytes):
 //
-//	byte 0       metaVersion
+//	byte 0       metaVersion (2)
 //	byte 1       flags (flagLeaving)
 //	bytes 2..9   incarnation, big-endian uint64
-//	bytes 10..   RPC address
+//	bytes 10..11 length of the RPC address, big-endian uint16
+//	then         RPC address, then the client address (to the end)
 //
-// The address runs to the end, so any new field needs a new version; decode rejects
-// versions it does not know rather than misread them.
+// Version 1 had no length and no client address (the RPC address ran to the end); it
+// is still read. decode rejects versions it does not know rather than misread them.
 const (
-	metaVersion = 1
-	metaHeader  = 10
-	flagLeaving = 1 << 0
-	maxRPCAddr  = 300 // keeps metaHeader+address well under memberlist's 512-byte limit
+	metaVersion   = 2
+	metaVersionV1 = 1
+	metaHeaderV1  = 10
+	metaHeader    = 12
+	flagLeaving   = 1 << 0
+	maxAddr       = 240 // two addresses and the header stay under memberlist's 512 bytes
 )
 
 type meta struct {
 	rpcAddr     string
+	clientAddr  string // where Redis Cluster clients reach this node (CLUSTER SLOTS); may be empty
 	incarnation uint64
 	leaving     bool
 }
 
 func (m meta) encode() []byte {
-	b := make([]byte, metaHeader, metaHeader+len(m.rpcAddr))
+	b := make([]byte, metaHeader, metaHeader+len(m.rpcAddr)+len(m.clientAddr))
 	b[0] = metaVersion
 	if m.leaving {
 		b[1] |= flagLeaving
 	}
 	binary.BigEndian.PutUint64(b[2:], m.incarnation)
-	return append(b, m.rpcAddr...)
+	binary.BigEndian.PutUint16(b[10:], uint16(len(m.rpcAddr)))
+	b = append(b, m.rpcAddr...)
+	return append(b, m.clientAddr...)
 }
 
 var errMeta = errors.New("cluster: bad node metadata")
 
 func decodeMeta(b []byte) (meta, error) {
-	if len(b) < metaHeader {
+	if len(b) < metaHeaderV1 {
 		return meta{}, fmt.Errorf("%w: %d bytes", errMeta, len(b))
 	}
-	if b[0] != metaVersion {
+	m := meta{leaving: b[1]&flagLeaving != 0, incarnation: binary.BigEndian.Uint64(b[2:])}
+	switch b[0] {
+	case metaVersionV1:
+		m.rpcAddr = string(b[metaHeaderV1:])
+	case metaVersion:
+		if len(b) < metaHeader {
+			return meta{}, fmt.Errorf("%w: %d bytes", errMeta, len(b))
+		}
+		n := int(binary.BigEndian.Uint16(b[10:]))
+		if n > len(b)-metaHeader {
+			return meta{}, fmt.Errorf("%w: RPC address of %d bytes in %d", errMeta, n, len(b))
+		}
+		m.rpcAddr, m.clientAddr = string(b[metaHeader:metaHeader+n]), string(b[metaHeader+n:])
+	default:
 		return meta{}, fmt.Errorf("%w: version %d", errMeta, b[0])
 	}
-	return meta{
-		leaving:     b[1]&flagLeaving != 0,
-		incarnation: binary.BigEndian.Uint64(b[2:]),
-		rpcAddr:     string(b[metaHeader:]),
-	}, nil
+	return m, nil
 }

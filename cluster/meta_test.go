@@ -12,6 +12,7 @@ func TestMetaRoundTrip(t *testing.T) {
 	for _, want := range []meta{
 		{rpcAddr: "10.0.0.1:7947", incarnation: 1_700_000_000_123_456_789},
 		{rpcAddr: "node.example:7947", incarnation: 1, leaving: true},
+		{rpcAddr: "10.0.0.1:7947", clientAddr: "client.example:7380", incarnation: 2},
 	} {
 		got, err := decodeMeta(want.encode())
 		if err != nil || got != want {
@@ -21,7 +22,7 @@ func TestMetaRoundTrip(t *testing.T) {
 }
 
 func TestMetaFitsMemberlistLimit(t *testing.T) {
-	d := &delegate{meta: meta{rpcAddr: strings.Repeat("h", maxRPCAddr), incarnation: 1}}
+	d := &delegate{meta: meta{rpcAddr: strings.Repeat("h", maxAddr), clientAddr: strings.Repeat("c", maxAddr), incarnation: 1}}
 	d.leaving.Store(true)
 	b := d.NodeMeta(memberlist.MetaMaxSize)
 	if len(b) == 0 || len(b) > memberlist.MetaMaxSize {
@@ -29,8 +30,18 @@ func TestMetaFitsMemberlistLimit(t *testing.T) {
 	}
 }
 
+// A version-1 member (an earlier release) is still read: its RPC address runs to the end.
+func TestMetaVersion1IsRead(t *testing.T) {
+	b := append([]byte{1, flagLeaving, 0, 0, 0, 0, 0, 0, 0, 7}, "10.0.0.1:7947"...)
+	got, err := decodeMeta(b)
+	if want := (meta{rpcAddr: "10.0.0.1:7947", incarnation: 7, leaving: true}); err != nil || got != want {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+}
+
 func TestDecodeMetaRejectsForeignData(t *testing.T) {
-	for _, b := range [][]byte{nil, []byte("short"), append([]byte{9}, make([]byte, 20)...)} {
+	for _, b := range [][]byte{nil, []byte("short"), append([]byte{9}, make([]byte, 20)...),
+		{2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 40, 'x'}, {2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}} {
 		if _, err := decodeMeta(b); !errors.Is(err, errMeta) {
 			t.Errorf("decodeMeta(%q): got %v; want errMeta", b, err)
 		}
