@@ -80,8 +80,9 @@ func (l capListener) Accept() (net.Conn, error) {
 
 // capConn is the connection redcon reads from. It counts the bytes read since the last
 // write, runs the guard over them, holds back what redcon would parse again and again
-// (see guard and holdMax), and sets the read and write deadlines. Read and Write are called by the connection's one
-// goroutine in redcon; so is authenticated, from a command's handler.
+// (see guard and holdMax), and sets the read and write deadlines. Read and Write are
+// called by the connection's one goroutine in redcon; so is authenticated, from a
+// command's handler.
 type capConn struct {
 	net.Conn
 	cfg        connConfig
