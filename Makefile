@@ -19,12 +19,13 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Runs each parser and decoder fuzzer for a while (the seed corpora run in every `make test`).
+# Runs each parser and decoder fuzzer (and the RESP framing guard's) for a while (the seed corpora run in every `make test`).
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseOp -fuzztime $(FUZZTIME) ./httpapi/
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./respapi/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) ./rpc/
+	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./respapi/
 
 clean:
 	rm -rf bin

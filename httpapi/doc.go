@@ -10,4 +10,8 @@
 // unknown JSON fields or query parameters, trailing data after the JSON object, and
 // fields that do not apply to the operation are all 400. Numbers are read exactly
 // (never through float64), so limits up to 2^62 survive.
+//
+// The bearer token is checked by an Authorizer, within a budget of wrong guesses per
+// source address (internal/authlimit) that the node shares with the RESP front end: a
+// source over it gets 429 with Retry-After, its token unchecked.
 package httpapi

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/leaparray"
 )
 
@@ -79,7 +81,9 @@ func TestOptionalRoutesAbsent(t *testing.T) {
 }
 
 func TestTokenGuardsAPIAndMetrics(t *testing.T) {
-	a := newAPI(t, func(c *Config) { c.Token = "s3cret" })
+	// A budget for every wrong guess below (TestWrongTokensAreLimited tests the limit).
+	limiter := authlimit.New(authlimit.Config{Burst: 100})
+	a := newAPI(t, func(c *Config) { c.Token, c.AuthLimiter = "s3cret", limiter })
 	guarded := []struct{ method, path, body string }{
 		{"POST", "/v1/incr", `{"key":"a","window":"1m"}`},
 		{"GET", "/v1/count?key=a&window=1m", ""},
@@ -107,6 +111,38 @@ func TestTokenGuardsAPIAndMetrics(t *testing.T) {
 		if r := a.get(path); r.code != http.StatusOK {
 			t.Fatalf("GET %s without a token: got %d; want 200", path, r.code)
 		}
+	}
+}
+
+func TestWrongTokensAreLimited(t *testing.T) {
+	clock := newClock()
+	limiter := authlimit.New(authlimit.Config{Burst: 3, Every: 90 * time.Second,
+		Now: func() time.Time { return time.UnixMilli(clock.Now()) }})
+	a := newAPI(t, func(c *Config) { c.Token, c.AuthLimiter = "s3cret", limiter })
+	const incr = `{"key":"a","window":"1m"}`
+	for range 5 { // right tokens cost nothing, and no token is not a guess
+		if r := a.do("POST", "/v1/incr", incr, "Authorization", "Bearer s3cret"); r.code != http.StatusOK {
+			t.Fatalf("right token: got %d (%s); want 200", r.code, r.raw)
+		}
+		wantError(t, a.post("/v1/incr", incr), http.StatusUnauthorized, "bearer token")
+	}
+	for range 3 {
+		wantError(t, a.do("POST", "/v1/incr", incr, "Authorization", "Bearer wrong"), http.StatusUnauthorized, "bearer token")
+	}
+	for _, token := range []string{"wrong", "s3cret"} { // over budget: not even checked
+		r := a.do("GET", "/v1/count?key=a&window=1m", "", "Authorization", "Bearer "+token)
+		wantError(t, r, http.StatusTooManyRequests, "too many failed authentication attempts")
+		if got := r.header.Get("Retry-After"); got != "90" {
+			t.Fatalf("Retry-After: got %q; want 90", got)
+		}
+	}
+	if r := a.get("/healthz"); r.code != http.StatusOK {
+		t.Fatalf("GET /healthz while limited: got %d; want 200", r.code)
+	}
+	clock.Advance(90_000)
+	r := a.do("GET", "/v1/count?key=a&window=1m", "", "Authorization", "Bearer s3cret")
+	if r.code != http.StatusOK {
+		t.Fatalf("after Retry-After, the right token: got %d (%s); want 200", r.code, r.raw)
 	}
 }
 

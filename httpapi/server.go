@@ -1,15 +1,14 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/authlimit"
 )
 
 // DefaultMaxBodyBytes caps a request body when Config.MaxBodyBytes is 0. A full batch
@@ -26,6 +25,10 @@ type Config struct {
 	// and /metrics (401 otherwise). /healthz and /readyz never need it, so probes
 	// work without the secret.
 	Token string
+	// AuthLimiter limits wrong tokens per source address: a source over its budget
+	// gets 429 with Retry-After, its token unchecked. Give RESP the same one, so a
+	// guesser has one budget. nil: a limiter of this server's own.
+	AuthLimiter *authlimit.Limiter
 
 	Ready      func() bool           // /readyz answers 200 when it returns true; nil: always ready
 	Cluster    func() any            // the JSON body of GET /v1/cluster; nil: the route is absent (404)
@@ -47,6 +50,7 @@ type route struct {
 // counts the request in the metrics under the route's name.
 type server struct {
 	cfg     Config
+	auth    *Authorizer
 	log     *slog.Logger
 	routes  map[string]http.Handler // by path: guarded and instrumented
 	unknown http.Handler            // 404s, instrumented under their own route name
@@ -61,7 +65,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	s := &server{cfg: cfg, log: cfg.Logger}
+	s := &server{cfg: cfg, auth: NewAuthorizer(cfg.Token, cfg.AuthLimiter), log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -119,26 +123,12 @@ func (s *server) guard(rt route) http.Handler {
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+rt.method)
 			return
 		}
-		if rt.auth && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="leapcount"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		if rt.auth && !s.auth.Allow(w, r) {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		rt.h.ServeHTTP(w, r)
 	})
-}
-
-func (s *server) authorized(r *http.Request) bool {
-	if s.cfg.Token == "" {
-		return true
-	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	// Constant time, so the answer's timing does not tell how much of a guess was right.
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.Token)) == 1
 }
 
 func (s *server) handleHealthz(w http.ResponseWriter, _ *http.Request) {

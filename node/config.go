@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -27,8 +28,12 @@ type Config struct {
 	Join         []string // --join
 	RedisURL     string   // --redis
 	Token        string   // --token: required on every client request when set
+	TokenFile    string   // --token-file: a file holding the token (trailing newline trimmed), read at start instead of --token
 	MaxKeyBytes  int      // --max-key-bytes
 	MaxBodyBytes int64    // --max-body-bytes
+	MaxClients   int      // --max-clients: most open connections on the RESP listener, and on the HTTP one
+
+	RESPIdleTimeout time.Duration // --resp-idle-timeout: a RESP connection that sends nothing this long is closed; 0: never
 
 	// The cluster plane (see README, Security, and package peerauth).
 	TLSCertFile string   // --tls-cert: this node's certificate (PEM), for mutual TLS between nodes
@@ -72,6 +77,8 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultFlushInterval   = 100 * time.Millisecond
 	DefaultHandoffWait     = 2 * time.Second
+	DefaultMaxClients      = 10000           // as Redis's maxclients
+	DefaultRESPIdleTimeout = 5 * time.Minute // --resp-idle-timeout's default (a zero Config means never)
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.
@@ -111,6 +118,15 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateSecurity(); err != nil {
 		return err
+	}
+	if c.Token != "" && c.TokenFile != "" {
+		return &ConfigError{"token-file", "give --token or --token-file, not both"}
+	}
+	if c.MaxClients < 1 {
+		return &ConfigError{"max-clients", fmt.Sprintf("%d: must be at least 1", c.MaxClients)}
+	}
+	if c.RESPIdleTimeout < 0 {
+		return &ConfigError{"resp-idle-timeout", "must not be negative (0: never)"}
 	}
 	if c.MaxKeyBytes < 1 || c.MaxKeyBytes > 1<<20 {
 		return &ConfigError{"max-key-bytes", fmt.Sprintf("%d: must be from 1 to 1048576", c.MaxKeyBytes)}
@@ -182,6 +198,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.MaxClients == 0 {
+		c.MaxClients = DefaultMaxClients
+	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval
 	}
@@ -204,6 +223,25 @@ func (c Config) WithDefaults() Config {
 		c.Now = func() int64 { return time.Now().UnixMilli() }
 	}
 	return c
+}
+
+// loadToken reads the token from TokenFile, when set, into Token. It is read once, at
+// start: a changed file takes effect at the next start.
+func (c *Config) loadToken() error {
+	if c.TokenFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.TokenFile)
+	if err != nil {
+		return &ConfigError{"token-file", err.Error()}
+	}
+	if c.Token = strings.TrimRight(string(b), "\r\n"); c.Token == "" {
+		return &ConfigError{"token-file", fmt.Sprintf("%s is empty", c.TokenFile)}
+	}
+	if st, err := os.Stat(c.TokenFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+		c.Logger.Warn("the token file can be read by other users than its owner", "file", c.TokenFile, "mode", st.Mode().Perm())
+	}
+	return nil
 }
 
 // validateGossip checks the failure-detection flags.

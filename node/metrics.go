@@ -26,5 +26,17 @@ func (n *Node) registerMetrics() {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_ring_builds_total", Help: "Rings built from membership (each change builds one).",
 		}, func() float64 { return float64(n.RingBuilds()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_http_connections_refused_total", Help: "HTTP connections refused for being over --max-clients.",
+		}, func() float64 {
+			if n.httpLn == nil {
+				return 0
+			}
+			return float64(n.httpLn.Refused())
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_auth_refused_total",
+			Help: "Token guesses (RESP AUTH, HTTP bearer) refused unchecked: their source had used up its budget of wrong guesses.",
+		}, func() float64 { return float64(n.authLimiter.Refused()) }),
 	)
 }

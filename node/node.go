@@ -17,6 +17,7 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/httpapi"
+	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/internal/connlimit"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
@@ -46,8 +47,10 @@ type Node struct {
 	stopLeases  context.CancelFunc
 	leaseLoop   sync.WaitGroup
 
+	authLimiter *authlimit.Limiter // wrong tokens per source, for HTTP and RESP alike
+
 	httpSrv   *http.Server
-	httpLn    net.Listener
+	httpLn    *connlimit.Listener
 	resp      *respapi.Server
 	respLn    net.Listener
 	rpcSrv    *rpc.Server
@@ -72,7 +75,11 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.Logger = cfg.Logger.With("node", cfg.Name)
-	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), incarnation: uint64(time.Now().UnixNano())}
+	if err := cfg.loadToken(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), incarnation: uint64(time.Now().UnixNano()),
+		authLimiter: authlimit.New(authlimit.Config{})}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
 	auth, err := cfg.peerAuth()
 	if err != nil {
@@ -138,21 +145,24 @@ func (n *Node) serves() bool { return n.joined.Load() && n.router.Ring() != nil 
 
 func (n *Node) listen(limits counter.Limits) error {
 	h, err := httpapi.New(httpapi.Config{
-		Doer: n.doer, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token,
+		Doer: n.doer, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		Ready: n.Ready, Cluster: n.clusterInfo, Registerer: n.reg, Logger: n.cfg.Logger,
 		Metrics: promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}),
 	})
 	if err != nil {
 		return err
 	}
-	n.resp, err = respapi.New(respapi.Config{Doer: n.doer, Limits: limits, Token: n.cfg.Token, Registerer: n.reg,
+	n.resp, err = respapi.New(respapi.Config{Doer: n.doer, Limits: limits, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
+		MaxClients: n.cfg.MaxClients, IdleTimeout: n.cfg.RESPIdleTimeout, Registerer: n.reg,
 		Logger: n.cfg.Logger, MaxUnanswered: max(n.cfg.MaxBodyBytes, respapi.DefaultMaxUnanswered)})
 	if err != nil {
 		return err
 	}
-	if n.httpLn, err = n.cfg.Listen("tcp", n.cfg.HTTPAddr); err != nil {
+	httpLn, err := n.cfg.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
 		return &ConfigError{"http", err.Error()}
 	}
+	n.httpLn = connlimit.New(httpLn, n.cfg.MaxClients, httpRefusal)
 	if n.respLn, err = n.cfg.Listen("tcp", n.cfg.RESPAddr); err != nil {
 		return &ConfigError{"resp", err.Error()}
 	}
@@ -161,7 +171,7 @@ func (n *Node) listen(limits counter.Limits) error {
 	}
 	n.rpcLn = connlimit.New(n.rpcLn, maxPeerConns, "")
 	if n.cfg.Pprof {
-		h = withPprof(h, n.cfg.Token)
+		h = withPprof(h, httpapi.NewAuthorizer(n.cfg.Token, n.authLimiter))
 	}
 	n.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	return nil
@@ -189,8 +199,17 @@ func (n *Node) serve() {
 	}()
 }
 
+// httpRefusal is the answer to an HTTP connection over --max-clients.
+var httpRefusal = func() string {
+	const body = `{"error":"max number of clients reached"}` + "\n"
+	return fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}()
+
 func (n *Node) closeListeners() {
-	for _, ln := range []net.Listener{n.httpLn, n.respLn, n.rpcLn} {
+	if n.httpLn != nil {
+		n.httpLn.Close()
+	}
+	for _, ln := range []net.Listener{n.respLn, n.rpcLn} {
 		if ln != nil {
 			ln.Close()
 		}

@@ -1,15 +1,16 @@
 package node
 
 import (
-	"crypto/subtle"
 	"net/http"
 	"net/http/pprof"
 	"strings"
+
+	"github.com/leapcount/leapcount/httpapi"
 )
 
-// withPprof serves Go's profiler under /debug/pprof/ (with --pprof), behind the token
-// when one is set, and everything else with api.
-func withPprof(api http.Handler, token string) http.Handler {
+// withPprof serves Go's profiler under /debug/pprof/ (with --pprof), behind auth (the
+// token, when one is set), and everything else with api.
+func withPprof(api http.Handler, auth *httpapi.Authorizer) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -21,11 +22,8 @@ func withPprof(api http.Handler, token string) http.Handler {
 			api.ServeHTTP(w, r)
 			return
 		}
-		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			http.Error(w, `{"error":"missing or wrong token"}`, http.StatusUnauthorized)
-			return
+		if auth.Allow(w, r) {
+			mux.ServeHTTP(w, r)
 		}
-		mux.ServeHTTP(w, r)
 	})
 }

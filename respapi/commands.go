@@ -106,17 +106,32 @@ func (s *Server) auth(c *client, args [][]byte) error {
 		}
 		return errorf("ERR", "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	}
-	if !s.tokenMatches(args[len(args)-1]) {
-		return errWrongPass
+	if err := s.checkToken(c, args[len(args)-1]); err != nil {
+		return err
 	}
-	c.authed = true
 	c.conn.WriteString("OK")
 	return nil
 }
 
-func (s *Server) tokenMatches(guess []byte) bool {
+// checkToken checks a guess of the token, if the client's source has not used up its
+// budget of wrong guesses (then it is answered unchecked and the connection closed),
+// and authenticates the connection if the guess is right.
+func (s *Server) checkToken(c *client, guess []byte) error {
+	if ok, _ := s.limiter.Take(c.source); !ok {
+		c.quit = true // answered, then closed
+		s.metrics.dropped[dropAuthLimited].Inc()
+		return errAuthLimited
+	}
 	// Constant time, so the reply's timing does not tell how much of a guess was right.
-	return subtle.ConstantTimeCompare(guess, []byte(s.cfg.Token)) == 1
+	if subtle.ConstantTimeCompare(guess, []byte(s.cfg.Token)) != 1 {
+		return errWrongPass
+	}
+	s.limiter.Refund(c.source) // only wrong guesses cost
+	c.authed = true
+	if c.cc != nil {
+		c.cc.authenticated()
+	}
+	return nil
 }
 
 // hello answers HELLO [protover [AUTH username password] [SETNAME name]] as Redis 7
@@ -144,10 +159,9 @@ func (s *Server) hello(c *client, args [][]byte) error {
 		}
 	}
 	if password != nil && s.cfg.Token != "" {
-		if !s.tokenMatches(password) {
-			return errWrongPass
+		if err := s.checkToken(c, password); err != nil {
+			return err
 		}
-		c.authed = true
 	}
 	if !c.authed {
 		return errorf("NOAUTH", "HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")

@@ -15,4 +15,18 @@
 // then send one request per owner for a whole pipeline instead of one per command.
 // Any other command in the pipeline ends the batch: the batch is decided and answered
 // first, so replies and connection state (AUTH) keep the client's order.
+//
+// # Hostile clients
+//
+// Every connection reads through capConn, which runs a framing guard over the bytes
+// before redcon's reader sees them (see guard.go for what redcon would loop on and
+// why the guard sits in front of it): a bad multibulk count, bulk length, header or
+// inline line gets "-ERR Protocol error: ..." and the connection is closed, as does a
+// client that sends more than MaxUnanswered bytes without reading a reply. capConn
+// also keeps the deadlines: IdleTimeout for a silent client, AuthTimeout for one that
+// has not authenticated, WriteTimeout for one that does not read its replies.
+// MaxClients caps the connections (internal/connlimit), and wrong AUTH guesses are
+// limited per source address (internal/authlimit). The metrics count what was
+// dropped and why (leapcount_resp_connections_dropped_total) and what was refused
+// (leapcount_resp_connections_refused_total).
 package respapi

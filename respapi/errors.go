@@ -44,10 +44,11 @@ func unknownCommand(args [][]byte) error {
 }
 
 var (
-	errNoAuth     = errorf("NOAUTH", "Authentication required.")
-	errWrongPass  = errorf("WRONGPASS", "invalid username-password pair or user is disabled.")
-	errNoProto    = errorf("NOPROTO", "unsupported protocol version")
-	errNotInteger = errorf("ERR", "value is not an integer or out of range")
+	errNoAuth      = errorf("NOAUTH", "Authentication required.")
+	errWrongPass   = errorf("WRONGPASS", "invalid username-password pair or user is disabled.")
+	errNoProto     = errorf("NOPROTO", "unsupported protocol version")
+	errNotInteger  = errorf("ERR", "value is not an integer or out of range")
+	errAuthLimited = errorf("ERR", "too many failed AUTH attempts; retry later")
 )
 
 // replyText is the error reply for err, without the leading '-'. (redcon's WriteError

@@ -1,6 +1,10 @@
 package respapi
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -38,6 +42,53 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		if op.Kind != cmd.kind {
 			t.Fatalf("got kind %v; want %v", op.Kind, cmd.kind)
+		}
+	})
+}
+
+// FuzzGuard checks the guard against redcon on any input, cut anywhere: cut into
+// pieces it finds the same command ends and the same error as byte by byte; what it
+// hands redcon is a prefix of the input; and on the commands it let through, redcon
+// reads what it reads from them without the guard. (redcon alone is only ever given
+// input the guard let through: other input may keep it busy for good.) A cut byte c
+// makes a piece of 1+c² bytes; no cuts, one piece.
+func FuzzGuard(f *testing.F) {
+	// More seeds, the attacks among them, are in testdata/fuzz/FuzzGuard.
+	f.Add(everyCommand(), []byte{7, 200, 13})
+	f.Fuzz(func(t *testing.T, in, cuts []byte) {
+		sizes := []int{len(in) + 1}
+		if len(cuts) > 0 {
+			sizes = sizes[:0]
+			for _, c := range cuts {
+				sizes = append(sizes, 1+int(c)*int(c))
+			}
+		}
+		gerr := checkPieces(t, "input", in, sizes...)
+		ends, _, _ := endsByteByByte(in)
+		valid := 0
+		if len(ends) > 0 {
+			valid = ends[len(ends)-1]
+		}
+		r, _ := guarded(in, sizes...)
+		got, err := readAll(r)
+		if !bytes.HasPrefix(in, r.handed) {
+			t.Fatalf("redcon got %q, not a prefix of the input", r.handed)
+		}
+		var pe *protocolError
+		switch {
+		case err == io.EOF && gerr == nil:
+		case errors.As(err, &pe) && gerr != nil && err == gerr:
+		case strings.HasPrefix(fmt.Sprint(err), "Protocol error: "):
+			return // redcon refused input the guard let through (*0, unbalanced quotes)
+		default:
+			t.Fatalf("reading ended with %v; want io.EOF or the guard's %v", err, gerr)
+		}
+		want, uerr := readAll(bytes.NewReader(in[:valid]))
+		if uerr != io.EOF {
+			return
+		}
+		if !sameCommands(got, want) {
+			t.Fatalf("through the guard redcon read %d commands; alone, %d", len(got), len(want))
 		}
 	})
 }

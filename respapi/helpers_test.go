@@ -3,12 +3,14 @@ package respapi
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,11 +181,12 @@ func readReply(rd *bufio.Reader) (string, error) {
 	return "", fmt.Errorf("unknown reply %q", line)
 }
 
-// wantClosed checks that the server closed the connection.
+// wantClosed checks that the server closed the connection: EOF, or a reset when the
+// server closed it with bytes from the client still unread.
 func (c *rawClient) wantClosed() {
 	c.t.Helper()
 	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if b, err := c.rd.ReadByte(); err != io.EOF {
+	if b, err := c.rd.ReadByte(); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
 		c.t.Fatalf("got %q, %v; want the connection closed (EOF)", b, err)
 	}
 }
@@ -206,24 +209,34 @@ func wantReply(t testing.TB, got, want string) {
 // metricValue is the value of leapcount_resp_commands_total for command and outcome.
 func (ts *testServer) metricValue(t testing.TB, command, outcome string) float64 {
 	t.Helper()
+	return ts.metric(t, "leapcount_resp_commands_total", "command", command, "outcome", outcome)
+}
+
+// metric is the value of the counter name with the given label pairs (name, value, ...).
+func (ts *testServer) metric(t testing.TB, name string, labelPairs ...string) float64 {
+	t.Helper()
 	families, err := ts.reg.Gather()
 	if err != nil {
 		t.Fatalf("Gather: %v", err)
 	}
 	for _, f := range families {
-		if f.GetName() != "leapcount_resp_commands_total" {
+		if f.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["command"] == command && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
+			for i := 0; i+1 < len(labelPairs); i += 2 {
+				if labels[labelPairs[i]] != labelPairs[i+1] {
+					continue metrics
+				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("no metric for command %q outcome %q", command, outcome)
+	t.Fatalf("no metric %s %v", name, labelPairs)
 	return 0
 }

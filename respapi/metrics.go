@@ -16,30 +16,63 @@ const (
 
 var outcomeNames = [outcomes]string{"ok", "bad_request", "failed"}
 
-// metrics counts commands by name and outcome. The counters are looked up once, in
-// newMetrics, so counting a command is an array index and an atomic add.
+// Why the server ends a connection itself, besides the timeouts (dropIdle, dropNoAuth,
+// dropWrite), as the metrics name it.
+const (
+	dropProtocol    = "protocol"     // broke the framing, or sent too much without reading a reply
+	dropAuthLimited = "auth_limited" // AUTH from a source over its budget of failed guesses
+)
+
+var dropReasons = []string{dropProtocol, dropIdle, dropNoAuth, dropWrite, dropAuthLimited}
+
+// metrics counts commands by name and outcome, and the connections the server ended
+// or refused. The counters are looked up once, in newMetrics, so counting a command is
+// an array index and an atomic add.
 type metrics struct {
 	byCommand [][outcomes]prometheus.Counter // by command.id
 	unknown   [outcomes]prometheus.Counter   // commands the server does not know
+	dropped   map[string]prometheus.Counter  // by reason (dropReasons)
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the metrics on reg (nil: nowhere); refused counts the
+// connections refused for being over MaxClients.
+func newMetrics(reg prometheus.Registerer, refused func() float64) (*metrics, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "leapcount",
 		Subsystem: "resp",
 		Name:      "commands_total",
 		Help:      "RESP commands answered, by command and outcome (ok, bad_request, failed).",
 	}, []string{"command", "outcome"})
+	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "leapcount",
+		Subsystem: "resp",
+		Name:      "connections_dropped_total",
+		Help:      "RESP connections the server closed, by reason (protocol, idle, unauthenticated, write_timeout, auth_limited).",
+	}, []string{"reason"})
+	refusedFunc := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "leapcount",
+		Subsystem: "resp",
+		Name:      "connections_refused_total",
+		Help:      "RESP connections refused for being over --max-clients.",
+	}, refused)
 	if reg != nil {
-		if err := reg.Register(vec); err != nil {
-			return nil, err
+		for i, c := range []prometheus.Collector{vec, dropped, refusedFunc} {
+			if err := reg.Register(c); err != nil {
+				for _, done := range []prometheus.Collector{vec, dropped}[:i] {
+					reg.Unregister(done) // all or nothing, so a retry can succeed
+				}
+				return nil, err
+			}
 		}
 	}
-	m := &metrics{byCommand: make([][outcomes]prometheus.Counter, len(commandList))}
+	m := &metrics{byCommand: make([][outcomes]prometheus.Counter, len(commandList)), dropped: map[string]prometheus.Counter{}}
 	for _, cmd := range commandList {
 		m.byCommand[cmd.id] = countersFor(vec, cmd.name)
 	}
 	m.unknown = countersFor(vec, "unknown")
+	for _, r := range dropReasons {
+		m.dropped[r] = dropped.WithLabelValues(r)
+	}
 	return m, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/internal/connlimit"
 )
 
 // Config is what New needs. Only Doer is required.
@@ -31,6 +34,24 @@ type Config struct {
 	// so pipelines of any length are fine.
 	MaxUnanswered int64
 
+	// MaxClients caps the open connections (0: no cap). A connection over it is sent
+	// "-ERR max number of clients reached" and closed, as Redis does.
+	MaxClients int
+	// IdleTimeout closes a connection that sends nothing for this long (0: never, as
+	// Redis's "timeout 0").
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of replies (0: DefaultWriteTimeout), so a client
+	// that stops reading them is dropped instead of holding its connection.
+	WriteTimeout time.Duration
+	// AuthTimeout is how long a new connection has to authenticate (AUTH or HELLO
+	// AUTH) when Token is set, before it is closed (0: DefaultAuthTimeout).
+	AuthTimeout time.Duration
+	// AuthLimiter limits wrong AUTH guesses per source address: a source over its
+	// budget is answered "-ERR too many failed AUTH attempts; retry later", unchecked,
+	// and closed. Give the HTTP front end the same one, so a guesser has one budget.
+	// nil: a limiter of this server's own, with authlimit's defaults.
+	AuthLimiter *authlimit.Limiter
+
 	Registerer prometheus.Registerer // where the command metrics go; nil: not registered
 	Logger     *slog.Logger          // nil: discard
 	Info       func() string         // more INFO text, in Redis's "# Section\nkey:value" form; may be nil
@@ -43,6 +64,8 @@ type Server struct {
 	metrics *metrics
 	rs      *redcon.Server
 	start   time.Time
+	limiter *authlimit.Limiter
+	refused atomic.Pointer[connlimit.Listener] // Serve's, for the metrics
 
 	ctx    context.Context // of every Do call; Close cancels it
 	cancel context.CancelFunc
@@ -63,13 +86,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Doer == nil {
 		return nil, errors.New("respapi: Config.Doer is nil")
 	}
-	m, err := newMetrics(cfg.Registerer)
+	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(), limiter: cfg.AuthLimiter}
+	m, err := newMetrics(cfg.Registerer, s.refusedCount)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, metrics: m, start: time.Now()}
+	s.metrics = m
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.limiter == nil {
+		s.limiter = authlimit.New(authlimit.Config{})
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.rs = redcon.NewServer("", s.serveCommand, s.accept, s.closedConn)
@@ -91,7 +118,34 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln, s.served = ln, make(chan struct{})
 	s.mu.Unlock()
 	defer close(s.served)
-	return s.rs.Serve(capListener{ln, max(s.cfg.MaxUnanswered, 0)})
+	limited := connlimit.New(ln, s.cfg.MaxClients, "-ERR max number of clients reached\r\n")
+	s.refused.Store(limited)
+	return s.rs.Serve(capListener{limited, s.connConfig()})
+}
+
+// connConfig is Config as every connection takes it, defaults filled in.
+func (s *Server) connConfig() connConfig {
+	cc := connConfig{max: s.cfg.MaxUnanswered, idle: max(s.cfg.IdleTimeout, 0), write: s.cfg.WriteTimeout}
+	if cc.max <= 0 {
+		cc.max = DefaultMaxUnanswered
+	}
+	if cc.write <= 0 {
+		cc.write = DefaultWriteTimeout
+	}
+	if s.cfg.Token != "" {
+		if cc.auth = s.cfg.AuthTimeout; cc.auth <= 0 {
+			cc.auth = DefaultAuthTimeout
+		}
+	}
+	return cc
+}
+
+// refusedCount is how many connections were refused for being over MaxClients.
+func (s *Server) refusedCount() float64 {
+	if l := s.refused.Load(); l != nil {
+		return float64(l.Refused())
+	}
+	return 0
 }
 
 // Close stops the server: it closes the listener and every connection, cancels the
@@ -131,6 +185,8 @@ func (s *Server) Addr() net.Addr {
 // client is the state of one connection.
 type client struct {
 	conn   redcon.Conn
+	cc     *capConn   // the connection redcon reads; nil if it is not one (never in Serve)
+	source netip.Addr // the client's address, as the AUTH limiter counts it
 	id     int64
 	authed bool
 	quit   bool // QUIT was answered: the rest of the pipeline is dropped
@@ -147,13 +203,24 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	}
 	s.conns.Add(1)
 	s.connected.Add(1)
-	conn.SetContext(&client{conn: conn, id: s.nextID.Add(1), authed: s.cfg.Token == ""})
+	nc := conn.NetConn()
+	cc, _ := nc.(*capConn)
+	conn.SetContext(&client{conn: conn, cc: cc, source: authlimit.Source(nc.RemoteAddr()),
+		id: s.nextID.Add(1), authed: s.cfg.Token == ""})
 	return true
 }
 
 func (s *Server) closedConn(conn redcon.Conn, err error) {
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("resp connection ended", "remote", conn.RemoteAddr(), "err", err)
+	}
+	var pe *protocolError
+	var de *dropError
+	switch {
+	case errors.As(err, &pe):
+		s.metrics.dropped[dropProtocol].Inc()
+	case errors.As(err, &de):
+		s.metrics.dropped[de.reason].Inc()
 	}
 	s.connected.Add(-1)
 	s.conns.Done()

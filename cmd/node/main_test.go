@@ -17,6 +17,8 @@ import (
 )
 
 func TestBadFlagsNameTheFlag(t *testing.T) {
+	tokenFile := writeFile(t, "token", "s3cret\n")
+	emptyFile := writeFile(t, "empty", "\n")
 	cases := []struct {
 		args []string
 		env  map[string]string
@@ -43,6 +45,12 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--tls-cert", "/etc/hostname"}, nil, "--tls-key"},
 		{[]string{"--tls-cert", "/nonexistent", "--tls-key", "/nonexistent", "--tls-ca", "/nonexistent"}, nil, "--tls-cert"},
 		{[]string{"--cluster-name", strings.Repeat("c", 256)}, nil, "--cluster-name"},
+		{[]string{"--token", "a", "--token-file", tokenFile}, nil, "--token or --token-file"},
+		{[]string{"--token-file", filepath.Join(t.TempDir(), "missing")}, nil, "--token-file"},
+		{[]string{"--token-file", emptyFile}, nil, "--token-file"},
+		{nil, map[string]string{"LEAPCOUNT_TOKEN_FILE": emptyFile}, "--token-file"},
+		{[]string{"--max-clients", "0"}, nil, "--max-clients"},
+		{[]string{"--resp-idle-timeout", "-1s"}, nil, "--resp-idle-timeout"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
@@ -94,6 +102,52 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	if err := waitExit(p.cmd, 20*time.Second); err != nil {
 		t.Fatalf("after SIGTERM: %v", err)
 	}
+}
+
+// The token can come from a file, so that it is not on the command line.
+func TestTokenFile(t *testing.T) {
+	file := writeFile(t, "token", "s3cret\r\n")
+	cfg, _, err := parseFlags([]string{"--token-file", file}, func(string) (string, bool) { return "", false }, io.Discard)
+	if err != nil || cfg.TokenFile != file {
+		t.Fatalf("--token-file: got %q, %v; want %q", cfg.TokenFile, err, file)
+	}
+	p := startBinary(t, buildBinary(t), "--name", "t1", "--token-file", file)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
+	if err != nil || bytes.Contains(cmdline, []byte("s3cret")) {
+		t.Fatalf("the command line %q (%v) shows the token", cmdline, err)
+	}
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer wrong", 401}, {"Bearer s3cret", 200}} { // the file's CRLF is not part of the token
+		req, _ := http.NewRequest("POST", "http://"+p.http+"/v1/incr", strings.NewReader(`{"key":"a","window":"1m"}`))
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("Authorization %q: got %d; want %d", c.auth, resp.StatusCode, c.want)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitExit(p.cmd, 20*time.Second); err != nil {
+		t.Fatalf("after SIGTERM: %v", err)
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 type proc struct {

@@ -19,6 +19,9 @@ type Options struct {
 	// OwnAddrs gives node-i the address 127.0.0.(i+2) for all its ports (it also dials
 	// its peers from it), so that Firewall can cut it off from the others by address.
 	OwnAddrs bool
+	// Token, when set, is every node's client token (given as LEAPCOUNT_TOKEN, so it
+	// is not on the command line); the harness's own HTTP requests send it.
+	Token string
 }
 
 // Cluster is a set of node processes started by StartCluster (and Add).

@@ -1,7 +1,6 @@
 package proctest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -138,6 +137,9 @@ func (n *Node) launch(addrs Addrs, join []string) error {
 	cmd := exec.Command(n.c.bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), n.c.opts.Env...)
+	if n.c.opts.Token != "" {
+		cmd.Env = append(cmd.Env, "LEAPCOUNT_TOKEN="+n.c.opts.Token)
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -255,13 +257,8 @@ func (n *Node) Pause() {
 
 // stopped reports whether /proc says the process is stopped (state T).
 func stopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+	f, err := procStat(pid)
+	return err == nil && f[statState][0] == 'T'
 }
 
 // Resume lets a paused process run again (SIGCONT).

@@ -88,7 +88,14 @@ func (n *Node) Ready() error {
 }
 
 func (c *Cluster) get(addr, path string) ([]byte, int, error) {
-	resp, err := c.http.Get("http://" + addr + path)
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if c.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	}
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, 0, err
 	}
