@@ -30,10 +30,18 @@ var commandList = []*command{
 	{name: "hello", arity: -1, noAuth: true, run: (*Server).hello},
 	{name: "auth", arity: -2, noAuth: true, run: (*Server).auth},
 	{name: "select", arity: 2, run: (*Server).selectDB},
-	{name: "command", arity: -1, run: (*Server).command},
+	{name: "command", arity: -1}, // run set in init: COMMAND describes commandList itself
 	{name: "info", arity: -1, run: (*Server).info},
 	{name: "config", arity: -2, run: (*Server).config},
 	{name: "client", arity: -2, run: (*Server).clientCmd},
+	{name: "cluster", arity: -2, run: (*Server).clusterCmd},
+	{name: "readonly", arity: 1, run: (*Server).readonly},
+	{name: "readwrite", arity: 1, run: (*Server).readonly},
+	{name: "multi", arity: 1, run: (*Server).multiCmd},
+	{name: "exec", arity: 1}, // run set in init: EXEC runs commands of commandList
+	{name: "discard", arity: 1, run: (*Server).discard},
+	{name: "watch", arity: -2, run: (*Server).watch},
+	{name: "unwatch", arity: 1, run: (*Server).unwatch},
 }
 
 // commands finds a command by its lower-case name.
@@ -45,6 +53,12 @@ var commands = func() map[string]*command {
 	}
 	return m
 }()
+
+// These run commands of commandList, so they cannot be in its initializer.
+func init() {
+	commands["command"].run = (*Server).command
+	commands["exec"].run = (*Server).exec
+}
 
 // lookup finds the command named name, in any case, without allocating.
 func lookup(name []byte) *command {
@@ -199,24 +213,6 @@ func (s *Server) selectDB(c *client, args [][]byte) error {
 		return errorf("ERR", "DB index is out of range")
 	}
 	c.conn.WriteString("OK")
-	return nil
-}
-
-// command answers COMMAND and its DOCS, INFO, LIST and COUNT subcommands with an
-// empty list: enough for redis-cli, which only uses them for hints.
-func (s *Server) command(c *client, args [][]byte) error {
-	if len(args) == 1 {
-		c.conn.WriteArray(0)
-		return nil
-	}
-	switch sub := args[1]; {
-	case bytes.EqualFold(sub, []byte("COUNT")):
-		c.conn.WriteInt(0)
-	case bytes.EqualFold(sub, []byte("DOCS")), bytes.EqualFold(sub, []byte("INFO")), bytes.EqualFold(sub, []byte("LIST")):
-		c.conn.WriteArray(0)
-	default:
-		return errorf("ERR", "unknown subcommand '%s'. Try COMMAND HELP.", sub)
-	}
 	return nil
 }
 

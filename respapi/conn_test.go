@@ -2,6 +2,7 @@ package respapi
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,9 +17,13 @@ func TestConnectionCommands(t *testing.T) {
 	wantReply(t, c.do("ping", "hello there"), "$hello there")
 	wantReply(t, c.do("ECHO", "a\r\nb"), "$a\r\nb")
 	wantReply(t, c.do("SELECT", "0"), "+OK")
-	wantReply(t, c.do("COMMAND"), "*[]")
-	wantReply(t, c.do("COMMAND", "COUNT"), ":0")
-	wantReply(t, c.do("command", "docs"), "*[]")
+	if got := c.do("COMMAND"); !strings.HasPrefix(got, "*[*[$sw.incr :-3 *[+write +fast] :1 :1 :1 ") {
+		t.Fatalf("COMMAND: got %.200s; want SW.INCR first, its key at 1", got)
+	}
+	wantReply(t, c.do("COMMAND", "COUNT"), fmt.Sprintf(":%d", len(commandList)))
+	wantReply(t, c.do("COMMAND", "INFO", "SW.COUNT", "nope"), "*[*[$sw.count :-3 *[+readonly +fast] :1 :1 :1 *[+@read +@fast] *[] "+
+		"*[*[$flags *[+RO +ACCESS] $begin_search *[$type $index $spec *[$index :1]] $find_keys *[$type $range $spec *[$lastkey :0 $keystep :1 $limit :0]]]] *[]] $-1]")
+	wantReply(t, c.do("command", "docs", "ping"), "*[$ping *[$summary $as Redis's PING $since $1.0.0 $group $connection]]")
 	wantReply(t, c.do("CONFIG", "GET", "save", "appendonly"), "*[$save $ $appendonly $no]")
 	wantReply(t, c.do("config", "get", "maxmemory"), "*[]")
 	wantReply(t, c.do("CLIENT", "SETNAME", "me"), "+OK")

@@ -60,7 +60,14 @@ func (s *Server) execute(c *client, args [][]byte) {
 		err = wrongArity(cmd.name)
 	case !c.authed && !cmd.noAuth:
 		err = errNoAuth
+	case inTransaction(c, cmd):
+		s.decide(c) // the replies owed so far come before QUEUED
+		s.queue(c, cmd, args)
+		return
 	case cmd.kind != 0:
+		if err = s.moved(c, args[1]); err != nil {
+			break
+		}
 		var op counter.Op
 		if op, err = parseOp(cmd.kind, args, s.cfg.Limits); err == nil {
 			c.batch.add(cmd, op)
@@ -68,6 +75,9 @@ func (s *Server) execute(c *client, args [][]byte) {
 		}
 	}
 	if err != nil {
+		if c.multi != nil {
+			c.multi.dirty = true // as Redis: a command that cannot be queued aborts EXEC
+		}
 		c.batch.replies = append(c.batch.replies, pending{cmd: cmd, op: -1, err: err})
 		return
 	}

@@ -50,11 +50,13 @@ func (d failingDoer) Do(_ context.Context, _ []counter.Op, results []counter.Res
 
 // testServer is a server on a real socket, deciding ops with a real store.
 type testServer struct {
-	addr  string
-	srv   *Server
-	clock *clocktest.Clock
-	doer  *countingDoer
-	reg   *prometheus.Registry
+	addr string
+	// clusterAddr is ServeCluster's listener, when Config.Cluster is set.
+	clusterAddr string
+	srv         *Server
+	clock       *clocktest.Clock
+	doer        *countingDoer
+	reg         *prometheus.Registry
 }
 
 // startServer serves on 127.0.0.1:0 until the test ends; edit, when not nil, changes
@@ -76,17 +78,30 @@ func startServer(t testing.TB, edit func(*Config)) *testServer {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	ts := &testServer{addr: ln.Addr().String(), srv: srv, clock: clock, doer: doer, reg: reg}
+	serving := 1
+	if cfg.Cluster != nil {
+		cln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("Listen: %v", err)
+		}
+		ts.clusterAddr = cln.Addr().String()
+		go func() { served <- srv.ServeCluster(cln) }()
+		serving++
+	}
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve returned %v after Close; want nil", err)
+		for range serving {
+			if err := <-served; err != nil {
+				t.Errorf("Serve returned %v after Close; want nil", err)
+			}
 		}
 	})
-	return &testServer{addr: ln.Addr().String(), srv: srv, clock: clock, doer: doer, reg: reg}
+	return ts
 }
 
 // rawClient speaks RESP by hand, to send what a client library would not and to
@@ -99,7 +114,18 @@ type rawClient struct {
 
 func (ts *testServer) dial(t testing.TB) *rawClient {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+	return dialAddr(t, ts.addr)
+}
+
+// dialCluster connects to ServeCluster's listener.
+func (ts *testServer) dialCluster(t testing.TB) *rawClient {
+	t.Helper()
+	return dialAddr(t, ts.clusterAddr)
+}
+
+func dialAddr(t testing.TB, addr string) *rawClient {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}

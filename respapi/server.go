@@ -55,6 +55,11 @@ type Config struct {
 	Registerer prometheus.Registerer // where the command metrics go; nil: not registered
 	Logger     *slog.Logger          // nil: discard
 	Info       func() string         // more INFO text, in Redis's "# Section\nkey:value" form; may be nil
+
+	// Cluster, when set, answers the CLUSTER commands and tells ServeCluster's
+	// connections where keys of other nodes are served. nil: CLUSTER answers that
+	// cluster support is disabled, as a standalone Redis does.
+	Cluster Cluster
 }
 
 // Server serves RESP on a listener.
@@ -62,10 +67,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
-	rs      *redcon.Server
 	start   time.Time
 	limiter *authlimit.Limiter
-	refused atomic.Pointer[connlimit.Listener] // Serve's, for the metrics
 
 	ctx    context.Context // of every Do call; Close cancels it
 	cancel context.CancelFunc
@@ -75,9 +78,15 @@ type Server struct {
 	conns     sync.WaitGroup // one per open connection, so Close can wait for them
 
 	mu     sync.Mutex
-	ln     net.Listener
-	served chan struct{} // closed when Serve returns
+	lns    []*listener // Serve's and ServeCluster's, the first one's address is Addr
 	closed bool
+}
+
+// listener is one address the server serves.
+type listener struct {
+	ln      *connlimit.Listener
+	served  chan struct{} // closed when its Serve returns
+	cluster bool          // ServeCluster's: keys of other nodes are redirected
 }
 
 // New builds a server; Serve starts it. It fails when Doer is nil or the metrics
@@ -99,28 +108,34 @@ func New(cfg Config) (*Server, error) {
 		s.limiter = authlimit.New(authlimit.Config{})
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.rs = redcon.NewServer("", s.serveCommand, s.accept, s.closedConn)
-	s.rs.AcceptError = s.acceptError
 	return s, nil
 }
 
-// Serve accepts connections on ln until Close; it then returns nil. Call it once.
-func (s *Server) Serve(ln net.Listener) error {
+// Serve accepts connections on ln until Close; it then returns nil. Every key is
+// decided through the Doer, whichever node owns it: what any Redis client expects.
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, false) }
+
+// ServeCluster is Serve for clients that speak the Redis Cluster protocol: an op on a
+// key that Config.Cluster says another node serves is answered -MOVED with that
+// node's address instead of being forwarded. Each listener keeps at most MaxClients
+// connections.
+func (s *Server) ServeCluster(ln net.Listener) error { return s.serve(ln, true) }
+
+func (s *Server) serve(ln net.Listener, cluster bool) error {
 	s.mu.Lock()
-	if s.closed || s.ln != nil {
+	if s.closed {
 		s.mu.Unlock()
 		ln.Close()
-		if s.closed {
-			return nil
-		}
-		return errors.New("respapi: Serve called twice")
+		return nil
 	}
-	s.ln, s.served = ln, make(chan struct{})
+	l := &listener{ln: connlimit.New(ln, s.cfg.MaxClients, "-ERR max number of clients reached\r\n"),
+		served: make(chan struct{}), cluster: cluster}
+	s.lns = append(s.lns, l)
 	s.mu.Unlock()
-	defer close(s.served)
-	limited := connlimit.New(ln, s.cfg.MaxClients, "-ERR max number of clients reached\r\n")
-	s.refused.Store(limited)
-	return s.rs.Serve(capListener{limited, s.connConfig()})
+	defer close(l.served)
+	rs := redcon.NewServer("", s.serveCommand, func(conn redcon.Conn) bool { return s.accept(conn, cluster) }, s.closedConn)
+	rs.AcceptError = s.acceptError
+	return rs.Serve(capListener{l.ln, s.connConfig()})
 }
 
 // connConfig is Config as every connection takes it, defaults filled in.
@@ -142,10 +157,13 @@ func (s *Server) connConfig() connConfig {
 
 // refusedCount is how many connections were refused for being over MaxClients.
 func (s *Server) refusedCount() float64 {
-	if l := s.refused.Load(); l != nil {
-		return float64(l.Refused())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int64(0)
+	for _, l := range s.lns {
+		n += l.ln.Refused()
 	}
-	return 0
+	return float64(n)
 }
 
 // Close stops the server: it closes the listener and every connection, cancels the
@@ -157,16 +175,16 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	ln, served := s.ln, s.served
+	lns := s.lns
 	s.mu.Unlock()
 	s.cancel()
 	var err error
-	if ln != nil {
+	for _, l := range lns {
 		// Serve then returns, and redcon closes every connection on the way out.
-		if err = ln.Close(); errors.Is(err, net.ErrClosed) {
-			err = nil
+		if e := l.ln.Close(); e != nil && !errors.Is(e, net.ErrClosed) {
+			err = errors.Join(err, e)
 		}
-		<-served
+		<-l.served
 	}
 	s.conns.Wait()
 	return err
@@ -176,10 +194,10 @@ func (s *Server) Close() error {
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
+	if len(s.lns) == 0 {
 		return nil
 	}
-	return s.ln.Addr()
+	return s.lns[0].ln.Addr()
 }
 
 // client is the state of one connection.
@@ -190,12 +208,16 @@ type client struct {
 	id     int64
 	authed bool
 	quit   bool // QUIT was answered: the rest of the pipeline is dropped
+	// redirect: the connection came to ServeCluster's listener, so keys another node
+	// serves are answered -MOVED.
+	redirect bool
+	multi    *transaction // non-nil between MULTI and EXEC or DISCARD
 
 	pipeline []redcon.Command // the commands being answered; kept to reuse its array
 	batch    batch
 }
 
-func (s *Server) accept(conn redcon.Conn) bool {
+func (s *Server) accept(conn redcon.Conn, redirect bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -206,7 +228,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	nc := conn.NetConn()
 	cc, _ := nc.(*capConn)
 	conn.SetContext(&client{conn: conn, cc: cc, source: authlimit.Source(nc.RemoteAddr()),
-		id: s.nextID.Add(1), authed: s.cfg.Token == ""})
+		id: s.nextID.Add(1), authed: s.cfg.Token == "", redirect: redirect && s.cfg.Cluster != nil})
 	return true
 }
 
