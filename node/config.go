@@ -22,6 +22,7 @@ type Config struct {
 	Name         string   // --name
 	HTTPAddr     string   // --http
 	RESPAddr     string   // --resp
+	RESPCluster  string   // --resp-cluster: a second RESP address, for Redis Cluster clients (-MOVED); empty: none
 	GossipAddr   string   // --gossip
 	RPCAddr      string   // --rpc
 	Advertise    string   // --advertise: host peers use to reach this node
@@ -98,6 +99,11 @@ func (c *Config) Validate() error {
 	for _, a := range addrs {
 		if err := checkHostPort(a.v); err != nil {
 			return &ConfigError{a.flag, err.Error()}
+		}
+	}
+	if c.RESPCluster != "" {
+		if err := checkHostPort(c.RESPCluster); err != nil {
+			return &ConfigError{"resp-cluster", err.Error()}
 		}
 	}
 	for _, j := range c.Join {

@@ -19,6 +19,7 @@ func (n *Node) joinCluster() error {
 		BindAddr:       n.cfg.GossipAddr,
 		AdvertiseAddr:  n.cfg.Advertise,
 		RPCAddr:        n.advertisedRPC(),
+		ClientAddr:     n.advertisedClient(),
 		Join:           n.cfg.Join,
 		RejoinInterval: n.cfg.RejoinInterval,
 		Timings:        n.cfg.GossipTimings,

@@ -49,13 +49,15 @@ type Node struct {
 
 	authLimiter *authlimit.Limiter // wrong tokens per source, for HTTP and RESP alike
 
-	httpSrv   *http.Server
-	httpLn    *connlimit.Listener
-	resp      *respapi.Server
-	respLn    net.Listener
-	rpcSrv    *rpc.Server
-	rpcClient *rpc.Client
-	rpcLn     net.Listener
+	httpSrv       *http.Server
+	httpLn        *connlimit.Listener
+	resp          *respapi.Server
+	respLn        net.Listener
+	respClusterLn net.Listener // nil without --resp-cluster
+	redisCluster  *redisCluster
+	rpcSrv        *rpc.Server
+	rpcClient     *rpc.Client
+	rpcLn         net.Listener
 
 	joined     atomic.Bool  // gossip has found a peer, or there was none to find
 	ringBuilds atomic.Int64 // rings built from membership, changed or not
@@ -131,7 +133,7 @@ func Start(cfg Config) (*Node, error) {
 	n.loops.Add(2)
 	go n.sweepLoop()
 	go func() { defer n.loops.Done(); n.owner.Run() }()
-	cfg.Logger.Info("node serving", "name", cfg.Name, "http", n.HTTPAddr(), "resp", n.RESPAddr(),
+	cfg.Logger.Info("node serving", "name", cfg.Name, "http", n.HTTPAddr(), "resp", n.RESPAddr(), "resp_cluster", n.RESPClusterAddr(),
 		"rpc", n.rpcLn.Addr().String(), "gossip", n.cluster.LocalAddr())
 	return n, nil
 }
@@ -152,9 +154,11 @@ func (n *Node) listen(limits counter.Limits) error {
 	if err != nil {
 		return err
 	}
+	n.redisCluster = &redisCluster{n: n, settle: n.cfg.Lease.WithDefaults().Duration}
 	n.resp, err = respapi.New(respapi.Config{Doer: n.doer, Limits: limits, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		MaxClients: n.cfg.MaxClients, IdleTimeout: n.cfg.RESPIdleTimeout, Registerer: n.reg,
-		Logger: n.cfg.Logger, MaxUnanswered: max(n.cfg.MaxBodyBytes, respapi.DefaultMaxUnanswered)})
+		Logger: n.cfg.Logger, MaxUnanswered: max(n.cfg.MaxBodyBytes, respapi.DefaultMaxUnanswered),
+		Cluster: n.redisCluster})
 	if err != nil {
 		return err
 	}
@@ -165,6 +169,11 @@ func (n *Node) listen(limits counter.Limits) error {
 	n.httpLn = connlimit.New(httpLn, n.cfg.MaxClients, httpRefusal)
 	if n.respLn, err = n.cfg.Listen("tcp", n.cfg.RESPAddr); err != nil {
 		return &ConfigError{"resp", err.Error()}
+	}
+	if n.cfg.RESPCluster != "" {
+		if n.respClusterLn, err = n.cfg.Listen("tcp", n.cfg.RESPCluster); err != nil {
+			return &ConfigError{"resp-cluster", err.Error()}
+		}
 	}
 	if n.rpcLn, err = n.cfg.Listen("tcp", n.cfg.RPCAddr); err != nil {
 		return &ConfigError{"rpc", err.Error()}
@@ -197,6 +206,15 @@ func (n *Node) serve() {
 			n.cfg.Logger.Debug("resp server stopped", "err", err)
 		}
 	}()
+	if n.respClusterLn != nil {
+		n.serving.Add(1)
+		go func() {
+			defer n.serving.Done()
+			if err := n.resp.ServeCluster(n.respClusterLn); err != nil && !errors.Is(err, net.ErrClosed) {
+				n.cfg.Logger.Debug("resp cluster server stopped", "err", err)
+			}
+		}()
+	}
 }
 
 // httpRefusal is the answer to an HTTP connection over --max-clients.
@@ -209,7 +227,7 @@ func (n *Node) closeListeners() {
 	if n.httpLn != nil {
 		n.httpLn.Close()
 	}
-	for _, ln := range []net.Listener{n.respLn, n.rpcLn} {
+	for _, ln := range []net.Listener{n.respLn, n.respClusterLn, n.rpcLn} {
 		if ln != nil {
 			ln.Close()
 		}
@@ -221,6 +239,14 @@ func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
 
 // RESPAddr is the address the RESP API listens on.
 func (n *Node) RESPAddr() string { return n.respLn.Addr().String() }
+
+// RESPClusterAddr is the address of the RESP listener for Redis Cluster clients ("" without --resp-cluster).
+func (n *Node) RESPClusterAddr() string {
+	if n.respClusterLn == nil {
+		return ""
+	}
+	return n.respClusterLn.Addr().String()
+}
 
 // RPCAddr is the address the node-to-node protocol listens on.
 func (n *Node) RPCAddr() string { return n.rpcLn.Addr().String() }
@@ -273,12 +299,19 @@ func (n *Node) stop(ctx context.Context) error {
 	// refuses whatever still arrives on open RESP connections until they close.
 	err := n.httpSrv.Shutdown(ctx)
 	n.doer.close()
-	err = errors.Join(err, n.resp.Close())
+	// RESP takes no new connections. Redis Cluster clients keep theirs until the drain
+	// is done: their ops are answered -TRYAGAIN while this node still owns their keys,
+	// and -MOVED to the new owners once it does not, so they follow the move.
+	n.respLn.Close()
 	// Then the cluster: announce that we are leaving, so peers route our keys elsewhere;
 	// answer forwards that still arrive "not owner" (certainly not decided, so the
 	// sender routes them again) until they stop; only then close the connections, so
 	// that no peer is left with a request whose fate it cannot know.
 	err = errors.Join(err, n.drain(ctx))
+	if n.respClusterLn != nil {
+		n.redisCluster.handOver(ctx)
+	}
+	err = errors.Join(err, n.resp.Close())
 	err = errors.Join(err, n.leave(ctx))
 	n.stopLeases()
 	n.leaseLoop.Wait()

@@ -1,6 +1,7 @@
 package respapi
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/tidwall/redcon"
@@ -120,7 +121,7 @@ func (s *Server) decide(c *client) {
 				// Debug: when an owner is down every op fails; the metrics count them.
 				s.log.Debug("resp operation failed", "remote", c.conn.RemoteAddr(), "err", err)
 			}
-			c.conn.WriteError(replyText(err))
+			c.conn.WriteError(s.errorReply(c, err))
 		}
 		s.metrics.count(p.cmd, err)
 	}
@@ -150,4 +151,14 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// errorReply is the error reply for err. A cluster client is told to try again when
+// the node is stopping: it takes no op now, and will redirect the keys it owns once it
+// has handed them on (Redis Cluster clients retry TRYAGAIN, and follow -MOVED).
+func (s *Server) errorReply(c *client, err error) string {
+	if c.redirect && errors.Is(err, counter.ErrShuttingDown) {
+		return "TRYAGAIN " + err.Error()
+	}
+	return replyText(err)
 }
