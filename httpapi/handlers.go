@@ -134,13 +134,16 @@ func render(op *counter.Op, res *counter.Result) any {
 	return countResponse{Key: op.Key, Count: res.Count}
 }
 
-// fail answers err with its status: 413 for a body over the cap, 400 for bad input,
-// 503 for everything else (the service, not the request, is at fault).
+// fail answers err with its status: 413 for a body over the cap, 408 for one not
+// received in time, 400 for bad input, 503 for everything else (the service, not the
+// request, is at fault: unavailable, stopping, or full).
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit))
+	case errors.Is(err, errBodyTimeout):
+		writeError(w, http.StatusRequestTimeout, err.Error())
 	case counter.IsBadInput(err):
 		writeError(w, http.StatusBadRequest, err.Error())
 	default:

@@ -43,6 +43,13 @@ type Config struct {
 	// Tuning that has no flag: tests shorten it.
 	RejoinInterval time.Duration // zero: cluster.DefaultRejoinInterval
 	RPC            rpc.Config    // zero fields: the rpc package's defaults
+	// HTTP server bounds (zero: the Default* below). ReadTimeout covers a whole
+	// request, body included, so a client that never finishes its body is cut off;
+	// WriteTimeout covers handling and answering it (a /debug/pprof profile must be
+	// shorter); MaxHeaderBytes caps the request line and headers (431 beyond).
+	HTTPReadTimeout    time.Duration
+	HTTPWriteTimeout   time.Duration
+	HTTPMaxHeaderBytes int
 
 	// GossipTransport, when set, carries gossip instead of UDP and TCP sockets (an
 	// in-process test network; see internal/netsim).
@@ -65,6 +72,12 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultFlushInterval   = 100 * time.Millisecond
 	DefaultHandoffWait     = 2 * time.Second
+
+	DefaultHTTPReadTimeout       = 30 * time.Second
+	DefaultHTTPReadHeaderTimeout = 10 * time.Second
+	DefaultHTTPWriteTimeout      = time.Minute
+	DefaultHTTPIdleTimeout       = 2 * time.Minute
+	DefaultHTTPMaxHeaderBytes    = 64 << 10
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.
@@ -175,6 +188,7 @@ func (c Config) WithDefaults() Config {
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval
 	}
+	c.withHTTPDefaults()
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -210,4 +224,16 @@ func (c *Config) validateGossip() error {
 		return &ConfigError{"gossip-suspicion-mult", "must not be negative"}
 	}
 	return nil
+}
+
+func (c *Config) withHTTPDefaults() {
+	if c.HTTPReadTimeout == 0 {
+		c.HTTPReadTimeout = DefaultHTTPReadTimeout
+	}
+	if c.HTTPWriteTimeout == 0 {
+		c.HTTPWriteTimeout = DefaultHTTPWriteTimeout
+	}
+	if c.HTTPMaxHeaderBytes == 0 {
+		c.HTTPMaxHeaderBytes = DefaultHTTPMaxHeaderBytes
+	}
 }

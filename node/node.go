@@ -151,7 +151,10 @@ func (n *Node) listen(limits counter.Limits) error {
 	if n.cfg.Pprof {
 		h = withPprof(h, n.cfg.Token)
 	}
-	n.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.httpSrv = &http.Server{Handler: h, ReadTimeout: n.cfg.HTTPReadTimeout,
+		ReadHeaderTimeout: min(DefaultHTTPReadHeaderTimeout, n.cfg.HTTPReadTimeout),
+		WriteTimeout:      n.cfg.HTTPWriteTimeout, IdleTimeout: DefaultHTTPIdleTimeout,
+		MaxHeaderBytes: n.cfg.HTTPMaxHeaderBytes}
 	return nil
 }
 
