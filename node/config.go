@@ -29,6 +29,14 @@ type Config struct {
 	Token        string   // --token: required on every client request when set
 	MaxKeyBytes  int      // --max-key-bytes
 	MaxBodyBytes int64    // --max-body-bytes
+	// MaxCounters (--max-counters) caps the counters this node holds, a counter of more
+	// than 16 buckets counting once per 16 (leaparray.Bounds): new ones beyond it are
+	// refused (counter.ErrFull) once no idle one is left to reclaim. 0: sized from
+	// memory at start (DefaultMaxCounters).
+	MaxCounters int64
+	// MaxShapes (--max-shapes) caps the distinct (window, buckets) shapes this node
+	// holds counters of: each costs a table of shards, whatever its counters.
+	MaxShapes int
 
 	SweepInterval   time.Duration // --sweep-interval: how often idle counters are looked for
 	ShutdownTimeout time.Duration // --shutdown-timeout: how long a graceful stop may take
@@ -72,6 +80,12 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultFlushInterval   = 100 * time.Millisecond
 	DefaultHandoffWait     = 2 * time.Second
+	// DefaultMaxShapes: real deployments use a handful of shapes (one per rate-limit
+	// rule), and 256 leaves room for many rules while bounding what shapes cost: a table
+	// of shards each (about 30 KiB at 64 shards, so 7.5 MiB at the cap), the copy of the
+	// table list made for each new one, and the sweep's pass over every shard.
+	DefaultMaxShapes = 256
+	MaxMaxShapes     = 1 << 16
 
 	DefaultHTTPReadTimeout       = 30 * time.Second
 	DefaultHTTPReadHeaderTimeout = 10 * time.Second
@@ -120,6 +134,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		return &ConfigError{"max-body-bytes", fmt.Sprintf("%d: must be at least 1024", c.MaxBodyBytes)}
+	}
+	if c.MaxCounters < 0 {
+		return &ConfigError{"max-counters", fmt.Sprintf("%d: must not be negative (0: sized from memory)", c.MaxCounters)}
+	}
+	if c.MaxShapes < 1 || c.MaxShapes > MaxMaxShapes {
+		return &ConfigError{"max-shapes", fmt.Sprintf("%d: must be from 1 to %d", c.MaxShapes, MaxMaxShapes)}
 	}
 	if c.SweepInterval <= 0 {
 		return &ConfigError{"sweep-interval", "must be positive"}
@@ -170,34 +190,20 @@ func checkHostPort(s string) error {
 
 // WithDefaults fills every zero field with its default.
 func (c Config) WithDefaults() Config {
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	def(&c.HTTPAddr, DefaultHTTPAddr)
-	def(&c.RESPAddr, DefaultRESPAddr)
-	def(&c.GossipAddr, DefaultGossipAddr)
-	def(&c.RPCAddr, DefaultRPCAddr)
-	if c.MaxKeyBytes == 0 {
-		c.MaxKeyBytes = counter.DefaultMaxKeyBytes
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.SweepInterval == 0 {
-		c.SweepInterval = DefaultSweepInterval
-	}
-	c.withHTTPDefaults()
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = DefaultFlushInterval
-	}
-	if c.HandoffWait == 0 {
-		c.HandoffWait = DefaultHandoffWait
-	}
+	orDefault(&c.HTTPAddr, DefaultHTTPAddr)
+	orDefault(&c.RESPAddr, DefaultRESPAddr)
+	orDefault(&c.GossipAddr, DefaultGossipAddr)
+	orDefault(&c.RPCAddr, DefaultRPCAddr)
+	orDefault(&c.MaxKeyBytes, counter.DefaultMaxKeyBytes)
+	orDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(&c.MaxShapes, DefaultMaxShapes)
+	orDefault(&c.SweepInterval, DefaultSweepInterval)
+	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	orDefault(&c.FlushInterval, DefaultFlushInterval)
+	orDefault(&c.HandoffWait, DefaultHandoffWait)
+	orDefault(&c.HTTPReadTimeout, DefaultHTTPReadTimeout)
+	orDefault(&c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
+	orDefault(&c.HTTPMaxHeaderBytes, DefaultHTTPMaxHeaderBytes)
 	if c.Listen == nil {
 		c.Listen = net.Listen
 	}
@@ -208,6 +214,14 @@ func (c Config) WithDefaults() Config {
 		c.Now = func() int64 { return time.Now().UnixMilli() }
 	}
 	return c
+}
+
+// orDefault sets *field to def when it is the zero value.
+func orDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
 }
 
 // validateGossip checks the failure-detection flags.
@@ -224,16 +238,4 @@ func (c *Config) validateGossip() error {
 		return &ConfigError{"gossip-suspicion-mult", "must not be negative"}
 	}
 	return nil
-}
-
-func (c *Config) withHTTPDefaults() {
-	if c.HTTPReadTimeout == 0 {
-		c.HTTPReadTimeout = DefaultHTTPReadTimeout
-	}
-	if c.HTTPWriteTimeout == 0 {
-		c.HTTPWriteTimeout = DefaultHTTPWriteTimeout
-	}
-	if c.HTTPMaxHeaderBytes == 0 {
-		c.HTTPMaxHeaderBytes = DefaultHTTPMaxHeaderBytes
-	}
 }
