@@ -39,6 +39,9 @@ func (s *server) decideOne(w http.ResponseWriter, r *http.Request, op counter.Op
 		s.fail(w, r, err)
 		return
 	}
+	if op.Kind == counter.Allow {
+		setRateLimitHeaders(w.Header(), &ops[0], &results[0])
+	}
 	writeJSON(w, http.StatusOK, render(&ops[0], &results[0]))
 }
 
