@@ -95,29 +95,39 @@ func memTotal(read func(string) ([]byte, error)) (int64, error) {
 // which a node that has gone quiet after a flood may not run for a long time: its RSS
 // would stay at the flood's peak. runtime/debug.FreeOSMemory does it at once, at the
 // cost of a full collection, so it is done only after a large fall, once the fall has
-// settled, and at most once per every.
+// settled (a whole sweep pass freed little: counters that expire over some seconds are
+// freed over as many sweeps, and a return in the middle would leave the rest to the
+// next, a minute later), and at most once per every.
 type memReturn struct {
 	every   time.Duration // least time between two returns
 	minFall int64         // least fall worth a return, bytes
 	high    int64         // the most the store held since the last return
-	prev    int64         // what it held after the previous sweep
-	last    time.Time     // the last return
+	recent  [sweepPass]int64
+	n       int       // sweeps seen
+	last    time.Time // the last return
 }
 
 // Defaults of memReturn: a fall of a quarter of the store and at least 64 MiB, at most
-// once a minute; a fall has settled when a sweep freed less than an eighth of minFall.
+// once a minute; a fall has settled when the last sweepPass sweeps (a pass over the
+// store: sweepLoop looks at a tenth of it each time) freed less than minFall/8.
 const (
 	memReturnEvery   = time.Minute
 	memReturnMinFall = 64 << 20
+	sweepPass        = 10
 )
 
 // after is told what the store holds after a sweep, at now, and reports whether to
 // give memory back now.
 func (m *memReturn) after(held int64, now time.Time) bool {
-	settled := m.prev-held < m.minFall/8
-	m.prev, m.high = held, max(m.high, held)
+	before := held // the most it held over the last pass
+	for i := range min(m.n, sweepPass) {
+		before = max(before, m.recent[i])
+	}
+	m.recent[m.n%sweepPass] = held
+	m.n++
+	m.high = max(m.high, held)
 	fall := m.high - held
-	if fall < m.minFall || fall < m.high/4 || !settled || now.Sub(m.last) < m.every {
+	if fall < m.minFall || fall < m.high/4 || before-held >= m.minFall/8 || now.Sub(m.last) < m.every {
 		return false
 	}
 	m.high, m.last = held, now

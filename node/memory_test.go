@@ -8,36 +8,38 @@ import (
 )
 
 // Memory goes back to the OS once the store has fallen by a quarter and at least 64 MiB
-// since its high, after the fall has settled, and at most once a minute.
+// since its high, after the fall has settled (a pass of 10 sweeps freed under 8 MiB),
+// and at most once a minute.
 func TestMemReturnPolicy(t *testing.T) {
 	const mib = 1 << 20
 	m := memReturn{every: time.Minute, minFall: 64 * mib}
 	at := time.Unix(1_700_000_000, 0)
-	steps := []struct {
-		held  int64
-		after time.Duration
-		want  bool
-		why   string
-	}{
-		{40 * mib, 0, false, "growing"},
-		{400 * mib, time.Second, false, "growing"},
-		{300 * mib, time.Second, false, "falling by 100 MiB a sweep: not settled"},
-		{150 * mib, time.Second, false, "still falling"},
-		{148 * mib, time.Second, true, "settled 252 MiB below the high"},
-		{148 * mib, time.Second, false, "no fall since"},
-		{400 * mib, time.Second, false, "a new flood"},
-		{100 * mib, time.Second, false, "falling"},
-		{100 * mib, time.Second, false, "settled, but memory went back under a minute ago"},
-		{100 * mib, time.Minute, true, "settled, a minute later"},
-		{160 * mib, time.Minute, false, "growing"},
-		{100 * mib, time.Second, false, "settled, 60 MiB below: under 64 MiB"},
-		{100 * mib, time.Second, false, "still"},
-	}
-	for i, s := range steps {
-		at = at.Add(s.after)
-		if got := m.after(s.held, at); got != s.want {
-			t.Fatalf("step %d (%d MiB, %s): got %v; want %v", i, s.held/mib, s.why, got, s.want)
+	step := func(held int64, after time.Duration, want bool, why string) {
+		t.Helper()
+		at = at.Add(after)
+		if got := m.after(held*mib, at); got != want {
+			t.Fatalf("%d MiB (%s): got %v; want %v", held, why, got, want)
 		}
+	}
+	step(40, 0, false, "growing")
+	step(400, time.Second, false, "growing")
+	for held := int64(390); held >= 150; held -= 10 { // 10 MiB a sweep: a slow fall
+		step(held, time.Second, false, "falling 100 MiB a pass")
+	}
+	for range 9 {
+		step(150, time.Second, false, "the pass still saw the fall")
+	}
+	step(150, time.Second, true, "a pass without a fall, 250 MiB below the high")
+	step(150, time.Second, false, "no fall since")
+	step(400, time.Second, false, "a new flood")
+	for range 10 {
+		step(100, time.Second, false, "fallen, settling")
+	}
+	step(100, time.Second, false, "settled, but memory went back under a minute ago")
+	step(100, time.Minute, true, "settled, a minute later")
+	step(160, time.Minute, false, "growing")
+	for range 20 {
+		step(100, time.Second, false, "settled, 60 MiB below: under 64 MiB")
 	}
 }
 
