@@ -88,24 +88,24 @@ func procUsage(t *testing.T, n *proctest.Node) (time.Duration, int64) {
 	return cpu, rss
 }
 
-// respClient sends commands as RESP arrays and reads one-line replies (+, -, :).
-type respClient struct {
+// rawRESP sends commands as RESP arrays and reads one-line replies (+, -, :).
+type rawRESP struct {
 	t    *testing.T
 	conn net.Conn
 	rd   *bufio.Reader
 }
 
-func dialRESP(t *testing.T, addr string) *respClient {
+func dialRESP(t *testing.T, addr string) *rawRESP {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &respClient{t: t, conn: conn, rd: bufio.NewReader(conn)}
+	return &rawRESP{t: t, conn: conn, rd: bufio.NewReader(conn)}
 }
 
-func (c *respClient) do(args ...string) string {
+func (c *rawRESP) do(args ...string) string {
 	c.t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))

@@ -28,6 +28,11 @@ var (
 	// a lost connection): it may or may not have been applied. It is never applied
 	// again by another node, so retrying it is the client's choice.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrFull: the op would create a counter, and its owner holds its most counters
+	// (--max-counters) or window shapes (--max-shapes), none idle past its window to
+	// reclaim. Nothing was applied; counters already held keep working, and new ones
+	// are admitted again as old ones leave their window.
+	ErrFull = errors.New("counter table full")
 )
 
 // Answers between nodes, never seen by clients (the router routes the op again):

@@ -2,6 +2,7 @@ package counter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/leapcount/leapcount/leaparray"
@@ -27,16 +28,33 @@ func (l *Local) do(op *Op, now int64) Result {
 		return Result{Err: err}
 	}
 	sp := leaparray.Spec{WindowMs: op.Window, Buckets: op.Buckets}
+	var res Result
+	var err error
 	switch op.Kind {
 	case Incr:
-		return Result{Count: l.Store.Incr(op.Key, sp, op.N, now)}
+		res.Count, err = l.Store.TryIncr(op.Key, sp, op.N, now)
 	case Count:
-		return Result{Count: l.Store.Count(op.Key, sp, now)}
+		res.Count = l.Store.Count(op.Key, sp, now)
 	case Allow:
-		d := l.Store.Allow(op.Key, sp, op.Limit, op.N, now)
-		return Result{Allowed: d.Allowed, Count: d.Count, Remaining: d.Remaining, RetryAfterMs: d.RetryAfterMs}
+		var d leaparray.Decision
+		d, err = l.Store.TryAllow(op.Key, sp, op.Limit, op.N, now)
+		res = Result{Allowed: d.Allowed, Count: d.Count, Remaining: d.Remaining, RetryAfterMs: d.RetryAfterMs}
 	case Reset:
-		return Result{Existed: l.Store.Reset(op.Key, sp, now)}
+		res.Existed, err = l.Store.TryReset(op.Key, sp, now)
+	default:
+		return Result{Err: fmt.Errorf("%w: %v", ErrUnknownOp, op.Kind)}
 	}
-	return Result{Err: fmt.Errorf("%w: %v", ErrUnknownOp, op.Kind)}
+	if err != nil {
+		return Result{Err: StoreError(err)}
+	}
+	return res
+}
+
+// StoreError words a bounded store's refusal (leaparray.ErrFull, ErrTooManyShapes)
+// for clients, as ErrFull.
+func StoreError(err error) error {
+	if errors.Is(err, leaparray.ErrTooManyShapes) {
+		return fmt.Errorf("%w: this node holds its most window shapes (--max-shapes); a shape is forgotten once none of its counters is in its window", ErrFull)
+	}
+	return fmt.Errorf("%w: this node holds its most counters (--max-counters), none idle; new ones are admitted as old ones leave their window", ErrFull)
 }

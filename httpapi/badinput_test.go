@@ -118,6 +118,7 @@ func TestServiceFailuresAre503(t *testing.T) {
 	for _, err := range []error{
 		errOwnerDown,
 		fmt.Errorf("%w: draining", counter.ErrShuttingDown),
+		fmt.Errorf("%w: this node holds its most counters", counter.ErrFull),
 		context.DeadlineExceeded,
 	} {
 		a := newAPI(t, func(c *Config) { c.Doer = failingDoer{err: err} })

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,10 +15,14 @@ import (
 	"github.com/leapcount/leapcount/counter"
 )
 
+// errBodyTimeout: the request's body did not arrive within the server's read timeout
+// (a client that sends it slowly, or never finishes it). HTTP 408.
+var errBodyTimeout = errors.New("request body not received within the server's read timeout")
+
 // decodeStrict reads exactly one JSON object from r into v: unknown fields and
 // anything but white space after the object are errors. Every error it returns is
 // bad input (counter.IsBadInput), except a body over the size cap, which stays an
-// *http.MaxBytesError so the caller can answer 413.
+// *http.MaxBytesError so the caller can answer 413, and errBodyTimeout.
 func decodeStrict(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -28,11 +33,23 @@ func decodeStrict(r io.Reader, v any) error {
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
+		if rerr := readError(err); rerr != nil {
+			return rerr
 		}
 		return fmt.Errorf("%w: unexpected data after the JSON object", counter.ErrBadArgument)
+	}
+	return nil
+}
+
+// readError is the error to answer for a failure to read the body itself, or nil if
+// err is not one: a body over the cap, or one that did not arrive in time.
+func readError(err error) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errBodyTimeout
 	}
 	return nil
 }
@@ -41,13 +58,13 @@ func decodeStrict(r io.Reader, v any) error {
 // the field, without Go type names in it.
 func jsonError(err error) error {
 	var (
-		tooLarge *http.MaxBytesError
-		syntax   *json.SyntaxError
-		typ      *json.UnmarshalTypeError
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
 	)
+	if rerr := readError(err); rerr != nil {
+		return rerr
+	}
 	switch {
-	case errors.As(err, &tooLarge):
-		return err
 	case errors.As(err, &syntax):
 		return fmt.Errorf("%w: body is not valid JSON: %v (at byte %d)", counter.ErrBadArgument, syntax, syntax.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -4,7 +4,8 @@
 //
 // Each request is parsed into counter.Op values, checked with counter.Limits, and
 // decided by one call to a counter.Doer; a /v1/batch request is one Do call for all
-// its valid ops. The package holds no counter state of its own.
+// its valid ops. The package holds no counter state of its own. A /v1/allow answer
+// also carries RateLimit-* and Retry-After headers (ratelimit.go).
 //
 // Parsing is strict, so that a client's mistake is reported rather than guessed at:
 // unknown JSON fields or query parameters, trailing data after the JSON object, and

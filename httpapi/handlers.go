@@ -39,6 +39,9 @@ func (s *server) decideOne(w http.ResponseWriter, r *http.Request, op counter.Op
 		s.fail(w, r, err)
 		return
 	}
+	if op.Kind == counter.Allow {
+		setRateLimitHeaders(w.Header(), &ops[0], &results[0])
+	}
 	writeJSON(w, http.StatusOK, render(&ops[0], &results[0]))
 }
 
@@ -134,13 +137,16 @@ func render(op *counter.Op, res *counter.Result) any {
 	return countResponse{Key: op.Key, Count: res.Count}
 }
 
-// fail answers err with its status: 413 for a body over the cap, 400 for bad input,
-// 503 for everything else (the service, not the request, is at fault).
+// fail answers err with its status: 413 for a body over the cap, 408 for one not
+// received in time, 400 for bad input, 503 for everything else (the service, not the
+// request, is at fault: unavailable, stopping, or full).
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit))
+	case errors.Is(err, errBodyTimeout):
+		writeError(w, http.StatusRequestTimeout, err.Error())
 	case counter.IsBadInput(err):
 		writeError(w, http.StatusBadRequest, err.Error())
 	default:

@@ -75,6 +75,41 @@ func BenchmarkStoreIncr(b *testing.B) {
 	}
 }
 
+// TryIncr on a bounded store far from full: what a node does for every incr.
+func BenchmarkStoreTryIncr(b *testing.B) {
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	for _, n := range []int{1000, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			s, keys := NewStore(WithBounds(Bounds{MaxUnits: 1 << 40, MaxShapes: 256})), makeKeys(n)
+			for _, k := range keys {
+				s.Incr(k, sp, 1, t0)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				sink, _ = s.TryIncr(keys[i%n], sp, 1, t0+int64(i>>10))
+			}
+		})
+	}
+}
+
+// A new key refused by a store full of live counters: what a flood costs each key.
+func BenchmarkStoreTryIncrFull(b *testing.B) {
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	s := NewStore(WithBounds(Bounds{MaxUnits: 100_000}))
+	for _, k := range makeKeys(100_000) {
+		s.Incr(k, sp, 1, t0)
+	}
+	keys := makeKeys(b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.TryIncr("new"+keys[i], sp, 1, t0+int64(i>>10)); err == nil {
+			b.Fatal("a full store admitted a new key")
+		}
+	}
+}
+
 func BenchmarkStoreIncrParallel(b *testing.B) {
 	sp := Spec{WindowMs: 60_000, Buckets: 10}
 	s, keys := NewStore(), makeKeys(100_000)

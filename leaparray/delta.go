@@ -131,6 +131,12 @@ func (s *slab[C]) drain(dst []Delta, sp Spec) []Delta {
 			s.pend[e.slot] = 0
 		}
 	}
-	s.dl = s.dl[:0]
+	// The list is reused from drain to drain, but a burst's list (and the bucket slices
+	// of its entries) goes once traffic falls: memory follows the live set.
+	if drained := len(s.dl); cap(s.dl) > 64 && drained*4 < cap(s.dl) {
+		s.dl = make([]pendingDelta, 0, drained*2)
+	} else {
+		s.dl = s.dl[:0]
+	}
 	return dst
 }

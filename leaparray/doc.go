@@ -23,4 +23,15 @@
 // another counter. Merging adds per bucket, so merging two halves of the traffic gives
 // the counter of the whole; buckets older than the receiving counter's window are
 // dropped, as they count for nothing.
+//
+// # Bounds
+//
+// A store made WithBounds caps the counters (in units, see Bounds) and the Specs that
+// the bounded operations (TryIncr, TryAllow, TryReset, TrySeed) create. One that would
+// create a counter in a full store first reclaims counters idle past their window, and
+// then fails with ErrFull, having changed nothing; operations on counters already held
+// are never refused, and cost nothing more than without bounds. The admitting
+// operations (Incr, Allow, Reset, Merge, Seed) create past the caps: Merge and Seed take
+// in state handed over from elsewhere, which must not be lost, and Admits tells whether
+// taking it would go past twice the bounds.
 package leaparray

@@ -91,24 +91,41 @@ func evictAll[C count](out []Evicted, sh *shard, s *slab[C], wide bool, sp Spec,
 }
 
 // Seed creates the counter from buckets if it is not held, and reports whether it did.
-// Nothing seeded is pending: it is state loaded from elsewhere, not new adds.
+// Nothing seeded is pending: it is state loaded from elsewhere, not new adds. It creates
+// the counter whatever the store's bounds (it takes in state handed over from
+// elsewhere: see Admits); TrySeed respects them.
 func (s *Store) Seed(key string, sp Spec, buckets []Bucket) bool {
+	created, _ := s.seed(key, sp, buckets, admit)
+	return created
+}
+
+// TrySeed is Seed within the store's bounds, for state loaded because a client asked
+// for the counter: in a full store (after reclaiming counters idle at now) it creates
+// nothing and returns ErrFull or ErrTooManyShapes.
+func (s *Store) TrySeed(key string, sp Spec, buckets []Bucket, now int64) (bool, error) {
+	return withRoom(s, now, func() (bool, error) { return s.seed(key, sp, buckets, bounded) })
+}
+
+func (s *Store) seed(key string, sp Spec, buckets []Bucket, m mode) (bool, error) {
 	if len(buckets) == 0 {
-		return false
+		return false, nil
 	}
-	created := false
-	s.locked(key, sp, true, func(sh *shard, h uint64, _ int64) {
+	created, full := false, false
+	err := s.locked(key, sp, m, func(sh *shard, h uint64, _ int64) {
 		if _, ok := sh.find(key, h); ok {
 			return
 		}
-		r := sh.create(key, h, newestBucket(buckets))
+		r, ok := sh.create(key, h, newestBucket(buckets), m)
+		if full = !ok; full {
+			return
+		}
 		for _, b := range buckets {
 			r = sh.widen(key, h, r, b.Index, b.Count)
 			sh.add(r, b.Index, b.Count)
 		}
 		created = true
 	})
-	return created
+	return created, fullErr(err, full)
 }
 
 // AddPending records buckets (and, with reset, a reset ahead of everything pending) as
@@ -118,7 +135,7 @@ func (s *Store) Seed(key string, sp Spec, buckets []Bucket) bool {
 // WithDeltas it records nothing.
 func (s *Store) AddPending(key string, sp Spec, buckets []Bucket, reset bool) bool {
 	held := false
-	s.locked(key, sp, false, func(sh *shard, h uint64, _ int64) {
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
 		r, ok := sh.find(key, h)
 		if !ok {
 			return
@@ -137,7 +154,7 @@ func (s *Store) AddPending(key string, sp Spec, buckets []Bucket, reset bool) bo
 // Has reports whether the counter is held.
 func (s *Store) Has(key string, sp Spec) bool {
 	held := false
-	s.locked(key, sp, false, func(sh *shard, h uint64, _ int64) {
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
 		_, held = sh.find(key, h)
 	})
 	return held
@@ -148,7 +165,7 @@ func (s *Store) Has(key string, sp Spec) bool {
 // must not load that state back. Without WithDeltas it is always false.
 func (s *Store) ResetPending(key string, sp Spec) bool {
 	pending := false
-	s.locked(key, sp, false, func(sh *shard, _ uint64, _ int64) {
+	s.locked(key, sp, lookup, func(sh *shard, _ uint64, _ int64) {
 		_, pending = sh.resets[key]
 	})
 	return pending

@@ -11,12 +11,15 @@ type shard struct {
 	wide   slab[uint64]
 	sweep  int                 // next narrow slot the sweep looks at; wide slots follow
 	resets map[string]struct{} // with WithDeltas: keys reset since the last drain (delta.go)
+	lim    *bounds             // the store's, with WithBounds; nil otherwise
+	units  int64               // what one counter here weighs against lim (Units)
 	_      [64]byte
 }
 
-func (sh *shard) init(b int, deltas bool) {
-	sh.narrow.b = b
-	sh.wide.b = b
+func (sh *shard) init(sp Spec, deltas bool, lim *bounds) {
+	sh.narrow.b = sp.Buckets
+	sh.wide.b = sp.Buckets
+	sh.lim, sh.units = lim, Units(sp)
 	if deltas {
 		sh.narrow.pend, sh.wide.pend = []uint32{}, []uint32{}
 	}
@@ -40,9 +43,13 @@ func (sh *shard) find(key string, h uint64) (ref, bool) {
 	return ref{}, false
 }
 
-// create inserts an empty counter with its head at bucket j.
-func (sh *shard) create(key string, h uint64, j int64) ref {
-	return ref{slot: sh.narrow.insert(key, h, j)}
+// create inserts an empty counter with its head at bucket j, if m lets it (see mode),
+// and reports whether it did.
+func (sh *shard) create(key string, h uint64, j int64, m mode) (ref, bool) {
+	if m == lookup || !sh.lim.take(sh.units, m) {
+		return ref{slot: -1}, false
+	}
+	return ref{slot: sh.narrow.insert(key, h, j)}, true
 }
 
 func (sh *shard) headOf(r ref) *head {
@@ -126,6 +133,7 @@ func (sh *shard) buckets(dst []Bucket, r ref) []Bucket {
 }
 
 func (sh *shard) remove(r ref, h uint64) {
+	sh.lim.give(sh.units)
 	if r.wide {
 		sh.wide.remove(r.slot, h)
 	} else {

@@ -33,18 +33,22 @@ func NewStore(opts ...Option) *Store {
 
 func hashKey(key string) uint64 { return xxhash.Sum64String(key) }
 
-// locked finds the counter's shard and runs fn under its lock. With create false an
-// unknown Spec runs nothing and returns false. A shape that is not a valid Spec runs
-// nothing (the contract's validation happens before the store; this guard only keeps a
-// bad call from dividing by zero).
-func (s *Store) locked(key string, sp Spec, create bool, fn func(sh *shard, h uint64, bucketMs int64)) bool {
+// locked finds the counter's shard and runs fn under its lock. An unknown Spec runs
+// nothing, unless m lets this call make its table (an error when a bounded call finds
+// the store holding its most Specs). A shape that is not a valid Spec runs nothing (the
+// contract's validation happens before the store; this guard only keeps a bad call
+// from dividing by zero).
+func (s *Store) locked(key string, sp Spec, m mode, fn func(sh *shard, h uint64, bucketMs int64)) error {
 	for {
 		t := s.tables.get(sp)
 		if t == nil {
-			if !create || !validSpec(sp) {
-				return false
+			if m == lookup || !validSpec(sp) {
+				return nil
 			}
-			t = s.tables.getOrCreate(sp)
+			var err error
+			if t, err = s.tables.getOrCreate(sp, m); err != nil {
+				return err
+			}
 		}
 		h := hashKey(key)
 		sh := t.shard(h)
@@ -55,7 +59,7 @@ func (s *Store) locked(key string, sp Spec, create bool, fn func(sh *shard, h ui
 		}
 		fn(sh, h, t.bucketMs)
 		sh.mu.Unlock()
-		return true
+		return nil
 	}
 }
 
@@ -64,22 +68,46 @@ func validSpec(sp Spec) bool {
 	return err == nil
 }
 
-// Incr adds n (n <= 0 adds nothing) at time now and returns the count afterwards.
+// Incr adds n (n <= 0 adds nothing) at time now and returns the count afterwards. It
+// creates the counter whatever the store's bounds: TryIncr respects them.
 func (s *Store) Incr(key string, sp Spec, n, now int64) int64 {
+	c, _ := s.incr(key, sp, n, now, admit)
+	return c
+}
+
+// TryIncr is Incr within the store's bounds: a counter it would have to create in a
+// full store (after reclaiming idle ones) is not created, and it returns ErrFull or
+// ErrTooManyShapes, having changed nothing.
+func (s *Store) TryIncr(key string, sp Spec, n, now int64) (int64, error) {
+	return withRoom(s, now, func() (int64, error) { return s.incr(key, sp, n, now, bounded) })
+}
+
+func (s *Store) incr(key string, sp Spec, n, now int64, m mode) (int64, error) {
 	var c uint64
-	s.locked(key, sp, true, func(sh *shard, h uint64, bucketMs int64) {
-		r, j := sh.at(key, h, floorDiv(now, bucketMs), true)
+	full := false
+	err := s.locked(key, sp, m, func(sh *shard, h uint64, bucketMs int64) {
+		r, j := sh.at(key, h, floorDiv(now, bucketMs), m)
+		if full = r.slot < 0; full {
+			return
+		}
 		r = sh.widen(key, h, r, j, nonNeg(n))
 		c = sh.incr(r, j, nonNeg(n))
 	})
-	return clampInt(c)
+	return clampInt(c), fullErr(err, full)
+}
+
+func fullErr(err error, full bool) error {
+	if full {
+		return ErrFull
+	}
+	return err
 }
 
 // Count returns the count at time now; an unknown counter counts 0 and is not created.
 func (s *Store) Count(key string, sp Spec, now int64) int64 {
 	var c uint64
-	s.locked(key, sp, false, func(sh *shard, h uint64, bucketMs int64) {
-		if r, j := sh.at(key, h, floorDiv(now, bucketMs), false); r.slot >= 0 {
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, bucketMs int64) {
+		if r, j := sh.at(key, h, floorDiv(now, bucketMs), lookup); r.slot >= 0 {
 			c = sh.count(r, j)
 		}
 	})
@@ -87,15 +115,31 @@ func (s *Store) Count(key string, sp Spec, now int64) int64 {
 }
 
 // Allow adds n at time now if the count plus n stays within limit, and says what it did.
-// A denied allow on an unknown counter does not create it.
+// A denied allow on an unknown counter does not create it. It creates the counter
+// whatever the store's bounds: TryAllow respects them.
 func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
-	var d Decision
+	d, _ := s.allow(key, sp, limit, n, now, admit)
+	return d
+}
+
+// TryAllow is Allow within the store's bounds, as TryIncr is Incr's.
+func (s *Store) TryAllow(key string, sp Spec, limit, n, now int64) (Decision, error) {
+	return withRoom(s, now, func() (Decision, error) { return s.allow(key, sp, limit, n, now, bounded) })
+}
+
+func (s *Store) allow(key string, sp Spec, limit, n, now int64, m mode) (Decision, error) {
 	lim, add := nonNeg(limit), nonNeg(n)
-	s.locked(key, sp, true, func(sh *shard, h uint64, bucketMs int64) {
-		j := floorDiv(now, bucketMs)
-		r, j := sh.at(key, h, j, add <= lim)
-		if r.slot < 0 { // unknown, and n alone is over the limit
-			d = allowAt(&head{bucket: j}, []uint64(nil), now, j, bucketMs, lim, add)
+	// n alone over the limit is denied whatever the count: an unknown counter is
+	// neither created nor needs its table.
+	d := Decision{Remaining: clampInt(lim), RetryAfterMs: -1}
+	if add > lim {
+		m = lookup
+	}
+	full := false
+	err := s.locked(key, sp, m, func(sh *shard, h uint64, bucketMs int64) {
+		r, j := sh.at(key, h, floorDiv(now, bucketMs), m)
+		if r.slot < 0 {
+			full = m != lookup
 			return
 		}
 		r = sh.widen(key, h, r, j, add)
@@ -103,7 +147,10 @@ func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
 			sh.noteAdd(r, j, add)
 		}
 	})
-	return d
+	if full || err != nil {
+		return Decision{}, fullErr(err, full)
+	}
+	return d, nil
 }
 
 // Reset forgets the counter and reports whether it existed at now: whether it was held
@@ -112,39 +159,56 @@ func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
 //
 // With WithDeltas it also records the reset, held counter or not (its state may live
 // only in Redis), and drops what was pending: the next Drain gives the counter one
-// Delta with Reset set and only what was added after the reset.
+// Delta with Reset set and only what was added after the reset. Recording it may add
+// the counter's Spec to the store, whatever its bounds: TryReset respects them.
 func (s *Store) Reset(key string, sp Spec, now int64) bool {
+	existed, _ := s.reset(key, sp, now, admit)
+	return existed
+}
+
+// TryReset is Reset within the store's bounds: with WithDeltas, a reset of an unknown
+// Spec in a store that holds its most Specs fails with ErrTooManyShapes.
+func (s *Store) TryReset(key string, sp Spec, now int64) (bool, error) {
+	return s.reset(key, sp, now, bounded)
+}
+
+func (s *Store) reset(key string, sp Spec, now int64, m mode) (bool, error) {
+	if !s.tables.deltas {
+		m = lookup // nothing to record: an unknown Spec holds nothing to forget
+	}
 	existed := false
-	s.locked(key, sp, s.tables.deltas, func(sh *shard, h uint64, bucketMs int64) {
+	err := s.locked(key, sp, m, func(sh *shard, h uint64, bucketMs int64) {
 		if r, ok := sh.find(key, h); ok {
 			existed = sh.headOf(r).bucket > floorDiv(now, bucketMs)-int64(sp.Buckets)
 			sh.remove(r, h) // and its pending adds: the reset erases them
 		}
 		sh.noteReset(key)
 	})
-	return existed
+	return existed, err
 }
 
 // Snapshot returns the counter's buckets within the window at now, oldest first (nil if
 // the counter is unknown).
 func (s *Store) Snapshot(key string, sp Spec, now int64) []Bucket {
 	var out []Bucket
-	s.locked(key, sp, false, func(sh *shard, h uint64, bucketMs int64) {
-		if r, j := sh.at(key, h, floorDiv(now, bucketMs), false); r.slot >= 0 {
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, bucketMs int64) {
+		if r, j := sh.at(key, h, floorDiv(now, bucketMs), lookup); r.slot >= 0 {
 			out = windowBuckets(sh.buckets(nil, r), j, sp.Buckets)
 		}
 	})
 	return out
 }
 
-// Merge adds buckets to the counter bucket by bucket, creating it if needed. Buckets
-// older than the counter's window at its head are dropped: they count for nothing.
+// Merge adds buckets to the counter bucket by bucket, creating it if needed, whatever
+// the store's bounds (it takes in state handed over from elsewhere: see Admits).
+// Buckets older than the counter's window at its head are dropped: they count for
+// nothing.
 func (s *Store) Merge(key string, sp Spec, buckets []Bucket) {
 	if len(buckets) == 0 {
 		return
 	}
-	s.locked(key, sp, true, func(sh *shard, h uint64, _ int64) {
-		r, _ := sh.at(key, h, newestBucket(buckets), true)
+	s.locked(key, sp, admit, func(sh *shard, h uint64, _ int64) {
+		r, _ := sh.at(key, h, newestBucket(buckets), admit)
 		for _, b := range buckets {
 			r = sh.widen(key, h, r, b.Index, b.Count)
 			sh.add(r, b.Index, b.Count)
@@ -167,17 +231,14 @@ func (s *Store) Len() int {
 }
 
 // at finds key's counter and the bucket an operation at bucket j acts at:
-// max(j, head). With create it makes a missing counter (head j); without, a missing
-// counter gives slot −1.
-func (sh *shard) at(key string, h uint64, j int64, create bool) (ref, int64) {
-	r, ok := sh.find(key, h)
-	switch {
-	case ok:
+// max(j, head). It makes a missing counter (head j) if m lets it (see shard.create);
+// a missing counter it does not make gives slot −1.
+func (sh *shard) at(key string, h uint64, j int64, m mode) (ref, int64) {
+	if r, ok := sh.find(key, h); ok {
 		return r, max(j, sh.headOf(r).bucket)
-	case create:
-		return sh.create(key, h, j), j
 	}
-	return ref{slot: -1}, j
+	r, _ := sh.create(key, h, j, m)
+	return r, j
 }
 
 func nonNeg(v int64) uint64 {

@@ -17,7 +17,16 @@ type sweepCursor struct {
 func (s *Store) Sweep(now int64, budget int) int {
 	s.cursor.mu.Lock()
 	defer s.cursor.mu.Unlock()
-	removed, wrapped := 0, false
+	removed, wrapped := s.sweepSteps(now, budget)
+	if wrapped { // once per full pass: it takes every shard lock of every table
+		s.dropEmptyTables()
+	}
+	return removed
+}
+
+// sweepSteps is Sweep without dropping empty tables; wrapped says it finished a pass.
+// The caller holds cursor.mu.
+func (s *Store) sweepSteps(now int64, budget int) (removed int, wrapped bool) {
 	list := s.tables.cur.Load().list
 	for visited := 0; budget > 0 && len(list) > 0 && visited <= len(list)*len(list[0].shards); visited++ {
 		if s.cursor.table >= len(list) {
@@ -37,10 +46,7 @@ func (s *Store) Sweep(now int64, budget int) int {
 			}
 		}
 	}
-	if wrapped { // once per full pass: it takes every shard lock of every table
-		s.dropEmptyTables()
-	}
-	return removed
+	return removed, wrapped
 }
 
 // sweepStep looks at up to budget counters from where the last step stopped. done says

@@ -16,10 +16,10 @@ type table struct {
 	dead     bool // set with every shard lock held; read under any one
 }
 
-func newTable(sp Spec, nshards int, deltas bool) *table {
+func newTable(sp Spec, nshards int, deltas bool, lim *bounds) *table {
 	t := &table{spec: sp, bucketMs: sp.BucketMs(), shards: make([]shard, nshards), mask: uint64(nshards - 1)}
 	for i := range t.shards {
-		t.shards[i].init(sp.Buckets, deltas)
+		t.shards[i].init(sp, deltas, lim)
 	}
 	return t
 }
@@ -66,6 +66,7 @@ type tableSet struct {
 	mu      sync.Mutex // serializes adding and removing tables
 	nshards int
 	deltas  bool
+	lim     *bounds // with WithBounds
 }
 
 func (s *tableSet) init() {
@@ -75,17 +76,23 @@ func (s *tableSet) init() {
 
 func (s *tableSet) get(sp Spec) *table { return s.cur.Load().get(sp) }
 
-func (s *tableSet) getOrCreate(sp Spec) *table {
+// getOrCreate returns sp's table, making it if m lets it: a bounded operation does not
+// add a Spec past the bounds (ErrTooManyShapes). The list is copied whole on each new
+// Spec, which the bound on Specs keeps cheap.
+func (s *tableSet) getOrCreate(sp Spec, m mode) (*table, error) {
 	if t := s.get(sp); t != nil {
-		return t
+		return t, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.cur.Load()
 	if t := old.get(sp); t != nil {
-		return t
+		return t, nil
 	}
-	t := newTable(sp, s.nshards, s.deltas)
+	if s.lim.shapesFull(len(old.list), m) {
+		return nil, ErrTooManyShapes
+	}
+	t := newTable(sp, s.nshards, s.deltas, s.lim)
 	s.cur.Store(makeTables(append(old.list[:len(old.list):len(old.list)], t)))
-	return t
+	return t, nil
 }

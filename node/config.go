@@ -42,6 +42,14 @@ type Config struct {
 	TLSCAFile   string   // --tls-ca: the CA that signs every member's certificate (PEM)
 	GossipKeys  [][]byte // --gossip-key / --gossip-key-file: the first encrypts gossip and proves membership; all are accepted
 	ClusterName string   // --cluster-name: members of another cluster are refused, on gossip and rpc
+	// MaxCounters (--max-counters) caps the counters this node holds, a counter of more
+	// than 16 buckets counting once per 16 (leaparray.Bounds): new ones beyond it are
+	// refused (counter.ErrFull) once no idle one is left to reclaim. 0: sized from
+	// memory at start (DefaultMaxCounters).
+	MaxCounters int64
+	// MaxShapes (--max-shapes) caps the distinct (window, buckets) shapes this node
+	// holds counters of: each costs a table of shards, whatever its counters.
+	MaxShapes int
 
 	SweepInterval   time.Duration // --sweep-interval: how often idle counters are looked for
 	ShutdownTimeout time.Duration // --shutdown-timeout: how long a graceful stop may take
@@ -56,6 +64,13 @@ type Config struct {
 	// Tuning that has no flag: tests shorten it.
 	RejoinInterval time.Duration // zero: cluster.DefaultRejoinInterval
 	RPC            rpc.Config    // zero fields: the rpc package's defaults
+	// HTTP server bounds (zero: the Default* below). ReadTimeout covers a whole
+	// request, body included, so a client that never finishes its body is cut off;
+	// WriteTimeout covers handling and answering it (a /debug/pprof profile must be
+	// shorter); MaxHeaderBytes caps the request line and headers (431 beyond).
+	HTTPReadTimeout    time.Duration
+	HTTPWriteTimeout   time.Duration
+	HTTPMaxHeaderBytes int
 
 	// GossipTransport, when set, carries gossip instead of UDP and TCP sockets (an
 	// in-process test network; see internal/netsim).
@@ -80,6 +95,18 @@ const (
 	DefaultHandoffWait     = 2 * time.Second
 	DefaultMaxClients      = 10000           // as Redis's maxclients
 	DefaultRESPIdleTimeout = 5 * time.Minute // --resp-idle-timeout's default (a zero Config means never)
+	// DefaultMaxShapes: real deployments use a handful of shapes (one per rate-limit
+	// rule), and 256 leaves room for many rules while bounding what shapes cost: a table
+	// of shards each (about 30 KiB at 64 shards, so 7.5 MiB at the cap), the copy of the
+	// table list made for each new one, and the sweep's pass over every shard.
+	DefaultMaxShapes = 256
+	MaxMaxShapes     = 1 << 16
+
+	DefaultHTTPReadTimeout       = 30 * time.Second
+	DefaultHTTPReadHeaderTimeout = 10 * time.Second
+	DefaultHTTPWriteTimeout      = time.Minute
+	DefaultHTTPIdleTimeout       = 2 * time.Minute
+	DefaultHTTPMaxHeaderBytes    = 64 << 10
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.
@@ -140,6 +167,12 @@ func (c *Config) Validate() error {
 	if c.MaxBodyBytes < 1024 {
 		return &ConfigError{"max-body-bytes", fmt.Sprintf("%d: must be at least 1024", c.MaxBodyBytes)}
 	}
+	if c.MaxCounters < 0 {
+		return &ConfigError{"max-counters", fmt.Sprintf("%d: must not be negative (0: sized from memory)", c.MaxCounters)}
+	}
+	if c.MaxShapes < 1 || c.MaxShapes > MaxMaxShapes {
+		return &ConfigError{"max-shapes", fmt.Sprintf("%d: must be from 1 to %d", c.MaxShapes, MaxMaxShapes)}
+	}
 	if c.SweepInterval <= 0 {
 		return &ConfigError{"sweep-interval", "must be positive"}
 	}
@@ -189,36 +222,21 @@ func checkHostPort(s string) error {
 
 // WithDefaults fills every zero field with its default.
 func (c Config) WithDefaults() Config {
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	def(&c.HTTPAddr, DefaultHTTPAddr)
-	def(&c.RESPAddr, DefaultRESPAddr)
-	def(&c.GossipAddr, DefaultGossipAddr)
-	def(&c.RPCAddr, DefaultRPCAddr)
-	if c.MaxKeyBytes == 0 {
-		c.MaxKeyBytes = counter.DefaultMaxKeyBytes
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.MaxClients == 0 {
-		c.MaxClients = DefaultMaxClients
-	}
-	if c.SweepInterval == 0 {
-		c.SweepInterval = DefaultSweepInterval
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.FlushInterval == 0 {
-		c.FlushInterval = DefaultFlushInterval
-	}
-	if c.HandoffWait == 0 {
-		c.HandoffWait = DefaultHandoffWait
-	}
+	orDefault(&c.HTTPAddr, DefaultHTTPAddr)
+	orDefault(&c.RESPAddr, DefaultRESPAddr)
+	orDefault(&c.GossipAddr, DefaultGossipAddr)
+	orDefault(&c.RPCAddr, DefaultRPCAddr)
+	orDefault(&c.MaxKeyBytes, counter.DefaultMaxKeyBytes)
+	orDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(&c.MaxShapes, DefaultMaxShapes)
+	orDefault(&c.SweepInterval, DefaultSweepInterval)
+	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	orDefault(&c.FlushInterval, DefaultFlushInterval)
+	orDefault(&c.HandoffWait, DefaultHandoffWait)
+	orDefault(&c.HTTPReadTimeout, DefaultHTTPReadTimeout)
+	orDefault(&c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
+	orDefault(&c.HTTPMaxHeaderBytes, DefaultHTTPMaxHeaderBytes)
+	orDefault(&c.MaxClients, DefaultMaxClients)
 	if c.Listen == nil {
 		c.Listen = net.Listen
 	}
@@ -248,6 +266,14 @@ func (c *Config) loadToken() error {
 		c.Logger.Warn("the token file can be read by other users than its owner", "file", c.TokenFile, "mode", st.Mode().Perm())
 	}
 	return nil
+}
+
+// orDefault sets *field to def when it is the zero value.
+func orDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
 }
 
 // validateGossip checks the failure-detection flags.

@@ -14,6 +14,15 @@ func (n *Node) registerMetrics() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "leapcount_counters", Help: "Counters held in memory by this node.",
 		}, func() float64 { return float64(n.store.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "leapcount_counter_units", Help: "Counter units held (a counter of more than 16 buckets is one per 16), against --max-counters.",
+		}, func() float64 { return float64(n.store.Used()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "leapcount_counter_units_max", Help: "--max-counters: counter units beyond which new counters are refused.",
+		}, func() float64 { return float64(n.cfg.MaxCounters) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "leapcount_store_bytes", Help: "Memory the counters hold (slabs, pending deltas).",
+		}, func() float64 { return float64(n.store.Bytes()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_forward_frames_total", Help: "Request frames sent to peers.",
 		}, func() float64 { return float64(n.RPCStats().Frames) }),

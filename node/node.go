@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,11 @@ func Start(cfg Config) (*Node, error) {
 	if err := cfg.loadToken(); err != nil {
 		return nil, err
 	}
+	sized := "--max-counters"
+	if cfg.MaxCounters == 0 {
+		cfg.MaxCounters, sized = DefaultMaxCounters(cfg.MaxKeyBytes)
+	}
+	cfg.Logger.Info("memory bounds", "max_counters", cfg.MaxCounters, "max_counters_from", sized, "max_shapes", cfg.MaxShapes)
 	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), incarnation: uint64(time.Now().UnixNano()),
 		authLimiter: authlimit.New(authlimit.Config{})}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
@@ -182,7 +188,10 @@ func (n *Node) listen(limits counter.Limits) error {
 	if n.cfg.Pprof {
 		h = withPprof(h, httpapi.NewAuthorizer(n.cfg.Token, n.authLimiter))
 	}
-	n.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.httpSrv = &http.Server{Handler: h, ReadTimeout: n.cfg.HTTPReadTimeout,
+		ReadHeaderTimeout: min(DefaultHTTPReadHeaderTimeout, n.cfg.HTTPReadTimeout),
+		WriteTimeout:      n.cfg.HTTPWriteTimeout, IdleTimeout: DefaultHTTPIdleTimeout,
+		MaxHeaderBytes: n.cfg.HTTPMaxHeaderBytes}
 	return nil
 }
 
@@ -379,17 +388,25 @@ func (n *Node) leave(ctx context.Context) error {
 }
 
 // sweepLoop forgets idle counters a little at a time, so that a full pass over the
-// store takes about ten intervals and no shard is locked for long.
+// store takes about ten intervals and no shard is locked for long; once the store has
+// shrunk a lot, it gives the freed memory back to the operating system (memReturn).
 func (n *Node) sweepLoop() {
 	defer n.loops.Done()
 	t := time.NewTicker(n.cfg.SweepInterval)
 	defer t.Stop()
+	mem := memReturn{every: memReturnEvery, minFall: memReturnMinFall}
 	for {
 		select {
 		case <-n.quit:
 			return
 		case <-t.C:
 			n.store.Sweep(n.cfg.Now(), max(4096, n.store.Len()/10))
+			if held := n.store.Bytes(); mem.after(held, time.Now()) {
+				start := time.Now()
+				debug.FreeOSMemory()
+				n.cfg.Logger.Info("memory freed by the sweep given back to the OS", "store_bytes", held,
+					"took", time.Since(start).Round(time.Millisecond))
+			}
 		}
 	}
 }

@@ -9,14 +9,15 @@ import (
 	"github.com/leapcount/leapcount/leaparray"
 )
 
-// openRedis makes the store, and with --redis the Redis store behind it. The node
+// openRedis makes the store (within --max-counters and --max-shapes), and with --redis the Redis store behind it. The node
 // starts even if Redis is down (it runs degraded until Redis answers).
 func (n *Node) openRedis(limits counter.Limits) error {
+	bounds := leaparray.WithBounds(leaparray.Bounds{MaxUnits: n.cfg.MaxCounters, MaxShapes: n.cfg.MaxShapes})
 	if n.cfg.RedisURL == "" {
-		n.store = leaparray.NewStore()
+		n.store = leaparray.NewStore(bounds)
 		return nil
 	}
-	n.store = leaparray.NewStore(leaparray.WithDeltas())
+	n.store = leaparray.NewStore(leaparray.WithDeltas(), bounds)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	log := n.cfg.Logger.With("component", "redis")

@@ -39,7 +39,12 @@
 // Handoffs (cut by bytes), each with the part of it not yet in Redis, which the new
 // owner then writes behind; a Handoff is applied once (by ID), refused by a node that
 // does not own its partitions (sent again where the ring says, as it changes), and a
-// counter leaves this node only once a Handoff carrying it was applied. Handoffs are
+// counter leaves this node only once a Handoff carrying it was applied.
+//
+// Handed-over counters enter memory past the store's bounds (which the counters clients
+// create, and those loaded from Redis, respect): refusing them would lose their counts.
+// A Handoff that would take the store past twice its bounds is refused, and its sender
+// keeps the counters and sends them again until there is room. Handoffs are
 // retried for as long as the node runs (stopping, for its shutdown timeout); what is
 // left then is lost, and logged.
 //

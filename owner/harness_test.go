@@ -107,9 +107,10 @@ type net struct {
 	mu      sync.Mutex
 	owners  map[string]*Owner
 	fail    func(to string, h *rpc.Handoff) (drop, lose bool)
-	refused atomic.Int64  // Handoffs refused by their receiver
-	clock   atomic.Int64  // the counters' clock, ms; t0 until set
-	flush   time.Duration // owners' FlushInterval (default 20ms)
+	refused atomic.Int64      // Handoffs refused by their receiver
+	clock   atomic.Int64      // the counters' clock, ms; t0 until set
+	flush   time.Duration     // owners' FlushInterval (default 20ms)
+	bounds  *leaparray.Bounds // the bounds of the stores of owners added next; nil: none
 }
 
 func (n *net) Handoff(ctx context.Context, addr string, h *rpc.Handoff) error {
@@ -149,10 +150,14 @@ type testOwner struct {
 }
 
 func (n *net) add(t *testing.T, name string, redis *fallback.Store) *testOwner {
-	store := leaparray.NewStore()
+	var opts []leaparray.Option
 	if redis != nil {
-		store = leaparray.NewStore(leaparray.WithDeltas())
+		opts = append(opts, leaparray.WithDeltas())
 	}
+	if n.bounds != nil {
+		opts = append(opts, leaparray.WithBounds(*n.bounds))
+	}
+	store := leaparray.NewStore(opts...)
 	fl := newFakeLeases()
 	every := n.flush
 	if every == 0 {

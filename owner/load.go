@@ -102,7 +102,11 @@ func (o *Owner) install(rg *ring.Ring, ops []counter.Op, misses []*miss) map[int
 		case o.parts.gen[p].Load() != m.gen:
 			bad[ref] = fmt.Errorf("%w: partition %d changed hands while %q was loaded", counter.ErrNotOwner, p, op.Key)
 		default:
-			o.cfg.Store.Seed(op.Key, spec(op), m.buckets) // no-op if another op loaded it first
+			// A no-op if another op loaded it first. A load is a new counter in memory
+			// like any other: within the store's bounds (its state stays in Redis).
+			if _, err := o.cfg.Store.TrySeed(op.Key, spec(op), m.buckets, o.cfg.Now()); err != nil {
+				bad[ref] = counter.StoreError(err)
+			}
 		}
 	}
 	if len(bad) == 0 {

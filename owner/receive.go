@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/rpc"
 )
 
@@ -83,11 +84,21 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	if rg == nil {
 		return fmt.Errorf("%w: this node has no ring yet", rpc.ErrHandoffNotOwner)
 	}
+	specs := make([]leaparray.Spec, len(h.Counters))
 	for i := range h.Counters {
 		p := rg.Partition(h.Counters[i].Key)
 		if st := o.parts.get(p); st != stMine && st != stStale {
 			return fmt.Errorf("%w: partition %d is not this node's", rpc.ErrHandoffNotOwner, p)
 		}
+		specs[i] = h.Counters[i].Spec
+	}
+	// Handed-over counters are taken past the store's bounds, which a client's new
+	// counters respect, but not past twice them: the sender keeps what is refused and
+	// sends it again, so nothing is lost while it runs.
+	if err := o.cfg.Store.Admits(specs); err != nil {
+		o.cfg.Logger.Warn("handoff refused: memory holds twice its bound; the sender keeps the counters and tries again",
+			"from", h.From, "counters", len(h.Counters), "err", err)
+		return fmt.Errorf("%w: this node is full: %v", rpc.ErrHandoffRefused, err)
 	}
 	for i := range h.Counters {
 		o.installCounter(&h.Counters[i])

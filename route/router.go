@@ -89,8 +89,8 @@ func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Res
 		r.local.Do(ctx, ops, results) // the common single-owner case: no grouping, no copies
 		if idx := notDecided(results); len(idx) > 0 {
 			r.retry(ctx, rg, ops, results, idx) // the ring moved them while they waited
-			r.failPolicy(ops, results)
 		}
+		r.failPolicy(ops, results) // also for what this node could not decide itself
 		return
 	}
 	p := r.plan(rg, ops, results)
@@ -119,12 +119,14 @@ func notDecided(results []counter.Result) []int {
 	return idx
 }
 
-// failPolicy answers the allow ops that nobody could decide, or whose outcome is
-// unknown, as FailOpen says.
+// failPolicy answers the allow ops that nobody could decide (their owner is
+// unavailable, or full: it holds its most counters and this one is new), or whose
+// outcome is unknown, as FailOpen says.
 func (r *Router) failPolicy(ops []counter.Op, results []counter.Result) {
 	for i := range ops {
 		err := results[i].Err
-		if ops[i].Kind != counter.Allow || !(errors.Is(err, counter.ErrUnavailable) || errors.Is(err, counter.ErrOutcomeUnknown)) {
+		if ops[i].Kind != counter.Allow || !(errors.Is(err, counter.ErrUnavailable) || errors.Is(err, counter.ErrOutcomeUnknown) ||
+			errors.Is(err, counter.ErrFull)) {
 			continue
 		}
 		if r.FailOpen {

@@ -3,6 +3,7 @@ package rpc
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/leapcount/leapcount/counter"
 )
@@ -54,6 +55,7 @@ const (
 	codeUnavailable
 	codeShuttingDown
 	codeExpired
+	codeFull // a node that does not know it reads it as codeUnavailable
 )
 
 func errCode(err error) uint8 {
@@ -66,6 +68,8 @@ func errCode(err error) uint8 {
 		return codeExpired
 	case errors.Is(err, counter.ErrShuttingDown):
 		return codeShuttingDown
+	case errors.Is(err, counter.ErrFull):
+		return codeFull
 	case counter.IsBadInput(err):
 		return codeBadInput
 	}
@@ -85,6 +89,8 @@ func codeErr(code uint8, msg string) error {
 		return fmt.Errorf("%w: %s", counter.ErrShuttingDown, msg)
 	case codeBadInput:
 		return fmt.Errorf("%w: %s", counter.ErrBadArgument, msg)
+	case codeFull: // the message already says it, once is enough
+		return fmt.Errorf("%w: %s", counter.ErrFull, strings.TrimPrefix(msg, counter.ErrFull.Error()+": "))
 	}
 	return fmt.Errorf("%w: %s", counter.ErrUnavailable, msg)
 }

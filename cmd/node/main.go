@@ -117,6 +117,8 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", node.DefaultMaxBodyBytes, "largest HTTP request body accepted, in bytes")
 	fs.IntVar(&cfg.MaxClients, "max-clients", node.DefaultMaxClients, "most open client connections, on RESP and on HTTP each; more are refused")
 	fs.DurationVar(&cfg.RESPIdleTimeout, "resp-idle-timeout", node.DefaultRESPIdleTimeout, "close a RESP connection that sends nothing for this long (0: never)")
+	fs.Int64Var(&cfg.MaxCounters, "max-counters", 0, "most counters this node holds (one of more than 16 buckets counts once per 16); new ones beyond are refused (0: a quarter of memory, logged at start)")
+	fs.IntVar(&cfg.MaxShapes, "max-shapes", node.DefaultMaxShapes, "most distinct (window, buckets) shapes this node holds counters of")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", node.DefaultSweepInterval, "how often idle counters are looked for")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", node.DefaultShutdownTimeout, "longest a graceful stop may take")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", node.DefaultFlushInterval, "how often owners write counter deltas to Redis (write-behind)")

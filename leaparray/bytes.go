@@ -1,0 +1,38 @@
+package leaparray
+
+import "unsafe"
+
+// Bytes is the memory the store's counters hold: the capacity of every slab's arrays,
+// pending deltas and resets included (not the fixed cost of shards and tables). It
+// locks each shard in turn, briefly. A node watches it to tell when a sweep freed
+// enough to be worth giving back to the operating system.
+func (s *Store) Bytes() int64 {
+	var n int64
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			n += sh.narrow.bytes() + sh.wide.bytes()
+			for k := range sh.resets {
+				n += int64(len(k)) + resetEntryBytes
+			}
+			sh.mu.Unlock()
+		}
+	}
+	return n
+}
+
+// resetEntryBytes estimates a resets map entry beyond its key's bytes: the string
+// header and the map's own slot.
+const resetEntryBytes = 32
+
+func (s *slab[C]) bytes() int64 {
+	var c C
+	n := cap(s.index)*8 + cap(s.keys) + cap(s.refs)*int(unsafe.Sizeof(keyRef{})) +
+		cap(s.heads)*int(unsafe.Sizeof(head{})) + cap(s.counts)*int(unsafe.Sizeof(c)) +
+		cap(s.pend)*4 + cap(s.dl)*int(unsafe.Sizeof(pendingDelta{}))
+	for _, e := range s.dl[:cap(s.dl)] {
+		n += cap(e.buckets) * int(unsafe.Sizeof(Bucket{}))
+	}
+	return int64(n)
+}

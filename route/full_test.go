@@ -1,0 +1,49 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// failingDoer is an owner that cannot decide anything: it answers every op with err.
+type failingDoer struct{ err error }
+
+func (d failingDoer) Do(_ context.Context, _ []counter.Op, res []counter.Result) {
+	for i := range res {
+		res[i] = counter.Result{Err: fmt.Errorf("%w: test", d.err)}
+	}
+}
+
+// An allow that this node, its own owner, cannot decide (it is full, or unavailable) is
+// answered by the fail policy, as one its peer cannot decide is; an incr gets the error.
+func TestLocalOwnerAllowGetsFailPolicy(t *testing.T) {
+	for _, cause := range []error{counter.ErrFull, counter.ErrUnavailable} {
+		for _, open := range []bool{false, true} {
+			r := New("n0", failingDoer{cause}, rpc.NewClient(rpc.Config{}), counter.Limits{})
+			r.SetRing(ring.New([]ring.Member{{Name: "n0", RPCAddr: "127.0.0.1:1"}}, ring.Config{}))
+			r.FailOpen = open
+			ops := []counter.Op{
+				{Kind: counter.Allow, Key: "k", Window: 10_000, Buckets: 10, N: 1, Limit: 5},
+				{Kind: counter.Incr, Key: "k", Window: 10_000, Buckets: 10, N: 1},
+			}
+			res := make([]counter.Result, 2)
+			r.Do(context.Background(), ops, res)
+			want := counter.Result{RetryAfterMs: 1000}
+			if open {
+				want = counter.Result{Allowed: true, Remaining: 5}
+			}
+			if res[0] != want {
+				t.Errorf("%v, fail-open %v: allow got %+v; want %+v", cause, open, res[0], want)
+			}
+			if !errors.Is(res[1].Err, cause) {
+				t.Errorf("%v, fail-open %v: incr got %+v; want that error", cause, open, res[1])
+			}
+		}
+	}
+}
