@@ -252,7 +252,7 @@ func (r *faultRun) check() {
 		b.OverAdmit = faultLimit * int64(r.cuts)
 	}
 	s := r.log.Check(final, b)
-	r.t.Logf("%d faults; %v", len(r.faults), s)
+	r.t.Logf("%d faults %q; %v", len(r.faults), r.faults, s)
 	if len(s.Violations) > 0 {
 		r.t.Errorf("violations:\n\t%s\nfaults: %q", joinLines(s.Violations), r.faults)
 	}

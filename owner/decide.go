@@ -48,7 +48,7 @@ func (o *Owner) awaitAll(ctx context.Context, ops []counter.Op) {
 	var waits []int
 	for i := range ops {
 		p := rg.Partition(ops[i].Key)
-		if o.judge(p, now) == waitFor && !containsInt(waits, p) {
+		if o.judge(p, now, o.redisUp()) == waitFor && !containsInt(waits, p) {
 			waits = append(waits, p)
 		}
 	}
@@ -83,10 +83,24 @@ func (o *Owner) awaitPartition(ctx context.Context, p int) {
 	}
 }
 
-// judge says what to do with an op on partition p at now (Leases' clock).
-func (o *Owner) judge(p int, now int64) verdict {
+// redisUp reports whether Redis answers (always true without Redis). A batch takes it
+// once and decides by that one answer throughout: were it asked again at each step, a
+// counter could skip its load while Redis is down and then be decided, from empty
+// memory, as if Redis were up, never to be reloaded (its Redis state lost from view).
+func (o *Owner) redisUp() bool { return o.cfg.Redis == nil || o.cfg.Redis.Healthy() }
+
+// judge says what to do with an op on partition p at now (Leases' clock), Redis up or
+// not as redisUp says.
+func (o *Owner) judge(p int, now int64, redisUp bool) verdict {
 	switch o.parts.get(p) {
 	case stMine:
+		if redisUp && o.parts.blind[p].Load() {
+			// Counters were started here from empty memory while Redis was down: until
+			// cleanStale (within a flush interval) drops and reloads them, memory lacks
+			// what Redis has, and a count or allow from it would be short.
+			o.kickFlush()
+			return waitFor
+		}
 		if o.cfg.Leases.Holds(p, now) {
 			return decideIt
 		}
@@ -94,7 +108,7 @@ func (o *Owner) judge(p int, now int64) verdict {
 	case stStale:
 		// Stale memory is dropped and reloaded from Redis; while Redis is down it is
 		// the best there is, and is decided from (degraded, see the package doc).
-		if o.cfg.Redis != nil && !o.cfg.Redis.Healthy() && o.cfg.Leases.Holds(p, now) {
+		if !redisUp && o.cfg.Leases.Holds(p, now) {
 			return decideIt
 		}
 		return waitFor
@@ -115,9 +129,10 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 		return
 	}
 	now := o.cfg.Leases.Now()
+	redisUp := o.redisUp()
 	var failed map[int]error // ops whose counter could not be loaded
 	if o.cfg.Redis != nil {
-		if misses := o.misses(rg, ops, now); len(misses) > 0 {
+		if misses := o.misses(rg, ops, now, redisUp); len(misses) > 0 {
 			o.decide.RUnlock()
 			o.load(ctx, ops, misses)
 			o.decide.RLock()
@@ -131,12 +146,12 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 			return nil // answered by Local with its validation error
 		}
 		p := rg.Partition(op.Key)
-		if v := o.judge(p, now); v == waitFor && !o.cfg.Leases.Quorate(now) {
+		if v := o.judge(p, now, redisUp); v == waitFor && !o.cfg.Leases.Quorate(now) {
 			return fmt.Errorf("%w: this node cannot reach a majority of the cluster", counter.ErrUnavailable)
 		} else if v != decideIt {
 			return fmt.Errorf("%w: partition %d of %q is not decided here now", counter.ErrNotOwner, p, op.Key)
 		}
-		if op.Kind != counter.Incr && op.Kind != counter.Reset && o.blind(p, op) {
+		if op.Kind != counter.Incr && op.Kind != counter.Reset && o.blind(p, op, redisUp) {
 			// Memory does not have what Redis has: a count read from it would be short,
 			// and an allow decided from it could admit past the limit. They fail (allow
 			// is answered by the fail policy) and count nothing. An incr is counted: its
@@ -144,14 +159,16 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 			return fmt.Errorf("%w: %q is not in memory and Redis is down", counter.ErrUnavailable, op.Key)
 		}
 		return failed[i]
-	}, o.decideHere)
+	}, func(ctx context.Context, ops []counter.Op, results []counter.Result) {
+		o.decideHere(ctx, ops, results, redisUp)
+	})
 }
 
 // blind reports whether op would be decided from memory that may lack what Redis holds:
 // Redis is down, and the counter is not in memory, or its partition's memory is stale,
 // or holds counters started from empty memory (which of them, it does not track).
-func (o *Owner) blind(p int, op *counter.Op) bool {
-	if o.cfg.Redis == nil || o.cfg.Redis.Healthy() {
+func (o *Owner) blind(p int, op *counter.Op, redisUp bool) bool {
+	if redisUp {
 		return false
 	}
 	return o.parts.get(p) == stStale || o.parts.blind[p].Load() || !o.cfg.Store.Has(op.Key, spec(op))
@@ -159,8 +176,8 @@ func (o *Owner) blind(p int, op *counter.Op) bool {
 
 // decideHere decides ops in memory; ops decided on counters that were not loaded (Redis
 // down) mark their partition blind, to be reloaded once Redis is back.
-func (o *Owner) decideHere(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	if o.cfg.Redis != nil && !o.cfg.Redis.Healthy() {
+func (o *Owner) decideHere(ctx context.Context, ops []counter.Op, results []counter.Result, redisUp bool) {
+	if !redisUp {
 		rg := o.ring.Load()
 		for i := range ops {
 			if !o.cfg.Store.Has(ops[i].Key, spec(&ops[i])) && ops[i].Kind != counter.Count {

@@ -21,8 +21,8 @@ type miss struct {
 
 // misses lists the decidable ops whose counter is not in memory (one per counter),
 // while Redis is up; while it is down they are decided from memory (blind).
-func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64) []*miss {
-	if !o.cfg.Redis.Healthy() {
+func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool) []*miss {
+	if !redisUp {
 		return nil
 	}
 	var out []*miss
@@ -34,7 +34,7 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64) []*miss {
 		}
 		p := rg.Partition(op.Key)
 		ref := fallback.CounterRef{Key: op.Key, Spec: spec(op)}
-		if seen[ref] || o.judge(p, now) != decideIt {
+		if seen[ref] || o.judge(p, now, redisUp) != decideIt {
 			continue
 		}
 		seen[ref] = true

@@ -119,7 +119,7 @@ func (o *Owner) Holding() (owned, held int) {
 	for p := range o.parts.state {
 		if o.owns(p) {
 			owned++
-			if o.judge(p, now) == decideIt {
+			if o.judge(p, now, o.redisUp()) == decideIt {
 				held++
 			}
 		}

@@ -243,3 +243,27 @@ func TestReleaseWaitsForDeltasOfCountersNotInMemory(t *testing.T) {
 	b.leases.grantAll()
 	mustCount(t, b.Owner, k, 8)
 }
+
+// Right after Redis returns, before the blind partition is dropped and reloaded, a
+// count must not be answered from the blind memory (2 here, where Redis holds 12): it
+// waits for the reload, or fails. The flush interval is long, so only the op itself can
+// bring the reload about (before the fix it was answered 2).
+func TestNoAnswerFromBlindMemoryAfterRedisReturns(t *testing.T) {
+	srv, st := startRedis(t)
+	n := net{flush: time.Hour}
+	a := n.sole(t, "a", st)
+	stopRedis(t, srv, st, a.Owner)
+	if r := do(a.Owner, incr("blind", 2))[0]; r.Err != nil || r.Count != 2 {
+		t.Fatalf("incr with Redis down: got %+v; want 2 (decided from memory)", r)
+	}
+	srv.Restart()
+	eventually(t, "write to Redis once its breaker lets calls through", func() error {
+		_, err := st.Incr(context.Background(), "blind", sp, 10, t0) // what others counted
+		return err
+	})
+	r := do(a.Owner, count("blind"))[0]
+	if r.Err == nil && r.Count != 12 {
+		t.Fatalf("count right after Redis returned: got %d; want 12 (or an error), not the blind memory's", r.Count)
+	}
+	countIs(t, a.Owner, "blind", 12)
+}
