@@ -15,8 +15,9 @@ import (
 // libraries turn features on by it; 7.0.0 is the protocol this server follows.
 const redisVersion = "7.0.0"
 
-// info answers INFO (whatever sections are asked for) with the Server and Clients
-// sections in Redis's format, followed by Config.Info's text.
+// info answers INFO (whatever sections are asked for) with the Server, Clients and (when
+// serving the cluster protocol) Cluster sections in Redis's format, followed by
+// Config.Info's text.
 func (s *Server) info(c *client, _ [][]byte) error {
 	var b strings.Builder
 	port := 0
@@ -29,6 +30,10 @@ func (s *Server) info(c *client, _ [][]byte) error {
 	fmt.Fprintf(&b, "process_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\n",
 		os.Getpid(), port, int64(uptime.Seconds()), int64(uptime.Hours()/24))
 	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\n", s.connected.Load())
+	if s.cfg.Cluster != nil {
+		// redis-py's RedisCluster will not start on a node that does not say so here.
+		b.WriteString("\r\n# Cluster\r\ncluster_enabled:1\r\n")
+	}
 	if s.cfg.Info != nil {
 		if extra := s.cfg.Info(); extra != "" {
 			b.WriteString("\r\n")

@@ -1,12 +1,14 @@
 #!/bin/sh
-# ensure-redis.sh: install redis-server and redis-tools (redis-cli) with apt-get when
-# either is missing; do nothing when both are present. The tests start their own
+# ensure-redis.sh: install redis-server, redis-tools (redis-cli, redis-benchmark) and
+# python3-redis (redis-py, whose RedisCluster the Redis Cluster client tests use) with
+# apt-get when any is missing; do nothing when all are present. The tests start their own
 # redis-server processes on free ports (internal/testredis), so this script keeps the
 # package's system service from starting during the install (policy-rc.d), and stops
 # and disables it afterwards if it runs under systemd anyway.
 set -eu
 
-if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+has_redis_py() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import redis.cluster' >/dev/null 2>&1; }
+if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 && has_redis_py; then
 	exit 0
 fi
 
@@ -40,7 +42,7 @@ trap cleanup EXIT
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends redis-server redis-tools
+$SUDO apt-get install -y -q --no-install-recommends redis-server redis-tools python3-redis
 
 # On a systemd host, leave no system-wide redis listening on :6379.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then

@@ -22,6 +22,9 @@ type Options struct {
 	// Token, when set, is every node's client token (given as LEAPCOUNT_TOKEN, so it
 	// is not on the command line); the harness's own HTTP requests send it.
 	Token string
+	// RESPCluster gives every node a --resp-cluster listener (Addrs.RESPCluster), for
+	// Redis Cluster clients.
+	RESPCluster bool
 }
 
 // Cluster is a set of node processes started by StartCluster (and Add).

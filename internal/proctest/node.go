@@ -21,6 +21,7 @@ const (
 // Addrs are the addresses a node process has bound.
 type Addrs struct {
 	HTTP, RESP, RPC, Gossip string
+	RESPCluster             string // set with Options.RESPCluster
 }
 
 // Node is one named node of a Cluster: one process at a time (Restart starts another
@@ -119,6 +120,9 @@ func (n *Node) launch(addrs Addrs, join []string) error {
 	}
 	args := []string{"--name", n.name, "--http", orZero(addrs.HTTP), "--resp", orZero(addrs.RESP),
 		"--rpc", orZero(addrs.RPC), "--gossip", orZero(addrs.Gossip), "--log-format", "json"}
+	if n.c.opts.RESPCluster {
+		args = append(args, "--resp-cluster", orZero(addrs.RESPCluster))
+	}
 	if len(join) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}

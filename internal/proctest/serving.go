@@ -17,6 +17,8 @@ type servingLine struct {
 	RESP   string `json:"resp"`
 	RPC    string `json:"rpc"`
 	Gossip string `json:"gossip"`
+	// RESPCluster is --resp-cluster's address, "" without one.
+	RESPCluster string `json:"resp_cluster"`
 }
 
 // awaitServing polls the log from offset until the "node serving" line appears, the
@@ -65,7 +67,7 @@ func findServing(path string, offset int64) (Addrs, bool, error) {
 		if s.HTTP == "" || s.RESP == "" || s.RPC == "" || s.Gossip == "" {
 			return Addrs{}, false, fmt.Errorf("\"node serving\" line lacks an address: %s", line)
 		}
-		return Addrs{HTTP: s.HTTP, RESP: s.RESP, RPC: s.RPC, Gossip: s.Gossip}, true, nil
+		return Addrs{HTTP: s.HTTP, RESP: s.RESP, RPC: s.RPC, Gossip: s.Gossip, RESPCluster: s.RESPCluster}, true, nil
 	}
 	return Addrs{}, false, nil
 }
