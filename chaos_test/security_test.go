@@ -245,3 +245,66 @@ func TestMutualTLSCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRPCPortBoundsHostileFrames: a node with no cluster key takes anyone on its rpc
+// port (README, Security), but what an outsider sends there still costs it little: 16
+// connections that each declare a 64 MiB frame and send nothing more, and a handoff of a
+// counter with 2^31 buckets, leave its memory where it was; it keeps answering, and
+// stops on SIGTERM.
+func TestOpenRPCPortBoundsHostileFrames(t *testing.T) {
+	c := proctest.StartCluster(t, 1, proctest.Options{})
+	n := c.Node(0)
+	incr(t, c, "steady", 3)
+	before, err := n.RSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	for i := 0; i < 16; i++ {
+		nc, err := net.DialTimeout("tcp", n.Addrs().RPC, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		// The introduction of a keyless peer, then the length of a 64 MiB request.
+		nc.Write([]byte("LCPEER1\x01\x00\x00" + "\x04\x00\x00\x00\x01"))
+		conns = append(conns, nc)
+	}
+	open, err := peerauth.New(peerauth.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d net.Dialer
+	outsider := rpc.NewClient(rpc.Config{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return open.Client(ctx, nc)
+	}})
+	defer outsider.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	huge := &rpc.Handoff{From: "rogue", ID: 1, Counters: []rpc.HandoffCounter{{Key: "steady",
+		Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 1 << 31}, Buckets: []leaparray.Bucket{{Index: 0, Count: 123456}}}}}
+	if err := outsider.Handoff(ctx, n.Addrs().RPC, huge); err == nil {
+		t.Error("the node took a handoff of a counter with 2^31 buckets")
+	}
+	incr(t, c, "steady", 4)
+	got, err := load.HTTPCounter{Addr: n.HTTP(), Client: httpClient}.Counts(ctx, []string{"steady"}, "1m")
+	if err != nil || got[0] != 7 {
+		t.Errorf("count of steady = %v (%v); want [7]", got, err)
+	}
+	after, err := n.RSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RSS %d MiB before, %d MiB with 16 connections declaring 64 MiB frames", before>>20, after>>20)
+	if after-before > 32<<20 {
+		t.Errorf("RSS grew by %d MiB; want under 32 MiB (16 declared frames of 64 MiB must cost nothing)", (after-before)>>20)
+	}
+	for _, nc := range conns {
+		nc.Close()
+	}
+	n.Stop()
+}
