@@ -11,16 +11,19 @@ import (
 
 // Defaults for Config. They must be the same on every node of a cluster.
 const (
-	// DefaultPartitionCount groups Redis Cluster's 16384 hash slots by 16 contiguous
-	// slots: a key's partition is its slot / 16 (see Ring.Partition). 1024 partitions keep
-	// the owner table and the lease sets small and a rebuild cheap, give every member of
-	// a 64-node cluster about 16, and cap a cluster at 1024 members; contiguous groups
-	// keep CLUSTER SLOTS to at most 1024 ranges.
-	DefaultPartitionCount = 1024
-	// DefaultReplicationFactor is the number of virtual nodes per member. 20 spreads
-	// the ring walk well enough for the load bound to do the rest; more costs build
-	// time (members × factor hashes and a sort) for little gain.
-	DefaultReplicationFactor = 20
+	// DefaultPartitionCount groups Redis Cluster's 16384 hash slots by 4 contiguous
+	// slots: a key's partition is its slot / 4 (see Ring.Partition). With 1024 partitions
+	// a 64-member cluster had 16 partitions a member, too few for the placement to even
+	// out (max/min 2.9, a join moving 2.2/N of them); 4096 give max/min 1.3-1.9 and
+	// moves of about 1/N for 16-64 members (TestPlacementAtScale), keep the owner table,
+	// the lease sets (512 bytes) and CLUSTER SLOTS (at most 4096 ranges) small, and cap a
+	// cluster at 4096 members.
+	DefaultPartitionCount = 4096
+	// DefaultReplicationFactor is the number of virtual nodes per member. 200 evens the
+	// shares (at 16 members: max/min 1.28 against 1.73 with 20) and keeps a join's moves
+	// near 1/N; it costs build time, members × factor hashes and a sort: 8 ms for 16
+	// members, 61 ms for 64, on a membership change only.
+	DefaultReplicationFactor = 200
 	// DefaultLoad bounds a member's share at 1.25 times the average. Lower evens the
 	// load but moves more partitions between surviving members when one joins or
 	// leaves; it must stay above 1 for the bound to be always satisfiable.

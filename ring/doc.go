@@ -3,7 +3,7 @@
 //
 // Keys are hashed into Redis Cluster's 16384 hash slots (package hashslot: CRC16 of the
 // key's {hash tag}, as Redis computes it), slots are grouped into a fixed number of
-// partitions of contiguous slots (1024 of 16 by default), and partitions are spread over
+// partitions of contiguous slots (4096 of 4 by default), and partitions are spread over
 // members by consistent hashing with bounded loads (github.com/buraksezer/consistent,
 // hashing member and partition names with xxhash64). Ownership is by key only: a counter
 // is identified by (key, window, buckets), but every shape of one key lives on the same

@@ -17,8 +17,12 @@ type Member struct {
 	RPCAddr string // where peers send operations for keys this member owns
 }
 
-// String returns the name; it makes Member a consistent.Member.
-func (m Member) String() string { return m.Name }
+// String makes Member a consistent.Member: consistent names a member's virtual nodes
+// String()+index, so the name ends with a separator, or "node-1" with index 10 and
+// "node-11" with index 0 would be one virtual node, and members with such names would
+// lose virtual nodes to each other (at 100 virtual nodes, some member of 64 named
+// node-0…node-63 owned nothing; TestPlacementAtScale).
+func (m Member) String() string { return m.Name + "/" }
 
 // Ring is an immutable placement of partitions on members.
 type Ring struct {

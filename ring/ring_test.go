@@ -57,17 +57,17 @@ func TestOwnerMatchesConsistent(t *testing.T) {
 	for i, m := range ms {
 		cm[i] = m
 	}
-	c := consistent.New(cm, consistent.Config{Hasher: hasher{}, PartitionCount: 1024, ReplicationFactor: 20, Load: 1.25})
+	c := consistent.New(cm, consistent.Config{Hasher: hasher{}, PartitionCount: 4096, ReplicationFactor: 200, Load: 1.25})
 	for i := range 2000 {
 		key := fmt.Sprintf("user:%d", i)
-		if gp, wp := r.Partition(key), int(hashslot.Of(key))/16; gp != wp {
-			t.Fatalf("Partition(%q) = %d; want its slot / 16 = %d", key, gp, wp)
+		if gp, wp := r.Partition(key), int(hashslot.Of(key))/4; gp != wp {
+			t.Fatalf("Partition(%q) = %d; want its slot / 4 = %d", key, gp, wp)
 		}
-		if first, last := r.SlotRange(r.Partition(key)); int(hashslot.Of(key)) < first || int(hashslot.Of(key)) > last || last-first != 15 {
-			t.Fatalf("SlotRange(%d) = %d..%d; want the 16 slots holding %d", r.Partition(key), first, last, hashslot.Of(key))
+		if first, last := r.SlotRange(r.Partition(key)); int(hashslot.Of(key)) < first || int(hashslot.Of(key)) > last || last-first != 3 {
+			t.Fatalf("SlotRange(%d) = %d..%d; want the 4 slots holding %d", r.Partition(key), first, last, hashslot.Of(key))
 		}
 		got, ok := r.Owner(key)
-		want := c.GetPartitionOwner(r.Partition(key)).String()
+		want := c.GetPartitionOwner(r.Partition(key)).(Member).Name
 		if !ok || got.Name != want {
 			t.Fatalf("Owner(%q) = %q, %v; want %q", key, got.Name, ok, want)
 		}
@@ -85,7 +85,7 @@ func TestEpoch(t *testing.T) {
 		equal bool
 	}{
 		{"same set", New(members(3), Config{}), true},
-		{"same set, defaults spelled out", New(members(3), Config{PartitionCount: 1024, ReplicationFactor: 20, Load: 1.25}), true},
+		{"same set, defaults spelled out", New(members(3), Config{PartitionCount: 4096, ReplicationFactor: 200, Load: 1.25}), true},
 		{"repeated member", New(append(members(3), members(3)[1]), Config{}), true},
 		{"extra member", New(members(4), Config{}), false},
 		{"fewer members", New(members(2), Config{}), false},
@@ -186,7 +186,7 @@ func TestMovedEdgeCases(t *testing.T) {
 }
 
 func TestBalanceWithinLoadBound(t *testing.T) {
-	for _, n := range []int{2, 3, 5, 10, 50, 100, 271, 1024} {
+	for _, n := range []int{2, 3, 5, 10, 50, 100, 271} {
 		r := New(members(n), Config{})
 		if r.Err() != nil {
 			t.Fatalf("n=%d: %v", n, r.Err())
@@ -244,7 +244,7 @@ func TestUnplaceableNeverPanics(t *testing.T) {
 		field   string
 	}{
 		{"more members than partitions", 8, Config{PartitionCount: 7}, "PartitionCount"},
-		{"load 1 cannot fit 1024 on 3", 3, Config{Load: 1}, "Load"},
+		{"load 1 cannot fit 4096 on 3", 3, Config{Load: 1}, "Load"},
 		{"load below 1", 3, Config{Load: 0.5}, "Load"},
 		{"NaN load", 3, Config{Load: math.NaN()}, "Load"},
 		{"negative partitions", 3, Config{PartitionCount: -1}, "PartitionCount"},
@@ -282,10 +282,10 @@ func TestMembersSortedAndDeduplicated(t *testing.T) {
 	}
 }
 
-// The backstop: with one virtual node per member (which Validate refuses) consistent
-// panics on 7 partitions over 2 members; build must turn that into an error.
+// The backstop: with a load bound of 1 (which Validate refuses) 2 members cannot hold 7
+// partitions and consistent panics; build must turn that into an error.
 func TestBuildRecoversFromConsistentPanic(t *testing.T) {
-	c, err := build(members(2), Config{PartitionCount: 7, ReplicationFactor: 1, Load: 1.25})
+	c, err := build(members(2), Config{PartitionCount: 7, ReplicationFactor: 2, Load: 1})
 	if c != nil || err == nil {
 		t.Fatalf("got %v, %v; want nil and an error", c, err)
 	}

@@ -22,7 +22,7 @@ func TestSlotRangesCoverEverySlotOnce(t *testing.T) {
 				t.Fatalf("n=%d: ranges %d and %d both belong to %s: want them merged", n, i-1, i, sr.Owner.Name)
 			}
 			for s := sr.First; s <= sr.Last; s++ {
-				if m, _ := r.PartitionOwner(s / 16); m.Name != sr.Owner.Name {
+				if m, _ := r.PartitionOwner(s / 4); m.Name != sr.Owner.Name {
 					t.Fatalf("n=%d: slot %d in a range of %s; its partition's owner is %s", n, s, sr.Owner.Name, m.Name)
 				}
 			}
