@@ -18,10 +18,11 @@ import (
 
 	"github.com/leapcount/leapcount/internal/load"
 	"github.com/leapcount/leapcount/internal/proctest"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // partitions is the ring's partition count (package ring's default).
-const partitions = 1024
+const partitions = ring.DefaultPartitionCount
 
 // Three processes started with --join form one cluster in which every node, over HTTP
 // and RESP, answers every counter exactly, and concurrent allows through all three
