@@ -23,6 +23,10 @@ type Config struct {
 	HTTPAddr     string   // --http
 	RESPAddr     string   // --resp
 	RESPCluster  string   // --resp-cluster: a second RESP address, for Redis Cluster clients (-MOVED); empty: none
+	// RESPClusterAdvertise (--resp-cluster-advertise) is the host:port Redis Cluster
+	// clients reach that listener at, when it is not the --advertise host and the bound
+	// port (a published container port, a load balancer).
+	RESPClusterAdvertise string
 	GossipAddr   string   // --gossip
 	RPCAddr      string   // --rpc
 	Advertise    string   // --advertise: host peers use to reach this node
@@ -131,6 +135,11 @@ func (c *Config) Validate() error {
 	if c.RESPCluster != "" {
 		if err := checkHostPort(c.RESPCluster); err != nil {
 			return &ConfigError{"resp-cluster", err.Error()}
+		}
+	}
+	if c.RESPClusterAdvertise != "" {
+		if err := checkHostPort(c.RESPClusterAdvertise); err != nil {
+			return &ConfigError{"resp-cluster-advertise", err.Error()}
 		}
 	}
 	for _, j := range c.Join {

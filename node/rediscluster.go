@@ -116,10 +116,13 @@ func clusterNode(name, addr string) respapi.ClusterNode {
 	return respapi.ClusterNode{ID: respapi.NodeID(name), Host: host, Port: p}
 }
 
-// advertisedClient is where Redis Cluster clients reach this node: the advertised
-// host (or the bind host) and the --resp-cluster port, or the --resp port when there
+// advertisedClient is where Redis Cluster clients reach this node: --resp-cluster-
+// advertise, else the advertised host (or the bind host) and the --resp-cluster port, or the --resp port when there
 // is no cluster listener (clients then get answers by forwarding, never -MOVED).
 func (n *Node) advertisedClient() string {
+	if n.cfg.RESPClusterAdvertise != "" && n.respClusterLn != nil {
+		return n.cfg.RESPClusterAdvertise
+	}
 	ln := n.respLn
 	if n.respClusterLn != nil {
 		ln = n.respClusterLn

@@ -197,3 +197,20 @@ func TestRedisClusterClientFollowsMembershipChanges(t *testing.T) {
 	}
 	t.Logf("%d increments acknowledged through a join and a leave", total)
 }
+
+// CLUSTER SLOTS names the address --resp-cluster-advertise gives (a published container
+// port, say), not the one bound.
+func TestRedisClusterAdvertisedAddress(t *testing.T) {
+	c := nodetest.MakeCluster(t, 1, func(cfg *node.Config) {
+		cfg.RESPCluster, cfg.RESPClusterAdvertise = "127.0.0.1:0", "db.example:7380"
+	})
+	rc := redis.NewClient(&redis.Options{Addr: c.Nodes[0].RESPClusterAddr(), Protocol: 2})
+	defer rc.Close()
+	slots, err := rc.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 1 || slots[0].Start != 0 || slots[0].End != 16383 || len(slots[0].Nodes) != 1 || slots[0].Nodes[0].Addr != "db.example:7380" {
+		t.Fatalf("CLUSTER SLOTS = %+v; want slots 0-16383 at db.example:7380", slots)
+	}
+}

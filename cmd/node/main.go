@@ -101,6 +101,7 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.StringVar(&cfg.RESPAddr, "resp", node.DefaultRESPAddr, "RESP (Redis protocol) listen address")
 	fs.StringVar(&cfg.GossipAddr, "gossip", node.DefaultGossipAddr, "memberlist bind address (TCP and UDP)")
 	fs.StringVar(&cfg.RESPCluster, "resp-cluster", "", "a second RESP listen address for Redis Cluster clients: keys of other nodes are answered -MOVED (empty: none)")
+	fs.StringVar(&cfg.RESPClusterAdvertise, "resp-cluster-advertise", "", "host:port Redis Cluster clients reach --resp-cluster at (default: the --advertise host and the bound port)")
 	fs.StringVar(&cfg.RPCAddr, "rpc", node.DefaultRPCAddr, "node-to-node listen address")
 	fs.StringVar(&cfg.Advertise, "advertise", "", "host other nodes use to reach this one (default: the bind host)")
 	fs.StringVar(&join, "join", "", "comma-separated gossip addresses of existing members")

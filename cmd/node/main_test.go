@@ -48,6 +48,8 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--tls-cert", "/etc/hostname"}, nil, "--tls-key"},
 		{[]string{"--tls-cert", "/nonexistent", "--tls-key", "/nonexistent", "--tls-ca", "/nonexistent"}, nil, "--tls-cert"},
 		{[]string{"--cluster-name", strings.Repeat("c", 256)}, nil, "--cluster-name"},
+		{[]string{"--resp-cluster", "7380"}, nil, "--resp-cluster"},
+		{[]string{"--resp-cluster-advertise", "host-without-port"}, nil, "--resp-cluster-advertise"},
 		{[]string{"--token", "a", "--token-file", tokenFile}, nil, "--token or --token-file"},
 		{[]string{"--token-file", filepath.Join(t.TempDir(), "missing")}, nil, "--token-file"},
 		{[]string{"--token-file", emptyFile}, nil, "--token-file"},
