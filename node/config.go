@@ -19,24 +19,24 @@ import (
 
 // Config is everything a node needs. Field comments name the flag that sets each one.
 type Config struct {
-	Name         string   // --name
-	HTTPAddr     string   // --http
-	RESPAddr     string   // --resp
-	RESPCluster  string   // --resp-cluster: a second RESP address, for Redis Cluster clients (-MOVED); empty: none
+	Name        string // --name
+	HTTPAddr    string // --http
+	RESPAddr    string // --resp
+	RESPCluster string // --resp-cluster: a second RESP address, for Redis Cluster clients (-MOVED); empty: none
 	// RESPClusterAdvertise (--resp-cluster-advertise) is the host:port Redis Cluster
 	// clients reach that listener at, when it is not the --advertise host and the bound
 	// port (a published container port, a load balancer).
 	RESPClusterAdvertise string
-	GossipAddr   string   // --gossip
-	RPCAddr      string   // --rpc
-	Advertise    string   // --advertise: host peers use to reach this node
-	Join         []string // --join
-	RedisURL     string   // --redis
-	Token        string   // --token: required on every client request when set
-	TokenFile    string   // --token-file: a file holding the token (trailing newline trimmed), read at start instead of --token
-	MaxKeyBytes  int      // --max-key-bytes
-	MaxBodyBytes int64    // --max-body-bytes
-	MaxClients   int      // --max-clients: most open connections on the RESP listener, and on the HTTP one
+	GossipAddr           string   // --gossip
+	RPCAddr              string   // --rpc
+	Advertise            string   // --advertise: host peers use to reach this node
+	Join                 []string // --join
+	RedisURL             string   // --redis
+	Token                string   // --token: required on every client request when set
+	TokenFile            string   // --token-file: a file holding the token (trailing newline trimmed), read at start instead of --token
+	MaxKeyBytes          int      // --max-key-bytes
+	MaxBodyBytes         int64    // --max-body-bytes
+	MaxClients           int      // --max-clients: most open connections on the RESP listener, and on the HTTP one
 
 	RESPIdleTimeout time.Duration // --resp-idle-timeout: a RESP connection that sends nothing this long is closed; 0: never
 
