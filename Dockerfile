@@ -10,5 +10,7 @@ ENV LEAPCOUNT_HTTP=0.0.0.0:8080 \
     LEAPCOUNT_GOSSIP=0.0.0.0:7946 \
     LEAPCOUNT_RPC=0.0.0.0:7947
 EXPOSE 8080 6380 7946 7946/udp 7947
+# No shell in the image: the binary checks itself (GET /readyz on LEAPCOUNT_HTTP's port).
+HEALTHCHECK --interval=5s --timeout=4s --start-period=10s --retries=6 CMD ["/leapcount-node", "healthcheck"]
 USER 65534:65534
 ENTRYPOINT ["/leapcount-node"]

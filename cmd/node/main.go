@@ -25,6 +25,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		os.Exit(healthcheck(os.Args[2:], os.LookupEnv, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stderr))
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -216,5 +217,34 @@ func waitExit(cmd *exec.Cmd, d time.Duration) error {
 		return nil
 	case <-time.After(d):
 		return fmt.Errorf("still running after %v", d)
+	}
+}
+
+// The healthcheck subcommand (the container health check of a FROM scratch image) exits
+// 0 for a ready node, also given a wildcard address as inside a container, and 1 when
+// nothing answers.
+func TestHealthcheckSubcommand(t *testing.T) {
+	p := startBinary(t, buildBinary(t), "--name", "t1")
+	_, port, _ := net.SplitHostPort(p.http)
+	noEnv := func(string) (string, bool) { return "", false }
+	for _, addr := range []string{p.http, "0.0.0.0:" + port} {
+		var out bytes.Buffer
+		if code := healthcheck([]string{"--http", addr}, noEnv, &out); code != 0 {
+			t.Fatalf("healthcheck --http %s: exit %d (%s); want 0", addr, code, out.String())
+		}
+	}
+	env := func(k string) (string, bool) { return p.http, k == "LEAPCOUNT_HTTP" }
+	if code := healthcheck(nil, env, io.Discard); code != 0 {
+		t.Fatalf("healthcheck with LEAPCOUNT_HTTP: exit %d; want 0", code)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := ln.Addr().String()
+	ln.Close()
+	var out bytes.Buffer
+	if code := healthcheck([]string{"--http", free, "--timeout", "1s"}, noEnv, &out); code != 1 || !strings.Contains(out.String(), "not ready") {
+		t.Fatalf("healthcheck of nothing: exit %d (%s); want 1, not ready", code, out.String())
 	}
 }
