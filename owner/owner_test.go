@@ -3,6 +3,8 @@ package owner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -176,4 +178,29 @@ func TestLapseWithoutRedisKeepsMemory(t *testing.T) {
 	}
 	a.leases.grant(true, p)
 	mustCount(t, a.Owner, k, 7)
+}
+
+// The same Handoff arriving twice at once (a retry whose first send is still being
+// applied: the rpc server applies each Handoff frame in its own goroutine) is applied
+// once.
+func TestConcurrentDuplicateHandoffAppliesOnce(t *testing.T) {
+	var n net
+	b := n.sole(t, "b", nil)
+	for i := 0; i < 300; i++ {
+		key := fmt.Sprintf("dup%d", i)
+		h := &rpc.Handoff{From: "a", ID: uint64(i + 1), Counters: []rpc.HandoffCounter{{Key: key, Spec: sp,
+			Buckets: []leaparray.Bucket{{Index: t0 / (sp.WindowMs / int64(sp.Buckets)), Count: 3}}}}}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				if err := b.Handoff(context.Background(), h); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := do(b.Owner, count(key))[0]; got.Err != nil || got.Count != 3 {
+			t.Fatalf("after the same Handoff twice at once: count %d (%v); want 3", got.Count, got.Err)
+		}
+	}
 }

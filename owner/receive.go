@@ -15,9 +15,14 @@ import (
 // received is the receiving side's memory of Handoffs applied, so that a Handoff sent
 // again (its answer was lost) is applied once; and the sending side's id source.
 type received struct {
-	nextID  atomic.Uint64
-	mu      sync.Mutex
-	applied map[appliedID]time.Time
+	nextID atomic.Uint64
+	// applying is held while a Handoff is checked, applied and recorded: the rpc
+	// server applies each Handoff frame in its own goroutine, and a retry can arrive
+	// while its first send is still being applied; checked and applied apart, both
+	// would be applied (TestConcurrentDuplicateHandoffAppliesOnce). Handoffs are few.
+	applying sync.Mutex
+	mu       sync.Mutex
+	applied  map[appliedID]time.Time
 }
 
 type appliedID struct {
@@ -61,6 +66,8 @@ func (r *received) record(id appliedID) {
 // by the sender, so this node asks for their leases at once.
 func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
 	id := appliedID{h.From, h.ID}
+	o.recv.applying.Lock()
+	defer o.recv.applying.Unlock()
 	if o.recv.seen(id) {
 		return nil
 	}
