@@ -18,11 +18,12 @@ type clusterView struct {
 	Epoch      string   `json:"epoch"` // this node's ring epoch: equal on every node once they agree
 	Partitions int      `json:"partitions"`
 	Ready      bool     `json:"ready"`
-	Counters   int      `json:"counters"` // held in memory by this node
-	Owned      int      `json:"owned"`    // partitions this node's ring gives it
-	Held       int      `json:"held"`     // of those, the ones it decides now (it holds their lease)
-	Status     string   `json:"status"`   // "ok", or "degraded" while Redis is configured and down
-	Redis      string   `json:"redis"`    // "off" (no --redis), "up" or "down"
+	Counters   int      `json:"counters"`   // held in memory by this node
+	Owned      int      `json:"owned"`      // partitions this node's ring gives it
+	Held       int      `json:"held"`       // of those, the ones it decides now (it holds their lease)
+	HandingOn  int      `json:"handing_on"` // partitions whose counters are on their way to or from this node
+	Status     string   `json:"status"`     // "ok", or "degraded" while Redis is configured and down
+	Redis      string   `json:"redis"`      // "off" (no --redis), "up" or "down"
 	Security   security `json:"security"`
 }
 
@@ -45,6 +46,7 @@ func (n *Node) clusterInfo() any {
 		v.Status = "degraded"
 	}
 	v.Owned, v.Held = n.Holding()
+	v.HandingOn = n.HandingOn()
 	if rg := n.router.Ring(); rg != nil {
 		v.Epoch = epochString(rg)
 		v.Partitions = rg.PartitionCount()

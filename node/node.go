@@ -281,6 +281,10 @@ func (n *Node) RedisStatus() string { return n.redisStatus() }
 // it can decide now.
 func (n *Node) Holding() (owned, held int) { return n.owner.Holding() }
 
+// HandingOn reports how many partitions have counters on their way to or from this
+// node (see owner.Owner.HandingOn): until none, a count may miss them.
+func (n *Node) HandingOn() int { return n.owner.HandingOn() }
+
 // Router is the node's router (tests compare rings).
 func (n *Node) Router() *route.Router { return n.router }
 

@@ -72,7 +72,7 @@ func (o *Owner) awaitPartition(ctx context.Context, p int) {
 			if o.parts.get(p) == stMine {
 				return
 			}
-		case stStale, stDropping:
+		case stStale, stDropping, stLent:
 			select {
 			case <-*ch:
 			case <-ctx.Done():
@@ -112,7 +112,7 @@ func (o *Owner) judge(p int, now int64, redisUp bool) verdict {
 			return decideIt
 		}
 		return waitFor
-	case stDropping:
+	case stDropping, stLent:
 		return waitFor
 	}
 	return notMine

@@ -115,6 +115,7 @@ func (o *Owner) Run() {
 		}
 		o.flushOnce(context.Background())
 		o.cleanStale()
+		o.expireLends()
 	}
 }
 

@@ -16,6 +16,7 @@ const (
 	stStale                   // this node's, but its memory may be stale: flushed and dropped before it is decided again
 	stReleasing               // no longer this node's: its counters are being handed on; still claimed, never decided
 	stDropping                // this node's: its stale memory is being dropped; never decided meanwhile
+	stLent                    // this node's again, but its counters were handed to another node that has not handed them back: claimed, never decided (lend.go)
 )
 
 // parts is the per-partition state. Transitions happen under mu and, for the ones
@@ -25,10 +26,12 @@ type parts struct {
 	state   []atomic.Uint32
 	gen     []atomic.Uint64 // bumped by every transition: a load begun before one is not used
 	blind   []atomic.Bool   // counters were decided from empty memory while Redis was down
+	lent    map[int]lend    // the stLent partitions; under mu
 	changed atomic.Pointer[chan struct{}]
 }
 
 func (ps *parts) init() {
+	ps.lent = map[int]lend{}
 	ch := make(chan struct{})
 	ps.changed.Store(&ch)
 }
@@ -81,19 +84,21 @@ func (o *Owner) SetRing(next *ring.Ring) {
 	o.parts.size(next.PartitionCount())
 	var lost []int
 	o.decide.Lock()
-	o.ring.Store(next)
+	prev := o.ring.Swap(next)
 	for p := range o.parts.state {
 		m, ok := next.PartitionOwner(p)
 		mine := ok && m.Name == o.cfg.Self
 		switch st := o.parts.get(p); {
 		case st == stIdle && mine:
 			o.parts.set(p, stMine)
-		case (st == stMine || st == stStale) && !mine:
+		case (st == stMine || st == stStale || st == stLent) && !mine:
 			o.parts.set(p, stReleasing)
+			delete(o.parts.lent, p)
 			lost = append(lost, p)
 		}
 	}
 	o.decide.Unlock()
+	o.endLends(func(l lend) bool { return left(prev, next, l.to) }, "the node they were handed to left the ring")
 	o.cfg.Leases.SetClaims(o.parts.claims())
 	o.parts.signal()
 	if len(lost) > 0 {
@@ -125,4 +130,16 @@ func (o *Owner) Holding() (owned, held int) {
 		}
 	}
 	return owned, held
+}
+
+// HandingOn reports how many partitions have counters on their way: this node's
+// counters to their new owner, or its own back from where they went (lent).
+func (o *Owner) HandingOn() int {
+	n := 0
+	for p := range o.parts.state {
+		if st := o.parts.get(p); st == stReleasing || st == stLent {
+			n++
+		}
+	}
+	return n
 }

@@ -78,6 +78,7 @@ func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
 	}
 	o.recv.record(id)
 	if len(h.Partitions) > 0 {
+		o.returned(h.Partitions)
 		o.cfg.Leases.Kick()
 	}
 	return nil
@@ -94,7 +95,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	specs := make([]leaparray.Spec, len(h.Counters))
 	for i := range h.Counters {
 		p := rg.Partition(h.Counters[i].Key)
-		if st := o.parts.get(p); st != stMine && st != stStale {
+		if st := o.parts.get(p); st != stMine && st != stStale && st != stLent {
 			return fmt.Errorf("%w: partition %d is not this node's", rpc.ErrHandoffNotOwner, p)
 		}
 		specs[i] = h.Counters[i].Spec

@@ -34,7 +34,7 @@ func (o *Owner) release(ps []int) {
 	ev := o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
 	if o.cfg.Redis != nil && o.persisted(ctx, ev, rg, set) {
 		o.hint(ctx, ps)
-		o.finish(ps)
+		o.finish(ps, nil)
 		o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(ev))
 		return
 	}
@@ -133,18 +133,19 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 		p := from.Partition(e.Key)
 		byPart[p] = append(byPart[p], rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset})
 	}
+	lentTo := map[int]string{} // where counters of a partition went: lent, should it come back
 	left := append([]int(nil), ps...)
 	retry := backoff.Policy{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
 	for wait := retry.Next(0); ; wait = retry.Next(wait) {
 		ch := o.parts.changed.Load()
-		left = o.reclaim(left, byPart)
+		left = o.reclaim(left, byPart, lentTo)
 		rg := o.ring.Load()
 		for m, parts := range byOwner(rg, left) {
-			if err := o.sendCounters(ctx, m, parts, byPart); err != nil {
+			if err := o.sendCounters(ctx, m, parts, byPart, lentTo); err != nil {
 				o.cfg.Logger.Debug("handoff not delivered yet", "to", m.Name, "partitions", len(parts), "err", err)
 				continue
 			}
-			o.finish(parts)
+			o.finish(parts, lentTo)
 			left = remove(left, parts)
 		}
 		if len(left) == 0 {
@@ -160,15 +161,15 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 				n += len(byPart[p])
 			}
 			o.cfg.Logger.Error("handoff gave up: these counters are lost", "partitions", len(left), "counters", n, "err", ctx.Err())
-			o.finish(left)
+			o.finish(left, nil)
 			return
 		}
 	}
 }
 
 // reclaim takes back into memory the partitions of left that the ring gives back to
-// this node, and returns the others.
-func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter) []int {
+// this node (lent, if some of their counters went elsewhere), and returns the others.
+func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string) []int {
 	o.parts.mu.Lock()
 	defer o.parts.mu.Unlock()
 	var rest []int
@@ -181,7 +182,7 @@ func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter) []int {
 			o.installCounter(&c)
 		}
 		o.decide.Lock()
-		o.parts.set(p, stMine)
+		o.lendOrOwn(p, lentTo)
 		o.decide.Unlock()
 	}
 	if len(rest) != len(left) {
@@ -194,14 +195,14 @@ func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter) []int {
 // rpc.MaxHandoffBytes, naming the partitions in the last. A chunk m did not answer is
 // sent again, with its ID (applied once), to m only: it may have been applied there. A
 // chunk m refused (not its partitions yet) may go elsewhere later. Delivered counters
-// leave byPart.
-func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, byPart map[int][]rpc.HandoffCounter) error {
+// leave byPart, and lentTo records that their partitions' counters went to m.
+func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string) error {
 	var cs []rpc.HandoffCounter
 	for _, p := range parts {
 		cs = append(cs, byPart[p]...)
 	}
 	sent := 0
-	defer func() { dropSent(parts, byPart, sent) }()
+	defer func() { dropSent(parts, byPart, sent, m.Name, lentTo) }()
 	for {
 		n, size := 0, 0
 		for rest := cs[sent:]; n < len(rest) && (n == 0 || size+rpc.HandoffSize(&rest[n]) <= rpc.MaxHandoffBytes/2); n++ {
@@ -221,10 +222,13 @@ func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, by
 }
 
 // dropSent removes from byPart the first sent counters of parts, in order: those
-// delivered.
-func dropSent(parts []int, byPart map[int][]rpc.HandoffCounter, sent int) {
+// delivered to the node named to, as lentTo records.
+func dropSent(parts []int, byPart map[int][]rpc.HandoffCounter, sent int, to string, lentTo map[int]string) {
 	for _, p := range parts {
 		k := min(sent, len(byPart[p]))
+		if k > 0 {
+			lentTo[p] = to
+		}
 		byPart[p] = byPart[p][k:]
 		sent -= k
 	}
@@ -261,15 +265,15 @@ func remove(from, drop []int) []int {
 }
 
 // finish marks partitions a release has dealt with: this node's if the ring gives them
-// back (they were handed on meanwhile; their new holder hands them back in turn),
-// else idle. Their claims follow.
-func (o *Owner) finish(ps []int) {
+// back (lent, if their counters went to another node, which hands them back in turn:
+// lentTo), else idle. Their claims follow.
+func (o *Owner) finish(ps []int, lentTo map[int]string) {
 	o.parts.mu.Lock()
 	defer o.parts.mu.Unlock()
 	o.decide.Lock()
 	for _, p := range ps {
 		if o.owns(p) {
-			o.parts.set(p, stMine)
+			o.lendOrOwn(p, lentTo)
 		} else {
 			o.parts.set(p, stIdle)
 		}

@@ -142,7 +142,8 @@ func (c *Cluster) Stop(i int) error {
 func (c *Cluster) Running() []*node.Node { return c.Nodes }
 
 // Converged returns nil once every running node is ready and all have the same ring
-// epoch with every running node in it.
+// epoch with every running node in it, hold every partition it gives them, and have no
+// counters on their way between nodes (a count read before they arrive misses them).
 func (c *Cluster) Converged() error {
 	nodes := c.Running()
 	if len(nodes) == 0 {
@@ -159,6 +160,9 @@ func (c *Cluster) Converged() error {
 		}
 		if owned, held := n.Holding(); owned != held {
 			return fmt.Errorf("%s holds %d of its %d partitions", n.Name(), held, owned)
+		}
+		if h := n.HandingOn(); h > 0 {
+			return fmt.Errorf("%s has counters of %d partitions on their way", n.Name(), h)
 		}
 		if i == 0 {
 			epoch = rg.Epoch()

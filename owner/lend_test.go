@@ -1,0 +1,79 @@
+package owner
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// A partition handed on and given back by the ring before its counters came back is not
+// decided from the memory that lacks them, though this node kept its lease throughout
+// (it claimed the partition while handing it on): a count there would be short. Once
+// the node they went to hands them back, it counts them all.
+func TestPartitionBackBeforeItsCountersWaitsForThem(t *testing.T) {
+	var n net
+	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
+	one, two := ringOf("a"), ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	b.SetRing(two)
+	// While a's counters are on their way to b, a's ring gives their partition back to
+	// a (an intermediate ring, as in a join or a flapping cut): b takes them all the same.
+	var flipped atomic.Bool
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if to == "b" && len(h.Counters) > 0 && flipped.CompareAndSwap(false, true) {
+			a.SetRing(one)
+		}
+		return false, false
+	}
+	a.SetRing(two)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !flipped.Load() {
+		t.Fatal("the ring did not flip during the handoff: the test proves nothing")
+	}
+	if r := do(a.Owner, count(k))[0]; r.Err == nil {
+		t.Fatalf("count %q on a while its counters are on b: got %d; want an error (not decided)", k, r.Count)
+	} else if !errors.Is(r.Err, counter.ErrNotOwner) {
+		t.Fatalf("count on a: got error %v; want not owner", r.Err)
+	}
+	b.SetRing(one) // b hands them back
+	if err := b.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustCount(t, a.Owner, k, 5)
+}
+
+// A lent partition whose counters' holder leaves the ring is decided again: that
+// holder's counts are lost with it (as any node's that leaves without handing on), and
+// waiting for them would keep the partition unavailable for good.
+func TestLentPartitionDecidedAgainWhenItsHolderLeaves(t *testing.T) {
+	var n net
+	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
+	two := ringOf("a", "b")
+	k := keysOf(two, "a", 1)[0]
+	do(a.Owner, incr(k, 5))
+	b.SetRing(ringOf("b"))
+	var flipped atomic.Bool
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if to == "b" && len(h.Counters) > 0 && flipped.CompareAndSwap(false, true) {
+			a.SetRing(two) // a is back in its own ring, and k is a's again
+		}
+		return false, false
+	}
+	a.SetRing(ringOf("b")) // for a moment a sees itself out of the cluster
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(a.Owner, count(k))[0]; r.Err == nil {
+		t.Fatalf("count on a while lent: got %d; want an error", r.Count)
+	}
+	a.SetRing(ringOf("a")) // b, which holds k's counts, leaves
+	do(a.Owner, incr(k, 2))
+	mustCount(t, a.Owner, k, 2)
+}
