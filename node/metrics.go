@@ -33,6 +33,12 @@ func (n *Node) registerMetrics() {
 			Name: "leapcount_rpc_refused_total", Help: "Connections to the rpc port refused by the peer handshake (not members, or garbage).",
 		}, func() float64 { return float64(n.rpcSrv.Refused()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_redis_loads_total", Help: "Counters not in memory loaded from Redis before their first op.",
+		}, func() float64 { l, _ := n.owner.Loads(); return float64(l) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_redis_loads_skipped_total", Help: "Counters not in memory created without a load: this node had decided their partition for longer than their window, so Redis held nothing of them.",
+		}, func() float64 { _, s := n.owner.Loads(); return float64(s) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_ring_builds_total", Help: "Rings built from membership (each change builds one).",
 		}, func() float64 { return float64(n.RingBuilds()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{

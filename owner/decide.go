@@ -151,6 +151,9 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 		} else if v != decideIt {
 			return fmt.Errorf("%w: partition %d of %q is not decided here now", counter.ErrNotOwner, p, op.Key)
 		}
+		if o.cfg.Redis != nil {
+			o.noteDecided(p)
+		}
 		if op.Kind != counter.Incr && op.Kind != counter.Reset && o.blind(p, op, redisUp) {
 			// Memory does not have what Redis has: a count read from it would be short,
 			// and an allow decided from it could admit past the limit. They fail (allow

@@ -149,7 +149,7 @@ type testOwner struct {
 	leases *fakeLeases
 }
 
-func (n *net) add(t *testing.T, name string, redis *fallback.Store) *testOwner {
+func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	var opts []leaparray.Option
 	if redis != nil {
 		opts = append(opts, leaparray.WithDeltas())
@@ -235,11 +235,11 @@ func redisCount(t *testing.T, st *fallback.Store, key string) int64 {
 	return n
 }
 
-func startRedisServer(t *testing.T) *testredis.Server { return testredis.Start(t) }
+func startRedisServer(t testing.TB) *testredis.Server { return testredis.Start(t) }
 
 // openStore opens a Store on url with timeouts a loaded machine meets, unless cfg
 // says otherwise.
-func openStore(t *testing.T, url string, cfg fallback.Config) *fallback.Store {
+func openStore(t testing.TB, url string, cfg fallback.Config) *fallback.Store {
 	t.Helper()
 	cfg.URL, cfg.MinTTL = url, time.Hour
 	if cfg.ReadTimeout == 0 {
@@ -258,7 +258,7 @@ func openStore(t *testing.T, url string, cfg fallback.Config) *fallback.Store {
 	return st
 }
 
-func startRedis(t *testing.T) (*testredis.Server, *fallback.Store) {
+func startRedis(t testing.TB) (*testredis.Server, *fallback.Store) {
 	t.Helper()
 	srv := startRedisServer(t)
 	return srv, openStore(t, srv.URL(), fallback.Config{})
@@ -272,7 +272,7 @@ func eventually(t *testing.T, what string, cond func() error) {
 }
 
 // sole adds an owner that the ring makes the only member, holding every partition.
-func (n *net) sole(t *testing.T, name string, redis *fallback.Store) *testOwner {
+func (n *net) sole(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	o := n.add(t, name, redis)
 	o.SetRing(ringOf(name))
 	o.leases.grantAll()
@@ -290,4 +290,12 @@ func stopRedis(t *testing.T, srv *testredis.Server, st *fallback.Store, o *Owner
 		}
 		return nil
 	})
+}
+
+// lapse ends o's lease of p while o holds it, as the lease keeper reports a lapse.
+func (o *testOwner) lapse(p int) {
+	o.leases.grant(false, p)
+	s := lease.NewSet(len(o.parts.state))
+	s.Add(p)
+	o.Lapsed(s)
 }

@@ -38,6 +38,11 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool)
 			continue
 		}
 		seen[ref] = true
+		o.noteDecided(p)
+		if o.knowsAllOf(p, op.Window) {
+			o.skipped.Add(1)
+			continue
+		}
 		out = append(out, &miss{op: i, gen: o.parts.gen[p].Load()})
 	}
 	return out
@@ -63,6 +68,7 @@ func (o *Owner) load(ctx context.Context, ops []counter.Op, misses []*miss) {
 				continue
 			}
 		}
+		o.loaded.Add(1)
 		m.buckets, m.err = o.loadRetrying(ctx, op.Key, spec(op), now)
 		if m.err != nil {
 			m.err = fmt.Errorf("%w: counter %q could not be loaded from Redis: %v", counter.ErrUnavailable, op.Key, m.err)
@@ -120,3 +126,7 @@ func (o *Owner) install(rg *ring.Ring, ops []counter.Op, misses []*miss) map[int
 	}
 	return failed
 }
+
+// Loads reports how many counters were loaded from Redis, and how many were created
+// without a load because Redis could hold nothing of them (knowsAllOf).
+func (o *Owner) Loads() (loaded, skipped int64) { return o.loaded.Load(), o.skipped.Load() }

@@ -77,6 +77,8 @@ type Owner struct {
 	flush  flusher
 	recv   received
 
+	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
+
 	releases sync.WaitGroup
 	// stopped ends releases still trying when the owner closes: a release tries for as
 	// long as the node runs (and, stopping, for its shutdown timeout, which the node

@@ -26,6 +26,7 @@ type parts struct {
 	state   []atomic.Uint32
 	gen     []atomic.Uint64 // bumped by every transition: a load begun before one is not used
 	blind   []atomic.Bool   // counters were decided from empty memory while Redis was down
+	decided []decidedSince  // since when each partition is decided here without a break
 	lent    map[int]lend    // the stLent partitions; under mu
 	changed atomic.Pointer[chan struct{}]
 }
@@ -41,6 +42,7 @@ func (ps *parts) size(n int) {
 		ps.state = make([]atomic.Uint32, n)
 		ps.gen = make([]atomic.Uint64, n)
 		ps.blind = make([]atomic.Bool, n)
+		ps.decided = make([]decidedSince, n)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
-	"github.com/leapcount/leapcount/lease"
 )
 
 func redisIs(t *testing.T, st *fallback.Store, key string, want int64) {
@@ -124,18 +123,23 @@ func TestLapseReloadsFromRedis(t *testing.T) {
 	k := "lapse"
 	p := one.Partition(k)
 	do(a.Owner, incr(k, 5))
-	a.leases.grant(false, p)
-	s := lease.NewSet(one.PartitionCount())
-	s.Add(p)
-	a.Lapsed(s)
-	redisIs(t, st, k, 5)                                                    // written behind after the lapse
-	if _, err := st.Incr(context.Background(), k, sp, 10, t0); err != nil { // another owner, meanwhile
+	a.lapse(p)
+	redisIs(t, st, k, 5) // written behind after the lapse
+	regrantAfterOthersCounted(t, a, st, k, t0, 5)
+}
+
+// regrantAfterOthersCounted has another owner count 10 of k in Redis at now while a's
+// lease of k's partition has lapsed, grants it to a again, and checks that a counts
+// what it had (had) and the 10, and writes on from there.
+func regrantAfterOthersCounted(t *testing.T, a *testOwner, st *fallback.Store, k string, now, had int64) {
+	t.Helper()
+	if _, err := st.Incr(context.Background(), k, sp, 10, now); err != nil {
 		t.Fatal(err)
 	}
-	a.leases.grant(true, p)
-	countIs(t, a.Owner, k, 15)
+	a.leases.grant(true, ringOf("a").Partition(k))
+	countIs(t, a.Owner, k, had+10)
 	do(a.Owner, incr(k, 1))
-	redisIs(t, st, k, 16)
+	redisIs(t, st, k, had+11)
 }
 
 // Counters decided while Redis is down start from empty memory; once Redis is back

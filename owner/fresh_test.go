@@ -1,0 +1,84 @@
+package owner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/fallback"
+)
+
+// A counter not in memory is loaded from Redis until this node has decided its
+// partition for longer than its window (plus freshMargin); after that Redis can hold
+// nothing of it in its window, and it is created without a load.
+func TestNewCounterSkipsLoadOnceThePartitionIsKnown(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	do(a.Owner, incr("{fresh}0", 1))
+	do(a.Owner, incr("{fresh}1", 1)) // the same slot, a moment later: loaded too
+	if loaded, skipped := a.Loads(); loaded != 2 || skipped != 0 {
+		t.Fatalf("within a window: loaded %d, skipped %d; want 2, 0", loaded, skipped)
+	}
+	n.clock.Store(t0 + sp.WindowMs + freshMargin.Milliseconds() + 1)
+	if r := do(a.Owner, incr("{fresh}2", 2))[0]; r.Err != nil || r.Count != 2 {
+		t.Fatalf("incr on a new counter: got %d, %v; want 2", r.Count, r.Err)
+	}
+	if loaded, skipped := a.Loads(); loaded != 2 || skipped != 1 {
+		t.Fatalf("a window later: loaded %d, skipped %d; want 2, 1", loaded, skipped)
+	}
+	countIs(t, a.Owner, "{fresh}0", 0) // its bucket left the window
+	do(a.Owner, incr("{fresh}0", 1))
+	redisIs(t, st, "{fresh}2", 2)
+}
+
+// After a lapse another node may have decided the partition and written its counters
+// to Redis: new counters are loaded again, however long this node held it before.
+func TestLapseEndsTheLoadSkip(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	one := ringOf("a")
+	k := "{lapse}new"
+	p := one.Partition(k)
+	do(a.Owner, incr("{lapse}old", 1))
+	now := t0 + sp.WindowMs + freshMargin.Milliseconds() + 1
+	n.clock.Store(now)
+	a.lapse(p)
+	regrantAfterOthersCounted(t, a, st, k, now, 0)
+}
+
+// BenchmarkNewCounters decides increments of new counters, 16 per batch, on an owner
+// without Redis, with Redis loading each, and with Redis once the owner has held
+// their partitions for longer than their window (no load: knowsAllOf). Compare ns/op
+// within one run.
+func BenchmarkNewCounters(b *testing.B) {
+	_, st := startRedis(b)
+	for _, mode := range []string{"no-redis", "redis-load", "redis-known"} {
+		b.Run(mode, func(b *testing.B) {
+			var n net
+			n.flush = time.Hour // write-behind out of the way: the ops alone
+			var redis *fallback.Store
+			if mode != "no-redis" {
+				redis = st
+			}
+			o := n.sole(b, "a", redis)
+			prefix := fmt.Sprintf("{%s}", mode) // one slot: the partition noted by the first op
+			do(o.Owner, incr(prefix+"first", 1))
+			if mode == "redis-known" {
+				n.clock.Store(t0 + sp.WindowMs + freshMargin.Milliseconds() + 1)
+			}
+			ops := make([]counter.Op, 16)
+			res := make([]counter.Result, 16)
+			b.ResetTimer()
+			for i := 0; i < b.N; i += len(ops) {
+				for j := range ops {
+					ops[j] = incr(fmt.Sprintf("%s%d", prefix, i+j), 1)
+				}
+				o.Do(context.Background(), ops, res)
+			}
+		})
+	}
+}
