@@ -98,7 +98,7 @@ func (c *Cluster) Config(name string) node.Config {
 		Name: name, HTTPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", GossipAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0",
 		GossipTimings: cluster.FastTimings(), RejoinInterval: 200 * time.Millisecond,
 		RPC:             rpc.Config{Timeout: 2 * time.Second, DownFor: 50 * time.Millisecond},
-		ShutdownTimeout: 5 * time.Second, Lease: lease.Config{Duration: time.Second},
+		ShutdownTimeout: node.DefaultShutdownTimeout, Lease: lease.Config{Duration: time.Second},
 		Logger: Logger(), Now: c.Clock.Now,
 	}
 	for _, m := range c.Running() {
