@@ -23,6 +23,7 @@ bench:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseOp -fuzztime $(FUZZTIME) ./httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzFastOpMatchesDecoder -fuzztime $(FUZZTIME) ./httpapi/
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./respapi/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) ./rpc/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./respapi/

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/leapcount/leapcount/counter"
 )
@@ -12,7 +13,7 @@ import (
 // opHandler answers POST /v1/incr, /v1/allow and /v1/reset.
 func (s *server) opHandler(kind counter.Kind) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op, err := parseOpBody(r.Body, kind, s.cfg.Limits)
+		op, err := readOpBody(r, kind, s.cfg.Limits)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -42,8 +43,22 @@ func (s *server) decideOne(w http.ResponseWriter, r *http.Request, op counter.Op
 	if op.Kind == counter.Allow {
 		setRateLimitHeaders(w.Header(), &ops[0], &results[0])
 	}
+	bp := answerPool.Get().(*[]byte)
+	defer answerPool.Put(bp)
+	if b, ok := appendAnswer((*bp)[:0], &ops[0], &results[0]); ok {
+		*bp = b
+		w.Header()["Content-Type"] = jsonContentType
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b) // an error means the client went away
+		return
+	}
 	writeJSON(w, http.StatusOK, render(&ops[0], &results[0]))
 }
+
+// jsonContentType is shared by every answer: net/http only reads it.
+var jsonContentType = []string{"application/json"}
+
+var answerPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 type batchRequest struct {
 	Ops []json.RawMessage `json:"ops"`

@@ -47,11 +47,12 @@ func (d failingDoer) Do(_ context.Context, _ []counter.Op, results []counter.Res
 
 // testAPI is an API server on a real socket, deciding ops with a real store.
 type testAPI struct {
-	t     testing.TB
-	url   string
-	clock *clocktest.Clock
-	doer  *countingDoer
-	reg   *prometheus.Registry
+	t       testing.TB
+	url     string
+	clock   *clocktest.Clock
+	doer    *countingDoer
+	reg     *prometheus.Registry
+	handler http.Handler
 }
 
 // newAPI starts a server; edit, when not nil, changes the config before New.
@@ -77,7 +78,7 @@ func newAPI(t testing.TB, edit func(*Config)) *testAPI {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testAPI{t: t, url: srv.URL, clock: clock, doer: doer, reg: reg}
+	return &testAPI{t: t, url: srv.URL, clock: clock, doer: doer, reg: reg, handler: h}
 }
 
 // reply is an answer: the status, the Content-Type and the body decoded as JSON

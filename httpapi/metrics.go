@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics counts requests by route and status code and times them by route. The
@@ -45,9 +47,68 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// instrument wraps h so that its requests are counted and timed under route.
+// instrument wraps h so that its requests are counted and timed under route. It does
+// what promhttp's InstrumentHandlerCounter and InstrumentHandlerDuration do, with the
+// route's children looked up once instead of per request (BenchmarkHandler: their
+// label lookups and wrappers were a fifth of the handler's CPU).
 func (m *metrics) instrument(route string, h http.Handler) http.Handler {
-	labels := prometheus.Labels{"route": route}
-	return promhttp.InstrumentHandlerDuration(m.latency.MustCurryWith(labels),
-		promhttp.InstrumentHandlerCounter(m.requests.MustCurryWith(labels), h))
+	latency := m.latency.WithLabelValues(route)
+	codes := &codeCounters{vec: m.requests, route: route}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		codes.get(sw.status()).Inc()
+		latency.Observe(time.Since(start).Seconds())
+	})
+}
+
+// codeCounters are one route's request counters by status code, made on first use.
+type codeCounters struct {
+	vec   *prometheus.CounterVec
+	route string
+	by    [500]atomic.Pointer[prometheus.Counter] // codes 100 to 599
+}
+
+func (c *codeCounters) get(code int) prometheus.Counter {
+	if code < 100 || code > 599 {
+		return c.vec.WithLabelValues(c.route, strconv.Itoa(code))
+	}
+	slot := &c.by[code-100]
+	if p := slot.Load(); p != nil {
+		return *p
+	}
+	ctr := c.vec.WithLabelValues(c.route, strconv.Itoa(code)) // the same child if two race here
+	slot.Store(&ctr)
+	return ctr
+}
+
+// statusWriter remembers the status code a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK // nothing written: net/http answers 200
+	}
+	return w.code
 }

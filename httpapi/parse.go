@@ -112,6 +112,9 @@ func (f *opFields) readLimit(op *counter.Op) error {
 // windowOf reads a window given as a string ("60s", "60000") or a number of ms.
 func windowOf(raw json.RawMessage) (int64, error) {
 	if raw[0] == '"' {
+		if s, _, ok := plainString(raw, 0); ok && len(s) == len(raw)-2 {
+			return counter.ParseWindow(string(s)) // no escapes: the bytes are the string
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return 0, fmt.Errorf("%w: %v", counter.ErrBadWindow, err)
