@@ -40,7 +40,11 @@
 // Handoffs (cut by bytes), each with the part of it not yet in Redis, which the new
 // owner then writes behind; a Handoff is applied once (by ID), refused by a node that
 // does not own its partitions (sent again where the ring says, as it changes), and a
-// counter leaves this node only once a Handoff carrying it was applied.
+// counter leaves this node only once a Handoff carrying it was applied. A write-behind
+// call of them in doubt (sent as Redis went away) stays with the sender, which sends it
+// again; it travels as a fence, and the receiver reads none of those partitions back
+// from Redis until Redis shows it applied (fence.go). A partition the ring gives back
+// before its counters came back is not decided until they do (lend.go).
 //
 // Handed-over counters enter memory past the store's bounds (which the counters clients
 // create, and those loaded from Redis, respect): refusing them would lose their counts.

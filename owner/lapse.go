@@ -1,6 +1,8 @@
 package owner
 
 import (
+	"context"
+
 	"github.com/leapcount/leapcount/lease"
 )
 
@@ -18,9 +20,14 @@ func (o *Owner) Lapsed(s lease.Set) {
 	o.decide.Lock()
 	n := 0
 	s.Each(func(p int) {
-		if o.parts.get(p) == stMine {
+		switch o.parts.get(p) {
+		case stMine:
 			o.parts.set(p, stStale)
 			n++
+		case stLent:
+			// Not decided now, but its memory is as stale: once its counters are back
+			// it is reloaded (as blind memory is) before it is decided.
+			o.parts.blind[p].Store(true)
 		}
 	})
 	o.decide.Unlock()
@@ -45,11 +52,15 @@ func (o *Owner) cleanStale() {
 	if rg == nil {
 		return
 	}
+	held := o.fencedStale(context.Background())
 	o.parts.mu.Lock()
 	defer o.parts.mu.Unlock()
 	stale := lease.NewSet(len(o.parts.state))
 	o.decide.Lock()
 	for p := range o.parts.state {
+		if held[p] {
+			continue // its counts here wait for another node's writes: not reloaded yet
+		}
 		if o.parts.blind[p].Swap(false) && o.parts.get(p) == stMine {
 			o.parts.set(p, stStale)
 		}
@@ -74,4 +85,23 @@ func (o *Owner) cleanStale() {
 	o.parts.signal()
 	o.kickFlush()
 	o.cfg.Logger.Info("stale partitions dropped from memory; their counters reload from Redis", "partitions", stale.Len(), "counters", len(ev))
+}
+
+// fencedStale returns the partitions that would be dropped and reloaded now but hold
+// counts whose write-behind elsewhere Redis has not confirmed (fence.go): a reload would
+// miss it. It reads Redis, so it runs before the locks are taken.
+func (o *Owner) fencedStale(ctx context.Context) map[int]bool {
+	var held map[int]bool
+	for p := range o.parts.state {
+		if st := o.parts.get(p); st != stStale && !(st == stMine && o.parts.blind[p].Load()) {
+			continue
+		}
+		if !o.reached(ctx, p) {
+			if held == nil {
+				held = map[int]bool{}
+			}
+			held[p] = true
+		}
+	}
+	return held
 }

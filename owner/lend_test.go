@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/rpc"
 )
 
@@ -21,22 +22,7 @@ func TestPartitionBackBeforeItsCountersWaitsForThem(t *testing.T) {
 	k := keysOf(two, "b", 1)[0]
 	do(a.Owner, incr(k, 5))
 	b.SetRing(two)
-	// While a's counters are on their way to b, a's ring gives their partition back to
-	// a (an intermediate ring, as in a join or a flapping cut): b takes them all the same.
-	var flipped atomic.Bool
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
-		if to == "b" && len(h.Counters) > 0 && flipped.CompareAndSwap(false, true) {
-			a.SetRing(one)
-		}
-		return false, false
-	}
-	a.SetRing(two)
-	if err := a.WaitReleased(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !flipped.Load() {
-		t.Fatal("the ring did not flip during the handoff: the test proves nothing")
-	}
+	n.releaseFlipping(t, a, two, one)
 	if r := do(a.Owner, count(k))[0]; r.Err == nil {
 		t.Fatalf("count %q on a while its counters are on b: got %d; want an error (not decided)", k, r.Count)
 	} else if !errors.Is(r.Err, counter.ErrNotOwner) {
@@ -76,4 +62,64 @@ func TestLentPartitionDecidedAgainWhenItsHolderLeaves(t *testing.T) {
 	a.SetRing(ringOf("a")) // b, which holds k's counts, leaves
 	do(a.Owner, incr(k, 2))
 	mustCount(t, a.Owner, k, 2)
+}
+
+// With Redis, a lent partition whose lease lapses meanwhile may have been decided by
+// another node: once its counters are back, it is reloaded from Redis before it is
+// decided, as a stale partition is.
+func TestLentPartitionLapsedReloadsWhenBack(t *testing.T) {
+	srv, st := startRedis(t)
+	var n net
+	a, b := n.sole(t, "a", st), n.add(t, "b", st)
+	one, two := ringOf("a"), ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	p := one.Partition(k)
+	do(a.Owner, incr(k, 5))
+	redisIs(t, st, k, 5)
+	srv.Pause() // the handoffs go node to node: Redis does not have k's last increment
+	eventually(t, "breaker open", func() error {
+		if st.Healthy() {
+			do(a.Owner, count("probe"))
+			return errors.New("Redis still looks up")
+		}
+		return nil
+	})
+	do(a.Owner, incr(k, 1))
+	b.SetRing(two)
+	n.releaseFlipping(t, a, two, one)
+	a.lapse(p)
+	b.leases.grantAll() // b decides k meanwhile (Redis does not see it yet)
+	do(b.Owner, incr(k, 2))
+	b.SetRing(one) // b hands k back to a, node to node
+	if err := b.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Resume()
+	eventually(t, "another owner's write, during the lapse, once the breaker lets calls through", func() error {
+		_, err := st.Incr(context.Background(), k, sp, 10, t0)
+		return err
+	})
+	a.leases.grant(true, p)
+	countIs(t, a.Owner, k, 18) // 5 + 1 (a), 2 (b), 10 (another node, through Redis)
+}
+
+// releaseFlipping gives a the ring to, and while a's counters are on their way to b it
+// gives a the ring back (an intermediate ring, as in a join or a flapping cut): b takes
+// them all the same. It returns once a's release is done.
+func (n *net) releaseFlipping(t *testing.T, a *testOwner, to, back *ring.Ring) {
+	t.Helper()
+	var flipped atomic.Bool
+	n.fail = func(dst string, h *rpc.Handoff) (bool, bool) {
+		if dst == "b" && len(h.Counters) > 0 && flipped.CompareAndSwap(false, true) {
+			a.SetRing(back)
+		}
+		return false, false
+	}
+	a.SetRing(to)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !flipped.Load() {
+		t.Fatal("the ring did not flip during the handoff: the test proves nothing")
+	}
 }

@@ -68,6 +68,10 @@ func (o *Owner) load(ctx context.Context, ops []counter.Op, misses []*miss) {
 				continue
 			}
 		}
+		if !o.reached(ctx, o.ring.Load().Partition(op.Key)) {
+			m.err = fmt.Errorf("%w: counter %q: the node it came from has not confirmed its writes in Redis yet", counter.ErrUnavailable, op.Key)
+			continue
+		}
 		o.loaded.Add(1)
 		m.buckets, m.err = o.loadRetrying(ctx, op.Key, spec(op), now)
 		if m.err != nil {

@@ -76,6 +76,7 @@ type Owner struct {
 	parts  parts
 	flush  flusher
 	recv   received
+	fenced fences // write-behind of other nodes that counters here wait for (fence.go)
 
 	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
 

@@ -32,28 +32,43 @@ func (o *Owner) release(ps []int) {
 		set.Add(p)
 	}
 	ev := o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
-	if o.cfg.Redis != nil && o.persisted(ctx, ev, rg, set) {
+	if o.cfg.Redis != nil && o.persisted(ctx, ev, rg, set, ps) {
 		o.hint(ctx, ps)
 		o.finish(ps, nil)
 		o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(ev))
 		return
 	}
+	var fs []rpc.HandoffFence
 	if o.cfg.Redis != nil {
 		ev = o.withUnsent(ev, rg, set)
+		fs = append(o.ownFences(rg, set), o.fenced.of(ps, true)...)
 	}
-	o.handOn(ctx, rg, ps, ev)
+	o.handOn(ctx, rg, ps, ev, fs)
 }
 
 // persisted writes the evicted counters' deltas behind and reports whether Redis
-// confirmed every delta of the released partitions in time: theirs, and those of
-// counters of those partitions that left memory earlier (a lapse, a reload) and are
-// still on their way.
-func (o *Owner) persisted(ctx context.Context, ev []leaparray.Evicted, rg *ring.Ring, set lease.Set) bool {
+// confirmed every delta of the released partitions in time: theirs, those of counters
+// of those partitions that left memory earlier (a lapse, a reload) and are still on
+// their way, and those of other nodes that their counters here wait for (fences).
+func (o *Owner) persisted(ctx context.Context, ev []leaparray.Evicted, rg *ring.Ring, set lease.Set, ps []int) bool {
 	o.flush.enqueue(pendingOf(ev))
 	ctx, cancel := context.WithTimeout(ctx, persistWait)
 	defer cancel()
-	return o.waitSettled(ctx, o.flush.unsettledIn(rg, set))
+	if !o.waitSettled(ctx, o.flush.unsettledIn(rg, set)) {
+		return false
+	}
+	for !o.allReached(ctx, ps) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(fencePoll):
+		}
+	}
+	return true
 }
+
+// fencePoll is how often a release waiting for fences asks Redis again.
+const fencePoll = 50 * time.Millisecond
 
 // withUnsent takes back from the write-behind what the released partitions' counters
 // had not sent, to travel with them as their pending part; counters no longer in
@@ -127,7 +142,7 @@ func byOwner(rg *ring.Ring, ps []int) map[ring.Member][]int {
 // and again (the ring may move them meanwhile; an owner may refuse a partition it does
 // not own yet) until all are delivered or ctx ends. Partitions the ring gives back to
 // this node take their counters back into memory.
-func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leaparray.Evicted) {
+func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leaparray.Evicted, fs []rpc.HandoffFence) {
 	byPart := map[int][]rpc.HandoffCounter{}
 	for _, e := range ev {
 		p := from.Partition(e.Key)
@@ -138,10 +153,10 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 	retry := backoff.Policy{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
 	for wait := retry.Next(0); ; wait = retry.Next(wait) {
 		ch := o.parts.changed.Load()
-		left = o.reclaim(left, byPart, lentTo)
+		left = o.reclaim(left, byPart, lentTo, fs)
 		rg := o.ring.Load()
 		for m, parts := range byOwner(rg, left) {
-			if err := o.sendCounters(ctx, m, parts, byPart, lentTo); err != nil {
+			if err := o.sendCounters(ctx, m, parts, byPart, lentTo, fs); err != nil {
 				o.cfg.Logger.Debug("handoff not delivered yet", "to", m.Name, "partitions", len(parts), "err", err)
 				continue
 			}
@@ -169,7 +184,7 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 
 // reclaim takes back into memory the partitions of left that the ring gives back to
 // this node (lent, if some of their counters went elsewhere), and returns the others.
-func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string) []int {
+func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string, fs []rpc.HandoffFence) []int {
 	o.parts.mu.Lock()
 	defer o.parts.mu.Unlock()
 	var rest []int
@@ -181,6 +196,7 @@ func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo 
 		for _, c := range byPart[p] {
 			o.installCounter(&c)
 		}
+		o.fenced.add([]int{p}, fs)
 		o.decide.Lock()
 		o.lendOrOwn(p, lentTo)
 		o.decide.Unlock()
@@ -196,7 +212,7 @@ func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo 
 // sent again, with its ID (applied once), to m only: it may have been applied there. A
 // chunk m refused (not its partitions yet) may go elsewhere later. Delivered counters
 // leave byPart, and lentTo records that their partitions' counters went to m.
-func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string) error {
+func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string, fs []rpc.HandoffFence) error {
 	var cs []rpc.HandoffCounter
 	for _, p := range parts {
 		cs = append(cs, byPart[p]...)
@@ -208,7 +224,7 @@ func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, by
 		for rest := cs[sent:]; n < len(rest) && (n == 0 || size+rpc.HandoffSize(&rest[n]) <= rpc.MaxHandoffBytes/2); n++ {
 			size += rpc.HandoffSize(&rest[n])
 		}
-		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: cs[sent : sent+n]}
+		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: cs[sent : sent+n], Fences: fs}
 		if sent+n == len(cs) {
 			h.Partitions = parts
 		}

@@ -22,6 +22,19 @@ type Handoff struct {
 	Epoch      uint64 // the sender's ring epoch when it released
 	Partitions []int
 	Counters   []HandoffCounter
+	// Fences are the sender's write-behind calls that may still apply in Redis and
+	// carry deltas of these counters (sent, not answered, while Redis was down): the
+	// receiver holds those counts in memory and reads none of them back from Redis
+	// until every fence is reached. Encoded only when present, so a Handoff without
+	// them is the frame older nodes read.
+	Fences []HandoffFence
+}
+
+// HandoffFence is one writer's call in doubt: Redis has applied it once the writer's
+// high-water mark at WriterKey is at Seq or above.
+type HandoffFence struct {
+	WriterKey string
+	Seq       uint64
 }
 
 // HandoffCounter is one counter's state. Spec must pass counter.ValidateSpec, and
@@ -87,6 +100,9 @@ func handoffFrameSize(h *Handoff) int {
 	for i := range h.Counters {
 		n += HandoffSize(&h.Counters[i])
 	}
+	for _, f := range h.Fences {
+		n += 2*binary.MaxVarintLen64 + len(f.WriterKey)
+	}
 	return n
 }
 
@@ -127,6 +143,14 @@ func appendHandoff(b []byte, h *Handoff) []byte {
 	b = binary.AppendUvarint(b, uint64(len(h.Counters)))
 	for i := range h.Counters {
 		b = appendHandoffCounter(b, &h.Counters[i])
+	}
+	if len(h.Fences) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(h.Fences)))
+		for _, f := range h.Fences {
+			b = binary.AppendUvarint(b, uint64(len(f.WriterKey)))
+			b = append(b, f.WriterKey...)
+			b = binary.AppendUvarint(b, f.Seq)
+		}
 	}
 	return b
 }
@@ -183,6 +207,17 @@ func (d *decoder) handoff(h *Handoff) {
 		c.Buckets = d.buckets("bucket count", c.Spec.Buckets)
 		c.Pending = d.buckets("pending count", c.Spec.Buckets)
 		h.Counters = append(h.Counters, c)
+	}
+	if len(d.b) == 0 || d.err != nil {
+		return // no fences: the frame of older senders too
+	}
+	nf := d.count("fence count", 2, MaxHandoffBytes)
+	if nf == 0 {
+		d.fail("fence count") // never sent: an empty section is left out
+	}
+	h.Fences = make([]HandoffFence, 0, nf)
+	for i := 0; i < nf && d.err == nil; i++ {
+		h.Fences = append(h.Fences, HandoffFence{WriterKey: string(d.bytes("writer key")), Seq: d.uvarint("seq")})
 	}
 }
 

@@ -46,13 +46,19 @@ func TestHandoffRoundTrip(t *testing.T) {
 				Buckets: []leaparray.Bucket{{Index: -5, Count: 1}, {Index: 1 << 40, Count: 1 << 50}},
 				Pending: []leaparray.Bucket{{Index: 1 << 40, Count: 3}}, Reset: true},
 			{Key: "", Spec: leaparray.Spec{WindowMs: 1, Buckets: 1}},
-		}}
+		},
+		Fences: []HandoffFence{{WriterKey: "lc:{w}:w:n1.7", Seq: 1 << 40}, {WriterKey: "", Seq: 0}}}
 	if err := c.Handoff(context.Background(), o.addr, h); err != nil {
 		t.Fatal(err)
 	}
+	noFences := *h
+	noFences.ID, noFences.Fences = 10, nil // the frame of a sender without fences (and of older nodes)
+	if err := c.Handoff(context.Background(), o.addr, &noFences); err != nil {
+		t.Fatal(err)
+	}
 	sink.mu.Lock()
-	if len(sink.got) != 1 || !reflect.DeepEqual(sink.got[0], h) {
-		t.Fatalf("got %+v; want %+v", sink.got, h)
+	if len(sink.got) != 2 || !reflect.DeepEqual(sink.got[0], h) || !reflect.DeepEqual(sink.got[1], &noFences) {
+		t.Fatalf("got %+v; want %+v, %+v", sink.got, h, &noFences)
 	}
 	sink.mu.Unlock()
 	sink.refuse(errors.New("not expecting it"))
@@ -187,6 +193,9 @@ func TestDecodeHandoffBounds(t *testing.T) {
 		{"more pending than the spec", rawHandoff(key, spec, []byte{0}, zero, uv(11), make([]byte, 22)), false},
 		{"2^31 buckets claimed", rawHandoff(key, spec, []byte{0}, uv(1<<31), make([]byte, 64)), false},
 		{"trailing bytes", rawHandoff(key, spec, []byte{0}, zero, zero, zero), false},
+		{"a fence", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3), uv(7)), true},
+		{"a fence cut short", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3)), false},
+		{"2^31 fences claimed", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1<<31), nameOf(3), uv(7)), false},
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -1,0 +1,112 @@
+package owner
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// inDoubt reports whether o's write-behind has a call sent and not answered.
+func (o *Owner) inDoubt() bool {
+	o.flush.running.Lock()
+	defer o.flush.running.Unlock()
+	o.flush.mu.Lock()
+	defer o.flush.mu.Unlock()
+	for _, sb := range o.flush.batches {
+		if sb.b.InDoubt() {
+			return true
+		}
+	}
+	return false
+}
+
+// A node that hands counters on directly while its write of them is in doubt (sent as
+// Redis froze) gives the receiver that write as a fence.
+func TestHandoffCarriesTheWriteInDoubtAsAFence(t *testing.T) {
+	srv := startRedisServer(t)
+	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
+	var n net
+	a, b := n.sole(t, "a", st), n.add(t, "b", st)
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	redisIs(t, st, k, 5)
+	srv.Pause()
+	defer srv.Resume()
+	do(a.Owner, incr(k, 1))
+	eventually(t, "a's write of the 6th increment in doubt", func() error {
+		if !a.inDoubt() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	var fences []rpc.HandoffFence
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if len(h.Counters) > 0 {
+			mu.Lock()
+			fences = append(fences, h.Fences...)
+			mu.Unlock()
+		}
+		return false, false
+	}
+	b.SetRing(two)
+	a.SetRing(two)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(fences) == 0 || fences[0].WriterKey != "lc:{w}:w:a.test" || fences[0].Seq == 0 {
+		t.Fatalf("fences handed on: got %+v; want a's writer key with the seq of its write in doubt", fences)
+	}
+}
+
+// Counters handed over with a fence are not reloaded from Redis (their partition went
+// stale) until Redis shows the fenced write applied: a reload before would miss it.
+func TestFencedCountersReloadOnlyOnceTheWriteApplied(t *testing.T) {
+	srv, st := startRedis(t)
+	var n net
+	b := n.sole(t, "b", st)
+	k := "{fenced}k"
+	p := ringOf("b").Partition(k)
+	if _, err := st.Incr(context.Background(), k, sp, 5, t0); err != nil { // an earlier owner's, written
+		t.Fatal(err)
+	}
+	// The ghost counted 7 and its write of the last 2 is in doubt: seq 1 of its key.
+	const ghostKey = "lc:{w}:w:ghost" // fallback's writer key of writer "ghost" on one server
+	h := &rpc.Handoff{From: "ghost", ID: 1, Partitions: []int{p},
+		Counters: []rpc.HandoffCounter{{Key: k, Spec: sp, Buckets: []leaparray.Bucket{{Index: t0 / sp.BucketMs(), Count: 7}}}},
+		Fences:   []rpc.HandoffFence{{WriterKey: ghostKey, Seq: 1}}}
+	if err := b.Handoff(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	mustCount(t, b.Owner, k, 7)
+	b.lapse(p) // its memory goes stale: it is to be reloaded
+	b.leases.grant(true, p)
+	b.kickFlush()
+	if r := do(b.Owner, count(k))[0]; r.Err == nil {
+		t.Fatalf("count before the fenced write applied: got %d; want an error (a reload now reads 5)", r.Count)
+	}
+	// The ghost's write applies, as its script would: the 2 and its mark.
+	if _, err := st.Incr(context.Background(), k, sp, 2, t0); err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	if err := rc.Set(context.Background(), ghostKey, 1, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	countIs(t, b.Owner, k, 7)
+	if loaded, _ := b.Loads(); loaded == 0 {
+		t.Fatal("the counter was not reloaded: the test proves nothing")
+	}
+}
