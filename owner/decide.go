@@ -169,22 +169,25 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 
 // blind reports whether op would be decided from memory that may lack what Redis holds:
 // Redis is down, and the counter is not in memory, or its partition's memory is stale,
-// or holds counters started from empty memory (which of them, it does not track).
+// or it was started from empty memory while Redis was down.
 func (o *Owner) blind(p int, op *counter.Op, redisUp bool) bool {
 	if redisUp {
 		return false
 	}
-	return o.parts.get(p) == stStale || o.parts.blind[p].Load() || !o.cfg.Store.Has(op.Key, spec(op))
+	if o.parts.get(p) == stStale || !o.cfg.Store.Has(op.Key, spec(op)) {
+		return true
+	}
+	return o.parts.blind[p].Load() && o.blindKeys.has(p, op.Key)
 }
 
 // decideHere decides ops in memory; ops decided on counters that were not loaded (Redis
-// down) mark their partition blind, to be reloaded once Redis is back.
+// down) mark them blind, to be reloaded once Redis is back (blind.go).
 func (o *Owner) decideHere(ctx context.Context, ops []counter.Op, results []counter.Result, redisUp bool) {
 	if !redisUp {
 		rg := o.ring.Load()
 		for i := range ops {
 			if !o.cfg.Store.Has(ops[i].Key, spec(&ops[i])) && ops[i].Kind != counter.Count {
-				o.parts.blind[rg.Partition(ops[i].Key)].Store(true)
+				o.markBlind(rg.Partition(ops[i].Key), ops[i].Key, false)
 			}
 		}
 	}

@@ -28,7 +28,7 @@
 // has deltas of it not yet confirmed there (then the op fails, not decided, and the
 // write is hurried), or has decided its partition without a break for longer than its
 // window, so Redis holds nothing of it in its window (fresh.go: no load). While Redis is down such counters are decided from empty memory
-// ("blind"); when Redis is back their partitions are dropped and reloaded (after their
+// ("blind"); when Redis is back those counters are dropped and reloaded (after their
 // deltas are written), so memory and Redis agree again.
 //
 // # Handing on

@@ -27,7 +27,7 @@ func (o *Owner) Lapsed(s lease.Set) {
 		case stLent:
 			// Not decided now, but its memory is as stale: once its counters are back
 			// it is reloaded (as blind memory is) before it is decided.
-			o.parts.blind[p].Store(true)
+			o.markBlind(p, "", true)
 		}
 	})
 	o.decide.Unlock()
@@ -41,9 +41,9 @@ func (o *Owner) Lapsed(s lease.Set) {
 
 // cleanStale drops the memory of stale partitions once Redis answers: their counters
 // leave memory, their deltas go to the write-behind, and they are decided again,
-// loading each counter from Redis once its deltas are confirmed there. Partitions where
-// counters were decided blind while Redis was down become stale first: Redis has what
-// others counted before, their memory does not.
+// loading each counter from Redis once its deltas are confirmed there. Counters decided
+// blind while Redis was down are dropped and reloaded the same way (their partition not
+// decided meanwhile): Redis has what others counted before, their memory does not.
 func (o *Owner) cleanStale() {
 	if o.cfg.Redis == nil || !o.cfg.Redis.Healthy() {
 		return
@@ -56,13 +56,22 @@ func (o *Owner) cleanStale() {
 	o.parts.mu.Lock()
 	defer o.parts.mu.Unlock()
 	stale := lease.NewSet(len(o.parts.state))
+	partial := map[int]map[string]struct{}{} // blind partitions: only these keys are dropped
 	o.decide.Lock()
 	for p := range o.parts.state {
 		if held[p] {
 			continue // its counts here wait for another node's writes: not reloaded yet
 		}
-		if o.parts.blind[p].Swap(false) && o.parts.get(p) == stMine {
-			o.parts.set(p, stStale)
+		if o.parts.blind[p].Swap(false) {
+			switch bs := o.blindKeys.take(p); {
+			case o.parts.get(p) != stMine: // stale or gone: all of it is dropped anyway
+			case bs == nil || bs.all:
+				o.parts.set(p, stStale)
+			default:
+				o.parts.set(p, stDropping)
+				partial[p] = bs.keys
+				continue
+			}
 		}
 		if o.parts.get(p) == stStale {
 			o.parts.set(p, stDropping)
@@ -70,12 +79,22 @@ func (o *Owner) cleanStale() {
 		}
 	}
 	o.decide.Unlock()
-	if stale.Len() == 0 {
+	if stale.Len() == 0 && len(partial) == 0 {
 		return
 	}
-	ev := o.cfg.Store.Evict(func(k string) bool { return stale.Has(rg.Partition(k)) })
+	ev := o.cfg.Store.Evict(func(k string) bool {
+		p := rg.Partition(k)
+		if keys, ok := partial[p]; ok {
+			_, blind := keys[k]
+			return blind
+		}
+		return stale.Has(p)
+	})
 	o.flush.enqueue(pendingOf(ev))
 	o.decide.Lock()
+	for p := range partial {
+		stale.Add(p)
+	}
 	stale.Each(func(p int) {
 		if o.parts.get(p) == stDropping {
 			o.parts.set(p, stMine)

@@ -78,6 +78,8 @@ type Owner struct {
 	recv   received
 	fenced fences // write-behind of other nodes that counters here wait for (fence.go)
 
+	blindKeys blindKeys // counters started from empty memory while Redis was down (blind.go)
+
 	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
 
 	releases sync.WaitGroup

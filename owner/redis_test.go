@@ -271,3 +271,21 @@ func TestNoAnswerFromBlindMemoryAfterRedisReturns(t *testing.T) {
 	}
 	countIs(t, a.Owner, "blind", 12)
 }
+
+// Redis restarted empty after an outage: the counters started blind during the outage
+// are reloaded (Redis now has their deltas alone), but the counters of their partition
+// that were in memory all along keep their memory, which Redis no longer has.
+func TestBlindReloadKeepsCountersInMemoryWhenRedisComesBackEmpty(t *testing.T) {
+	srv, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	do(a.Owner, incr("{p}held", 5))
+	redisIs(t, st, "{p}held", 5)
+	stopRedis(t, srv, st, a.Owner)
+	do(a.Owner, incr("{p}held", 1))
+	do(a.Owner, incr("{p}new", 2)) // started blind: same slot, same partition
+	srv.Restart()                   // empty
+	redisIs(t, st, "{p}new", 2)
+	countIs(t, a.Owner, "{p}new", 2)
+	countIs(t, a.Owner, "{p}held", 6)
+}
