@@ -27,9 +27,10 @@
 // A counter that is not in memory is loaded from Redis on first use, unless this node
 // has deltas of it not yet confirmed there (then the op fails, not decided, and the
 // write is hurried), or has decided its partition without a break for longer than its
-// window, so Redis holds nothing of it in its window (fresh.go: no load). While Redis is down such counters are decided from empty memory
-// ("blind"); when Redis is back those counters are dropped and reloaded (after their
-// deltas are written), so memory and Redis agree again.
+// window, so Redis holds nothing of it in its window (fresh.go: no load). While Redis
+// is down such counters are decided from empty memory ("blind"); when Redis is back
+// those counters are dropped and reloaded (after their deltas are written), so memory
+// and Redis agree again (blind.go).
 //
 // # Handing on
 //

@@ -284,7 +284,7 @@ func TestBlindReloadKeepsCountersInMemoryWhenRedisComesBackEmpty(t *testing.T) {
 	stopRedis(t, srv, st, a.Owner)
 	do(a.Owner, incr("{p}held", 1))
 	do(a.Owner, incr("{p}new", 2)) // started blind: same slot, same partition
-	srv.Restart()                   // empty
+	srv.Restart()                  // empty
 	redisIs(t, st, "{p}new", 2)
 	countIs(t, a.Owner, "{p}new", 2)
 	countIs(t, a.Owner, "{p}held", 6)
