@@ -39,14 +39,16 @@ image: build
 
 # Compose v2 ("docker compose") where it is installed, else v1 ("docker-compose"): the same
 # commands work with either. `make up` starts Redis and three nodes from the images of
-# `make image` and waits until every node is healthy; `make down` stops them and drops
-# Redis's data volume.
+# `make image` (the nodes once Redis is healthy) and waits until every node is healthy;
+# `make down` stops them (node4 too, if `--profile scale` started it) and drops Redis's
+# data volume. docker-compose.yml lists the variables it reads (gossip key, cluster name,
+# images, published ports).
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 .PHONY: up down
 up:
 	$(COMPOSE) up -d
 	@for i in $$(seq 1 60); do \
-		n=$$($(COMPOSE) ps | grep -c '(healthy)'); [ "$$n" -ge 3 ] && echo "3 nodes healthy" && exit 0; sleep 2; \
+		n=$$($(COMPOSE) ps | grep -E 'node[0-9]' | grep -c '(healthy)'); [ "$$n" -ge 3 ] && echo "3 nodes healthy" && exit 0; sleep 2; \
 	done; echo "nodes not healthy after 120s:"; $(COMPOSE) ps; exit 1
 down:
-	$(COMPOSE) down -v
+	$(COMPOSE) --profile scale down -v
