@@ -2,7 +2,11 @@
 
 package chaosdocker
 
-import "time"
+import (
+	"maps"
+	"slices"
+	"time"
+)
 
 // The scenarios' faults. Each says what README's Guarantees table allows for it and
 // sets exactly that; what a fault does not allow stays zero.
@@ -71,16 +75,35 @@ func redisDown(r *run) {
 	r.hold(settle)
 }
 
-// redisLost: stop Redis, remove its container and data volume, start a new empty one.
-// Allowed: counters not in an owner's memory restart from what Redis holds; every
-// counter of the suite stays in its owner's memory (no member changes, 10-minute
-// windows), so nothing may be lost or over-admitted.
+// redisLost: stop Redis, remove its container and data volume, start a new empty one,
+// then restart node1, so that its counters leave its memory and go through Redis.
+// Allowed: counters not in an owner's memory restart from what Redis holds. So the
+// counters node1 owned may lose what was acknowledged before Redis stopped (allow keys
+// those admissions, and so may admit them again); every other counter stays in its
+// owner's memory (10-minute windows) and may lose nothing. Two probed counters of one
+// partition of node2 check that for a partition where a counter was first counted while
+// Redis was down (a: 5 before the outage, b: first during it).
 func redisLost(r *run) {
+	a, b := r.pairOn("node2")
+	for range 5 {
+		r.probe("node2", a)
+	}
 	r.c.stopRedis()
+	before := r.acked() // Redis is stopped: nothing acknowledged later was written to it
 	r.c.waitRedis(false)
+	r.probe("node2", b)
+	r.probe("node2", b)
 	r.c.wipeRedis()
 	r.c.waitRedis(true)
 	r.hold(settle)
+	moved := r.c.ownedBy("node1", append(r.incrs.Keys(), slices.Collect(maps.Keys(before.allow))...))
+	if len(moved) == 0 {
+		r.t.Fatal("redis-lost: node1 owns none of the counters: restarting it would move nothing")
+	}
+	r.t.Logf("redis-lost: node1 owns %d of the %d counters; they may lose what was acknowledged before Redis stopped", len(moved), len(before.incr)+len(before.allow))
+	lost := before.only(moved)
+	r.bounds.incr.KeyLoss, r.bounds.allow.KeyLoss = lost.incr, lost.allow
+	restartOne(r, "node1")
 }
 
 // joinAndLeave: node4 joins under load, takes traffic, then leaves gracefully

@@ -5,6 +5,7 @@ package chaosdocker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ type run struct {
 	allows  *load.Allows
 	through []string // the nodes clients send through
 	bounds  struct{ incr, allow history.Bounds }
+	probes  probes
 	began   time.Time
 
 	stopAllows context.CancelFunc
@@ -73,27 +75,48 @@ func (r *run) drain(node string) {
 	}
 }
 
-// window is what clients were acknowledged per key around a fault: increments, and
-// admissions of allow keys.
-type window struct{ incr, allow map[string]int64 }
+// acks are what clients were acknowledged per key: increments, and admissions of allow
+// keys.
+type acks struct{ incr, allow map[string]int64 }
+
+// acked is what clients have been acknowledged so far.
+func (r *run) acked() acks {
+	a := acks{incr: map[string]int64{}, allow: r.allows.Admitted()}
+	c := r.incrs.Snapshot()
+	for i, k := range c.Keys {
+		a.incr[k] = c.Acked[i]
+	}
+	return a
+}
+
+// since is what was acknowledged after an earlier snapshot.
+func (a acks) since(earlier acks) acks {
+	for k, n := range earlier.incr {
+		a.incr[k] -= n
+	}
+	for k, n := range earlier.allow {
+		a.allow[k] -= n
+	}
+	return a
+}
+
+// only keeps the keys of keep.
+func (a acks) only(keep map[string]bool) acks {
+	for _, m := range []map[string]int64{a.incr, a.allow} {
+		maps.DeleteFunc(m, func(k string, _ int64) bool { return !keep[k] })
+	}
+	return a
+}
 
 // around runs fault with the load going on and returns what was acknowledged from two
 // flush intervals before it began to one after it ended: what an owner that crashed or
 // froze then may not have written to Redis.
-func (r *run) around(fault func()) window {
-	incr0, allow0 := r.incrs.Snapshot(), r.allows.Admitted()
+func (r *run) around(fault func()) acks {
+	before := r.acked()
 	r.hold(2 * flushInterval)
 	fault()
 	r.hold(flushInterval)
-	d := r.incrs.Snapshot().Sub(incr0)
-	w := window{incr: map[string]int64{}, allow: r.allows.Admitted()}
-	for i, k := range d.Keys {
-		w.incr[k] = d.Acked[i]
-	}
-	for k, n := range allow0 {
-		w.allow[k] -= n
-	}
-	return w
+	return r.acked().since(before)
 }
 
 // finish stops the load, waits for the members to agree, and checks every counter
@@ -123,6 +146,7 @@ func (r *run) finish() row {
 			t.Fatalf("allow counts through %s: %v", n, err)
 		}
 		r.judge(n, incr, allow)
+		r.checkProbes(ctx, n, counter)
 		if first == nil {
 			first, out = counts, r.row(st, incr, allow)
 		} else if d, ex := load.Disagree(tallies.Keys, first, counts); d > 0 {
@@ -132,6 +156,10 @@ func (r *run) finish() row {
 	t.Logf("%s: incr %d acked, %d failed, %d unknown; errors seen: %q", r.name, st.Acked, st.Failed, st.Unknown, r.incrs.Errors())
 	if o := r.incrs.LongestOutage(); o > maxOutage {
 		t.Errorf("%s: a counter kept failing for %v; want at most %v (detection and lease take ≈5–8 s)", r.name, o, maxOutage)
+	}
+	out.check = "ok"
+	if t.Failed() {
+		out.check = "FAIL"
 	}
 	return out
 }
@@ -179,18 +207,18 @@ func (r *run) row(st load.Stats, incr, allow history.Summary) row {
 
 // row is one line of the suite's table.
 type row struct {
-	scenario                                               string
+	scenario, check                                        string
 	ops, acked, failed, unknown, final, lost, overAdmitted int64
 	outage, took                                           time.Duration
 }
 
 func table(rows []row) string {
-	s := fmt.Sprintf("| %-10s | %6s | %6s | %6s | %7s | %6s | %4s | %13s | %26s | %5s |\n", "scenario", "ops", "acked",
-		"failed", "unknown", "final", "lost", "over-admitted", "longest unavailability ms", "took")
-	s += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+	s := fmt.Sprintf("| %-10s | %6s | %6s | %6s | %7s | %6s | %4s | %13s | %26s | %5s | %5s |\n", "scenario", "ops", "acked",
+		"failed", "unknown", "final", "lost", "over-admitted", "longest unavailability ms", "took", "check")
+	s += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
 	for _, r := range rows {
-		s += fmt.Sprintf("| %-10s | %6d | %6d | %6d | %7d | %6d | %4d | %13d | %26d | %4.0fs |\n", r.scenario, r.ops, r.acked,
-			r.failed, r.unknown, r.final, r.lost, r.overAdmitted, r.outage.Milliseconds(), r.took.Seconds())
+		s += fmt.Sprintf("| %-10s | %6d | %6d | %6d | %7d | %6d | %4d | %13d | %26d | %4.0fs | %5s |\n", r.scenario, r.ops, r.acked,
+			r.failed, r.unknown, r.final, r.lost, r.overAdmitted, r.outage.Milliseconds(), r.took.Seconds(), r.check)
 	}
 	return s
 }

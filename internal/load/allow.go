@@ -88,7 +88,7 @@ func (a *Allows) one(key, addr string) {
 	defer cancel()
 	vals, err := a.gen.client(addr).Do(ctx, "SW.ALLOW", key, a.cfg.Window, a.cfg.Limit).Int64Slice()
 	allowed := err == nil && len(vals) == 4 && vals[0] == 1
-	o := outcomeOf(err)
+	o := OutcomeOf(err)
 	a.log.Allow(key, a.cfg.Limit, 1, allowed, o)
 	a.stats.sent.Add(1)
 	switch o {
@@ -116,7 +116,9 @@ func (a *Allows) Admitted() map[string]int64 {
 	return out
 }
 
-func outcomeOf(err error) history.Outcome {
+// OutcomeOf is what a RESP reply's error (go-redis) says of its op: ok, failed (an error
+// reply, or never sent) or unknown (sent, no reply; or an "outcome unknown" error).
+func OutcomeOf(err error) history.Outcome {
 	switch classify(err) {
 	case outcomeAcked:
 		return history.OK
