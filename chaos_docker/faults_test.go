@@ -96,14 +96,19 @@ func redisLost(r *run) {
 	r.c.wipeRedis()
 	r.c.waitRedis(true)
 	r.hold(settle)
-	moved := r.c.ownedBy("node1", append(r.incrs.Keys(), slices.Collect(maps.Keys(before.allow))...))
+	r.mayLoseOf("node1", before)
+	restartOne(r, "node1")
+}
+
+// mayLoseOf allows the counters node owns now to lose what before holds for them.
+func (r *run) mayLoseOf(node string, before acks) {
+	moved := r.c.ownedBy(node, append(r.incrs.Keys(), slices.Collect(maps.Keys(before.allow))...))
 	if len(moved) == 0 {
-		r.t.Fatal("redis-lost: node1 owns none of the counters: restarting it would move nothing")
+		r.t.Fatalf("%s: %s owns none of the counters: restarting it would move nothing", r.name, node)
 	}
-	r.t.Logf("redis-lost: node1 owns %d of the %d counters; they may lose what was acknowledged before Redis stopped", len(moved), len(before.incr)+len(before.allow))
+	r.t.Logf("%s: %s owns %d of the %d counters; they may lose what was acknowledged before Redis stopped", r.name, node, len(moved), len(before.incr)+len(before.allow))
 	lost := before.only(moved)
 	r.bounds.incr.KeyLoss, r.bounds.allow.KeyLoss = lost.incr, lost.allow
-	restartOne(r, "node1")
 }
 
 // joinAndLeave: node4 joins under load, takes traffic, then leaves gracefully
