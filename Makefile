@@ -40,14 +40,30 @@ image: build
 
 # Compose v2 ("docker compose") where it is installed, else v1 ("docker-compose"): the same
 # commands work with either. `make up` starts Redis and three nodes from the images of
-# `make image` and waits until every node is healthy; `make down` stops them and drops
-# Redis's data volume.
+# `make image` (the nodes once Redis is healthy) and waits until every node is healthy;
+# `make down` stops them (node4 too, if `--profile scale` started it) and drops Redis's
+# data volume. docker-compose.yml lists the variables it reads (gossip key, cluster name,
+# images, published ports).
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 .PHONY: up down
 up:
 	$(COMPOSE) up -d
 	@for i in $$(seq 1 60); do \
-		n=$$($(COMPOSE) ps | grep -c '(healthy)'); [ "$$n" -ge 3 ] && echo "3 nodes healthy" && exit 0; sleep 2; \
+		n=$$($(COMPOSE) ps | grep -E 'node[0-9]' | grep -c '(healthy)'); [ "$$n" -ge 3 ] && echo "3 nodes healthy" && exit 0; sleep 2; \
 	done; echo "nodes not healthy after 120s:"; $(COMPOSE) ps; exit 1
 down:
-	$(COMPOSE) down -v
+	$(COMPOSE) --profile scale down -v
+
+# The container chaos suite (chaos_docker/, build tag chaos, so `make test` neither needs
+# Docker nor runs it): builds the images under tags of its own (a `make image` elsewhere
+# cannot swap them mid-run), then runs every scenario on compose clusters of its own
+# (project leapcount-chaos, host ports 18080-18083 and 16380-16383) and tears them down
+# on every exit path, this recipe's included.
+CHAOS_NODE_IMAGE ?= leapcount/node:chaos
+CHAOS_REDIS_IMAGE ?= leapcount/redis:chaos
+.PHONY: chaos
+chaos: tools
+	$(MAKE) image LEAPCOUNT_IMAGE=$(CHAOS_NODE_IMAGE) REDIS_IMAGE=$(CHAOS_REDIS_IMAGE)
+	LEAPCOUNT_IMAGE=$(CHAOS_NODE_IMAGE) REDIS_IMAGE=$(CHAOS_REDIS_IMAGE) \
+		$(GO) test -tags chaos -count=1 -v -timeout 15m ./chaos_docker/; \
+	rc=$$?; $(COMPOSE) -p leapcount-chaos --profile scale down -v --remove-orphans >/dev/null 2>&1; exit $$rc

@@ -83,8 +83,19 @@ type Config struct {
 	Listen func(network, addr string) (net.Listener, error)
 
 	Logger *slog.Logger
-	Now    func() int64 // clock in ms since the Unix epoch; nil means the wall clock
+	Now    func() int64 // clock in ms since the Unix epoch; nil means the wall clock (plus TestClockOffset)
+
+	// TestClockOffset (--test-clock-offset) is for tests only: it shifts the wall clock
+	// that a nil Now stands for, to give one node of a cluster sharing a host clock (a
+	// container chaos test) a skewed clock. It moves what Now is used for (which bucket
+	// an op lands in and which buckets are still in a window, on this node and in what
+	// it loads from and writes to Redis) and nothing else: leases, failure detection,
+	// timeouts and Redis TTLs measure elapsed time. Never set it in production.
+	TestClockOffset time.Duration
 }
+
+// MaxTestClockOffset bounds TestClockOffset either way.
+const MaxTestClockOffset = 24 * time.Hour
 
 // Defaults of the fields a zero Config leaves empty (see WithDefaults).
 const (
@@ -203,6 +214,9 @@ func (c *Config) Validate() error {
 	if err := c.validateGossip(); err != nil {
 		return err
 	}
+	if c.TestClockOffset < -MaxTestClockOffset || c.TestClockOffset > MaxTestClockOffset {
+		return &ConfigError{"test-clock-offset", fmt.Sprintf("%v: must be within ±%v", c.TestClockOffset, MaxTestClockOffset)}
+	}
 	if c.RPC.MaxBatchOps < 0 || c.RPC.MaxBatchOps > 1<<16 {
 		return &ConfigError{"forward-batch", fmt.Sprintf("%d: must be from 1 to 65536", c.RPC.MaxBatchOps)}
 	}
@@ -253,7 +267,8 @@ func (c Config) WithDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Now == nil {
-		c.Now = func() int64 { return time.Now().UnixMilli() }
+		off := c.TestClockOffset
+		c.Now = func() int64 { return time.Now().Add(off).UnixMilli() }
 	}
 	return c
 }

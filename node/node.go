@@ -78,6 +78,9 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.Logger = cfg.Logger.With("node", cfg.Name)
+	if cfg.TestClockOffset != 0 {
+		cfg.Logger.Warn("TEST ONLY: this node's counters run on a clock shifted from the wall clock (--test-clock-offset)", "test_clock_offset", cfg.TestClockOffset.String())
+	}
 	if err := cfg.loadToken(); err != nil {
 		return nil, err
 	}

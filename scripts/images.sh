@@ -6,9 +6,11 @@
 #
 # node:  FROM scratch + the static binary bin/leapcount-node (built here if missing),
 #        tagged $LEAPCOUNT_IMAGE (default leapcount/node:local).
-# redis: FROM scratch + this machine's redis-server, the shared libraries ldd lists for
-#        it and the dynamic loader, tagged $REDIS_IMAGE (default leapcount/redis:local).
-#        Elsewhere, a public image works as well: REDIS_IMAGE=redis:7 docker compose up.
+# redis: FROM scratch + this machine's redis-server and redis-cli (the compose health
+#        check runs `redis-cli ping`: the image has no shell), the shared libraries ldd
+#        lists for them and the dynamic loader, tagged $REDIS_IMAGE (default
+#        leapcount/redis:local). Elsewhere, a public image works as well (it has
+#        redis-cli too): REDIS_IMAGE=redis:7 docker compose up.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -24,21 +26,29 @@ node_image() {
 	echo "images.sh: built $LEAPCOUNT_IMAGE"
 }
 
-redis_image() {
-	bin=/usr/bin/redis-server
-	[ -e "$bin" ] || bin=$(command -v redis-server || true)
+# redis_bin prints the path of a Redis program (/usr/bin first), or stops the script.
+redis_bin() {
+	bin=/usr/bin/$1
+	[ -e "$bin" ] || bin=$(command -v "$1" || true)
 	if [ -z "$bin" ] || [ ! -e "$bin" ]; then
-		echo "images.sh: redis-server is not installed; run scripts/ensure-redis.sh" >&2
+		echo "images.sh: $1 is not installed; run scripts/ensure-redis.sh" >&2
 		exit 1
 	fi
+	echo "$bin"
+}
+
+redis_image() {
+	server=$(redis_bin redis-server)
+	cli=$(redis_bin redis-cli)
 	ctx=$(mktemp -d)
 	trap 'rm -rf "$ctx"' EXIT
 	mkdir -p "$ctx/rootfs/usr/bin" "$ctx/rootfs/data"
 	# Copy the file the link points to, under the name redis-server: the Debian binary
 	# picks its mode (server or checker) from the name it is run by.
-	cp -L "$bin" "$ctx/rootfs/usr/bin/redis-server"
+	cp -L "$server" "$ctx/rootfs/usr/bin/redis-server"
+	cp -L "$cli" "$ctx/rootfs/usr/bin/redis-cli"
 	# Every library ldd resolves ("name => /path (addr)") and the loader ("/path (addr)").
-	ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u |
+	{ ldd "$server" && ldd "$cli"; } | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u |
 		while read -r lib; do
 			mkdir -p "$ctx/rootfs$(dirname "$lib")"
 			cp -L "$lib" "$ctx/rootfs$lib"
@@ -52,7 +62,7 @@ EXPOSE 6379
 CMD ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no"]
 DOCKERFILE
 	docker build -t "$REDIS_IMAGE" "$ctx"
-	echo "images.sh: built $REDIS_IMAGE from $bin"
+	echo "images.sh: built $REDIS_IMAGE from $server and $cli"
 }
 
 case "$what" in

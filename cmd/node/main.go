@@ -134,6 +134,7 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.IntVar(&cfg.RPC.MaxBatchOps, "forward-batch", 512, "most ops in one frame forwarded to an owner (1: no batching)")
 	fs.DurationVar(&cfg.RPC.Linger, "forward-linger", 20*time.Microsecond, "how long a part-full frame to an owner waits for more ops, while others are in flight")
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP address (behind --token when set)")
+	fs.DurationVar(&cfg.TestClockOffset, "test-clock-offset", 0, "TEST ONLY, never in production: shift this node's counter clock (which bucket an op lands in) by this much, e.g. 250ms or -2s, to test clock skew between containers that share the host's clock")
 	fs.BoolVar(&cfg.FailOpen, "fail-open", false, "when neither the owner nor Redis can decide, allow answers allowed (default: denied)")
 	fs.StringVar(&lo.level, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&lo.format, "log-format", "text", "text or json")

@@ -57,6 +57,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{nil, map[string]string{"LEAPCOUNT_TOKEN_FILE": emptyFile}, "--token-file"},
 		{[]string{"--max-clients", "0"}, nil, "--max-clients"},
 		{[]string{"--resp-idle-timeout", "-1s"}, nil, "--resp-idle-timeout"},
+		{[]string{"--test-clock-offset", "25h"}, nil, "--test-clock-offset"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
@@ -84,6 +85,28 @@ func TestFlagBeatsEnvironment(t *testing.T) {
 		t.Fatalf("got name %q http %q; want from-flag, 127.0.0.1:1234", cfg.Name, cfg.HTTPAddr)
 	}
 }
+
+// --test-clock-offset comes from the flag or LEAPCOUNT_TEST_CLOCK_OFFSET, and -h says it
+// is for tests only.
+func TestTestClockOffsetFlag(t *testing.T) {
+	env := func(k string) (string, bool) { return "-2s", k == "LEAPCOUNT_TEST_CLOCK_OFFSET" }
+	for _, c := range []struct {
+		args []string
+		env  func(string) (string, bool)
+		want time.Duration
+	}{{nil, noEnv, 0}, {[]string{"--test-clock-offset=250ms"}, noEnv, 250 * time.Millisecond}, {nil, env, -2 * time.Second}} {
+		cfg, _, err := parseFlags(c.args, c.env, io.Discard)
+		if err != nil || cfg.TestClockOffset != c.want {
+			t.Errorf("%v: offset %v, %v; want %v", c.args, cfg.TestClockOffset, err, c.want)
+		}
+	}
+	var help bytes.Buffer
+	if _, _, err := parseFlags([]string{"-h"}, noEnv, &help); err == nil || !strings.Contains(help.String(), "-test-clock-offset duration\n    \tTEST ONLY") {
+		t.Errorf("-h: %v; want its text to mark --test-clock-offset TEST ONLY:\n%s", err, help.String())
+	}
+}
+
+func noEnv(string) (string, bool) { return "", false }
 
 // TestBinaryServesAndStopsOnSIGTERM builds the real binary, starts it on free ports,
 // uses it, and checks that SIGTERM ends it with exit code 0.
@@ -226,7 +249,6 @@ func waitExit(cmd *exec.Cmd, d time.Duration) error {
 func TestHealthcheckSubcommand(t *testing.T) {
 	p := startBinary(t, buildBinary(t), "--name", "t1")
 	_, port, _ := net.SplitHostPort(p.http)
-	noEnv := func(string) (string, bool) { return "", false }
 	for _, addr := range []string{p.http, "0.0.0.0:" + port} {
 		var out bytes.Buffer
 		if code := healthcheck([]string{"--http", addr}, noEnv, &out); code != 0 {

@@ -105,9 +105,25 @@ func (l *Log) Keys() []string {
 }
 
 // Bounds are what a check allows: loss of acknowledged increments (per key) and
-// over-admission past a limit (per key).
+// over-admission past a limit (per key). KeyLoss and KeyOverAdmit add to them for the
+// keys they name: a fault's allowance that depends on what the key saw around it (the
+// increments acknowledged in the moments before a crash, say).
 type Bounds struct {
-	Loss, OverAdmit int64
+	Loss, OverAdmit       int64
+	KeyLoss, KeyOverAdmit map[string]int64
+}
+
+func (b Bounds) loss(key string) int64      { return b.Loss + b.KeyLoss[key] }
+func (b Bounds) overAdmit(key string) int64 { return b.OverAdmit + b.KeyOverAdmit[key] }
+
+// Tally returns a copy of key's tally (zero for a key not seen).
+func (l *Log) Tally(key string) Tally {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t := l.keys[key]; t != nil {
+		return *t
+	}
+	return Tally{}
 }
 
 // Summary sums up a check.
@@ -142,14 +158,14 @@ func (l *Log) Check(final map[string]int64, b Bounds) Summary {
 		if t.Allows {
 			if over := got - t.Limit; over > 0 {
 				s.OverAdmitted += over
-				if over > b.OverAdmit {
-					bad("%s: count %d past limit %d (allowed over-admission %d)", key, got, t.Limit, b.OverAdmit)
+				if over > b.overAdmit(key) {
+					bad("%s: count %d past limit %d (allowed over-admission %d)", key, got, t.Limit, b.overAdmit(key))
 				}
 			}
 			if lost := t.Admitted - got; lost > 0 {
 				s.Lost += lost
-				if lost > b.Loss {
-					bad("%s: %d admissions acknowledged, count %d", key, t.Admitted, got)
+				if lost > b.loss(key) {
+					bad("%s: %d admissions acknowledged, count %d (allowed loss %d)", key, t.Admitted, got, b.loss(key))
 				}
 			}
 			continue
@@ -159,8 +175,8 @@ func (l *Log) Check(final map[string]int64, b Bounds) Summary {
 		s.Unknown += t.Unknown
 		if lost := t.Acked - got; lost > 0 {
 			s.Lost += lost
-			if lost > b.Loss {
-				bad("%s: count %d; %d acknowledged (lost %d)", key, got, t.Acked, lost)
+			if lost > b.loss(key) {
+				bad("%s: count %d; %d acknowledged (lost %d, allowed %d)", key, got, t.Acked, lost, b.loss(key))
 			}
 		}
 		if extra := got - (t.Acked + t.Unknown); extra > 0 {

@@ -47,3 +47,20 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("with bounds: got %q; want only the extra count (never allowed)", s.Violations)
 	}
 }
+
+// Per-key bounds add to the common ones for the keys they name, and only for them.
+func TestCheckKeyBounds(t *testing.T) {
+	var l Log
+	l.Incr("a", 5, OK)
+	l.Incr("b", 5, OK)
+	l.Allow("x", 3, 1, true, OK)
+	final := map[string]int64{"a": 3, "b": 3, "x": 5}
+	b := Bounds{Loss: 1, KeyLoss: map[string]int64{"a": 1}, KeyOverAdmit: map[string]int64{"x": 2}}
+	s := l.Check(final, b)
+	if len(s.Violations) != 1 || s.Lost != 4 || s.OverAdmitted != 2 {
+		t.Fatalf("got %v %q; want lost 4, over-admitted 2 and one violation: b lost 2 with 1 allowed", s, s.Violations)
+	}
+	if got := l.Tally("x"); !got.Allows || got.Admitted != 1 || got.Limit != 3 {
+		t.Fatalf("Tally(x) = %+v; want an allow key, limit 3, 1 admitted", got)
+	}
+}

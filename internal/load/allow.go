@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/internal/history"
@@ -25,10 +26,11 @@ type AllowConfig struct {
 // records what each client was told (package history): a key's final count must not
 // pass its limit, nor fall below the admissions acknowledged.
 type Allows struct {
-	cfg  AllowConfig
-	gen  *Gen // for its clients and addresses
-	log  history.Log
-	keys []string
+	cfg   AllowConfig
+	gen   *Gen // for its clients and addresses
+	log   history.Log
+	keys  []string
+	stats struct{ sent, acked, failed, unknown atomic.Int64 }
 }
 
 // NewAllows makes an Allows sending through addrs (RESP).
@@ -86,10 +88,37 @@ func (a *Allows) one(key, addr string) {
 	defer cancel()
 	vals, err := a.gen.client(addr).Do(ctx, "SW.ALLOW", key, a.cfg.Window, a.cfg.Limit).Int64Slice()
 	allowed := err == nil && len(vals) == 4 && vals[0] == 1
-	a.log.Allow(key, a.cfg.Limit, 1, allowed, outcomeOf(err))
+	o := OutcomeOf(err)
+	a.log.Allow(key, a.cfg.Limit, 1, allowed, o)
+	a.stats.sent.Add(1)
+	switch o {
+	case history.OK:
+		a.stats.acked.Add(1)
+	case history.Failed:
+		a.stats.failed.Add(1)
+	default:
+		a.stats.unknown.Add(1)
+	}
 }
 
-func outcomeOf(err error) history.Outcome {
+// Stats are the allows sent so far by outcome (an answer, allowed or denied, is acked).
+func (a *Allows) Stats() Stats {
+	return Stats{Sent: a.stats.sent.Load(), Acked: a.stats.acked.Load(), Failed: a.stats.failed.Load(), Unknown: a.stats.unknown.Load()}
+}
+
+// Admitted is, per key, the admissions acknowledged so far: snapshots taken around a
+// fault tell what was admitted meanwhile.
+func (a *Allows) Admitted() map[string]int64 {
+	out := make(map[string]int64, len(a.keys))
+	for _, k := range a.keys {
+		out[k] = a.log.Tally(k).Admitted
+	}
+	return out
+}
+
+// OutcomeOf is what a RESP reply's error (go-redis) says of its op: ok, failed (an error
+// reply, or never sent) or unknown (sent, no reply; or an "outcome unknown" error).
+func OutcomeOf(err error) history.Outcome {
 	switch classify(err) {
 	case outcomeAcked:
 		return history.OK

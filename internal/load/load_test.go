@@ -148,3 +148,26 @@ type replyErr string
 
 func (e replyErr) Error() string { return string(e) }
 func (replyErr) RedisError()     {}
+
+// Allows count what they sent by outcome and what each key admitted.
+func TestAllowsStatsAndAdmitted(t *testing.T) {
+	c := nodetest.MakeCluster(t, 1, nil)
+	a := NewAllows(AllowConfig{Keys: 2, Limit: 5, Workers: 2, Seed: seed(t), Pace: time.Millisecond}, c.Nodes[0].RESPAddr())
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	a.Run(ctx)
+	st := a.Stats()
+	if st.Sent <= 10 || st.Acked != st.Sent || st.Failed+st.Unknown != 0 {
+		t.Fatalf("stats %+v; want more than 10 sent, every one answered", st)
+	}
+	adm := a.Admitted()
+	if len(adm) != 2 {
+		t.Fatalf("admitted %v; want 2 keys", adm)
+	}
+	for k, n := range adm {
+		if n != 5 {
+			t.Errorf("%s admitted %d; want its limit, 5", k, n)
+		}
+	}
+}

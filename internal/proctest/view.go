@@ -19,6 +19,8 @@ type View struct {
 	Counters   int      `json:"counters"`
 	Owned      int      `json:"owned"`
 	Held       int      `json:"held"`
+	Status     string   `json:"status"` // "ok", or "degraded" while Redis is down
+	Redis      string   `json:"redis"`  // "off", "up" or "down"
 	Security   struct {
 		RPC     string `json:"rpc"`
 		Gossip  string `json:"gossip"`
@@ -105,17 +107,14 @@ func (c *Cluster) get(addr, path string) ([]byte, int, error) {
 }
 
 // Converged returns nil once every live node (running, not paused) answers /readyz
-// with 200 and its /v1/cluster lists exactly the live nodes as alive, their partition
-// shares adding up to the partition count, with the same epoch on every live node.
+// with 200 and its /v1/cluster agrees with the others' (CheckViews) on exactly the live
+// nodes.
 func (c *Cluster) Converged() error {
 	live := c.Live()
 	want := make([]string, len(live))
+	views := make([]View, len(live))
 	for i, n := range live {
 		want[i] = n.name
-	}
-	slices.Sort(want)
-	var epoch string
-	for i, n := range live {
 		if err := n.Ready(); err != nil {
 			return err
 		}
@@ -123,19 +122,29 @@ func (c *Cluster) Converged() error {
 		if err != nil {
 			return err
 		}
+		views[i] = v
+	}
+	return CheckViews(want, views)
+}
+
+// CheckViews returns nil when every view (one per node) lists exactly the members
+// named in want as alive, their partition shares adding up to the partition count,
+// holds the lease of every partition it owns, and has the same ring epoch as the
+// others.
+func CheckViews(want []string, views []View) error {
+	want = slices.Sorted(slices.Values(want))
+	for i, v := range views {
 		if got := v.Alive(); !slices.Equal(got, want) {
-			return fmt.Errorf("%s sees alive %v; want %v", n.name, got, want)
+			return fmt.Errorf("%s sees alive %v; want %v", v.Self, got, want)
 		}
 		if v.Partitions == 0 || v.Shares() != v.Partitions {
-			return fmt.Errorf("%s: alive members own %d partitions; want all %d", n.name, v.Shares(), v.Partitions)
+			return fmt.Errorf("%s: alive members own %d partitions; want all %d", v.Self, v.Shares(), v.Partitions)
 		}
 		if v.Held != v.Owned {
-			return fmt.Errorf("%s holds the lease of %d of its %d partitions", n.name, v.Held, v.Owned)
+			return fmt.Errorf("%s holds the lease of %d of its %d partitions", v.Self, v.Held, v.Owned)
 		}
-		if i == 0 {
-			epoch = v.Epoch
-		} else if v.Epoch != epoch {
-			return fmt.Errorf("%s: epoch %s; %s has %s", n.name, v.Epoch, live[0].name, epoch)
+		if i > 0 && v.Epoch != views[0].Epoch {
+			return fmt.Errorf("%s: epoch %s; %s has %s", v.Self, v.Epoch, views[0].Self, views[0].Epoch)
 		}
 	}
 	return nil
