@@ -35,7 +35,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&v.cfg.RESPClusterAdvertise, "resp-cluster-advertise", "", "host:port Redis Cluster clients reach --resp-cluster at (default: the --advertise host and the bound port)")
 	fs.StringVar(&v.cfg.RPCAddr, "rpc", node.DefaultRPCAddr, "node-to-node listen address")
 	fs.StringVar(&v.cfg.Advertise, "advertise", "", "host other nodes use to reach this one (default: the bind host)")
-	fs.StringVar(&v.join, "join", "", "comma-separated gossip addresses of existing members")
+	fs.StringVar(&v.join, "join", "", "comma-separated gossip addresses (host:port) of existing members; a DNS name stands for every address it resolves to, resolved again at each re-join (a Kubernetes headless Service)")
 	fs.StringVar(&v.cfg.RedisURL, "redis", "", "Redis URL redis://[user:pass@]host:port/db (empty: no fallback, no persistence)")
 	fs.StringVar(&v.cfg.Token, "token", "", "if set, clients must send it (HTTP: Authorization: Bearer; RESP: AUTH); other local users can read it in the process list: prefer --token-file or LEAPCOUNT_TOKEN")
 	fs.StringVar(&v.cfg.TokenFile, "token-file", "", "read the token from this file (trailing newline trimmed) instead of --token")
