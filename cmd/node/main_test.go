@@ -251,3 +251,13 @@ func TestHealthcheckSubcommand(t *testing.T) {
 		t.Fatalf("healthcheck of nothing: exit %d (%s); want 1, not ready", code, out.String())
 	}
 }
+
+// --join takes DNS names beside addresses: checked for the host:port shape only, since
+// the name's records may not exist yet when the node starts (a StatefulSet's first pod).
+func TestJoinTakesDNSNames(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	cfg, _, err := parseFlags([]string{"--join", "lc-headless.ns.svc.cluster.local.:7946, 10.0.0.7:7946"}, noEnv, io.Discard)
+	if err != nil || len(cfg.Join) != 2 || cfg.Join[0] != "lc-headless.ns.svc.cluster.local.:7946" || cfg.Join[1] != "10.0.0.7:7946" {
+		t.Fatalf("got %q, %v; want the name and the address", cfg.Join, err)
+	}
+}
