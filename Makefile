@@ -1,8 +1,9 @@
-# leapcount: `make test` is what CI runs (.ci/run); `make build` makes the static binary.
+# leapcount: `make test` is what CI runs (.ci/run), then `make chart`; `make build` makes
+# the static binary.
 GO ?= go
 BIN ?= bin/leapcount-node
 
-.PHONY: test build bench fuzz tools clean
+.PHONY: test build bench fuzz tools clean chart
 
 # Installs redis-server if missing (the tests start their own, on free ports), then vets
 # and runs every test under the race detector.
@@ -30,6 +31,13 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Lints the Helm chart (deploy/helm/leapcount), renders it with its defaults and with each
+# ci/*-values.yaml into bin/chart/, and checks every rendering against the node's flags,
+# ports and HTTP routes (scripts/chart.sh). Builds helm first when it is missing
+# (scripts/ensure-helm.sh: minutes, once); `make test` never needs helm.
+chart:
+	./scripts/chart.sh
 
 # Builds the node image (FROM scratch + the static binary) and a local Redis image
 # (FROM scratch + this machine's redis-server and its libraries), pulling nothing;

@@ -96,7 +96,7 @@ func (c *Cluster) Shutdown() error {
 }
 
 func (c *Cluster) stopJoining() {
-	c.stopOnce.Do(func() { close(c.stop) })
+	c.stopOnce.Do(c.stopJoin)
 	c.joinDone.Wait()
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,12 +22,16 @@ var ErrShutdown = errors.New("cluster: shut down")
 type Cluster struct {
 	name      string
 	localAddr string
+	bindAddr  string     // BindAddr as configured: a seed equal to it is this member
+	port      int        // the gossip port bound: a seed without a port means it
+	lookup    LookupHost // resolves seed names
 	log       *slog.Logger
 	ml        *memberlist.Memberlist
 	tab       *table
 	del       *delegate
 
-	stop        chan struct{} // closed to end the join loop
+	joinCtx     context.Context // cancelled to end the join loop (and a lookup under way)
+	stopJoin    context.CancelFunc
 	joinDone    sync.WaitGroup
 	initialDone chan struct{} // closed when the first join succeeded or gave up (tests)
 	joinFails   atomic.Uint64 // join calls no seed answered (tests)
@@ -58,7 +63,8 @@ func Start(cfg Config) (c *Cluster, err error) {
 		name:        cfg.Name,
 		log:         cfg.Logger.With("component", "cluster", "member", cfg.Name),
 		tab:         newTable(cfg.Name),
-		stop:        make(chan struct{}),
+		bindAddr:    cfg.BindAddr,
+		lookup:      cfg.LookupHost,
 		initialDone: make(chan struct{}),
 	}
 	inc := cfg.Incarnation
@@ -83,7 +89,11 @@ func Start(cfg Config) (c *Cluster, err error) {
 	if self, ok := c.tab.get(c.name); ok {
 		c.localAddr = self.Addr
 	}
-	seeds := c.otherSeeds(cfg.Join, cfg.BindAddr)
+	c.port = mc.BindPort
+	c.joinCtx, c.stopJoin = context.WithCancel(context.Background())
+	// Seeds given as this member's own address are dropped now; names are resolved,
+	// and their addresses filtered the same way, at each join attempt.
+	seeds := c.otherSeeds(cfg.Join)
 	if len(seeds) == 0 {
 		// The first member of a cluster: nobody to join, nothing to wait for.
 		c.tab.markJoined()

@@ -21,12 +21,18 @@ const (
 
 // Config describes the local member. Start does not keep a reference to it.
 type Config struct {
-	Name          string   // unique member name
-	BindAddr      string   // gossip host:port, TCP and UDP; port 0 picks a free port (see LocalAddr)
-	AdvertiseAddr string   // host (or host:port) peers use to reach our gossip port; empty: the bound address
-	RPCAddr       string   // node-to-node address, host:port, advertised to peers in metadata
-	ClientAddr    string   // where Redis Cluster clients reach this node, host:port, advertised too (optional)
-	Join          []string // gossip addresses of existing members (host:port, or host for port 7946)
+	Name          string // unique member name
+	BindAddr      string // gossip host:port, TCP and UDP; port 0 picks a free port (see LocalAddr)
+	AdvertiseAddr string // host (or host:port) peers use to reach our gossip port; empty: the bound address
+	RPCAddr       string // node-to-node address, host:port, advertised to peers in metadata
+	ClientAddr    string // where Redis Cluster clients reach this node, host:port, advertised too (optional)
+	// Join lists gossip addresses of existing members: host:port (a host alone means
+	// this member's gossip port). A host name stands for every address it resolves to,
+	// resolved again at each join and re-join (see LookupHost), so one DNS name with a
+	// record per member, such as a Kubernetes headless Service, is a whole seed list.
+	Join []string
+	// LookupHost resolves the host names in Join; nil: the system's resolver.
+	LookupHost LookupHost
 
 	// RejoinInterval is how often the seeds not seen and the members seen to die are
 	// joined again once the first join is over, so that the sides of a healed network
@@ -78,6 +84,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.LookupHost == nil {
+		c.LookupHost = defaultLookup
+	}
 	return c
 }
 
@@ -105,7 +114,7 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, s := range c.Join {
-		if s == "" || strings.ContainsAny(s, " \t\n") {
+		if _, _, err := splitSeed(s, 1); err != nil || strings.ContainsAny(s, " \t\n") {
 			bad(fmt.Sprintf("Join[%d]", i), "%q is not an address", s)
 		}
 	}

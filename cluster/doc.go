@@ -7,6 +7,15 @@
 // halves of a cluster that were apart longer than that stay apart for good unless
 // someone joins across.
 //
+// A seed may be a DNS name: it stands for every address it resolves to (seeds.go), and
+// it is resolved here, again at each join attempt and each re-join, not by memberlist.
+// memberlist's Join would resolve it to all its records too, but a name never matches
+// the address of a member seen alive, so every re-join would push and pull the whole
+// state with every member behind it. Resolved here, the addresses are filtered (this
+// member, members seen alive, the other IP family) and only the rest are joined, so
+// members that appear in the name later, such as new pods behind a Kubernetes headless
+// Service, are found at the next re-join at little cost.
+//
 // Each member's memberlist metadata carries what peers need to route to it: its RPC
 // address, its incarnation (its start time in nanoseconds, so a node restarted under
 // the same name is recognisable as a new run that lost its memory) and whether it is

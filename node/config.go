@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +68,9 @@ type Config struct {
 
 	// Tuning that has no flag: tests shorten it.
 	RejoinInterval time.Duration // zero: cluster.DefaultRejoinInterval
-	RPC            rpc.Config    // zero fields: the rpc package's defaults
+	// LookupHost resolves the DNS names in Join (nil: the system's resolver).
+	LookupHost cluster.LookupHost
+	RPC        rpc.Config // zero fields: the rpc package's defaults
 	// HTTP server bounds (zero: the Default* below). ReadTimeout covers a whole
 	// request, body included, so a client that never finishes its body is cut off;
 	// WriteTimeout covers handling and answering it (a /debug/pprof profile must be
@@ -154,8 +157,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, j := range c.Join {
-		if err := checkHostPort(j); err != nil {
-			return &ConfigError{"join", fmt.Sprintf("%q: %v", j, err)}
+		if err := checkSeed(j); err != nil {
+			return &ConfigError{"join", err.Error()}
 		}
 	}
 	if strings.ContainsAny(c.Advertise, ":/ ") {
@@ -239,6 +242,19 @@ func checkHostPort(s string) error {
 	}
 	if port == "" {
 		return fmt.Errorf("%q: missing port", s)
+	}
+	return nil
+}
+
+// checkSeed accepts a --join entry: host:port, the host an IP or a DNS name (resolved
+// when joining, not now: its records may not exist yet), the port a number.
+func checkSeed(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return fmt.Errorf("%q: want host:port", s)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("%q: the port must be a number from 1 to 65535", s)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ func (n *Node) joinCluster() error {
 		RPCAddr:        n.advertisedRPC(),
 		ClientAddr:     n.advertisedClient(),
 		Join:           n.cfg.Join,
+		LookupHost:     n.cfg.LookupHost,
 		RejoinInterval: n.cfg.RejoinInterval,
 		Timings:        n.cfg.GossipTimings,
 		Transport:      n.cfg.GossipTransport,

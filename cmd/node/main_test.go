@@ -28,6 +28,9 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--http", "nonsense"}, nil, "--http"},
 		{[]string{"--resp", "127.0.0.1"}, nil, "--resp"},
 		{[]string{"--join", "a:1,b"}, nil, "--join"},
+		{[]string{"--join", "peers.example:gossip"}, nil, "--join"},
+		{[]string{"--join", ":7946"}, nil, "--join"},
+		{nil, map[string]string{"LEAPCOUNT_JOIN": "peers.example:0"}, "--join"},
 		{[]string{"--redis", "http://x"}, nil, "--redis"},
 		{[]string{"--max-key-bytes", "0"}, nil, "--max-key-bytes"},
 		{[]string{"--max-counters", "-1"}, nil, "--max-counters"},
@@ -268,5 +271,15 @@ func TestHealthcheckSubcommand(t *testing.T) {
 	var out bytes.Buffer
 	if code := healthcheck([]string{"--http", free, "--timeout", "1s"}, noEnv, &out); code != 1 || !strings.Contains(out.String(), "not ready") {
 		t.Fatalf("healthcheck of nothing: exit %d (%s); want 1, not ready", code, out.String())
+	}
+}
+
+// --join takes DNS names beside addresses: checked for the host:port shape only, since
+// the name's records may not exist yet when the node starts (a StatefulSet's first pod).
+func TestJoinTakesDNSNames(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	cfg, _, err := parseFlags([]string{"--join", "lc-headless.ns.svc.cluster.local.:7946, 10.0.0.7:7946"}, noEnv, io.Discard)
+	if err != nil || len(cfg.Join) != 2 || cfg.Join[0] != "lc-headless.ns.svc.cluster.local.:7946" || cfg.Join[1] != "10.0.0.7:7946" {
+		t.Fatalf("got %q, %v; want the name and the address", cfg.Join, err)
 	}
 }
