@@ -11,6 +11,7 @@ func (n *Node) registerMetrics() {
 	n.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newGCPauseCollector(),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "leapcount_counters", Help: "Counters held in memory by this node.",
 		}, func() float64 { return float64(n.store.Len()) }),
