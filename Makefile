@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/leapcount-node
 
-.PHONY: test build bench fuzz tools clean
+.PHONY: test build bench bench-short gobench fuzz tools clean
 
 # Installs redis-server if missing (the tests start their own, on free ports), then vets
 # and runs every test under the race detector.
@@ -16,7 +16,17 @@ tools:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/node
 
-bench:
+# The comparison harness (cmd/bench): starts its own redis-server and nodes, drives
+# them with one load generator and writes BENCHMARKS.md (about 10 minutes). bench-short
+# checks the whole harness in under two minutes and writes nothing to the tree.
+bench: tools
+	$(GO) run ./cmd/bench
+
+bench-short: tools
+	$(GO) run ./cmd/bench -short -out $${TMPDIR:-/tmp}/BENCHMARKS-short.md
+
+# Every Go benchmark (go test -bench).
+gobench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Runs each parser and decoder fuzzer (and the RESP framing guard's) for a while (the seed corpora run in every `make test`).
