@@ -7,16 +7,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// gcPauseMetric is the runtime's record of every stop-the-world pause for garbage
-// collection. The Go collector's go_gc_duration_seconds is a summary of recent pauses
-// (min, quartiles, max), which cannot give a p99, and its runtime histograms are cut
-// into powers of ten (100 µs, 1 ms, ...), too coarse to tell 300 µs from 900 µs. This
-// histogram keeps the runtime's counts at powers of two, 1 µs to 1 s.
-const gcPauseMetric = "/sched/pauses/total/gc:seconds"
+// The runtime's record of every stop-the-world pause for garbage collection, and of
+// the part of each spent stopping: waiting for every goroutine to reach a safe point,
+// which grows when the OS does not run the process's threads (an overloaded machine).
+// The Go collector's go_gc_duration_seconds is a summary of recent pauses (min,
+// quartiles, max), which cannot give a p99, and its runtime histograms are cut into
+// powers of ten (100 µs, 1 ms, ...), too coarse to tell 300 µs from 900 µs. These
+// histograms keep the runtime's counts at powers of two, 1 µs to 1 s.
+const (
+	gcPauseMetric    = "/sched/pauses/total/gc:seconds"
+	gcStoppingMetric = "/sched/pauses/stopping/gc:seconds"
+)
 
-// gcPauseBounds are the upper bounds of leapcount_gc_pause_seconds: 2^10 ns (1.024 µs)
-// to 2^30 ns (1.07 s), every power of two. The runtime's own buckets split each power of
-// two into four, so none straddles a bound and the counts at these bounds are exact.
+// gcPauseBounds are the upper bounds of the histograms: 2^10 ns (1.024 µs) to 2^30 ns
+// (1.07 s), every power of two. The runtime's own buckets split each power of two into
+// four, so none straddles a bound and the counts at these bounds are exact.
 var gcPauseBounds = func() []float64 {
 	var b []float64
 	for k := 10; k <= 30; k++ {
@@ -25,22 +30,29 @@ var gcPauseBounds = func() []float64 {
 	return b
 }()
 
-// gcPauseCollector exposes leapcount_gc_pause_seconds, read from runtime/metrics at
-// each scrape.
-type gcPauseCollector struct {
-	desc *prometheus.Desc
+// runtimeHistogram exposes one runtime/metrics time histogram, read at each scrape.
+type runtimeHistogram struct {
+	metric string
+	desc   *prometheus.Desc
 }
 
-func newGCPauseCollector() *gcPauseCollector {
-	return &gcPauseCollector{desc: prometheus.NewDesc("leapcount_gc_pause_seconds",
-		"Stop-the-world pauses for garbage collection since the process started (runtime/metrics "+gcPauseMetric+
-			"), in powers of two from 1 µs to 1 s; the sum is estimated from the buckets.", nil, nil)}
+// newGCPauseCollectors are leapcount_gc_pause_seconds (whole pauses) and
+// leapcount_gc_pause_stopping_seconds (their stopping part).
+func newGCPauseCollectors() []prometheus.Collector {
+	const tail = "), in powers of two from 1 µs to 1 s; the sum is estimated from the buckets."
+	return []prometheus.Collector{
+		&runtimeHistogram{metric: gcPauseMetric, desc: prometheus.NewDesc("leapcount_gc_pause_seconds",
+			"Stop-the-world pauses for garbage collection since the process started (runtime/metrics "+gcPauseMetric+tail, nil, nil)},
+		&runtimeHistogram{metric: gcStoppingMetric, desc: prometheus.NewDesc("leapcount_gc_pause_stopping_seconds",
+			"Of each GC pause, the time spent stopping the world: waiting for goroutines to reach a safe point, "+
+				"long when the OS does not run the process's threads (runtime/metrics "+gcStoppingMetric+tail, nil, nil)},
+	}
 }
 
-func (c *gcPauseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *runtimeHistogram) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
-func (c *gcPauseCollector) Collect(ch chan<- prometheus.Metric) {
-	s := []metrics.Sample{{Name: gcPauseMetric}}
+func (c *runtimeHistogram) Collect(ch chan<- prometheus.Metric) {
+	s := []metrics.Sample{{Name: c.metric}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
 		return // a runtime without this metric

@@ -37,22 +37,26 @@ func TestGCPauseBoundsArePowersOfTwo(t *testing.T) {
 	}
 }
 
-// After a collection the metric has counted at least its pauses.
-func TestGCPauseCollector(t *testing.T) {
+// After a collection both histograms have counted at least its pauses.
+func TestGCPauseCollectors(t *testing.T) {
 	runtime.GC()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(newGCPauseCollector())
+	reg.MustRegister(newGCPauseCollectors()...)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mfs) != 1 || mfs[0].GetName() != "leapcount_gc_pause_seconds" {
+	want := map[string]string{"leapcount_gc_pause_seconds": gcPauseMetric, "leapcount_gc_pause_stopping_seconds": gcStoppingMetric}
+	if len(mfs) != len(want) {
 		t.Fatalf("gathered %v", mfs)
 	}
-	if n := mfs[0].GetMetric()[0].GetHistogram().GetSampleCount(); n < 2 {
-		t.Fatalf("%d pauses after runtime.GC, want at least its two", n)
-	}
-	if !strings.Contains(mfs[0].GetHelp(), gcPauseMetric) {
-		t.Fatalf("help %q does not name its source", mfs[0].GetHelp())
+	for _, mf := range mfs {
+		source, ok := want[mf.GetName()]
+		if !ok || !strings.Contains(mf.GetHelp(), source) {
+			t.Fatalf("%s: help %q", mf.GetName(), mf.GetHelp())
+		}
+		if n := mf.GetMetric()[0].GetHistogram().GetSampleCount(); n < 2 {
+			t.Fatalf("%s: %d pauses after runtime.GC, want at least its two", mf.GetName(), n)
+		}
 	}
 }

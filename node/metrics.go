@@ -8,10 +8,10 @@ import (
 // registerMetrics registers the node-wide metrics; the front ends register their own.
 // Each node has its own registry so that several nodes can run in one test process.
 func (n *Node) registerMetrics() {
+	n.reg.MustRegister(newGCPauseCollectors()...)
 	n.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newGCPauseCollector(),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "leapcount_counters", Help: "Counters held in memory by this node.",
 		}, func() float64 { return float64(n.store.Len()) }),
