@@ -8,29 +8,33 @@ import (
 	lg "github.com/leapcount/leapcount/internal/loadgen"
 )
 
-// gcPauses is the node's histogram of GC stop-the-world pauses.
-const gcPauses = "leapcount_gc_pause_seconds"
+// The node's histograms of GC stop-the-world pauses, and of the part of each spent
+// stopping (waiting for threads the OS may not be running).
+const (
+	gcPauses   = "leapcount_gc_pause_seconds"
+	gcStopping = "leapcount_gc_pause_stopping_seconds"
+)
 
 // gcResult is the GC pauses of a node holding a case's counters: while it loaded them,
 // and while it then served a steady load on them.
 type gcResult struct {
-	load, steady pauseSummary
-	steadyFor    time.Duration
-	steadyRate   float64
-	heapGoal     float64 // go_memstats_next_gc_bytes at the end: how far the heap may grow
+	load, steady         pauseSummary
+	loadStop, steadyStop pauseSummary // the stopping part of the same pauses
+	steadyFor            time.Duration
+	steadyRate           float64
+	heapGoal             float64 // go_memstats_next_gc_bytes at the end: how far the heap may grow
 }
 
-// measureGC reads the pause histogram after the load, runs `steady` of unpipelined
-// SW.INCR from 50 connections on the loaded counters (uniform over them), and reads
-// it again.
-func (h *harness) measureGC(ctx context.Context, n *nodeServer, c memCase, before histogram, steady time.Duration) (*gcResult, error) {
+// measureGC reads the pause histograms after the load, runs `steady` of SW.INCR
+// pipelined 16 deep from the usual connections on the loaded counters (uniform over
+// them: the fastest load, so the most garbage and collections), and reads them again.
+func (h *harness) measureGC(ctx context.Context, n *nodeServer, c memCase, before metrics, steady time.Duration) (*gcResult, error) {
 	afterLoad, err := h.metricsOf(n)
 	if err != nil {
 		return nil, err
 	}
-	h1 := afterLoad.histogramOf(gcPauses)
 	req := lg.Command(lg.Str("SW.INCR"), lg.Key, lg.Str(c.shape.window()), lg.Str("BUCKETS"), lg.Str(strconv.Itoa(c.shape.buckets)))
-	res, err := lg.Run(ctx, lg.Config{Addr: n.resp, Conns: h.opts.Conns, Pipeline: 1, Request: req,
+	res, err := lg.Run(ctx, lg.Config{Addr: n.resp, Conns: h.opts.Conns, Pipeline: 16, Request: req,
 		Keys: lg.Uniform{Prefix: "m:", N: c.n, Seed: h.opts.Seed}, Duration: steady})
 	if err != nil {
 		return nil, err
@@ -39,9 +43,14 @@ func (h *harness) measureGC(ctx context.Context, n *nodeServer, c memCase, befor
 	if err != nil {
 		return nil, err
 	}
+	between := func(name string, a, b metrics) pauseSummary {
+		return summarizePauses(b.histogramOf(name).minus(a.histogramOf(name)))
+	}
 	return &gcResult{
-		load:       summarizePauses(h1.minus(before)),
-		steady:     summarizePauses(end.histogramOf(gcPauses).minus(h1)),
+		load:       between(gcPauses, before, afterLoad),
+		loadStop:   between(gcStopping, before, afterLoad),
+		steady:     between(gcPauses, afterLoad, end),
+		steadyStop: between(gcStopping, afterLoad, end),
 		steadyFor:  steady,
 		steadyRate: res.Rate(),
 		heapGoal:   end["go_memstats_next_gc_bytes"],

@@ -25,7 +25,7 @@ type Options struct {
 
 // Defaults are the options of the full run, or of the short one.
 func Defaults(short bool) Options {
-	o := Options{Short: short, Rounds: 2, Warmup: 300 * time.Millisecond, Duration: 1200 * time.Millisecond,
+	o := Options{Short: short, Rounds: 2, Warmup: 250 * time.Millisecond, Duration: time.Second,
 		Conns: 50, Seed: 1}
 	if short {
 		o.Rounds, o.Warmup, o.Duration = 1, 200*time.Millisecond, 500*time.Millisecond

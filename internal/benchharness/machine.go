@@ -3,6 +3,7 @@ package benchharness
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -22,7 +23,7 @@ func readMachine(redisBin string) machine {
 		CPU:    cpuinfo("model name"),
 		Cores:  runtime.NumCPU(),
 		Kernel: strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")),
-		Memory: meminfo("MemTotal"),
+		Memory: memTotal(),
 		Go:     runtime.Version(),
 		Date:   time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Load:   loadavg(),
@@ -47,6 +48,15 @@ func loadavg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// memTotal is MemTotal of /proc/meminfo in GiB.
+func memTotal() string {
+	var kb int64
+	if _, err := fmt.Sscanf(meminfo("MemTotal"), "%d kB", &kb); err != nil {
+		return meminfo("MemTotal")
+	}
+	return fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
 }
 
 func cpuinfo(field string) string { return procField("/proc/cpuinfo", field) }

@@ -27,7 +27,7 @@ type memCase struct {
 	n           int
 	everyBucket bool
 	shape       memShape
-	viaLoader   bool // Redis loaded with hashload.lua rather than a script call per touch
+	viaLoader   bool // Redis loaded with loaderRequest rather than a script call per touch
 	gc          bool // measure the node's GC pauses with these counters
 }
 
@@ -55,7 +55,7 @@ type lcMemory struct {
 	late         int             // passes that ran past their bucket
 	counted      int             // of the sampled counters, those counting every touch
 	sampled      int
-	gcBefore     histogram // leapcount_gc_pause_seconds before the load
+	before       metrics // the node's metrics before the load (GC pauses so far)
 	// Go heap in use after a forced collection, before and after the load: the
 	// counters' live bytes without the garbage and slack RSS also holds.
 	baseHeap, heap int64
@@ -97,7 +97,7 @@ func (h *harness) runMemCase(ctx context.Context, c memCase, gcSteady time.Durat
 	}
 	lc, err := h.loadNode(ctx, nodes[0], c)
 	if err == nil && gcSteady > 0 {
-		res.gc, err = h.measureGC(ctx, nodes[0], c, lc.gcBefore, gcSteady)
+		res.gc, err = h.measureGC(ctx, nodes[0], c, lc.before, gcSteady)
 	}
 	h.procs.stopSome(nodes[0].proc)
 	if err != nil {
@@ -119,7 +119,7 @@ func (h *harness) loadNode(ctx context.Context, n *nodeServer, c memCase) (lcMem
 	if err != nil {
 		return m, err
 	}
-	m.gcBefore = met.histogramOf(gcPauses)
+	m.before = met
 	if m.baseHeap, err = h.heapAfterGC(n); err != nil {
 		return m, err
 	}
@@ -139,13 +139,14 @@ func (h *harness) loadNode(ctx context.Context, n *nodeServer, c memCase) (lcMem
 		}
 	}
 	m.load = time.Since(start)
+	// Sampled at once: a bucket later, the first pass's bucket has left the window.
+	m.counted, m.sampled = h.sampleCounts(ctx, n, c)
 	time.Sleep(time.Second) // replies are in; let the last allocations land
 	m.rss = n.RSS()
 	if met, err = h.metricsOf(n); err != nil {
 		return m, err
 	}
 	m.counters, m.storeBytes = int64(met["leapcount_counters"]), int64(met["leapcount_store_bytes"])
-	m.counted, m.sampled = h.sampleCounts(ctx, n, c)
 	m.heap, err = h.heapAfterGC(n)
 	return m, err
 }

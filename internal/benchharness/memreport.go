@@ -57,8 +57,8 @@ func (r *Report) loadingNotes() string {
 		fmt.Fprintf(&b, "; Redis %s (%s).\n", fmtDur(m.redis.load.Round(time.Millisecond)), m.redis.method)
 	}
 	c := r.loader
-	fmt.Fprintf(&b, "\nhashload.lua was checked against hashwindow.lua at the start: one key through the script once in "+
-		"each of %d buckets, another through the loader: same fields and values: %v; MEMORY USAGE %d and %d bytes.\n\n",
+	fmt.Fprintf(&b, "\nThe loader was checked against hashwindow.lua at the start: one key through the script once in "+
+		"each of %d buckets, another through the loader: same fields, values and MEMORY USAGE: %v (%d and %d bytes).\n\n",
 		c.ScriptFields, c.Same, c.ScriptBytes, c.LoaderBytes)
 	if !r.opts.Short {
 		b.WriteString("Not measured: 10M counters with every bucket touched. Touching each of 10M counters in each of its " +
@@ -87,11 +87,15 @@ func (r *Report) gcSection() string {
 		}
 		g := m.gc
 		return fmt.Sprintf("### GC pauses with %s live counters\n\nFrom the node's `leapcount_gc_pause_seconds` (every "+
-			"stop-the-world pause; powers-of-two buckets, quantiles interpolated within them), scraped before and after "+
-			"the load and after %s of unpipelined SW.INCR from %d connections spread over the %s counters "+
-			"(%s ops/s); the heap goal at the end was %s.\n\n", count(m.c.n), fmtDur(g.steadyFor), r.opts.Conns, count(m.c.n),
-			fmtRate(g.steadyRate), fmtBytes(g.heapGoal)) +
-			table([]string{"phase", "pauses"}, [][]string{{"loading", g.load.String()}, {"steady load", g.steady.String()}}) + "\n"
+			"stop-the-world pause) and `leapcount_gc_pause_stopping_seconds` (the part of each spent stopping the world: "+
+			"waiting for threads to reach a safe point, which the OS delays when the machine is overloaded), powers-of-two "+
+			"buckets, quantiles interpolated within them; scraped before and after the load and after %s of SW.INCR "+
+			"pipelined 16 deep from %d connections spread over the %s counters (%s ops/s). The heap goal at the end was %s.\n\n",
+			count(m.c.n), fmtDur(g.steadyFor), r.opts.Conns, count(m.c.n), fmtRate(g.steadyRate), fmtBytes(g.heapGoal)) +
+			table([]string{"phase", "pauses", "of which stopping"}, [][]string{
+				{"loading", g.load.String(), g.loadStop.String()},
+				{"steady load", g.steady.String(), g.steadyStop.String()},
+			}) + "\n"
 	}
 	return ""
 }

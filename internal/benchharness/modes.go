@@ -142,5 +142,5 @@ func (h *harness) checkLoaderOnce(ctx context.Context) (loaderCheck, error) {
 	if err != nil {
 		return loaderCheck{}, err
 	}
-	return checkLoader(ctx, r.client, s, full60s, full60s.buckets)
+	return checkLoader(ctx, r, s, full60s, full60s.buckets)
 }

@@ -74,7 +74,7 @@ func (r *Report) methodSection() string {
 		"the read of its reply (a log-linear histogram, 3%% precision).\n", o.Conns)
 	fmt.Fprintf(&b, "- Each measurement: %s of warm-up, then a %s window; a group's sides are run one after the "+
 		"other, %d round(s), the order reversed every other round; ops/s is the median (mean of two) of the rounds, "+
-		"latency quantiles and CPU per op over all of them.\n", fmtDur(o.Warmup), fmtDur(o.Duration), o.Rounds)
+		"latency quantiles and CPU per op over all of them.\n", o.Warmup, o.Duration, o.Rounds)
 	b.WriteString("- Server CPU per op: utime + stime of every server process of the side (/proc/<pid>/stat, " +
 		"10 ms ticks) over the window, divided by the operations in it; generator CPU per op likewise " +
 		"(getrusage of the harness).\n")

@@ -15,19 +15,17 @@ var (
 	hashWindowLua string
 	//go:embed lua/zsetlog.lua
 	zsetLogLua string
-	//go:embed lua/hashload.lua
-	hashLoadLua string
 )
 
 // shas are the scripts' SHA1s once loaded into a server.
-type shas struct{ hashWindow, zsetLog, hashLoad string }
+type shas struct{ hashWindow, zsetLog string }
 
 func loadScripts(ctx context.Context, c *redis.Client) (shas, error) {
 	var s shas
 	for _, x := range []struct {
 		dst *string
 		src string
-	}{{&s.hashWindow, hashWindowLua}, {&s.zsetLog, zsetLogLua}, {&s.hashLoad, hashLoadLua}} {
+	}{{&s.hashWindow, hashWindowLua}, {&s.zsetLog, zsetLogLua}} {
 		sha, err := c.ScriptLoad(ctx, x.src).Result()
 		if err != nil {
 			return s, fmt.Errorf("SCRIPT LOAD: %w", err)
@@ -47,18 +45,18 @@ type loaderCheck struct {
 }
 
 // checkLoader runs hashwindow.lua on one key once in each of `touches` buckets (the
-// client's clock stepped by the bucket length) and hashload.lua on another, and
-// compares the hashes they leave: fields, values and MEMORY USAGE.
-func checkLoader(ctx context.Context, c *redis.Client, s shas, sp memShape, touches int) (loaderCheck, error) {
-	const a, b = "loadercheck:script", "loadercheck:load"
-	bucketMs := sp.windowMs / int64(sp.buckets)
-	first := nowMs()/bucketMs - int64(touches) + 1
+// client's clock stepped by the bucket length) and the loader (loaderRequest) on
+// another, and compares the hashes they leave: fields, values and MEMORY USAGE.
+func checkLoader(ctx context.Context, r *redisServer, s shas, sp memShape, touches int) (loaderCheck, error) {
+	const a, b = "loadercheck:script", "loadercheck:load0" // b: the loader's key 0 of prefix loadercheck:load
+	c := r.client
+	first := nowMs()/sp.bucketMs() - int64(touches) + 1
 	for j := first; j < first+int64(touches); j++ {
-		if err := c.EvalSha(ctx, s.hashWindow, []string{a}, j*bucketMs, sp.windowMs, sp.buckets, 1).Err(); err != nil {
+		if err := c.EvalSha(ctx, s.hashWindow, []string{a}, j*sp.bucketMs(), sp.windowMs, sp.buckets, 1).Err(); err != nil {
 			return loaderCheck{}, err
 		}
 	}
-	if err := c.EvalSha(ctx, s.hashLoad, []string{b}, first, touches, sp.windowMs).Err(); err != nil {
+	if err := runLoader(ctx, r.addr, memCase{n: 1, shape: sp}, first, touches, "loadercheck:load"); err != nil {
 		return loaderCheck{}, err
 	}
 	ha, err1 := c.HGetAll(ctx, a).Result()

@@ -26,6 +26,9 @@ type Config struct {
 	Pipeline int // requests in flight per connection (default 1: unpipelined)
 	Request  Request
 	Keys     Keys
+	// Replies is how many replies each request gets (default 1): a Request that
+	// writes several commands for a key (a value, then its expiry) counts once.
+	Replies int
 
 	// A timed run sends for Warmup, then measures for Duration. A counted run
 	// (Duration 0) sends until every connection's key stream ends (a Range) and
@@ -86,6 +89,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (c Config) withDefaults() Config {
 	c.Conns = max(c.Conns, 1)
 	c.Pipeline = max(c.Pipeline, 1)
+	c.Replies = max(c.Replies, 1)
 	if c.Timeout <= 0 {
 		c.Timeout = c.Warmup + c.Duration + 30*time.Second
 		if c.Duration == 0 {
@@ -172,11 +176,11 @@ func (w *window) watch(wg *sync.WaitGroup) *Result {
 	}
 	w.hook(true)
 	cpu0 := selfCPU()
-	ended := sleepUntil(w.end, done)
+	// The workers may all see the window's end and quit before this wakes: the end
+	// hook is called either way, right at the end.
+	sleepUntil(w.end, done)
 	res.ClientCPU = selfCPU() - cpu0
-	if ended {
-		w.hook(false)
-	}
+	w.hook(false)
 	<-done
 	return res
 }

@@ -110,6 +110,24 @@ func TestCountedRun(t *testing.T) {
 	}
 }
 
+// A request of two commands gets two replies and counts once.
+func TestRepliesPerRequest(t *testing.T) {
+	f := startFakeRESP(t)
+	set, expire := Command(Str("SET"), Key, Str("1")), Command(Str("PEXPIRE"), Key, Str("60000"))
+	res, err := Run(context.Background(), Config{
+		Addr: f.ln.Addr().String(), Conns: 2, Pipeline: 8, Replies: 2, Keys: Range{Prefix: "m:", N: 100},
+		Request: func(buf, key []byte, now int64, seq uint64) []byte {
+			return expire(set(buf, key, now, seq), key, now, seq)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops != 100 || res.Errors != 0 || f.commands.Load() != 200 || f.keys["m:7"] != 2 {
+		t.Fatalf("ops %d errors %d; server saw %d commands, m:7 %d times", res.Ops, res.Errors, f.commands.Load(), f.keys["m:7"])
+	}
+}
+
 // Error replies are counted apart and the first is kept; the run goes on.
 func TestErrorReplies(t *testing.T) {
 	f := startFakeRESP(t)

@@ -16,6 +16,7 @@ type worker struct {
 	read  func(*reader) error
 	keys  KeyStream
 	depth int
+	each  int // replies per request
 	rd    *reader
 	wbuf  []byte
 	kbuf  []byte
@@ -33,7 +34,7 @@ func newWorker(cfg Config, win *window, c net.Conn, i int) *worker {
 		read = readHTTP
 	}
 	return &worker{
-		conn: c, win: win, req: cfg.Request, read: read, depth: cfg.Pipeline,
+		conn: c, win: win, req: cfg.Request, read: read, depth: cfg.Pipeline, each: cfg.Replies,
 		keys: cfg.Keys.Stream(i, cfg.Conns),
 		rd:   newReader(c, 64<<10),
 		wbuf: make([]byte, 0, 256*cfg.Pipeline),
@@ -76,34 +77,49 @@ func (w *worker) fill(now int64) int {
 	return n
 }
 
-// replies reads n replies, tallying those inside the window; done once the window
-// (or the connection) has ended.
+// replies reads the replies of n requests, tallying those inside the window; done once
+// the window (or the connection) has ended.
 func (w *worker) replies(n int, sent time.Time) (done bool) {
 	var t time.Time
 	for range n {
-		err := w.read(w.rd)
-		t = time.Now()
-		var er *errReply
-		if err != nil && !errors.As(err, &er) {
-			w.fail(err)
-			return true
-		}
-		in, _ := w.win.in(t)
-		if !in {
-			continue
-		}
-		if er != nil {
-			w.errs++
-			if w.firstErr == "" {
-				w.firstErr = er.msg
+		var failed *errReply
+		for range w.each {
+			err := w.read(w.rd)
+			var er *errReply
+			if err != nil && !errors.As(err, &er) {
+				w.fail(err)
+				return true
 			}
-			continue
+			failed = cmpReply(failed, er)
 		}
-		w.ops++
-		w.hist.Record(t.Sub(sent))
+		t = time.Now()
+		if in, _ := w.win.in(t); in {
+			w.tally(failed, t.Sub(sent))
+		}
 	}
 	_, done = w.win.in(t)
 	return done
+}
+
+// tally counts one request in the window: an error reply, or an operation and its
+// latency.
+func (w *worker) tally(failed *errReply, latency time.Duration) {
+	if failed != nil {
+		w.errs++
+		if w.firstErr == "" {
+			w.firstErr = failed.msg
+		}
+		return
+	}
+	w.ops++
+	w.hist.Record(latency)
+}
+
+func cmpReply(a, b *errReply) *errReply {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 func (w *worker) fail(err error) {
