@@ -2,7 +2,8 @@
 // nodes on free loopback ports, drives every side with one load generator, and writes
 // BENCHMARKS.md (machine, commands, tables, and the targets of issue 10 with the ratios
 // measured in this run). -short is a quick check of the whole harness (under two
-// minutes). Every process it starts is stopped when it ends, Ctrl-C included.
+// minutes; its report goes to the temporary directory). Every process it starts is
+// stopped when it ends, Ctrl-C included.
 //
 //	go run ./cmd/bench [-short] [-out BENCHMARKS.md] [-skip 'per core,memory']
 package main
@@ -22,12 +23,19 @@ import (
 
 func main() {
 	short := flag.Bool("short", false, "quick check: fewer groups, one round, 100k counters")
-	out := flag.String("out", "BENCHMARKS.md", `where the report goes ("-": standard output)`)
+	out := flag.String("out", "", `where the report goes ("-": standard output; default BENCHMARKS.md, or with -short `+
+		`BENCHMARKS-short.md in the temporary directory, so a quick check never replaces the full report)`)
 	skip := flag.String("skip", "", `comma-separated sections to leave out: "unpinned", "per core", "redis", "memory"`)
 	rounds := flag.Int("rounds", 0, "rounds of each group (0: the mode's default)")
 	duration := flag.Duration("duration", 0, "measured window of each measurement (0: the mode's default)")
 	flag.Parse()
 
+	if *out == "" {
+		*out = "BENCHMARKS.md"
+		if *short {
+			*out = filepath.Join(os.TempDir(), "BENCHMARKS-short.md")
+		}
+	}
 	o := benchharness.Defaults(*short)
 	o.Log = os.Stderr
 	if *skip != "" {

@@ -79,7 +79,8 @@ func (r *Report) methodSection() string {
 		"10 ms ticks) over the window, divided by the operations in it; generator CPU per op likewise " +
 		"(getrusage of the harness).\n")
 	fmt.Fprintf(&b, "- Unpinned: the OS places everything on the %d cores. Per core: servers on CPU %s "+
-		"(`taskset -c %s`, nodes with `GOMAXPROCS=1`), the generator on CPU %s with one P.\n",
+		"(`taskset -c %s`, nodes with `GOMAXPROCS=1`; the three nodes of a cluster share it), the generator on CPU %s "+
+		"with one P.\n",
 		r.machine.Cores, serverCPU, serverCPU, clientCPU)
 	b.WriteString("- Counters: a 60 s window of 10 buckets; SW.ALLOW and /v1/allow with a limit of " + allowLimit +
 		", never reached, so each request takes the admitting path. Every side has its own keys (prefix).\n\n")

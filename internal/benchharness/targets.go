@@ -130,16 +130,17 @@ func (r *Report) gcTarget() targetRow {
 		if m.gc == nil {
 			continue
 		}
-		s, phase := m.gc.steady, "steady load"
+		s, stop, phase := m.gc.steady, m.gc.steadyStop, "steady load"
 		if s.count == 0 {
-			s, phase = m.gc.load, "loading (no collection under the steady load)"
+			s, stop, phase = m.gc.load, m.gc.loadStop, "loading (no collection under the steady load)"
 		}
 		row.name = fmt.Sprintf("GC pause p99 with %s live counters", count(m.c.n))
 		if !s.p99Known {
 			row.got = "no collection"
 			return row
 		}
-		row.got = fmt.Sprintf("≈ %s, in (%s, %s] (%d pauses, %s)", fmtDur(s.p99), fmtDur(s.p99Lo), fmtDur(s.p99Hi), s.count, phase)
+		row.got = fmt.Sprintf("≈ %s, in (%s, %s] (%d pauses, %s; stopping the world p99 ≈ %s)",
+			fmtDur(s.p99), fmtDur(s.p99Lo), fmtDur(s.p99Hi), s.count, phase, fmtDur(stop.p99))
 		row.status = pass(s.p99 < time.Millisecond)
 	}
 	return row
