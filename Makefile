@@ -19,11 +19,14 @@ build:
 # The comparison harness (cmd/bench): starts its own redis-server and nodes, drives
 # them with one load generator and writes BENCHMARKS.md (about 7 minutes here). bench-short
 # checks the whole harness in under two minutes; its report goes to $TMPDIR, not the tree.
+# One go build for both binaries: their shared packages compile once, in parallel.
 bench: tools
-	$(GO) run ./cmd/bench
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
+	bin/bench -node bin/node
 
 bench-short: tools
-	$(GO) run ./cmd/bench -short
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
+	bin/bench -short -node bin/node
 
 # Every Go benchmark (go test -bench).
 gobench:

@@ -28,6 +28,7 @@ func main() {
 	skip := flag.String("skip", "", `comma-separated sections to leave out: "unpinned", "per core", "redis", "memory"`)
 	rounds := flag.Int("rounds", 0, "rounds of each group (0: the mode's default)")
 	duration := flag.Duration("duration", 0, "measured window of each measurement (0: the mode's default)")
+	nodeBin := flag.String("node", "", "the node binary to run (default: build ./cmd/node into a temporary directory)")
 	flag.Parse()
 
 	if *out == "" {
@@ -38,6 +39,7 @@ func main() {
 	}
 	o := benchharness.Defaults(*short)
 	o.Log = os.Stderr
+	o.NodeBin = *nodeBin
 	if *skip != "" {
 		o.Skip = strings.Split(*skip, ",")
 	}

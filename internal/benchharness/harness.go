@@ -20,12 +20,13 @@ type Options struct {
 	Conns    int           // connections of the load generator
 	Seed     uint64        // key draws
 	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "memory"
+	NodeBin  string        // the node binary; empty: build ./cmd/node
 	Log      io.Writer     // progress (nil: none)
 }
 
 // Defaults are the options of the full run, or of the short one.
 func Defaults(short bool) Options {
-	o := Options{Short: short, Rounds: 2, Warmup: 250 * time.Millisecond, Duration: time.Second,
+	o := Options{Short: short, Rounds: 2, Warmup: 200 * time.Millisecond, Duration: 800 * time.Millisecond,
 		Conns: 50, Seed: 1}
 	if short {
 		o.Rounds, o.Warmup, o.Duration = 1, 200*time.Millisecond, 500*time.Millisecond
@@ -56,6 +57,9 @@ func newHarness(o Options) (*harness, error) {
 	}
 	if h.redisBin, err = findRedis(); err != nil {
 		return h, err
+	}
+	if h.nodeBin = o.NodeBin; h.nodeBin != "" {
+		return h, nil
 	}
 	h.logf("building the node into %s", dir)
 	h.nodeBin = filepath.Join(dir, "leapcount-node")

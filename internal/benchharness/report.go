@@ -90,8 +90,9 @@ func (r *Report) methodSection() string {
 
 func commandsTable() string {
 	return "Processes and requests:\n\n" + table([]string{"what", "command"}, [][]string{
-		{"harness", "`make bench` = `go run ./cmd/bench`; `make bench-short` = `go run ./cmd/bench -short`"},
-		{"node", "`CGO_ENABLED=0 go build -trimpath ./cmd/node`, run as `leapcount-node --name … --http … --resp … " +
+		{"harness", "`make bench` = `CGO_ENABLED=0 go build -trimpath -o bin/ ./cmd/bench ./cmd/node && bin/bench -node bin/node` " +
+			"(`go run ./cmd/bench` builds the node itself); `make bench-short` adds `-short`"},
+		{"node", "built with `CGO_ENABLED=0 go build -trimpath`, run as `node --name … --http … --resp … " +
 			"--gossip … --rpc … --log-level warn --pprof --max-counters 30000000 [--join <the 3 gossip addresses>] [--redis redis://…]`"},
 		{"redis-server", "`redis-server --port … --bind 127.0.0.1 --save '' --appendonly no --daemonize no --protected-mode no`"},
 		{"per core", "`taskset -c 1` before each server, `GOMAXPROCS=1` for nodes; the harness pins itself with `taskset -a -p -c 0`"},
