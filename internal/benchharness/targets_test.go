@@ -30,7 +30,8 @@ func syntheticReport() *Report {
 	mem := &memResult{c: memCase{n: 1000, shape: full60s},
 		lc:    lcMemory{baseRSS: 0, rss: 60_000},
 		redis: redisMemory{baseRSS: 0, rss: 100_000, used: 90_000},
-		gc:    &gcResult{steady: pauseSummary{count: 5, p99: 300 * time.Microsecond, p99Known: true, anyData: true}}}
+		gc: &gcResult{steady: pauseSummary{count: 5, p99: 300 * time.Microsecond, p99Lo: 262144, p99Hi: 524288,
+			p99Known: true, anyData: true}}}
 	return &Report{groups: []*groupResult{g}, mem: []*memResult{mem}}
 }
 
@@ -75,6 +76,13 @@ func TestMarkdown(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+func TestBoundStatus(t *testing.T) {
+	ms := time.Millisecond
+	if boundStatus(ms/4, ms/2, ms) != "PASS" || boundStatus(ms, 2*ms, ms) != "MISS" || boundStatus(ms/2, 2*ms, ms)[0] != '?' {
+		t.Fatal("boundStatus")
 	}
 }
 
