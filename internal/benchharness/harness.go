@@ -119,6 +119,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if h.skip(m.name) {
 			continue
 		}
+		if _, err := exec.LookPath("taskset"); m.pinned && err != nil {
+			h.logf("no taskset (util-linux): the %s mode is left out", m.name)
+			continue
+		}
 		groups, err := h.runMode(ctx, m)
 		if err != nil {
 			return nil, err
