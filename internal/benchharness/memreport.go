@@ -27,6 +27,15 @@ func (r *Report) memorySection() string {
 		"store bytes per counter", "Go heap after GC, growth per counter", "Redis RSS growth (per counter)", "Redis used_memory growth (per counter)", "keys",
 		"RSS ratio", "load average"}, rows))
 	b.WriteString("\n")
+	for _, m := range r.mem {
+		lc := m.lc
+		if live := float64(lc.heap - lc.baseHeap); live > 0 {
+			fmt.Fprintf(&b, "- %s: the node's RSS grew %s its live heap (%s per counter live, %s resident): "+
+				"the rest is garbage and the collector's headroom (GOGC=100) and slab arrays left behind as they grew.\n",
+				m.c.label(), fmtRatio(float64(lc.rss-lc.baseRSS)/live), fmtBytes(live/float64(m.c.n)), fmtBytes(lc.perCounter(m.c.n)))
+		}
+	}
+	b.WriteString("\n")
 	b.WriteString(r.loadingNotes())
 	b.WriteString(r.gcSection())
 	return b.String()
@@ -95,7 +104,16 @@ func (r *Report) gcSection() string {
 			table([]string{"phase", "pauses", "of which stopping"}, [][]string{
 				{"loading", g.load.String(), g.loadStop.String()},
 				{"steady load", g.steady.String(), g.steadyStop.String()},
-			}) + "\n"
+			}) + fewPauses(g.steady.count)
 	}
 	return ""
+}
+
+// fewPauses warns that a p99 of few pauses is about their maximum.
+func fewPauses(n int) string {
+	if n >= 100 {
+		return "\n"
+	}
+	return fmt.Sprintf("\nThe steady phase saw %d pauses (two a collection): their p99 is about their slowest one, "+
+		"and where the stopping part is most of it, the pause waited for threads the OS was not running.\n\n", n)
 }
