@@ -3,7 +3,7 @@
 GO ?= go
 BIN ?= bin/leapcount-node
 
-.PHONY: test build bench fuzz tools clean chart
+.PHONY: test build bench bench-short gobench fuzz tools clean chart
 
 # Installs redis-server if missing (the tests start their own, on free ports), then vets
 # and runs every test under the race detector.
@@ -17,7 +17,20 @@ tools:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/node
 
-bench:
+# The comparison harness (cmd/bench): starts its own redis-server and nodes, drives
+# them with one load generator and writes BENCHMARKS.md (about 7 minutes here). bench-short
+# checks the whole harness in under two minutes; its report goes to $TMPDIR, not the tree.
+# One go build for both binaries: their shared packages compile once, in parallel.
+bench: tools
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
+	bin/bench -node bin/node
+
+bench-short: tools
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
+	bin/bench -short -node bin/node
+
+# Every Go benchmark (go test -bench).
+gobench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Runs each parser and decoder fuzzer (and the RESP framing guard's) for a while (the seed corpora run in every `make test`).

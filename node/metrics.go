@@ -8,6 +8,7 @@ import (
 // registerMetrics registers the node-wide metrics; the front ends register their own.
 // Each node has its own registry so that several nodes can run in one test process.
 func (n *Node) registerMetrics() {
+	n.reg.MustRegister(newGCPauseCollectors()...)
 	n.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

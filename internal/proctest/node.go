@@ -259,12 +259,6 @@ func (n *Node) Pause() {
 	n.mu.Unlock()
 }
 
-// stopped reports whether /proc says the process is stopped (state T).
-func stopped(pid int) bool {
-	f, err := procStat(pid)
-	return err == nil && f[statState][0] == 'T'
-}
-
 // Resume lets a paused process run again (SIGCONT).
 func (n *Node) Resume() {
 	n.c.t.Helper()

@@ -1,0 +1,58 @@
+package benchharness
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	lg "github.com/leapcount/leapcount/internal/loadgen"
+)
+
+// The node's histograms of GC stop-the-world pauses, and of the part of each spent
+// stopping (waiting for threads the OS may not be running).
+const (
+	gcPauses   = "leapcount_gc_pause_seconds"
+	gcStopping = "leapcount_gc_pause_stopping_seconds"
+)
+
+// gcResult is the GC pauses of a node holding a case's counters: while it loaded them,
+// and while it then served a steady load on them.
+type gcResult struct {
+	load, steady         pauseSummary
+	loadStop, steadyStop pauseSummary // the stopping part of the same pauses
+	steadyFor            time.Duration
+	steadyRate           float64
+	heapGoal             float64 // go_memstats_next_gc_bytes at the end: how far the heap may grow
+}
+
+// measureGC reads the pause histograms after the load, runs `steady` of SW.INCR
+// pipelined 16 deep from the usual connections on the loaded counters (uniform over
+// them: the fastest load, so the most garbage and collections), and reads them again.
+func (h *harness) measureGC(ctx context.Context, n *nodeServer, c memCase, before metrics, steady time.Duration) (*gcResult, error) {
+	afterLoad, err := h.metricsOf(n)
+	if err != nil {
+		return nil, err
+	}
+	req := lg.Command(lg.Str("SW.INCR"), lg.Key, lg.Str(c.shape.window()), lg.Str("BUCKETS"), lg.Str(strconv.Itoa(c.shape.buckets)))
+	res, err := lg.Run(ctx, lg.Config{Addr: n.resp, Conns: h.opts.Conns, Pipeline: 16, Request: req,
+		Keys: lg.Uniform{Prefix: "m:", N: c.n, Seed: h.opts.Seed}, Duration: steady})
+	if err != nil {
+		return nil, err
+	}
+	end, err := h.metricsOf(n)
+	if err != nil {
+		return nil, err
+	}
+	between := func(name string, a, b metrics) pauseSummary {
+		return summarizePauses(b.histogramOf(name).minus(a.histogramOf(name)))
+	}
+	return &gcResult{
+		load:       between(gcPauses, before, afterLoad),
+		loadStop:   between(gcStopping, before, afterLoad),
+		steady:     between(gcPauses, afterLoad, end),
+		steadyStop: between(gcStopping, afterLoad, end),
+		steadyFor:  steady,
+		steadyRate: res.Rate(),
+		heapGoal:   end["go_memstats_next_gc_bytes"],
+	}, nil
+}
