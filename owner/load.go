@@ -53,9 +53,13 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool)
 const settleWait = time.Second
 
 // load reads the missed counters from Redis, without any lock held: a counter whose
-// deltas this node has not finished writing is not read (its Redis state is behind).
+// deltas this node has not finished writing is not read (its Redis state is behind),
+// nor one of a partition fenced by another node's write still in doubt (fence.go). The
+// others are read in one pipeline, and those that failed in a way that may pass (a
+// timeout under load) twice more.
 func (o *Owner) load(ctx context.Context, ops []counter.Op, misses []*miss) {
 	now := o.cfg.Now()
+	var todo []*miss
 	for _, m := range misses {
 		op := &ops[m.op]
 		if ref := (fallback.CounterRef{Key: op.Key, Spec: spec(op)}); o.flush.unsettledRef(ref.Key, ref.Spec) {
@@ -72,28 +76,28 @@ func (o *Owner) load(ctx context.Context, ops []counter.Op, misses []*miss) {
 			m.err = fmt.Errorf("%w: counter %q: the node it came from has not confirmed its writes in Redis yet", counter.ErrUnavailable, op.Key)
 			continue
 		}
-		o.loaded.Add(1)
-		m.buckets, m.err = o.loadRetrying(ctx, op.Key, spec(op), now)
-		if m.err != nil {
-			m.err = fmt.Errorf("%w: counter %q could not be loaded from Redis: %v", counter.ErrUnavailable, op.Key, m.err)
-		}
+		todo = append(todo, m)
 	}
-}
-
-// loadRetrying reads a counter from Redis, trying twice more after a failure that may
-// pass (a timeout under load).
-func (o *Owner) loadRetrying(ctx context.Context, key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		var bs []leaparray.Bucket
-		if bs, err = o.cfg.Redis.Load(ctx, key, sp, now); err == nil {
-			return bs, nil
+	o.loaded.Add(int64(len(todo)))
+	for attempt := 0; attempt < 3 && len(todo) > 0; attempt++ {
+		refs := make([]fallback.CounterRef, len(todo))
+		for i, m := range todo {
+			refs[i] = fallback.CounterRef{Key: ops[m.op].Key, Spec: spec(&ops[m.op])}
+		}
+		var again []*miss
+		for i, r := range o.cfg.Redis.LoadMany(ctx, refs, now) {
+			m := todo[i]
+			m.buckets, m.err = r.Buckets, r.Err
+			if m.err != nil {
+				m.err = fmt.Errorf("%w: counter %q could not be loaded from Redis: %v", counter.ErrUnavailable, refs[i].Key, m.err)
+				again = append(again, m)
+			}
 		}
 		if ctx.Err() != nil || !o.cfg.Redis.Healthy() {
 			break
 		}
+		todo = again
 	}
-	return nil, err
 }
 
 // install puts the loaded counters in memory, with decide held shared, unless their
