@@ -3,6 +3,7 @@ package counter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,57 @@ func TestDoExcept(t *testing.T) {
 	}
 	if results[0].Count != 1 || results[2].Count != 2 || !errors.Is(results[1].Err, ErrUnavailable) {
 		t.Fatalf("results %+v; want counts 1 and 2 in place, b unavailable", results)
+	}
+}
+
+// DoExcept against a model over every pattern of rejections of 5 ops: each rejected op
+// gets its error, the others are decided once, in order, and answered in place.
+func TestDoExceptEveryPattern(t *testing.T) {
+	const n = 5
+	for mask := 0; mask < 1<<n; mask++ {
+		ops := make([]Op, n)
+		for i := range ops {
+			ops[i].Key = string(rune('a' + i))
+		}
+		results := make([]Result, n)
+		var decided []string
+		calls := 0
+		DoExcept(context.Background(), ops, results, func(i int) error {
+			if mask&(1<<i) != 0 {
+				return fmt.Errorf("%w: %d", ErrUnavailable, i)
+			}
+			return nil
+		}, func(_ context.Context, got []Op, res []Result) {
+			calls++
+			for k := range got {
+				decided = append(decided, got[k].Key)
+				res[k].Count = int64(got[k].Key[0])
+			}
+		})
+		var want []string
+		for i := range ops {
+			rejected := mask&(1<<i) != 0
+			if !rejected {
+				want = append(want, ops[i].Key)
+			}
+			if rejected != errors.Is(results[i].Err, ErrUnavailable) || (!rejected && results[i].Count != int64(ops[i].Key[0])) {
+				t.Fatalf("mask %05b op %d: got %+v", mask, i, results[i])
+			}
+		}
+		if strings.Join(decided, ",") != strings.Join(want, ",") || (len(want) > 0) != (calls == 1) || calls > 1 {
+			t.Fatalf("mask %05b: decided %v in %d calls; want %v in one", mask, decided, calls, want)
+		}
+	}
+}
+
+// BenchmarkDoExcept is a batch of 16 ops none of which is rejected: it allocates nothing.
+func BenchmarkDoExcept(b *testing.B) {
+	ops := make([]Op, 16)
+	results := make([]Result, 16)
+	pass := func(int) error { return nil }
+	do := func(context.Context, []Op, []Result) {}
+	b.ReportAllocs()
+	for b.Loop() {
+		DoExcept(context.Background(), ops, results, pass, do)
 	}
 }
