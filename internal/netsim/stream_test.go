@@ -189,15 +189,16 @@ func TestClose(t *testing.T) {
 func TestCloseEndsBlockedCalls(t *testing.T) {
 	noLeaks(t)
 	n := New()
-	client, server := connect(t, n, "a", "b:1")
+	_, server := connect(t, n, "a", "b:1")
 	ln := listen(t, n, "b:2")
 	errs := make(chan error, 3)
 	go func() { // blocks: nothing to read
 		_, err := server.Read(make([]byte, 1))
 		errs <- err
 	}()
-	go func() { // blocks: the buffer fills, nobody reads
-		_, err := client.Write(make([]byte, StreamBuffer+1))
+	go func() { // blocks: the buffer fills, nobody reads (the other way than the read
+		// above: written towards it, the read could return these bytes, not an error)
+		_, err := server.Write(make([]byte, StreamBuffer+1))
 		errs <- err
 	}()
 	go func() { // blocks: nobody dials
