@@ -79,6 +79,17 @@ type Doer interface {
 	Do(ctx context.Context, ops []Op, results []Result)
 }
 
+// A QuickDoer is a Doer that can also tell whether it can decide ops at once. An event
+// loop serving many connections must never wait: it calls TryDo, and only when TryDo
+// cannot decide the ops does it hand them to Do, on a goroutine of their own.
+type QuickDoer interface {
+	Doer
+	// TryDo decides ops as Do would, and reports true, when it can do so without
+	// waiting on the network, on Redis, or on a lease; otherwise it applies none of
+	// them, leaves results as they were, and reports false.
+	TryDo(ops []Op, results []Result) bool
+}
+
 // Limits are the bounds a node enforces that its flags can change.
 type Limits struct {
 	MaxKeyBytes int // 0 means DefaultMaxKeyBytes

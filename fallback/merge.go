@@ -98,18 +98,73 @@ type Loaded struct {
 
 // LoadMany is Load for many counters in one pipeline (one round trip per server)
 // instead of one round trip each: a batch of ops on counters not in memory waits for
-// Redis once (BenchmarkNewCounters/redis-load).
+// Redis once (BenchmarkNewCounters/redis-load). Concurrent calls are coalesced too
+// (loadQueue).
 func (st *Store) LoadMany(ctx context.Context, refs []CounterRef, now int64) []Loaded {
-	out := make([]Loaded, len(refs))
-	if len(refs) == 1 { // a plain command: a pipeline waits twice the read timeout on a hung Redis
-		out[0].Buckets, out[0].Err = st.Load(ctx, refs[0].Key, refs[0].Spec, now)
+	req := &loadReq{refs: refs, now: now, out: make([]Loaded, len(refs)), done: make(chan struct{})}
+	if st.loads.add(req) {
+		st.sendLoads(context.WithoutCancel(ctx))
+	}
+	select {
+	case <-req.done:
+		return req.out
+	case <-ctx.Done():
+		out := make([]Loaded, len(refs))
+		for i := range out {
+			out[i].Err = unavailable("load", ctx.Err())
+		}
 		return out
+	}
+}
+
+// sendLoads sends the loads waiting in one pipeline, and goes on, on a goroutine of its
+// own (so that its caller is not held up by later loads), while more wait.
+func (st *Store) sendLoads(ctx context.Context) {
+	reqs := st.loads.take()
+	var refs []CounterRef
+	for _, r := range reqs {
+		refs = append(refs, r.refs...)
+	}
+	fields, errs := st.fetch(ctx, refs)
+	i := 0
+	for _, r := range reqs {
+		for j, ref := range r.refs {
+			if r.out[j].Err = errs[i]; errs[i] == nil {
+				r.out[j].Buckets, r.out[j].Err = windowOf(fields[i], ref.Spec, r.now)
+			}
+			i++
+		}
+		close(r.done)
+	}
+	if st.loads.done() {
+		go st.sendLoads(ctx)
+	}
+}
+
+// fetch reads the counters' hashes: one command for one, a pipeline for more.
+func (st *Store) fetch(ctx context.Context, refs []CounterRef) ([]map[string]string, []error) {
+	fields, errs := make([]map[string]string, len(refs)), make([]error, len(refs))
+	for i, r := range refs {
+		errs[i] = checkSpec(r.Spec)
+	}
+	if len(refs) == 1 { // a plain command: a pipeline waits twice the read timeout on a hung Redis
+		if errs[0] == nil {
+			errs[0] = st.guard(ctx, func() error {
+				var err error
+				fields[0], err = st.rdb.HGetAll(ctx, counterKey(refs[0].Key, refs[0].Spec)).Result()
+				return err
+			})
+			if errs[0] != nil {
+				errs[0] = unavailable("load", errs[0])
+			}
+		}
+		return fields, errs
 	}
 	cmds := make([]*redis.MapStringStringCmd, len(refs))
 	err := st.guard(ctx, func() error {
 		_, err := st.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, r := range refs {
-				if checkSpec(r.Spec) == nil {
+				if errs[i] == nil {
 					cmds[i] = p.HGetAll(ctx, counterKey(r.Key, r.Spec))
 				}
 			}
@@ -120,17 +175,16 @@ func (st *Store) LoadMany(ctx context.Context, refs []CounterRef, now int64) []L
 		}
 		return err
 	})
-	for i, r := range refs {
+	for i := range refs {
 		switch {
-		case checkSpec(r.Spec) != nil:
-			out[i].Err = checkSpec(r.Spec)
+		case errs[i] != nil:
 		case cmds[i] == nil: // the breaker refused the pipeline: nothing was sent
-			out[i].Err = unavailable("load", err)
+			errs[i] = unavailable("load", err)
 		case cmds[i].Err() != nil && !errors.Is(cmds[i].Err(), redis.Nil):
-			out[i].Err = unavailable("load", cmds[i].Err())
+			errs[i] = unavailable("load", cmds[i].Err())
 		default:
-			out[i].Buckets, out[i].Err = windowOf(cmds[i].Val(), r.Spec, now)
+			fields[i] = cmds[i].Val()
 		}
 	}
-	return out
+	return fields, errs
 }

@@ -25,6 +25,7 @@ type Store struct {
 	cluster bool // rdb is a Cluster client: one script call's keys must share a slot
 	version string
 	seq     atomic.Uint64 // batch calls made: each call's seq (see Batch)
+	loads   loadQueue
 }
 
 // Open connects to Redis, checks that it answers, reads its version and loads the

@@ -2,6 +2,7 @@ package leaparray
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -137,8 +138,11 @@ func BenchmarkStoreAllow(b *testing.B) {
 	}
 }
 
-// BenchmarkStoreMemory reports the heap bytes one live counter costs at 1M counters
-// (60s / 10 buckets), beyond its key's own bytes, and the GC's view of it.
+// BenchmarkStoreMemory reports what one live counter costs at 1M counters (60s / 10
+// buckets), beyond its key's own bytes, touched once or in every bucket: bytes/counter
+// is the live heap and the slabs' mapped memory (vec.go) together, rss-bytes/counter
+// the process's resident memory growth (garbage and the collector's headroom included),
+// and heap-objects what the collector has to track.
 func BenchmarkStoreMemory(b *testing.B) {
 	const n = 1_000_000
 	sp := Spec{WindowMs: 60_000, Buckets: 10}
@@ -147,20 +151,46 @@ func BenchmarkStoreMemory(b *testing.B) {
 	for _, k := range keys {
 		keyBytes += len(k)
 	}
-	for i := 0; i < b.N; i++ {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s := NewStore()
-		for j, k := range keys {
-			s.Incr(k, sp, 1, t0+int64(j%60_000))
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)-int64(keyBytes))/n, "bytes/counter")
-		b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects)), "heap-objects")
-		runtime.KeepAlive(s)
+	for _, touches := range []int{1, sp.Buckets} {
+		b.Run(fmt.Sprintf("touches=%d", touches), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				mapped, rss := MappedBytes(), residentBytes()
+				s := NewStore()
+				for t := 0; t < touches; t++ {
+					for j, k := range keys {
+						s.Incr(k, sp, 1, t0+int64(t)*sp.BucketMs()+int64(j%1000))
+					}
+				}
+				rss = residentBytes() - rss
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+				mapped = MappedBytes() - mapped
+				b.ReportMetric(float64(heap+mapped-int64(keyBytes))/n, "bytes/counter")
+				b.ReportMetric(float64(heap)/n, "heap-bytes/counter")
+				b.ReportMetric(float64(rss)/n, "rss-bytes/counter")
+				b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects)), "heap-objects")
+				s.tables.free() // now, not in a later measurement's collection
+			}
+		})
 	}
+}
+
+// residentBytes is the process's resident memory (VmRSS), or 0 where /proc does not
+// tell it.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, rss int64
+	if _, err := fmt.Sscan(string(b), &size, &rss); err != nil {
+		return 0
+	}
+	return rss * int64(os.Getpagesize())
 }
 
 func makeKeys(n int) []string {

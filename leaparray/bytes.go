@@ -12,7 +12,7 @@ func (s *Store) Bytes() int64 {
 		for i := range t.shards {
 			sh := &t.shards[i]
 			sh.mu.Lock()
-			n += sh.narrow.bytes() + sh.wide.bytes()
+			n += sh.one.bytes() + sh.narrow.bytes() + sh.wide.bytes()
 			for k := range sh.resets {
 				n += int64(len(k)) + resetEntryBytes
 			}
@@ -27,12 +27,10 @@ func (s *Store) Bytes() int64 {
 const resetEntryBytes = 32
 
 func (s *slab[C]) bytes() int64 {
-	var c C
-	n := cap(s.index)*8 + cap(s.keys) + cap(s.refs)*int(unsafe.Sizeof(keyRef{})) +
-		cap(s.heads)*int(unsafe.Sizeof(head{})) + cap(s.counts)*int(unsafe.Sizeof(c)) +
-		cap(s.pend)*4 + cap(s.dl)*int(unsafe.Sizeof(pendingDelta{}))
+	n := s.index.memBytes() + s.keys.memBytes() + s.refs.memBytes() + s.heads.memBytes() +
+		s.counts.memBytes() + s.pend.memBytes() + int64(cap(s.dl))*int64(unsafe.Sizeof(pendingDelta{}))
 	for _, e := range s.dl[:cap(s.dl)] {
-		n += cap(e.buckets) * int(unsafe.Sizeof(Bucket{}))
+		n += int64(cap(e.buckets)) * int64(unsafe.Sizeof(Bucket{}))
 	}
-	return int64(n)
+	return n
 }

@@ -26,10 +26,10 @@ type pendingDelta struct {
 
 // noteAdd records n added to bucket j of slot.
 func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
-	if s.pend == nil || n == 0 {
+	if !s.deltas || n == 0 {
 		return
 	}
-	idx := s.pend[slot]
+	idx := s.pend.s[slot]
 	if idx == 0 {
 		if len(s.dl) < cap(s.dl) {
 			s.dl = s.dl[:len(s.dl)+1] // reuse the entry and its bucket slice
@@ -39,7 +39,7 @@ func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
 		e := &s.dl[len(s.dl)-1]
 		e.slot, e.buckets = int32(slot), e.buckets[:0]
 		idx = uint32(len(s.dl))
-		s.pend[slot] = idx
+		s.pend.s[slot] = idx
 	}
 	addPending(&s.dl[idx-1], j, n)
 }
@@ -61,23 +61,23 @@ func addPending(e *pendingDelta, j int64, n uint64) {
 
 // takePending removes and returns slot's pending buckets (a copy).
 func (s *slab[C]) takePending(slot int) []Bucket {
-	if s.pend == nil || s.pend[slot] == 0 {
+	if !s.deltas || s.pend.s[slot] == 0 {
 		return nil
 	}
-	e := &s.dl[s.pend[slot]-1]
+	e := &s.dl[s.pend.s[slot]-1]
 	out := append([]Bucket(nil), e.buckets...)
 	e.slot, e.buckets = -1, e.buckets[:0]
-	s.pend[slot] = 0
+	s.pend.s[slot] = 0
 	return out
 }
 
 // movePending follows a counter moved from slot last to slot (by remove).
 func (s *slab[C]) movePending(last, slot int) {
-	if s.pend == nil {
+	if !s.deltas {
 		return
 	}
-	s.pend[slot] = s.pend[last]
-	if idx := s.pend[slot]; idx != 0 {
+	s.pend.s[slot] = s.pend.s[last]
+	if idx := s.pend.s[slot]; idx != 0 {
 		s.dl[idx-1].slot = int32(slot)
 	}
 }
@@ -85,7 +85,7 @@ func (s *slab[C]) movePending(last, slot int) {
 // noteReset records that key was reset, when deltas are kept: the next Drain or Evict
 // says so, ahead of what is added afterwards. Two resets before it are one.
 func (sh *shard) noteReset(key string) {
-	if sh.narrow.pend == nil {
+	if !sh.narrow.deltas {
 		return
 	}
 	if sh.resets == nil {
@@ -107,6 +107,7 @@ func (sh *shard) takeReset(key string) bool {
 // counters not held carry no buckets), and clears them.
 func (sh *shard) drain(dst []Delta, sp Spec) []Delta {
 	from := len(dst)
+	dst = sh.one.drain(dst, sp)
 	dst = sh.narrow.drain(dst, sp)
 	dst = sh.wide.drain(dst, sp)
 	if len(sh.resets) == 0 {
@@ -128,7 +129,7 @@ func (s *slab[C]) drain(dst []Delta, sp Spec) []Delta {
 		e := &s.dl[i]
 		if e.slot >= 0 && len(e.buckets) > 0 {
 			dst = append(dst, Delta{Key: s.key(int(e.slot)), Spec: sp, Buckets: append([]Bucket(nil), e.buckets...)})
-			s.pend[e.slot] = 0
+			s.pend.s[e.slot] = 0
 		}
 	}
 	// The list is reused from drain to drain, but a burst's list (and the bucket slices

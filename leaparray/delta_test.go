@@ -65,8 +65,12 @@ func TestDeltasFollowWideningAndRemoval(t *testing.T) {
 	s := NewStore(WithDeltas())
 	sp := Spec{WindowMs: 1000, Buckets: 2}
 	const big = 1<<31 - 1
-	for i := 0; i < 3; i++ { // the third add overflows uint32: the counter moves to the wide slab
-		s.Incr("wide", sp, big, t0)
+	s.Incr("wide", sp, big, t0) // one bucket: the one-bucket form
+	for i := 0; i < 3; i++ {    // a second bucket: a narrow ring, which the third add overflows
+		s.Incr("wide", sp, big, t0+500)
+	}
+	if got := tierOf(s, "wide", sp); got != wide {
+		t.Fatalf("after overflowing a narrow bucket: got tier %d; want %d", got, wide)
 	}
 	s.Incr("gone", sp, 5, t0)
 	s.Incr("stay", sp, 7, t0+600)
@@ -83,7 +87,7 @@ func TestDeltasFollowWideningAndRemoval(t *testing.T) {
 			got[d.Key] += b.Count
 		}
 	}
-	want := map[string]uint64{"wide": 3 * big, "stay": 7, "gone": 0}
+	want := map[string]uint64{"wide": 4 * big, "stay": 7, "gone": 0}
 	if len(got) != len(want) || got["wide"] != want["wide"] || got["stay"] != want["stay"] || got["gone"] != 0 {
 		t.Fatalf("drained %v; want %v (a reset counter leaves nothing pending but its reset)", got, want)
 	}

@@ -40,8 +40,9 @@ func (s *Store) Evict(match func(key string) bool) []Evicted {
 	for _, t := range s.tables.cur.Load().list {
 		for i := range t.shards {
 			sh := &t.shards[i]
-			out = evictAll(out, sh, &sh.wide, true, t.spec, match)
-			out = evictAll(out, sh, &sh.narrow, false, t.spec, match)
+			out = evictAll(out, sh, &sh.wide, wide, t.spec, match)
+			out = evictAll(out, sh, &sh.narrow, narrow, t.spec, match)
+			out = evictAll(out, sh, &sh.one, one, t.spec, match)
 			sh.mu.Lock()
 			for key := range sh.resets { // those left are of counters not held
 				if match(key) {
@@ -60,15 +61,15 @@ func (s *Store) Evict(match func(key string) bool) []Evicted {
 // last counter into a freed slot, and every counter above the walk has been looked at
 // already (a counter added meanwhile lands above it too, and is of a key this Evict
 // does not want, since the caller stopped deciding those).
-func evictAll[C count](out []Evicted, sh *shard, s *slab[C], wide bool, sp Spec, match func(string) bool) []Evicted {
+func evictAll[C count](out []Evicted, sh *shard, s *slab[C], tr tier, sp Spec, match func(string) bool) []Evicted {
 	// A batch goes to out after the lock is released: growing out copies all it holds,
 	// which at a million counters takes milliseconds no op should wait for.
 	batch := make([]Evicted, 0, evictBatch)
 	for next := -1; ; {
 		batch = batch[:0]
 		sh.mu.Lock()
-		if next < 0 || next >= len(s.refs) {
-			next = len(s.refs) - 1
+		if next < 0 || next >= len(s.refs.s) {
+			next = len(s.refs.s) - 1
 		}
 		stop := max(next-evictBatch, -1)
 		for ; next > stop; next-- {
@@ -76,10 +77,9 @@ func evictAll[C count](out []Evicted, sh *shard, s *slab[C], wide bool, sp Spec,
 				continue
 			}
 			key := s.key(next)
-			hd, counts := s.ring(next)
-			ev := Evicted{Key: key, Spec: sp, Buckets: appendBuckets(nil, hd, counts), Pending: s.takePending(next),
+			ev := Evicted{Key: key, Spec: sp, Buckets: s.appendBuckets(nil, next), Pending: s.takePending(next),
 				Reset: sh.takeReset(key)}
-			sh.remove(ref{wide: wide, slot: next}, hashKey(key))
+			sh.remove(ref{tier: tr, slot: next}, hashKey(key))
 			batch = append(batch, ev)
 		}
 		sh.mu.Unlock()

@@ -88,16 +88,11 @@ type Decision struct {
 // n when allowed. bucketMs is L. Callers check fits first.
 func allowAt[C count](h *head, counts []C, now, j, bucketMs int64, limit, n uint64) Decision {
 	c := countAt(h, counts, j)
-	if c+n <= limit && c+n >= c {
-		c = addAt(h, counts, j, n)
-		return Decision{Allowed: true, Count: clampInt(c), Remaining: clampInt(limit - c)}
+	if admits(c, limit, n) {
+		return allowed(addAt(h, counts, j, n), limit)
 	}
-	d := Decision{Count: clampInt(c)}
-	if c < limit {
-		d.Remaining = clampInt(limit - c)
-	}
+	d := denied(c, limit, n)
 	if n > limit {
-		d.RetryAfterMs = -1
 		return d
 	}
 	// Walk forward bucket by bucket: at bucket j+k the buckets up to j−B+k have left.
@@ -112,6 +107,27 @@ func allowAt[C count](h *head, counts []C, now, j, bucketMs int64, limit, n uint
 			d.RetryAfterMs = (j+k)*bucketMs - now
 			break
 		}
+	}
+	return d
+}
+
+// admits says whether allow(limit, n) admits n at count c.
+func admits(c, limit, n uint64) bool { return c+n <= limit && c+n >= c }
+
+// allowed is the Decision of an admitting allow, c the count after adding.
+func allowed(c, limit uint64) Decision {
+	return Decision{Allowed: true, Count: clampInt(c), Remaining: clampInt(limit - c)}
+}
+
+// denied is the Decision of a denying allow at count c, but for when to retry (−1 when
+// n > limit: never).
+func denied(c, limit, n uint64) Decision {
+	d := Decision{Count: clampInt(c)}
+	if c < limit {
+		d.Remaining = clampInt(limit - c)
+	}
+	if n > limit {
+		d.RetryAfterMs = -1
 	}
 	return d
 }

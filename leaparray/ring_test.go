@@ -67,19 +67,23 @@ func TestWideBuckets(t *testing.T) {
 	s := NewStore()
 	sp := Spec{WindowMs: 1000, Buckets: 2}
 	const big = 1<<31 - 1
-	var want int64
-	for i := 0; i < 5; i++ { // 5 × (2^31−1) overflows a uint32 bucket
+	want := s.Incr("k", sp, 1, t0-500) // a bucket before: a ring, not the one-bucket form
+	for i := 0; i < 5; i++ {           // 5 × (2^31−1) overflows a uint32 bucket
 		want += big
 		if got := s.Incr("k", sp, big, t0); got != want {
 			t.Fatalf("add %d: got %d; want %d", i, got, want)
 		}
 	}
-	s.Incr("other", sp, 1, t0) // a narrow neighbour stays findable
+	if got := tierOf(s, "k", sp); got != wide {
+		t.Fatalf("after overflowing a narrow bucket: got tier %d; want %d", got, wide)
+	}
+	want--                     // the bucket before leaves the window
+	s.Incr("other", sp, 1, t0) // a neighbour in another slab stays findable
 	if got := s.Count("k", sp, t0+500); got != want {
 		t.Fatalf("count in the next bucket: got %d; want %d", got, want)
 	}
 	if got := s.Count("other", sp, t0); got != 1 {
-		t.Fatalf("narrow neighbour: got %d; want 1", got)
+		t.Fatalf("neighbour: got %d; want 1", got)
 	}
 	if got := s.Count("k", sp, t0+1000); got != 0 {
 		t.Fatalf("after the window: got %d; want 0", got)

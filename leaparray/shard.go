@@ -3,13 +3,16 @@ package leaparray
 import "sync"
 
 // shard is one lock's worth of a table: the counters whose key hashes to it. Counters
-// start in the narrow slab (uint32 buckets: half the memory) and move to the wide slab
-// the first time a bucket would overflow.
+// start in the one slab (a head and no ring: one.go), move to the narrow slab (uint32
+// buckets: half the memory of wide ones) at their second bucket in a window, and to the
+// wide slab the first time a bucket would overflow.
 type shard struct {
 	mu     sync.Mutex
+	one    slab[uint64] // no ring (b = 0): the counters whose count is all in their head bucket
 	narrow slab[uint32]
 	wide   slab[uint64]
-	sweep  int                 // next narrow slot the sweep looks at; wide slots follow
+	b      int64               // buckets per counter
+	sweep  int                 // next slot the sweep looks at: one's, then narrow's, then wide's
 	resets map[string]struct{} // with WithDeltas: keys reset since the last drain (delta.go)
 	lim    *bounds             // the store's, with WithBounds; nil otherwise
 	units  int64               // what one counter here weighs against lim (Units)
@@ -17,27 +20,40 @@ type shard struct {
 }
 
 func (sh *shard) init(sp Spec, deltas bool, lim *bounds) {
+	sh.b = int64(sp.Buckets)
 	sh.narrow.b = sp.Buckets
 	sh.wide.b = sp.Buckets
 	sh.lim, sh.units = lim, Units(sp)
-	if deltas {
-		sh.narrow.pend, sh.wide.pend = []uint32{}, []uint32{}
-	}
+	sh.one.deltas, sh.narrow.deltas, sh.wide.deltas = deltas, deltas, deltas
 }
+
+// tier is the slab a counter is in.
+type tier uint8
+
+const (
+	one tier = iota
+	narrow
+	wide
+)
 
 // ref names one counter in a shard: which slab, which slot.
 type ref struct {
-	wide bool
+	tier tier
 	slot int
 }
 
 func (sh *shard) find(key string, h uint64) (ref, bool) {
-	if i := sh.narrow.find(key, h); i >= 0 {
-		return ref{slot: i}, true
+	if i := sh.one.find(key, h); i >= 0 {
+		return ref{tier: one, slot: i}, true
 	}
-	if len(sh.wide.refs) > 0 {
+	if len(sh.narrow.refs.s) > 0 {
+		if i := sh.narrow.find(key, h); i >= 0 {
+			return ref{tier: narrow, slot: i}, true
+		}
+	}
+	if len(sh.wide.refs.s) > 0 {
 		if i := sh.wide.find(key, h); i >= 0 {
-			return ref{wide: true, slot: i}, true
+			return ref{tier: wide, slot: i}, true
 		}
 	}
 	return ref{}, false
@@ -49,20 +65,30 @@ func (sh *shard) create(key string, h uint64, j int64, m mode) (ref, bool) {
 	if m == lookup || !sh.lim.take(sh.units, m) {
 		return ref{slot: -1}, false
 	}
-	return ref{slot: sh.narrow.insert(key, h, j)}, true
+	return ref{tier: one, slot: sh.one.insert(key, h, j)}, true
 }
 
 func (sh *shard) headOf(r ref) *head {
-	if r.wide {
-		return &sh.wide.heads[r.slot]
+	switch r.tier {
+	case one:
+		return &sh.one.heads.s[r.slot]
+	case narrow:
+		return &sh.narrow.heads.s[r.slot]
 	}
-	return &sh.narrow.heads[r.slot]
+	return &sh.wide.heads.s[r.slot]
 }
 
-// widen makes room for n more in bucket j of r, moving the counter to the wide slab if
-// a narrow bucket would overflow, and returns where the counter now is.
+// widen makes room for n more in bucket j of r, moving the counter into a ring if it
+// leaves the one-bucket form, and to the wide slab if a narrow bucket would overflow,
+// and returns where the counter now is.
 func (sh *shard) widen(key string, h uint64, r ref, j int64, n uint64) ref {
-	if r.wide {
+	if r.tier == one {
+		if staysOne(&sh.one.heads.s[r.slot], sh.b, j, n) {
+			return r
+		}
+		r = sh.unfold(key, h, r)
+	}
+	if r.tier == wide {
 		return r
 	}
 	hd, counts := sh.narrow.ring(r.slot)
@@ -79,15 +105,18 @@ func (sh *shard) widen(key string, h uint64, r ref, j int64, n uint64) ref {
 		sh.wide.noteAdd(w, b.Index, b.Count)
 	}
 	sh.narrow.remove(r.slot, h)
-	return ref{wide: true, slot: w}
+	return ref{tier: wide, slot: w}
 }
 
 func (sh *shard) add(r ref, j int64, n uint64) uint64 {
-	if r.wide {
-		hd, counts := sh.wide.ring(r.slot)
+	switch r.tier {
+	case one:
+		return addOne(&sh.one.heads.s[r.slot], j, n)
+	case narrow:
+		hd, counts := sh.narrow.ring(r.slot)
 		return addAt(hd, counts, j, n)
 	}
-	hd, counts := sh.narrow.ring(r.slot)
+	hd, counts := sh.wide.ring(r.slot)
 	return addAt(hd, counts, j, n)
 }
 
@@ -98,47 +127,94 @@ func (sh *shard) incr(r ref, j int64, n uint64) uint64 {
 }
 
 func (sh *shard) noteAdd(r ref, j int64, n uint64) {
-	if r.wide {
-		sh.wide.noteAdd(r.slot, j, n)
-	} else {
+	switch r.tier {
+	case one:
+		sh.one.noteAdd(r.slot, j, n)
+	case narrow:
 		sh.narrow.noteAdd(r.slot, j, n)
+	default:
+		sh.wide.noteAdd(r.slot, j, n)
 	}
 }
 
 func (sh *shard) count(r ref, j int64) uint64 {
-	if r.wide {
-		hd, counts := sh.wide.ring(r.slot)
+	switch r.tier {
+	case one:
+		return countOne(&sh.one.heads.s[r.slot], sh.b, j)
+	case narrow:
+		hd, counts := sh.narrow.ring(r.slot)
 		return countAt(hd, counts, j)
 	}
-	hd, counts := sh.narrow.ring(r.slot)
+	hd, counts := sh.wide.ring(r.slot)
 	return countAt(hd, counts, j)
 }
 
 func (sh *shard) allow(r ref, now, j, bucketMs int64, limit, n uint64) Decision {
-	if r.wide {
-		hd, counts := sh.wide.ring(r.slot)
+	switch r.tier {
+	case one:
+		return allowOne(&sh.one.heads.s[r.slot], sh.b, now, j, bucketMs, limit, n)
+	case narrow:
+		hd, counts := sh.narrow.ring(r.slot)
 		return allowAt(hd, counts, now, j, bucketMs, limit, n)
 	}
-	hd, counts := sh.narrow.ring(r.slot)
+	hd, counts := sh.wide.ring(r.slot)
 	return allowAt(hd, counts, now, j, bucketMs, limit, n)
 }
 
 func (sh *shard) buckets(dst []Bucket, r ref) []Bucket {
-	if r.wide {
-		hd, counts := sh.wide.ring(r.slot)
-		return appendBuckets(dst, hd, counts)
+	switch r.tier {
+	case one:
+		return sh.one.appendBuckets(dst, r.slot)
+	case narrow:
+		return sh.narrow.appendBuckets(dst, r.slot)
 	}
-	hd, counts := sh.narrow.ring(r.slot)
-	return appendBuckets(dst, hd, counts)
+	return sh.wide.appendBuckets(dst, r.slot)
 }
 
 func (sh *shard) remove(r ref, h uint64) {
 	sh.lim.give(sh.units)
-	if r.wide {
-		sh.wide.remove(r.slot, h)
-	} else {
+	switch r.tier {
+	case one:
+		sh.one.remove(r.slot, h)
+	case narrow:
 		sh.narrow.remove(r.slot, h)
+	default:
+		sh.wide.remove(r.slot, h)
 	}
 }
 
-func (sh *shard) len() int { return len(sh.narrow.refs) + len(sh.wide.refs) }
+func (sh *shard) key(r ref) string {
+	switch r.tier {
+	case one:
+		return sh.one.key(r.slot)
+	case narrow:
+		return sh.narrow.key(r.slot)
+	}
+	return sh.wide.key(r.slot)
+}
+
+// nth is the i-th counter of the shard counting through one's slots, then narrow's, then
+// wide's; false past the last.
+func (sh *shard) nth(i int) (ref, bool) {
+	if i < len(sh.one.refs.s) {
+		return ref{tier: one, slot: i}, true
+	}
+	i -= len(sh.one.refs.s)
+	if i < len(sh.narrow.refs.s) {
+		return ref{tier: narrow, slot: i}, true
+	}
+	i -= len(sh.narrow.refs.s)
+	if i < len(sh.wide.refs.s) {
+		return ref{tier: wide, slot: i}, true
+	}
+	return ref{}, false
+}
+
+func (sh *shard) len() int { return len(sh.one.refs.s) + len(sh.narrow.refs.s) + len(sh.wide.refs.s) }
+
+// free empties the shard's slabs and gives their memory back.
+func (sh *shard) free() {
+	sh.one.free()
+	sh.narrow.free()
+	sh.wide.free()
+}

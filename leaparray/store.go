@@ -1,6 +1,10 @@
 package leaparray
 
-import "github.com/cespare/xxhash/v2"
+import (
+	"runtime"
+
+	"github.com/cespare/xxhash/v2"
+)
 
 // Store is a keyed set of counters, safe for concurrent use. A counter is named by its
 // key and Spec; each operation on one counter is atomic (one shard lock around the
@@ -9,7 +13,7 @@ import "github.com/cespare/xxhash/v2"
 // Memory follows the live set: Sweep forgets counters untouched for a whole window and
 // slabs shrink as they empty. See slab.go for the layout.
 type Store struct {
-	tables tableSet
+	tables *tableSet // its own object, for the cleanup that frees what it holds mapped
 	cursor sweepCursor
 }
 
@@ -23,11 +27,12 @@ func WithDeltas() Option { return func(s *Store) { s.tables.deltas = true } }
 
 // NewStore returns an empty store.
 func NewStore(opts ...Option) *Store {
-	s := &Store{}
+	s := &Store{tables: &tableSet{}}
 	for _, o := range opts {
 		o(s)
 	}
 	s.tables.init()
+	runtime.AddCleanup(s, (*tableSet).free, s.tables)
 	return s
 }
 

@@ -34,7 +34,7 @@ func TestSweepForgetsIdleAndGivesMemoryBack(t *testing.T) {
 	var held int
 	for _, tb := range s.tables.cur.Load().list {
 		for i := range tb.shards {
-			held += cap(tb.shards[i].narrow.refs) + len(tb.shards[i].narrow.index)
+			held += cap(tb.shards[i].narrow.refs.s) + len(tb.shards[i].narrow.index.s)
 		}
 	}
 	if held > 64*len(s.tables.cur.Load().list[0].shards)*2 {

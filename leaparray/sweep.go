@@ -56,13 +56,8 @@ func (sh *shard) sweepStep(sp Spec, now int64, budget int) (removed, looked int,
 	defer sh.mu.Unlock()
 	oldest := sp.Bucket(now) - int64(sp.Buckets) // a head at or before this counts 0
 	for looked < budget {
-		var r ref
-		switch n := len(sh.narrow.refs); {
-		case sh.sweep < n:
-			r = ref{slot: sh.sweep}
-		case sh.sweep < n+len(sh.wide.refs):
-			r = ref{wide: true, slot: sh.sweep - n}
-		default:
+		r, ok := sh.nth(sh.sweep)
+		if !ok {
 			sh.sweep = 0
 			return removed, looked, true
 		}
@@ -71,14 +66,9 @@ func (sh *shard) sweepStep(sp Spec, now int64, budget int) (removed, looked int,
 			sh.sweep++
 			continue
 		}
-		// remove moves the last counter into this slot, so look at the same slot again.
-		var key string
-		if r.wide {
-			key = sh.wide.key(r.slot)
-		} else {
-			key = sh.narrow.key(r.slot)
-		}
-		sh.remove(r, hashKey(key))
+		// remove moves the last counter of the slab into this slot, so look at the same
+		// slot again.
+		sh.remove(r, hashKey(sh.key(r)))
 		removed++
 	}
 	return removed, looked, false

@@ -24,8 +24,9 @@ func newTable(sp Spec, nshards int, deltas bool, lim *bounds) *table {
 	return t
 }
 
-// shard picks the shard by the hash's top bits; the slab index uses the low bits and
-// the fingerprint the high 32, so the three stay nearly independent.
+// shard picks the shard by bits 40-45 of the hash; a slab index keeps the high 32 bits as
+// a fingerprint and places entries by the fingerprint (home), in which the shard bits
+// are the same for every key of the shard and the others are spread by a multiply.
 func (t *table) shard(h uint64) *shard { return &t.shards[(h>>40)&t.mask] }
 
 // tables is the store's immutable set of tables, replaced whole when a Spec is added or
@@ -75,6 +76,22 @@ func (s *tableSet) init() {
 }
 
 func (s *tableSet) get(sp Spec) *table { return s.cur.Load().get(sp) }
+
+// free gives back what the slabs hold mapped, once their Store is unreachable (the
+// cleanup NewStore registers): mapped memory is not the collector's to reclaim. Tables
+// dropped before hold none (they were empty). It takes each shard's lock, so that an
+// operation still at work on a shard finishes first: the compiler may let a Store die
+// while its method still works on one of its tables.
+func (s *tableSet) free() {
+	for _, t := range s.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			sh.free()
+			sh.mu.Unlock()
+		}
+	}
+}
 
 // getOrCreate returns sp's table, making it if m lets it: a bounded operation does not
 // add a Spec past the bounds (ErrTooManyShapes). The list is copied whole on each new

@@ -44,4 +44,11 @@ func (g *gate) Do(ctx context.Context, ops []counter.Op, results []counter.Resul
 	}
 }
 
+// TryDo is the next Doer's TryDo while the node is ready; otherwise false, so that Do
+// answers why not.
+func (g *gate) TryDo(ops []counter.Op, results []counter.Result) bool {
+	q, ok := g.next.(counter.QuickDoer)
+	return ok && !g.closed.Load() && g.ready() && q.TryDo(ops, results)
+}
+
 func (g *gate) close() { g.closed.Store(true) }

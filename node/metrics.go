@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/leapcount/leapcount/leaparray"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -24,6 +25,9 @@ func (n *Node) registerMetrics() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "leapcount_store_bytes", Help: "Memory the counters hold (slabs, pending deltas).",
 		}, func() float64 { return float64(n.store.Bytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "leapcount_store_mapped_bytes", Help: "Memory the counters' slabs hold mapped outside the Go heap (part of leapcount_store_bytes).",
+		}, func() float64 { return float64(leaparray.MappedBytes()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_forward_frames_total", Help: "Request frames sent to peers.",
 		}, func() float64 { return float64(n.RPCStats().Frames) }),

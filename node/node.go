@@ -396,12 +396,14 @@ func (n *Node) leave(ctx context.Context) error {
 
 // sweepLoop forgets idle counters a little at a time, so that a full pass over the
 // store takes about ten intervals and no shard is locked for long; once the store has
-// shrunk a lot, it gives the freed memory back to the operating system (memReturn).
+// shrunk a lot, it gives the freed memory back to the operating system (memReturn). It
+// also keeps the collector's headroom in step with the store (gcGoal).
 func (n *Node) sweepLoop() {
 	defer n.loops.Done()
 	t := time.NewTicker(n.cfg.SweepInterval)
 	defer t.Stop()
 	mem := memReturn{every: memReturnEvery, minFall: memReturnMinFall}
+	gc := newGCGoal()
 	for {
 		select {
 		case <-n.quit:
@@ -414,6 +416,7 @@ func (n *Node) sweepLoop() {
 				n.cfg.Logger.Info("memory freed by the sweep given back to the OS", "store_bytes", held,
 					"took", time.Since(start).Round(time.Millisecond))
 			}
+			gc.update(leaparray.MappedBytes())
 		}
 	}
 }

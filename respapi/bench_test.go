@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -71,12 +70,11 @@ func benchmarkPipeline(b *testing.B, depth int, delay time.Duration) {
 	b.ReportMetric(float64(ts.doer.calls.Load()-calls)/cmds, "do-calls/cmd")
 }
 
-// BenchmarkGuard is redcon's reader taking commands from a connection with the guard
-// (capConn: framing checked, commands handed over whole) and without it, in the same
-// run: ns/op and MB/s are per command. "scan-only" is the guard's state machine alone;
-// "mem" reads from memory in pieces of the given size; "tcp" reads from a loopback socket fed by another
-// goroutine, with the node's default idle timeout, so each read also sets a deadline.
-func BenchmarkGuard(b *testing.B) {
+// BenchmarkRead is reading commands from memory, in pieces of the given size: the
+// guard, framer and nextCommand as a session reads them ("framer"), and redcon's reader
+// ("redcon"), in the same run; ns/op and MB/s are per command. "scan-only" is the
+// guard's state machine alone.
+func BenchmarkRead(b *testing.B) {
 	incr := []byte(encode("SW.INCR", "user:12345", "1m"))
 	allow := []byte(encode("SW.ALLOW", "api:key:6789", "10s", "100", "BY", "1", "BUCKETS", "10"))
 	echo := []byte(encode("ECHO", strings.Repeat("x", 64<<10)))
@@ -85,39 +83,45 @@ func BenchmarkGuard(b *testing.B) {
 		cmd   []byte
 		piece int
 	}{
-		{"incr/mem-4KiB", incr, 4096},
-		{"incr/mem-64B", incr, 64},
-		{"allow/mem-4KiB", allow, 4096},
-		{"echo64KiB/mem-4KiB", echo, 4096},
-		{"incr/tcp", incr, 0},
-		{"echo64KiB/tcp", echo, 0},
+		{"incr/4KiB", incr, 4096},
+		{"incr/64B", incr, 64},
+		{"allow/4KiB", allow, 4096},
+		{"echo64KiB/4KiB", echo, 4096},
 	} {
-		if c.piece == 4096 {
-			b.Run(c.name+"/scan-only", func(b *testing.B) { benchmarkScan(b, c.cmd, c.piece) })
-		}
-		for _, guarded := range []bool{false, true} {
-			name := c.name + "/none"
-			if guarded {
-				name = c.name + "/guard"
+		data := bytes.Repeat(c.cmd, max(1, (256<<10)/len(c.cmd)))
+		b.Run(c.name+"/scan-only", func(b *testing.B) { benchmarkScan(b, data, len(c.cmd), c.piece) })
+		b.Run(c.name+"/framer", func(b *testing.B) { benchmarkFramer(b, data, len(c.cmd), c.piece) })
+		b.Run(c.name+"/redcon", func(b *testing.B) { benchmarkRedcon(b, data, len(c.cmd), c.piece) })
+	}
+}
+
+func benchmarkFramer(b *testing.B, data []byte, cmdLen, piece int) {
+	f := framer{guard: guard{maxBulk: 1 << 30}, max: 1 << 40}
+	var args [][]byte
+	b.SetBytes(int64(cmdLen))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; {
+		for off := 0; off < len(data) && n < b.N; off += piece {
+			in := f.add(data[off:min(off+piece, len(data))])
+			k := 0
+			for k < f.whole {
+				a, m, err := nextCommand(in[k:f.whole], args[:0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				args = a
+				k += m
+				n++
 			}
-			b.Run(name, func(b *testing.B) { benchmarkRead(b, c.cmd, c.piece, guarded) })
+			f.served(in, k, false)
 		}
 	}
 }
 
-func benchmarkRead(b *testing.B, cmd []byte, piece int, guarded bool) {
-	data := bytes.Repeat(cmd, max(1, (256<<10)/len(cmd)))
-	var conn net.Conn = &repeatConn{pieceConn: pieceConn{sizes: []int{piece}}, data: data}
-	if piece == 0 {
-		conn = feedingSocket(b, data)
-	}
-	var r io.Reader = conn
-	if guarded {
-		r = &capConn{Conn: conn, cfg: connConfig{max: 1 << 62, idle: 5 * time.Minute, write: time.Second},
-			guard: guard{maxBulk: 1 << 30}}
-	}
-	rd := redcon.NewReader(r)
-	b.SetBytes(int64(len(cmd)))
+func benchmarkRedcon(b *testing.B, data []byte, cmdLen, piece int) {
+	rd := redcon.NewReader(&repeatReader{data: data, piece: piece})
+	b.SetBytes(int64(cmdLen))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := 0; n < b.N; {
@@ -130,11 +134,10 @@ func benchmarkRead(b *testing.B, cmd []byte, piece int, guarded bool) {
 }
 
 // benchmarkScan is the guard alone over commands in pieces.
-func benchmarkScan(b *testing.B, cmd []byte, piece int) {
-	data := bytes.Repeat(cmd, max(1, (256<<10)/len(cmd)))
-	per := len(data) / len(cmd)
+func benchmarkScan(b *testing.B, data []byte, cmdLen, piece int) {
+	per := len(data) / cmdLen
 	g := guard{maxBulk: 1 << 30}
-	b.SetBytes(int64(len(cmd)))
+	b.SetBytes(int64(cmdLen))
 	b.ResetTimer()
 	for n := 0; n < b.N; n += per {
 		for off := 0; off < len(data); off += piece {
@@ -145,42 +148,15 @@ func benchmarkScan(b *testing.B, cmd []byte, piece int) {
 	}
 }
 
-// repeatConn reads data over and over, in pieces.
-type repeatConn struct {
-	pieceConn
-	data []byte
-	off  int
+// repeatReader reads data over and over, in pieces.
+type repeatReader struct {
+	data  []byte
+	piece int
+	off   int
 }
 
-func (c *repeatConn) Read(p []byte) (int, error) {
-	n := copy(p[:min(len(p), c.sizes[0])], c.data[c.off:])
-	c.off = (c.off + n) % len(c.data)
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := copy(p[:min(len(p), r.piece)], r.data[r.off:])
+	r.off = (r.off + n) % len(r.data)
 	return n, nil
-}
-
-// feedingSocket is the reading end of a loopback connection whose other end writes
-// data over and over until the benchmark ends.
-func feedingSocket(b *testing.B, data []byte) net.Conn {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	w, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		for {
-			if _, err := w.Write(data); err != nil {
-				return
-			}
-		}
-	}()
-	b.Cleanup(func() { w.Close(); r.Close() })
-	return r
 }

@@ -58,7 +58,7 @@ func (s *Server) clusterCmd(c *client, args [][]byte) error {
 		if len(args) != 3 {
 			return wrongArity("cluster|keyslot")
 		}
-		c.conn.WriteInt(int(hashslot.Of(args[2])))
+		c.out.WriteInt(int(hashslot.Of(args[2])))
 		return nil
 	}
 	if s.cfg.Cluster == nil {
@@ -74,11 +74,11 @@ func (s *Server) clusterCmd(c *client, args [][]byte) error {
 	case "SHARDS":
 		writeShards(c, t)
 	case "NODES":
-		c.conn.WriteBulkString(nodesText(t))
+		c.out.WriteBulkString(nodesText(t))
 	case "INFO":
-		c.conn.WriteBulkString(clusterInfoText(t))
+		c.out.WriteBulkString(clusterInfoText(t))
 	case "MYID":
-		c.conn.WriteBulkString(t.Nodes[t.Self].ID)
+		c.out.WriteBulkString(t.Nodes[t.Self].ID)
 	default:
 		return errorf("ERR", "unknown subcommand or wrong number of arguments for '%s'. Try CLUSTER HELP.", args[1])
 	}
@@ -86,16 +86,16 @@ func (s *Server) clusterCmd(c *client, args [][]byte) error {
 }
 
 func writeSlots(c *client, t *Topology) {
-	c.conn.WriteArray(len(t.Ranges))
+	c.out.WriteArray(len(t.Ranges))
 	for _, r := range t.Ranges {
 		n := t.Nodes[r.Node]
-		c.conn.WriteArray(3)
-		c.conn.WriteInt(r.First)
-		c.conn.WriteInt(r.Last)
-		c.conn.WriteArray(3)
-		c.conn.WriteBulkString(n.Host)
-		c.conn.WriteInt(n.Port)
-		c.conn.WriteBulkString(n.ID)
+		c.out.WriteArray(3)
+		c.out.WriteInt(r.First)
+		c.out.WriteInt(r.Last)
+		c.out.WriteArray(3)
+		c.out.WriteBulkString(n.Host)
+		c.out.WriteInt(n.Port)
+		c.out.WriteBulkString(n.ID)
 	}
 }
 
@@ -104,25 +104,25 @@ func writeShards(c *client, t *Topology) {
 	for _, r := range t.Ranges {
 		slots[r.Node] = append(slots[r.Node], r.First, r.Last)
 	}
-	c.conn.WriteArray(len(t.Nodes))
+	c.out.WriteArray(len(t.Nodes))
 	for i, n := range t.Nodes {
-		c.conn.WriteArray(4)
-		c.conn.WriteBulkString("slots")
-		c.conn.WriteArray(len(slots[i]))
+		c.out.WriteArray(4)
+		c.out.WriteBulkString("slots")
+		c.out.WriteArray(len(slots[i]))
 		for _, s := range slots[i] {
-			c.conn.WriteInt(s)
+			c.out.WriteInt(s)
 		}
-		c.conn.WriteBulkString("nodes")
-		c.conn.WriteArray(1)
-		c.conn.WriteArray(14)
+		c.out.WriteBulkString("nodes")
+		c.out.WriteArray(1)
+		c.out.WriteArray(14)
 		for _, kv := range [][2]string{{"id", n.ID}, {"endpoint", n.Host}, {"ip", n.Host}, {"role", "master"}, {"health", "online"}} {
-			c.conn.WriteBulkString(kv[0])
-			c.conn.WriteBulkString(kv[1])
+			c.out.WriteBulkString(kv[0])
+			c.out.WriteBulkString(kv[1])
 		}
-		c.conn.WriteBulkString("port")
-		c.conn.WriteInt(n.Port)
-		c.conn.WriteBulkString("replication-offset")
-		c.conn.WriteInt(0)
+		c.out.WriteBulkString("port")
+		c.out.WriteInt(n.Port)
+		c.out.WriteBulkString("replication-offset")
+		c.out.WriteInt(0)
 	}
 }
 
@@ -171,7 +171,7 @@ func clusterInfoText(t *Topology) string {
 // readonly answers READONLY and READWRITE: there are no replicas to read from, so
 // both mean "as before".
 func (s *Server) readonly(c *client, _ [][]byte) error {
-	c.conn.WriteString("OK")
+	c.out.WriteString("OK")
 	return nil
 }
 

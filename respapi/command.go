@@ -13,7 +13,7 @@ import (
 // commands have their one key at position 1.
 func (s *Server) command(c *client, args [][]byte) error {
 	if len(args) == 1 {
-		c.conn.WriteArray(len(commandList))
+		c.out.WriteArray(len(commandList))
 		for _, cmd := range commandList {
 			writeCommandInfo(c, cmd)
 		}
@@ -21,19 +21,19 @@ func (s *Server) command(c *client, args [][]byte) error {
 	}
 	switch sub := args[1]; {
 	case bytes.EqualFold(sub, []byte("COUNT")) && len(args) == 2:
-		c.conn.WriteInt(len(commandList))
+		c.out.WriteInt(len(commandList))
 	case bytes.EqualFold(sub, []byte("LIST")) && len(args) == 2:
-		c.conn.WriteArray(len(commandList))
+		c.out.WriteArray(len(commandList))
 		for _, cmd := range commandList {
-			c.conn.WriteBulkString(cmd.name)
+			c.out.WriteBulkString(cmd.name)
 		}
 	case bytes.EqualFold(sub, []byte("INFO")):
-		c.conn.WriteArray(len(args) - 2)
+		c.out.WriteArray(len(args) - 2)
 		for _, name := range args[2:] {
 			if cmd := lookup(name); cmd != nil {
 				writeCommandInfo(c, cmd)
 			} else {
-				c.conn.WriteNull()
+				c.out.WriteNull()
 			}
 		}
 	case bytes.EqualFold(sub, []byte("DOCS")):
@@ -47,26 +47,26 @@ func (s *Server) command(c *client, args [][]byte) error {
 // writeCommandInfo writes cmd's entry in Redis 7's ten-element form: name, arity,
 // flags, first key, last key, key step, ACL categories, tips, key specs, subcommands.
 func writeCommandInfo(c *client, cmd *command) {
-	c.conn.WriteArray(10)
-	c.conn.WriteBulkString(cmd.name)
-	c.conn.WriteInt(cmd.arity)
+	c.out.WriteArray(10)
+	c.out.WriteBulkString(cmd.name)
+	c.out.WriteInt(cmd.arity)
 	flags, categories := commandFlags(cmd)
 	writeStatuses(c, flags)
 	key := 0
 	if cmd.kind != 0 {
 		key = 1
 	}
-	c.conn.WriteInt(key)
-	c.conn.WriteInt(key)
-	c.conn.WriteInt(key)
+	c.out.WriteInt(key)
+	c.out.WriteInt(key)
+	c.out.WriteInt(key)
 	writeStatuses(c, categories)
-	c.conn.WriteArray(0) // tips
+	c.out.WriteArray(0) // tips
 	if cmd.kind != 0 {
 		writeKeySpec(c, cmd.kind)
 	} else {
-		c.conn.WriteArray(0)
+		c.out.WriteArray(0)
 	}
-	c.conn.WriteArray(0) // subcommands
+	c.out.WriteArray(0) // subcommands
 }
 
 func commandFlags(cmd *command) (flags, categories []string) {
@@ -83,9 +83,9 @@ func commandFlags(cmd *command) (flags, categories []string) {
 }
 
 func writeStatuses(c *client, ss []string) {
-	c.conn.WriteArray(len(ss))
+	c.out.WriteArray(len(ss))
 	for _, s := range ss {
-		c.conn.WriteString(s)
+		c.out.WriteString(s)
 	}
 }
 
@@ -95,27 +95,27 @@ func writeKeySpec(c *client, kind counter.Kind) {
 	if kind == counter.Count {
 		access = []string{"RO", "ACCESS"}
 	}
-	c.conn.WriteArray(1)
-	c.conn.WriteArray(6)
-	c.conn.WriteBulkString("flags")
+	c.out.WriteArray(1)
+	c.out.WriteArray(6)
+	c.out.WriteBulkString("flags")
 	writeStatuses(c, access)
-	c.conn.WriteBulkString("begin_search")
-	c.conn.WriteArray(4)
-	c.conn.WriteBulkString("type")
-	c.conn.WriteBulkString("index")
-	c.conn.WriteBulkString("spec")
-	c.conn.WriteArray(2)
-	c.conn.WriteBulkString("index")
-	c.conn.WriteInt(1)
-	c.conn.WriteBulkString("find_keys")
-	c.conn.WriteArray(4)
-	c.conn.WriteBulkString("type")
-	c.conn.WriteBulkString("range")
-	c.conn.WriteBulkString("spec")
-	c.conn.WriteArray(6)
+	c.out.WriteBulkString("begin_search")
+	c.out.WriteArray(4)
+	c.out.WriteBulkString("type")
+	c.out.WriteBulkString("index")
+	c.out.WriteBulkString("spec")
+	c.out.WriteArray(2)
+	c.out.WriteBulkString("index")
+	c.out.WriteInt(1)
+	c.out.WriteBulkString("find_keys")
+	c.out.WriteArray(4)
+	c.out.WriteBulkString("type")
+	c.out.WriteBulkString("range")
+	c.out.WriteBulkString("spec")
+	c.out.WriteArray(6)
 	for _, kv := range [][2]any{{"lastkey", 0}, {"keystep", 1}, {"limit", 0}} {
-		c.conn.WriteBulkString(kv[0].(string))
-		c.conn.WriteInt(kv[1].(int))
+		c.out.WriteBulkString(kv[0].(string))
+		c.out.WriteInt(kv[1].(int))
 	}
 }
 
@@ -131,20 +131,20 @@ func writeCommandDocs(c *client, names [][]byte) {
 			cmds = append(cmds, cmd)
 		}
 	}
-	c.conn.WriteArray(2 * len(cmds))
+	c.out.WriteArray(2 * len(cmds))
 	for _, cmd := range cmds {
-		c.conn.WriteBulkString(cmd.name)
-		c.conn.WriteArray(6)
-		c.conn.WriteBulkString("summary")
-		c.conn.WriteBulkString(commandSummary(cmd))
-		c.conn.WriteBulkString("since")
-		c.conn.WriteBulkString("1.0.0")
-		c.conn.WriteBulkString("group")
+		c.out.WriteBulkString(cmd.name)
+		c.out.WriteArray(6)
+		c.out.WriteBulkString("summary")
+		c.out.WriteBulkString(commandSummary(cmd))
+		c.out.WriteBulkString("since")
+		c.out.WriteBulkString("1.0.0")
+		c.out.WriteBulkString("group")
 		group := "connection"
 		if cmd.kind != 0 {
 			group = "string"
 		}
-		c.conn.WriteBulkString(group)
+		c.out.WriteBulkString(group)
 	}
 }
 

@@ -86,9 +86,9 @@ func (c *command) arityOK(n int) bool {
 func (s *Server) ping(c *client, args [][]byte) error {
 	switch len(args) {
 	case 1:
-		c.conn.WriteString("PONG")
+		c.out.WriteString("PONG")
 	case 2:
-		c.conn.WriteBulk(args[1])
+		c.out.WriteBulk(args[1])
 	default:
 		return wrongArity("ping")
 	}
@@ -97,12 +97,12 @@ func (s *Server) ping(c *client, args [][]byte) error {
 
 // echo answers ECHO message; redis-cli --pipe sends one to learn that all its replies came.
 func (s *Server) echo(c *client, args [][]byte) error {
-	c.conn.WriteBulk(args[1])
+	c.out.WriteBulk(args[1])
 	return nil
 }
 
 func (s *Server) quit(c *client, _ [][]byte) error {
-	c.conn.WriteString("OK")
+	c.out.WriteString("OK")
 	c.quit = true
 	return nil
 }
@@ -115,7 +115,7 @@ func (s *Server) auth(c *client, args [][]byte) error {
 	}
 	if s.cfg.Token == "" {
 		if len(args) == 3 {
-			c.conn.WriteString("OK") // like Redis's default user without a password
+			c.out.WriteString("OK") // like Redis's default user without a password
 			return nil
 		}
 		return errorf("ERR", "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
@@ -123,7 +123,7 @@ func (s *Server) auth(c *client, args [][]byte) error {
 	if err := s.checkToken(c, args[len(args)-1]); err != nil {
 		return err
 	}
-	c.conn.WriteString("OK")
+	c.out.WriteString("OK")
 	return nil
 }
 
@@ -142,9 +142,7 @@ func (s *Server) checkToken(c *client, guess []byte) error {
 	}
 	s.limiter.Refund(c.source) // only wrong guesses cost
 	c.authed = true
-	if c.cc != nil {
-		c.cc.authenticated()
-	}
+	c.authBy.Store(0)
 	return nil
 }
 
@@ -185,7 +183,7 @@ func (s *Server) hello(c *client, args [][]byte) error {
 }
 
 func (s *Server) writeHello(c *client) {
-	w := c.conn
+	w := &c.out
 	w.WriteArray(14)
 	w.WriteBulkString("server")
 	w.WriteBulkString("redis")
@@ -212,7 +210,7 @@ func (s *Server) selectDB(c *client, args [][]byte) error {
 	if db != 0 {
 		return errorf("ERR", "DB index is out of range")
 	}
-	c.conn.WriteString("OK")
+	c.out.WriteString("OK")
 	return nil
 }
 
@@ -223,7 +221,7 @@ func (s *Server) clientCmd(c *client, args [][]byte) error {
 	switch {
 	case bytes.EqualFold(sub, []byte("SETNAME")) && len(args) == 3,
 		bytes.EqualFold(sub, []byte("SETINFO")) && len(args) == 4:
-		c.conn.WriteString("OK")
+		c.out.WriteString("OK")
 		return nil
 	}
 	return errorf("ERR", "unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", sub)

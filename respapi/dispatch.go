@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/leapcount/leapcount/counter"
 )
 
@@ -26,32 +24,11 @@ type pending struct {
 	err error
 }
 
-// serveCommand is redcon's handler. For an SW.* command it also takes every command
-// already read behind it (the rest of the pipeline), so their ops reach the Doer in
-// one Do call. redcon flushes the replies when this returns.
-func (s *Server) serveCommand(conn redcon.Conn, cmd redcon.Command) {
-	c := conn.Context().(*client)
-	cmds := append(c.pipeline[:0], cmd)
-	if first := lookup(cmd.Args[0]); first != nil && first.kind != 0 {
-		cmds = append(cmds, conn.ReadPipeline()...)
-	}
-	for _, cmd := range cmds {
-		s.execute(c, cmd.Args)
-		if c.quit {
-			break
-		}
-	}
-	s.decide(c)
-	clear(cmds) // let go of the arguments until the next pipeline
-	c.pipeline = cmds[:0]
-	if c.quit {
-		conn.ReadPipeline() // drop what came after QUIT, or redcon would hand it on
-		conn.Close()        // flushes the replies first
-	}
-}
-
-// execute runs one command, or adds it to the batch if it is an op or an error.
-func (s *Server) execute(c *client, args [][]byte) {
+// execute runs one command, or adds it to the batch if it is an op or an error. It
+// reports false, having done nothing, when the command runs on its own and so must
+// wait for the batch before it, which cannot be decided without waiting here; or when
+// the command itself may wait (EXEC of ops) and c may not.
+func (s *Server) execute(c *client, args [][]byte) bool {
 	cmd := lookup(args[0])
 	var err error
 	switch {
@@ -62,9 +39,11 @@ func (s *Server) execute(c *client, args [][]byte) {
 	case !c.authed && !cmd.noAuth:
 		err = errNoAuth
 	case inTransaction(c, cmd):
-		s.decide(c) // the replies owed so far come before QUEUED
+		if !s.decide(c) { // the replies owed so far come before QUEUED
+			return false
+		}
 		s.queue(c, cmd, args)
-		return
+		return true
 	case cmd.kind != 0:
 		if err = s.moved(c, args[1]); err != nil {
 			break
@@ -72,7 +51,7 @@ func (s *Server) execute(c *client, args [][]byte) {
 		var op counter.Op
 		if op, err = parseOp(cmd.kind, args, s.cfg.Limits); err == nil {
 			c.batch.add(cmd, op)
-			return
+			return true
 		}
 	}
 	if err != nil {
@@ -80,16 +59,19 @@ func (s *Server) execute(c *client, args [][]byte) {
 			c.multi.dirty = true // as Redis: a command that cannot be queued aborts EXEC
 		}
 		c.batch.replies = append(c.batch.replies, pending{cmd: cmd, op: -1, err: err})
-		return
+		return true
 	}
 	// A command that runs on its own ends the batch: the batch's replies come first,
 	// and AUTH must not change the state the batch's commands were checked in.
-	s.decide(c)
+	if !s.decide(c) || !c.mayWait && cmd.name == "exec" && c.multi != nil && c.multi.ops > 0 {
+		return false
+	}
 	err = cmd.run(s, c, args)
 	if err != nil {
-		c.conn.WriteError(replyText(err))
+		c.out.WriteError(replyText(err))
 	}
 	s.metrics.count(cmd, err)
+	return true
 }
 
 func (b *batch) add(cmd *command, op counter.Op) {
@@ -98,40 +80,48 @@ func (b *batch) add(cmd *command, op counter.Op) {
 }
 
 // decide sends the queued ops to the Doer in one call and writes every queued reply.
-func (s *Server) decide(c *client) {
+// Where c may not wait, only TryDo is called; if it cannot decide them, decide reports
+// false and leaves the batch as it was.
+func (s *Server) decide(c *client) bool {
 	b := &c.batch
 	if len(b.replies) == 0 {
-		return
+		return true
 	}
 	if len(b.ops) > 0 {
 		b.results = slices.Grow(b.results[:0], len(b.ops))[:len(b.ops)]
 		clear(b.results)
-		s.cfg.Doer.Do(s.ctx, b.ops, b.results)
+		switch {
+		case c.mayWait:
+			s.cfg.Doer.Do(s.ctx, b.ops, b.results)
+		case s.quick == nil || !s.quick.TryDo(b.ops, b.results):
+			return false
+		}
 	}
 	for _, p := range b.replies {
 		err := p.err
 		if err == nil {
 			res := &b.results[p.op]
 			if err = res.Err; err == nil {
-				writeResult(c.conn, p.cmd.kind, res)
+				writeResult(&c.out, p.cmd.kind, res)
 			}
 		}
 		if err != nil {
 			if !counter.IsBadInput(err) {
 				// Debug: when an owner is down every op fails; the metrics count them.
-				s.log.Debug("resp operation failed", "remote", c.conn.RemoteAddr(), "err", err)
+				s.log.Debug("resp operation failed", "remote", c.remote, "err", err)
 			}
-			c.conn.WriteError(s.errorReply(c, err))
+			c.out.WriteError(s.errorReply(c, err))
 		}
 		s.metrics.count(p.cmd, err)
 	}
 	clear(b.ops) // let go of the keys and errors
 	clear(b.replies)
 	b.ops, b.replies = b.ops[:0], b.replies[:0]
+	return true
 }
 
 // writeResult writes the reply to a decided op.
-func writeResult(w redcon.Conn, kind counter.Kind, res *counter.Result) {
+func writeResult(w *replies, kind counter.Kind, res *counter.Result) {
 	switch kind {
 	case counter.Allow:
 		w.WriteArray(4)

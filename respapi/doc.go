@@ -16,17 +16,27 @@
 // Any other command in the pipeline ends the batch: the batch is decided and answered
 // first, so replies and connection state (AUTH) keep the client's order.
 //
+// # Serving
+//
+// Connections that are sockets are served by event loops (loop.go, gnet): one per P,
+// each polling its connections and serving what arrived, a pipeline read in one read
+// and answered in one write. A loop never waits: it decides a batch with
+// counter.QuickDoer's TryDo when the Doer is one, and a batch that cannot be decided
+// at once (forwarded to another node, loaded from Redis, waiting for a lease) parks its
+// connection on a goroutine until it is answered. Other connections (in-process ones,
+// in tests) get a goroutine each (stream.go).
+//
 // # Hostile clients
 //
-// Every connection reads through capConn, which runs a framing guard over the bytes
-// before redcon's reader sees them (see guard.go for what redcon would loop on and
-// why the guard sits in front of it): a bad multibulk count, bulk length, header or
-// inline line gets "-ERR Protocol error: ..." and the connection is closed, as does a
-// client that sends more than MaxUnanswered bytes without reading a reply. capConn
-// also keeps the deadlines: IdleTimeout for a silent client, AuthTimeout for one that
-// has not authenticated, WriteTimeout for one that does not read its replies.
-// MaxClients caps the connections (internal/connlimit), and wrong AUTH guesses are
-// limited per source address (internal/authlimit). The metrics count what was
-// dropped and why (leapcount_resp_connections_dropped_total) and what was refused
+// A framing guard (guard.go) runs over the bytes as they arrive, so only whole
+// commands are parsed, once each: a bad multibulk count, bulk length, header or inline
+// line gets "-ERR Protocol error: ..." and the connection is closed, as does a client
+// that leaves more than MaxUnanswered bytes unanswered (framer). The deadlines are
+// kept: IdleTimeout for a silent client, AuthTimeout for one that has not
+// authenticated, WriteTimeout for one that does not read its replies (on the loops, a
+// sweeper checks them every few milliseconds). MaxClients caps the connections
+// (internal/connlimit), and wrong AUTH guesses are limited per source address
+// (internal/authlimit). The metrics count what was dropped and why
+// (leapcount_resp_connections_dropped_total) and what was refused
 // (leapcount_resp_connections_refused_total).
 package respapi

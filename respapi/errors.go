@@ -51,8 +51,8 @@ var (
 	errAuthLimited = errorf("ERR", "too many failed AUTH attempts; retry later")
 )
 
-// replyText is the error reply for err, without the leading '-'. (redcon's WriteError
-// turns line breaks from a client's arguments into spaces.)
+// replyText is the error reply for err, without the leading '-'. (redcon's AppendError,
+// which replies use, turns line breaks from a client's arguments into spaces.)
 func replyText(err error) string {
 	var re *replyError
 	if errors.As(err, &re) {

@@ -5,19 +5,17 @@ import (
 	"fmt"
 )
 
-// The guard checks the framing of what a client sends before redcon's reader sees it.
+// The guard checks the framing of what a client sends as it arrives, so that the
+// server knows where each whole command ends before it parses any (nextCommand), and
+// refuses what no parser should loop on.
 //
-// redcon v1.6.2's reader (Reader.readCommands) trusts the counts it is sent. For a
-// multibulk header "*<count>\r\n" it loops once per claimed argument whether or not
-// the bytes are there: "*9223372036854775807\r\n" (22 bytes) keeps a core busy for
-// good, and a connection stuck in that loop never returns, so Close (and SIGTERM) never
-// finishes; "*2147483647\r\n" costs seconds of CPU on every read. Its parseInt does
-// not check for overflow, so a long run of digits wraps around to any count. And it
-// parses from the start of the buffered command on every read: a command arriving in
-// small pieces is parsed again per piece, its bulk headers (and, once the data runs
-// out, the whole claimed count) walked each time, and an inline command (one not
-// starting with '*') is scanned for '\n' from its first byte each time, so a 64 KiB
-// line sent a byte at a time costs about 2·10⁹ byte compares.
+// A parser that trusts the counts it is sent (redcon v1.6.2's, which served RESP
+// before the event loops, did) loops once per claimed argument whether or not the bytes
+// are there: "*9223372036854775807\r\n" (22 bytes) keeps a core busy for good;
+// "*2147483647\r\n" costs seconds of CPU on every read. A parser that starts again
+// from the start of an unfinished command on every read parses a command arriving in
+// small pieces once per piece: a 64 KiB inline line sent a byte at a time costs about
+// 2·10⁹ byte compares.
 //
 // The guard is a state machine over the bytes as they are read: O(1) work per byte
 // (bulk data skipped in one step, inline lines searched with bytes.IndexByte), never
@@ -25,29 +23,14 @@ import (
 // above the connection's byte cap (MaxUnanswered: "request too large") or negative,
 // anything but '$' where a bulk header is due, a header line longer than
 // maxHeaderLine, and an inline line longer than maxInline: the client gets
-// "-ERR Protocol error: ..." and is dropped before redcon sees the bytes. "*0" and "*-1", which Redis skips, are passed on
-// whole: redcon answers them with its own protocol error at once, without looping.
-// What the guard accepts it frames exactly as redcon does, so it also knows where
-// each command ends, and capConn holds back from redcon the part of a command that is
-// costly to parse again: an inline line until it is whole, a multibulk command of more
-// than fewArgs arguments until it is whole or holdMax bytes are held. redcon parses
-// such a command once per part, not once per piece that arrives; a command of fewer
-// arguments costs it O(fewArgs·maxHeaderLine) a read, and goes over as it comes.
-//
-// Why a guard in front of redcon, rather than a patched or different library, or our
-// own reader: redcon's reader cannot be swapped (its Server builds one per net.Conn),
-// so a fix inside it means a fork or a replace directive whose patch every redcon
-// update must carry by hand; another Go RESP server, or our own reader, means leaving
-// redcon's connection loop and writing again the connection handling, pipelining and
-// reply writers this package and its tests rely on. The guard sits on the one seam
-// redcon has, the net.Conn it reads from (capConn already counted bytes there),
-// checks framing only, and leaves redcon the parsing it does well on valid input.
-// Its cost is measured by BenchmarkGuard: about 40 ns per SW.INCR.
+// "-ERR Protocol error: ..." and is dropped. "*0" and "*-1", which Redis skips, are
+// framed as commands; nextCommand refuses them, as redcon did. Its cost is measured by
+// BenchmarkRead ("scan-only").
 const (
 	// maxArgs is the most elements a multibulk command may have, its name included.
 	// The longest command we answer has 8 (SW.ALLOW key window limit BY n BUCKETS b);
 	// 1024 leaves room for CONFIG GET, INFO or COMMAND DOCS with many names, and
-	// bounds redcon's work per command. (Redis allows 1024*1024.)
+	// bounds the work per command. (Redis allows 1024*1024.)
 	maxArgs = 1024
 	// maxHeaderLine is the longest "*<count>\r\n" or "$<length>\r\n" line, in bytes:
 	// room for any valid number with leading zeros, and a bound on them.
@@ -227,7 +210,7 @@ func (g *guard) headerDone() bool {
 		}
 	case g.n == 0 || g.neg:
 		// "*0" or "*-1" (headerByte took no other negative count): a whole command
-		// of no arguments. redcon refuses it itself; Redis would skip it.
+		// of no arguments. nextCommand refuses it; Redis would skip it.
 		g.state = atCommand
 		return true
 	default:
@@ -241,28 +224,6 @@ func (g *guard) invalid() error {
 		return errInvalidMultibulk
 	}
 	return errInvalidBulk
-}
-
-// inMultibulk reports whether the guard is inside a multibulk command.
-func (g *guard) inMultibulk() bool { return g.state != atCommand && g.state != inInline }
-
-// fewArgs: a multibulk command of at most this many arguments costs redcon little to
-// parse again (a header of at most maxHeaderLine bytes per argument), so capConn lets
-// redcon have its bytes as they come.
-const fewArgs = 16
-
-// inShortMultibulk reports whether the guard is inside a multibulk command whose
-// count it has read and is at most fewArgs.
-func (g *guard) inShortMultibulk() bool {
-	switch g.state {
-	case atCommand, inInline:
-		return false
-	case inHeader, atHeaderLF:
-		if g.marker == '*' {
-			return false
-		}
-	}
-	return g.count <= fewArgs
 }
 
 // printable is b as an error reply may quote it: itself if printable ASCII, else \xNN.

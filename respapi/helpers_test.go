@@ -26,17 +26,47 @@ const t0 = 1_700_000_040_000
 
 func newClock() *clocktest.Clock { return clocktest.New(t0) }
 
-// countingDoer passes ops on to a real Local and counts Do calls and ops, so tests
-// can see how a pipeline was batched.
+// countingDoer passes ops on to a real Local and counts the calls that decided them
+// (Do or TryDo) and the ops, so tests can see how a pipeline was batched. TryDo
+// decides every batch but those with a key under "wait:", which it leaves to Do (as an
+// owner leaves forwarded ops), where gate, when set, holds them until it is closed.
 type countingDoer struct {
 	counter.Doer
 	calls, ops atomic.Int64
+	parked     atomic.Int64                  // batches TryDo left to Do
+	gate       atomic.Pointer[chan struct{}] // when set, Do holds "wait:" ops until it is closed
 }
 
 func (d *countingDoer) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	if gate := d.gate.Load(); gate != nil && waits(ops) {
+		select {
+		case <-*gate:
+		case <-ctx.Done():
+		}
+	}
 	d.calls.Add(1)
 	d.ops.Add(int64(len(ops)))
 	d.Doer.Do(ctx, ops, results)
+}
+
+func (d *countingDoer) TryDo(ops []counter.Op, results []counter.Result) bool {
+	if waits(ops) {
+		d.parked.Add(1)
+		return false
+	}
+	d.calls.Add(1)
+	d.ops.Add(int64(len(ops)))
+	d.Doer.Do(context.Background(), ops, results)
+	return true
+}
+
+func waits(ops []counter.Op) bool {
+	for i := range ops {
+		if strings.HasPrefix(ops[i].Key, "wait:") {
+			return true
+		}
+	}
+	return false
 }
 
 // failingDoer fails every op with err, as an unreachable owner would.
@@ -78,6 +108,9 @@ func startServer(t testing.TB, edit func(*Config)) *testServer {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
+	if serveStreams {
+		ln = streamListener{ln}
+	}
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
 	ts := &testServer{addr: ln.Addr().String(), srv: srv, clock: clock, doer: doer, reg: reg}
@@ -102,6 +135,22 @@ func startServer(t testing.TB, edit func(*Config)) *testServer {
 		}
 	})
 	return ts
+}
+
+// serveStreams makes startServer's connections ones the event loops cannot poll, so
+// they are served on goroutines of their own (stream.go). Set by TestStreamConnections
+// only, which is not parallel with anything.
+var serveStreams bool
+
+// streamListener hands out connections that are not *net.TCPConn.
+type streamListener struct{ net.Listener }
+
+func (l streamListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return struct{ net.Conn }{c}, nil
 }
 
 // rawClient speaks RESP by hand, to send what a client library would not and to

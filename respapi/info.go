@@ -41,7 +41,7 @@ func (s *Server) info(c *client, _ [][]byte) error {
 			b.WriteString("\r\n")
 		}
 	}
-	c.conn.WriteBulkString(b.String())
+	c.out.WriteBulkString(b.String())
 	return nil
 }
 
@@ -68,9 +68,9 @@ func (s *Server) config(c *client, args [][]byte) error {
 			pairs = append(pairs, "appendonly", "no")
 		}
 	}
-	c.conn.WriteArray(len(pairs))
+	c.out.WriteArray(len(pairs))
 	for _, p := range pairs {
-		c.conn.WriteBulkString(p)
+		c.out.WriteBulkString(p)
 	}
 	return nil
 }

@@ -7,7 +7,8 @@ package respapi
 // may. WATCH is refused: there is no optimistic locking to offer, since no op reads
 // a value to write another.
 type transaction struct {
-	queued [][][]byte // each queued command's arguments
+	queued [][][]byte // each queued command's arguments (copies: the input is reused)
+	ops    int        // how many of them are SW.* ops
 	dirty  bool       // a command failed to queue: EXEC aborts
 	slot   int        // the first key's slot, on a cluster connection (-1: none yet)
 }
@@ -27,7 +28,7 @@ func (s *Server) multiCmd(c *client, _ [][]byte) error {
 		return errNestedMulti
 	}
 	c.multi = &transaction{slot: -1}
-	c.conn.WriteString("OK")
+	c.out.WriteString("OK")
 	return nil
 }
 
@@ -36,7 +37,7 @@ func (s *Server) discard(c *client, _ [][]byte) error {
 		return errDiscardNoMulti
 	}
 	c.multi = nil
-	c.conn.WriteString("OK")
+	c.out.WriteString("OK")
 	return nil
 }
 
@@ -48,7 +49,7 @@ func (s *Server) watch(c *client, _ [][]byte) error {
 }
 
 func (s *Server) unwatch(c *client, _ [][]byte) error {
-	c.conn.WriteString("OK")
+	c.out.WriteString("OK")
 	return nil
 }
 
@@ -62,7 +63,7 @@ func (s *Server) exec(c *client, _ [][]byte) error {
 	if t.dirty {
 		return errExecAbort
 	}
-	c.conn.WriteArray(len(t.queued))
+	c.out.WriteArray(len(t.queued))
 	for _, args := range t.queued {
 		s.execute(c, args)
 	}
@@ -77,12 +78,15 @@ func (s *Server) queue(c *client, cmd *command, args [][]byte) {
 	err := s.queueable(c, cmd, args)
 	if err != nil {
 		t.dirty = true
-		c.conn.WriteError(replyText(err))
+		c.out.WriteError(replyText(err))
 		s.metrics.count(cmd, err)
 		return
 	}
-	t.queued = append(t.queued, args)
-	c.conn.WriteString("QUEUED")
+	t.queued = append(t.queued, cloneArgs(args))
+	if cmd.kind != 0 {
+		t.ops++
+	}
+	c.out.WriteString("QUEUED")
 }
 
 func (s *Server) queueable(c *client, cmd *command, args [][]byte) error {
@@ -112,4 +116,19 @@ func inTransaction(c *client, cmd *command) bool {
 		return false
 	}
 	return true
+}
+
+// cloneArgs copies args into one new array.
+func cloneArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
 }

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tidwall/redcon"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
@@ -27,11 +26,12 @@ type Config struct {
 	// command but AUTH, HELLO and QUIT; the others get -NOAUTH, as in Redis.
 	Token string
 
-	// MaxUnanswered bounds the bytes a client may send without getting any reply
-	// (default 1 MiB): a command that large, such as one huge argument, gets
-	// "-ERR Protocol error: request too large" and the connection is closed, so one
-	// client cannot make the server buffer without limit. Every reply resets the count,
-	// so pipelines of any length are fine.
+	// MaxUnanswered bounds the bytes the server holds of what a client sent and it has
+	// not answered yet (default 1 MiB): a command that large, such as one huge
+	// argument, or a pipeline sent on and on while its connection waits for a batch,
+	// gets "-ERR Protocol error: request too large" and the connection is closed, so
+	// one client cannot make the server buffer without limit. Whole commands are
+	// answered as they arrive, so pipelines of any length are fine.
 	MaxUnanswered int64
 
 	// MaxClients caps the open connections (0: no cap). A connection over it is sent
@@ -62,13 +62,15 @@ type Config struct {
 	Cluster Cluster
 }
 
-// Server serves RESP on a listener.
+// Server serves RESP on listeners.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
 	start   time.Time
 	limiter *authlimit.Limiter
+	quick   counter.QuickDoer // Doer's, when it is one; nil: every batch goes to Do on a goroutine
+	conn    connConfig
 
 	ctx    context.Context // of every Do call; Close cancels it
 	cancel context.CancelFunc
@@ -76,9 +78,12 @@ type Server struct {
 	nextID    atomic.Int64   // connection ids, as HELLO reports them
 	connected atomic.Int64   // open connections, for INFO
 	conns     sync.WaitGroup // one per open connection, so Close can wait for them
+	parked    sync.WaitGroup // one per session serving on a goroutine of its own (loop.go)
 
 	mu     sync.Mutex
 	lns    []*listener // Serve's and ServeCluster's, the first one's address is Addr
+	loops  *loops      // the event loops, started by the first Serve; nil before
+	open   map[*session]net.Conn
 	closed bool
 }
 
@@ -95,7 +100,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Doer == nil {
 		return nil, errors.New("respapi: Config.Doer is nil")
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(), limiter: cfg.AuthLimiter}
+	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(), limiter: cfg.AuthLimiter, open: map[*session]net.Conn{}}
+	s.quick, _ = cfg.Doer.(counter.QuickDoer)
+	s.conn = cfg.connConfig()
 	m, err := newMetrics(cfg.Registerer, s.refusedCount)
 	if err != nil {
 		return nil, err
@@ -133,26 +140,78 @@ func (s *Server) serve(ln net.Listener, cluster bool) error {
 	s.lns = append(s.lns, l)
 	s.mu.Unlock()
 	defer close(l.served)
-	rs := redcon.NewServer("", s.serveCommand, func(conn redcon.Conn) bool { return s.accept(conn, cluster) }, s.closedConn)
-	rs.AcceptError = s.acceptError
-	return rs.Serve(capListener{l.ln, s.connConfig()})
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			if s.isClosed() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			s.acceptError(err)
+			continue
+		}
+		s.accept(nc, cluster)
+	}
 }
 
-// connConfig is Config as every connection takes it, defaults filled in.
-func (s *Server) connConfig() connConfig {
-	cc := connConfig{max: s.cfg.MaxUnanswered, idle: max(s.cfg.IdleTimeout, 0), write: s.cfg.WriteTimeout}
-	if cc.max <= 0 {
-		cc.max = DefaultMaxUnanswered
+// accept serves a new connection: on the event loops if it is a socket they can
+// poll, on a goroutine of its own otherwise (an in-process connection in tests).
+func (s *Server) accept(nc net.Conn, cluster bool) {
+	ss := newSession(s, nc.RemoteAddr(), cluster, false)
+	if s.conn.auth > 0 {
+		ss.c.authBy.Store(time.Now().Add(s.conn.auth).UnixNano())
 	}
-	if cc.write <= 0 {
-		cc.write = DefaultWriteTimeout
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
 	}
-	if s.cfg.Token != "" {
-		if cc.auth = s.cfg.AuthTimeout; cc.auth <= 0 {
-			cc.auth = DefaultAuthTimeout
+	s.conns.Add(1)
+	s.connected.Add(1)
+	s.open[ss] = nc
+	loops, err := s.startLoops()
+	s.mu.Unlock()
+	if err == nil {
+		if raw, ok := pollable(nc); ok {
+			if err = loops.enroll(nc, raw, ss); err != nil {
+				s.log.Warn("resp event loop refused a connection", "remote", nc.RemoteAddr(), "err", err)
+				s.closedConn(ss, nc)
+			}
+			return
 		}
 	}
-	return cc
+	ss.c.mayWait = true
+	go s.stream(nc, ss)
+}
+
+// pollable returns the socket under nc, if the event loops can serve it.
+func pollable(nc net.Conn) (syscall.Conn, bool) {
+	if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		nc = u.NetConn()
+	}
+	switch c := nc.(type) {
+	case *net.TCPConn:
+		return c, true
+	case *net.UnixConn:
+		return c, true
+	}
+	return nil, false
+}
+
+// closedConn is the end of a connection, however it was served.
+func (s *Server) closedConn(ss *session, nc net.Conn) {
+	nc.Close() // gives the connection's place under MaxClients back
+	s.mu.Lock()
+	delete(s.open, ss)
+	s.mu.Unlock()
+	s.connected.Add(-1)
+	s.conns.Done()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // refusedCount is how many connections were refused for being over MaxClients.
@@ -166,7 +225,7 @@ func (s *Server) refusedCount() float64 {
 	return float64(n)
 }
 
-// Close stops the server: it closes the listener and every connection, cancels the
+// Close stops the server: it closes the listeners and every connection, cancels the
 // Do calls in flight, and returns once Serve and every connection have finished.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -180,13 +239,30 @@ func (s *Server) Close() error {
 	s.cancel()
 	var err error
 	for _, l := range lns {
-		// Serve then returns, and redcon closes every connection on the way out.
 		if e := l.ln.Close(); e != nil && !errors.Is(e, net.ErrClosed) {
 			err = errors.Join(err, e)
 		}
 		<-l.served
 	}
+	s.mu.Lock()
+	var closers []func()
+	for ss, nc := range s.open {
+		if ss.loop != nil {
+			closers = append(closers, ss.loop.Close)
+		} else {
+			closers = append(closers, func() { nc.Close() }) // its goroutine's read fails, and it ends
+		}
+	}
+	loops := s.loops
+	s.mu.Unlock()
+	for _, close := range closers { // not under s.mu: closing a connection takes it
+		close()
+	}
 	s.conns.Wait()
+	s.parked.Wait()
+	if loops != nil {
+		loops.stop()
+	}
 	return err
 }
 
@@ -200,56 +276,8 @@ func (s *Server) Addr() net.Addr {
 	return s.lns[0].ln.Addr()
 }
 
-// client is the state of one connection.
-type client struct {
-	conn   redcon.Conn
-	cc     *capConn   // the connection redcon reads; nil if it is not one (never in Serve)
-	source netip.Addr // the client's address, as the AUTH limiter counts it
-	id     int64
-	authed bool
-	quit   bool // QUIT was answered: the rest of the pipeline is dropped
-	// redirect: the connection came to ServeCluster's listener, so keys another node
-	// serves are answered -MOVED.
-	redirect bool
-	multi    *transaction // non-nil between MULTI and EXEC or DISCARD
-
-	pipeline []redcon.Command // the commands being answered; kept to reuse its array
-	batch    batch
-}
-
-func (s *Server) accept(conn redcon.Conn, redirect bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.conns.Add(1)
-	s.connected.Add(1)
-	nc := conn.NetConn()
-	cc, _ := nc.(*capConn)
-	conn.SetContext(&client{conn: conn, cc: cc, source: authlimit.Source(nc.RemoteAddr()),
-		id: s.nextID.Add(1), authed: s.cfg.Token == "", redirect: redirect && s.cfg.Cluster != nil})
-	return true
-}
-
-func (s *Server) closedConn(conn redcon.Conn, err error) {
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		s.log.Debug("resp connection ended", "remote", conn.RemoteAddr(), "err", err)
-	}
-	var pe *protocolError
-	var de *dropError
-	switch {
-	case errors.As(err, &pe):
-		s.metrics.dropped[dropProtocol].Inc()
-	case errors.As(err, &de):
-		s.metrics.dropped[de.reason].Inc()
-	}
-	s.connected.Add(-1)
-	s.conns.Done()
-}
-
 // acceptError logs a failed Accept and pauses, so that a lasting failure (out of file
-// descriptors, say) does not spin: redcon retries at once.
+// descriptors, say) does not spin.
 func (s *Server) acceptError(err error) {
 	s.log.Warn("resp accept failed", "err", err)
 	time.Sleep(10 * time.Millisecond)

@@ -69,6 +69,8 @@ func BenchmarkForward(b *testing.B) {
 		{"batching=on,linger=0", Config{Linger: -1}},
 		{"batching=on,linger=100us", Config{Linger: 100 * time.Microsecond}},
 		{"batching=off", Config{MaxBatchOps: 1}},
+		{"batching=on,inline", Config{}}, // frames decided in the reader, as nodes do
+		{"batching=off,inline", Config{MaxBatchOps: 1}},
 		{"batching=on,auth=key", Config{}},
 		{"batching=off,auth=key", Config{MaxBatchOps: 1}},
 	} {
@@ -88,6 +90,9 @@ func BenchmarkForward(b *testing.B) {
 					}
 					return a.Client(ctx, nc)
 				}
+			}
+			if strings.Contains(mode.name, "inline") {
+				setup = append(setup, func(s *Server) { s.SetInline(func() bool { return true }) })
 			}
 			o := startOwner(&testing.T{}, "", setup...)
 			defer o.srv.Close()

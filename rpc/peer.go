@@ -85,9 +85,10 @@ func newPeer(addr string, cfg Config, st *stats) *peer {
 	return p
 }
 
-// do queues cl and waits for its outcome, or for ctx to end: then the call is
-// abandoned (its answer, if one comes, is dropped) and the connection goes on.
-func (p *peer) do(ctx context.Context, cl *call) error {
+// do queues cl and waits for its outcome, or for ctx to end or expire to fire (the
+// Timeout bound): then the call is abandoned (its answer, if one comes, is dropped) and
+// the connection goes on.
+func (p *peer) do(ctx context.Context, expire <-chan time.Time, cl *call) error {
 	if err := p.downErr(); err != nil {
 		return err
 	}
@@ -99,13 +100,17 @@ func (p *peer) do(ctx context.Context, cl *call) error {
 	case <-p.ctx.Done():
 		return ErrClosed
 	case <-ctx.Done():
-		return p.abandon(ctx, cl)
+		return p.abandon(ctx.Err(), cl)
+	case <-expire:
+		return p.abandon(context.DeadlineExceeded, cl)
 	}
 	select {
 	case err := <-cl.done:
 		return err
 	case <-ctx.Done():
-		return p.abandon(ctx, cl)
+		return p.abandon(ctx.Err(), cl)
+	case <-expire:
+		return p.abandon(context.DeadlineExceeded, cl)
 	case <-p.ctx.Done():
 		// The writer may be gone, and a call still queued would wait in vain; one
 		// already sent is failed with its connection.
@@ -116,22 +121,25 @@ func (p *peer) do(ctx context.Context, cl *call) error {
 		case err := <-cl.done:
 			return err
 		case <-ctx.Done():
-			return p.abandon(ctx, cl)
+			return p.abandon(ctx.Err(), cl)
+		case <-expire:
+			return p.abandon(context.DeadlineExceeded, cl)
 		}
 	}
 }
 
-// abandon gives up cl for its caller, whose ctx has ended, and says what became of it.
-func (p *peer) abandon(ctx context.Context, cl *call) error {
+// abandon gives up cl for its caller, whose call ended with cause (its ctx's error, or
+// DeadlineExceeded at the Timeout bound), and says what became of it.
+func (p *peer) abandon(cause error, cl *call) error {
 	switch {
 	case cl.state.CompareAndSwap(callQueued, callAbandoned):
-		return fmt.Errorf("%w: %s: not sent before the call ended: %w", ErrPeerUnreachable, p.addr, ctx.Err())
+		return fmt.Errorf("%w: %s: not sent before the call ended: %w", ErrPeerUnreachable, p.addr, cause)
 	case cl.state.CompareAndSwap(callSent, callAbandoned):
 		cl.conn.release(cl.id)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %s: %w", ErrTimeout, p.addr, ctx.Err())
+		if errors.Is(cause, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %s: %w", ErrTimeout, p.addr, cause)
 		}
-		return fmt.Errorf("rpc: %s: call given up after it was sent (outcome unknown): %w", p.addr, ctx.Err())
+		return fmt.Errorf("rpc: %s: call given up after it was sent (outcome unknown): %w", p.addr, cause)
 	}
 	return <-cl.done // settled just now: its answer is complete
 }

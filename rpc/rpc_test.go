@@ -365,3 +365,52 @@ func TestExpiredRequestIsNotDecided(t *testing.T) {
 		t.Fatalf("an expired request was decided: count %d", got)
 	}
 }
+
+// Frames answered in the connection's reader (SetInline) reuse its memory: each frame's
+// handler still starts from zeroed results, and each answer is its own, however the
+// frames before it were shaped.
+func TestInlineFramesStartFresh(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(HandlerFunc(func(_ context.Context, req *Request, res []counter.Result) {
+		for i := range res {
+			if res[i] != (counter.Result{}) {
+				t.Errorf("op %d of %d: handler got %+v; want a zero result", i, len(res), res[i])
+			}
+			switch req.Ops[i].N {
+			case 1:
+				res[i] = counter.Result{Count: 7, Existed: true}
+			case 2:
+				res[i].Err = fmt.Errorf("%w: elsewhere", ErrNotOwner)
+			} // 3: left as it was
+		}
+	}), nil)
+	srv.SetInline(func() bool { return true })
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := NewClient(Config{MaxBatchOps: 1})
+	defer c.Close()
+	for _, sizes := range [][]int{{5, 1}, {2, 3}, {8, 8}, {1, 5}} {
+		for _, n := range sizes {
+			for _, kind := range []int64{1, 2, 3} {
+				ops := make([]counter.Op, n)
+				for i := range ops {
+					ops[i] = incr(fmt.Sprint("k", i), kind)
+				}
+				res := make([]counter.Result, n)
+				if err := c.Do(context.Background(), ln.Addr().String(), fwd(ops...), res); err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range res {
+					ok := map[int64]bool{1: r == counter.Result{Count: 7, Existed: true}, 2: errors.Is(r.Err, ErrNotOwner),
+						3: r == counter.Result{}}[kind]
+					if !ok {
+						t.Fatalf("%d ops of n=%d, op %d: got %+v", n, kind, i, r)
+					}
+				}
+			}
+		}
+	}
+}

@@ -185,8 +185,14 @@ func (s *Server) serveConn(raw net.Conn) {
 	fr := newFrameReader(c, s.stall)
 	slots := make(chan struct{}, maxInflight)
 	ctx := context.Background()
+	// Frames answered here, in turn, reuse one frame buffer and one scratch for their
+	// results and answer; a frame handed to a goroutine takes its buffer along.
+	// BenchmarkForward/batching=off,inline, same run: 18 allocations and 947 B an op -> 14
+	// and 804 B; CPU 8.1-8.5 -> 6.2-6.3 µs an op (both ends).
+	var buf []byte
+	sc := &scratch{}
 	for {
-		frame, err := fr.next(nil) // a fresh buffer: a frame may outlive this loop turn
+		frame, err := fr.next(buf)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.logger.Debug("rpc connection dropped", "peer", c.RemoteAddr().String(), "err", err)
@@ -197,16 +203,20 @@ func (s *Server) serveConn(raw net.Conn) {
 			s.lastFrame.Store(time.Now().UnixNano())
 		}
 		if frame[0] == frameLease || frame[0] != frameHandoff && s.inline != nil && s.inline() {
-			if !s.answerTo(ctx, w, frame, fr.br.Buffered() == 0) {
+			if !s.answerTo(ctx, w, frame, fr.br.Buffered() == 0, sc) {
 				return
+			}
+			if buf = frame; cap(buf) > 1<<20 { // decoding copied out what it keeps
+				buf = nil // but keep no megabytes per connection
 			}
 			continue
 		}
+		buf = nil
 		slots <- struct{}{}
 		handlers.Add(1)
 		go func() {
 			defer func() { <-slots; handlers.Done() }()
-			s.answerTo(ctx, w, frame, true)
+			s.answerTo(ctx, w, frame, true, nil)
 		}()
 	}
 }
@@ -232,10 +242,16 @@ func (s *Server) handshake(c net.Conn) net.Conn {
 	return nil
 }
 
-// answerTo decides frame and writes its answer, flushing when told to. It reports
-// false when the connection must be dropped.
-func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, flush bool) bool {
-	out, err := s.answer(ctx, frame)
+// scratch is memory one connection's reader reuses for the frames it answers itself.
+type scratch struct {
+	results []counter.Result
+	out     []byte
+}
+
+// answerTo decides frame and writes its answer, flushing when told to, with sc's memory
+// when not nil. It reports false when the connection must be dropped.
+func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, flush bool, sc *scratch) bool {
+	out, err := s.answer(ctx, frame, sc)
 	if err != nil {
 		s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", w.c.RemoteAddr().String(), "err", err)
 		w.c.Close()
@@ -248,8 +264,9 @@ func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, flush
 	return true
 }
 
-// answer decides one frame and returns the response frame.
-func (s *Server) answer(ctx context.Context, frame []byte) ([]byte, error) {
+// answer decides one frame and returns the response frame (in sc's memory, when not
+// nil: valid until the next call with it).
+func (s *Server) answer(ctx context.Context, frame []byte, sc *scratch) ([]byte, error) {
 	switch frame[0] {
 	case frameHandoff:
 		return s.serveHandoff(ctx, frame)
@@ -261,9 +278,19 @@ func (s *Server) answer(ctx context.Context, frame []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	results := make([]counter.Result, len(req.Ops))
-	s.handle(ctx, &req, results)
-	return appendResponse(nil, id, results), nil
+	if sc == nil {
+		results := make([]counter.Result, len(req.Ops))
+		s.handle(ctx, &req, results)
+		return appendResponse(nil, id, results), nil
+	}
+	sc.results = resize(sc.results, len(req.Ops))
+	s.handle(ctx, &req, sc.results)
+	sc.out = appendResponse(sc.out[:0], id, sc.results)
+	if cap(sc.out) > 1<<20 {
+		defer func() { sc.out = nil }() // do not keep megabytes per connection
+	}
+	clear(sc.results) // no error values kept alive
+	return sc.out, nil
 }
 
 // responder writes whole response frames to a connection, one at a time. Answers

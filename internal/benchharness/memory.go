@@ -50,6 +50,7 @@ type lcMemory struct {
 	baseRSS, rss int64
 	counters     int64 // leapcount_counters after the load: the live counters
 	storeBytes   int64 // leapcount_store_bytes: what the counters' slabs hold
+	mapped       int64 // leapcount_store_mapped_bytes: the part of it mapped outside the Go heap
 	load         time.Duration
 	passes       []time.Duration // every-bucket: each pass's time
 	late         int             // passes that ran past their bucket
@@ -147,6 +148,7 @@ func (h *harness) loadNode(ctx context.Context, n *nodeServer, c memCase) (lcMem
 		return m, err
 	}
 	m.counters, m.storeBytes = int64(met["leapcount_counters"]), int64(met["leapcount_store_bytes"])
+	m.mapped = int64(met["leapcount_store_mapped_bytes"])
 	m.heap, err = h.heapAfterGC(n)
 	return m, err
 }

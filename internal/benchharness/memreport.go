@@ -28,12 +28,11 @@ func (r *Report) memorySection() string {
 		"RSS ratio", "load average"}, rows))
 	b.WriteString("\n")
 	for _, m := range r.mem {
-		lc := m.lc
-		if live := float64(lc.heap - lc.baseHeap); live > 0 {
-			fmt.Fprintf(&b, "- %s: the node's RSS grew %s its live heap (%s per counter live, %s resident): "+
-				"the rest is garbage and the collector's headroom (GOGC=100) and slab arrays left behind as they grew.\n",
-				m.c.label(), fmtRatio(float64(lc.rss-lc.baseRSS)/live), fmtBytes(live/float64(m.c.n)), fmtBytes(lc.perCounter(m.c.n)))
-		}
+		lc, n := m.lc, float64(m.c.n)
+		fmt.Fprintf(&b, "- %s: the node's RSS grew %s per counter, of which %s live Go heap and %s of slabs mapped "+
+			"outside the heap (`leapcount_store_mapped_bytes`, their capacity: pages never written are not resident); "+
+			"the rest is garbage and the collector's headroom.\n",
+			m.c.label(), fmtBytes(lc.perCounter(m.c.n)), fmtBytes(float64(lc.heap-lc.baseHeap)/n), fmtBytes(float64(lc.mapped)/n))
 	}
 	b.WriteString("\n")
 	b.WriteString(r.loadingNotes())

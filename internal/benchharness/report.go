@@ -1,10 +1,17 @@
 package benchharness
 
 import (
+	_ "embed"
 	"fmt"
 	"strings"
 	"time"
 )
+
+// changes is the hand-written account of what was changed for speed and memory and
+// why, with the figures that showed it paid; every report carries it after the targets.
+//
+//go:embed changes.md
+var changes string
 
 // Report is a run's figures; Markdown renders BENCHMARKS.md.
 type Report struct {
@@ -36,6 +43,7 @@ func (r *Report) Markdown() string {
 		mode, r.machine.Date, r.elapsed.Round(time.Second))
 	b.WriteString(r.machineSection())
 	b.WriteString(r.targetsSection())
+	b.WriteString(changes)
 	b.WriteString(r.methodSection())
 	b.WriteString(r.throughputSection())
 	b.WriteString(r.memorySection())

@@ -71,6 +71,10 @@ type conn struct {
 	once sync.Once
 }
 
+// NetConn is the connection the listener accepted, for a server that serves its file
+// descriptor itself; Close must still be called on c to give its place back.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 func (c *conn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
 	return c.Conn.Close()

@@ -1,0 +1,69 @@
+package respapi
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A pipeline whose batches alternate between ops decided at once (TryDo) and ops that
+// must wait (Do, on a goroutine) is answered whole, in order, and what came after a
+// waiting batch is served after it.
+func TestParkedBatchesKeepThePipelineInOrder(t *testing.T) {
+	ts := startServer(t, nil)
+	cl := ts.dial(t)
+	var in strings.Builder
+	var want []string
+	counts := map[string]int{} // each key counts once per op on it, in order
+	for i := range 20 {
+		key := fmt.Sprintf("k%d", i%3)
+		if i%4 == 1 {
+			key = "wait:" + key
+		}
+		in.WriteString(encode("SW.INCR", key, "1m"))
+		counts[key]++
+		want = append(want, fmt.Sprintf(":%d", counts[key]))
+		if i%5 == 2 {
+			in.WriteString(encode("PING"))
+			want = append(want, "+PONG")
+		}
+	}
+	cl.write(in.String())
+	for i, w := range want {
+		if got := cl.reply(); got != w {
+			t.Fatalf("reply %d: got %q; want %q", i, got, w)
+		}
+	}
+	if !serveStreams && ts.doer.parked.Load() == 0 {
+		t.Fatalf("no batch was left to Do: the test does not test parking")
+	}
+	cl.wantServes()
+}
+
+// While one connection's batch waits in Do, the loop goes on serving the others, and
+// the waiting connection's later commands wait for it.
+func TestAWaitingBatchHoldsUpOnlyItsConnection(t *testing.T) {
+	gate := make(chan struct{})
+	ts := startServer(t, nil)
+	ts.doer.gate.Store(&gate)
+	waiting := ts.dial(t)
+	waiting.write(encode("SW.INCR", "wait:a", "1m") + encode("PING"))
+	for i := range 50 { // more connections than event loops: some share the waiting one's
+		cl := ts.dial(t)
+		wantReply(t, cl.do("SW.INCR", "b", "1m"), fmt.Sprintf(":%d", i+1))
+	}
+	close(gate)
+	wantReply(t, waiting.reply(), ":1")
+	wantReply(t, waiting.reply(), "+PONG")
+}
+
+// A transaction of ops runs where it may wait, and answers in one array.
+func TestExecOfWaitingOpsAnswersInOneArray(t *testing.T) {
+	ts := startServer(t, nil)
+	cl := ts.dial(t)
+	cl.write(encode("MULTI") + encode("SW.INCR", "wait:x", "1m") + encode("PING") + encode("SW.INCR", "y", "1m") +
+		encode("EXEC") + encode("SW.COUNT", "wait:x", "1m"))
+	for _, w := range []string{"+OK", "+QUEUED", "+QUEUED", "+QUEUED", "*[:1 +PONG :1]", ":1"} {
+		wantReply(t, cl.reply(), w)
+	}
+}
