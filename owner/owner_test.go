@@ -204,3 +204,39 @@ func TestConcurrentDuplicateHandoffAppliesOnce(t *testing.T) {
 		}
 	}
 }
+
+// A Handoff whose answer was lost and whose resend then fails unsent (the receiver
+// became unreachable for a moment) is still in doubt: it may have been applied. It goes
+// again with its ID, to the same node only, and is applied once (it was counted twice
+// when the failed resend let the counters go in a new Handoff: TestRandomizedFaults,
+// seed 1795468955354688045).
+func TestHandoffInDoubtStaysInDoubtThroughUnreachable(t *testing.T) {
+	var n net
+	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	var sends atomic.Int64
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if len(h.Counters) == 0 {
+			return false, false
+		}
+		switch sends.Add(1) {
+		case 1:
+			return false, true // applied, its answer lost
+		case 2, 3:
+			return true, false // the resends fail unsent
+		}
+		return false, false
+	}
+	b.SetRing(two)
+	a.SetRing(two)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sends.Load(); got < 4 {
+		t.Fatalf("sends with counters: got %d; want at least 4 (the test proves nothing)", got)
+	}
+	b.leases.grantAll()
+	mustCount(t, b.Owner, k, 5)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
@@ -154,12 +156,7 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 	for wait := retry.Next(0); ; wait = retry.Next(wait) {
 		ch := o.parts.changed.Load()
 		left = o.reclaim(left, byPart, lentTo, fs)
-		rg := o.ring.Load()
-		for m, parts := range byOwner(rg, left) {
-			if err := o.sendCounters(ctx, m, parts, byPart, lentTo, fs); err != nil {
-				o.cfg.Logger.Debug("handoff not delivered yet", "to", m.Name, "partitions", len(parts), "err", err)
-				continue
-			}
+		for _, parts := range o.sendAll(ctx, byOwner(o.ring.Load(), left), byPart, lentTo, fs) {
 			o.finish(parts, lentTo)
 			left = remove(left, parts)
 		}
@@ -207,6 +204,47 @@ func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo 
 	return rest
 }
 
+// sendAll delivers each owner's partitions (sendCounters) to all owners at once, and
+// returns the partition lists delivered. Concurrently, because a Handoff in doubt goes
+// again to its receiver only until that one answers (deliver): a receiver cut off holds
+// up its own partitions, not those on their way to the others. Each owner's send works
+// on its own partitions' entries, copied out of byPart and lentTo and back after.
+func (o *Owner) sendAll(ctx context.Context, to map[ring.Member][]int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string, fs []rpc.HandoffFence) [][]int {
+	type send struct {
+		m      ring.Member
+		parts  []int
+		byPart map[int][]rpc.HandoffCounter
+		lentTo map[int]string
+		err    error
+	}
+	sends := make([]*send, 0, len(to))
+	var wg sync.WaitGroup
+	for m, parts := range to {
+		s := &send{m: m, parts: parts, byPart: make(map[int][]rpc.HandoffCounter, len(parts)), lentTo: map[int]string{}}
+		for _, p := range parts {
+			s.byPart[p] = byPart[p]
+		}
+		sends = append(sends, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.err = o.sendCounters(ctx, s.m, s.parts, s.byPart, s.lentTo, fs)
+		}()
+	}
+	wg.Wait()
+	var done [][]int
+	for _, s := range sends {
+		maps.Copy(byPart, s.byPart)
+		maps.Copy(lentTo, s.lentTo)
+		if s.err != nil {
+			o.cfg.Logger.Debug("handoff not delivered yet", "to", s.m.Name, "partitions", len(s.parts), "err", s.err)
+			continue
+		}
+		done = append(done, s.parts)
+	}
+	return done
+}
+
 // sendCounters delivers the counters of parts to m in chunks of at most
 // rpc.MaxHandoffBytes, naming the partitions in the last. A chunk m did not answer is
 // sent again, with its ID (applied once), to m only: it may have been applied there. A
@@ -251,16 +289,30 @@ func dropSent(parts []int, byPart map[int][]rpc.HandoffCounter, sent int, to str
 }
 
 // deliver sends one Handoff until its outcome is known: applied (nil), or certainly
-// not applied (refused, or never sent: the error). An outcome still unknown after
-// appliedFor/2 is given up on: the receiver would no longer know the Handoff's id.
+// not applied (refused, or never sent: the error). Once a send's outcome is unknown (it
+// went out and no answer came), a later send that fails unsent says nothing of the
+// first, which may have been applied: the Handoff goes again, to addr only, until addr
+// answers (a receiver checks a Handoff's ID before it refuses one, so a refusal then is
+// an answer too). Giving up there would send its counters again in a new Handoff, or
+// take them back, and count them twice (TestHandoffInDoubtStaysInDoubtThroughUnreachable).
+// An outcome still unknown after appliedFor/2 is given up on: the receiver would no
+// longer know the Handoff's id.
 func (o *Owner) deliver(ctx context.Context, addr string, h *rpc.Handoff) error {
 	ctx, cancel := context.WithTimeout(ctx, appliedFor/2)
 	defer cancel()
 	retry := backoff.Policy{Initial: 20 * time.Millisecond, Max: time.Second}
+	inDoubt := false
 	for wait := retry.Next(0); ; wait = retry.Next(wait) {
 		err := o.cfg.Sender.Handoff(ctx, addr, h)
-		if err == nil || errors.Is(err, rpc.ErrHandoffRefused) || errors.Is(err, rpc.ErrPeerUnreachable) {
+		switch {
+		case err == nil || errors.Is(err, rpc.ErrHandoffRefused):
 			return err
+		case errors.Is(err, rpc.ErrPeerUnreachable):
+			if !inDoubt {
+				return err
+			}
+		default:
+			inDoubt = true
 		}
 		select { // the outcome is unknown: only sending it again, to addr, can tell
 		case <-ctx.Done():
