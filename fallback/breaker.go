@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,11 +24,12 @@ type breaker struct {
 
 	mu         sync.Mutex
 	open       bool
-	fails      int       // unreached calls in a row, while closed
-	until      time.Time // while open: no probe before this
-	probing    bool      // while open: a probe is out
-	reported   bool      // the last health given to onChange (true at start)
-	delivering bool      // a goroutine is calling onChange
+	fails      int           // unreached calls in a row, while closed
+	until      time.Time     // while open: no probe before this
+	probing    bool          // while open: a probe is out
+	reported   bool          // the last health given to onChange (true at start)
+	delivering bool          // a goroutine is calling onChange
+	reopened   atomic.Uint64 // times the breaker closed again after it opened
 }
 
 func newBreaker(cfg Config) *breaker {
@@ -60,6 +62,9 @@ func (b *breaker) settle(probe bool, v verdict) {
 	case reached:
 		b.fails = 0
 		changed, b.open = b.open, false
+		if changed {
+			b.reopened.Add(1)
+		}
 	case unreached:
 		switch {
 		case b.open && probe:
@@ -158,3 +163,8 @@ func pipelineErr(cmds []*redis.Cmd) error {
 // from the failures that opened it until a probe reaches Redis again. A node reports
 // itself "degraded" while it is false. Config.OnStateChange hears of each change.
 func (st *Store) Healthy() bool { return st.br.healthy() }
+
+// Reopened counts the times Redis was found reachable again after the store had found it
+// unreachable (Healthy went false, then true): Redis may have restarted meanwhile, and
+// lost what it held.
+func (st *Store) Reopened() uint64 { return st.br.reopened.Load() }

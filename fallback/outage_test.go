@@ -37,6 +37,8 @@ func everyOp(st *Store, now int64) map[string]outcome {
 	timed("batch", func() error { return st.SendBatch(ctx, st.NewBatch("t", []Delta{{Key: "k", Spec: sp, Buckets: bs}})) })
 	timed("load", func() error { _, err := st.Load(ctx, "k", sp, now); return err })
 	timed("ping", func() error { return st.Ping(ctx) })
+	timed("stamp", func() error { _, err := st.StampWritten(ctx, 16, []int{1}, now, "e"); return err })
+	timed("written", func() error { _, err := st.Written(ctx, 16, []int{1}); return err })
 	timed("pipeline", func() error { _, err := countAll(st, []CounterRef{{Key: "k", Spec: sp}}, now); return err })
 	return out
 }

@@ -13,7 +13,7 @@ var luaFS embed.FS
 // scriptSet holds one script per operation. Each is common.lua followed by the
 // operation's own file, so the ring rules are written once.
 type scriptSet struct {
-	incr, count, allow, reset, mergeMany *redis.Script
+	incr, count, allow, reset, mergeMany, stamp *redis.Script
 }
 
 var scripts = func() scriptSet {
@@ -22,7 +22,7 @@ var scripts = func() scriptSet {
 		return redis.NewScript(common + "\n" + mustRead("lua/"+name+".lua"))
 	}
 	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"),
-		mergeMany: mk("merge_many")}
+		mergeMany: mk("merge_many"), stamp: redis.NewScript(mustRead("lua/stamp.lua"))}
 }()
 
 func mustRead(name string) string {
@@ -34,7 +34,7 @@ func mustRead(name string) string {
 }
 
 func (s scriptSet) all() []*redis.Script {
-	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany}
+	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp}
 }
 
 // call is one script run: which script, its keys and its arguments.

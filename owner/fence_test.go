@@ -78,7 +78,7 @@ func TestFencedCountersReloadOnlyOnceTheWriteApplied(t *testing.T) {
 	b := n.sole(t, "b", st)
 	k := "{fenced}k"
 	p := ringOf("b").Partition(k)
-	if _, err := st.Incr(context.Background(), k, sp, 5, t0); err != nil { // an earlier owner's, written
+	if err := writeElsewhere(st, k, 5, t0); err != nil { // an earlier owner's, written
 		t.Fatal(err)
 	}
 	// The ghost counted 7 and its write of the last 2 is in doubt: seq 1 of its key.
@@ -97,7 +97,7 @@ func TestFencedCountersReloadOnlyOnceTheWriteApplied(t *testing.T) {
 		t.Fatalf("count before the fenced write applied: got %d; want an error (a reload now reads 5)", r.Count)
 	}
 	// The ghost's write applies, as its script would: the 2 and its mark.
-	if _, err := st.Incr(context.Background(), k, sp, 2, t0); err != nil {
+	if err := writeElsewhere(st, k, 2, t0); err != nil {
 		t.Fatal(err)
 	}
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})

@@ -26,8 +26,12 @@ type flusher struct {
 	buf     []leaparray.Delta
 
 	running sync.Mutex // one flush at a time
-	kick    chan struct{}
-	settled atomic.Pointer[chan struct{}] // closed and replaced after every flush
+	// Under running: the partition stamps' epoch this node's stamps went to, and
+	// fallback.Store.Reopened when they did (fresh.go).
+	epoch    string
+	reopened uint64
+	kick     chan struct{}
+	settled  atomic.Pointer[chan struct{}] // closed and replaced after every flush
 }
 
 type sentBatch struct {
@@ -147,6 +151,10 @@ func (o *Owner) flushOnce(ctx context.Context) {
 // send sends a batch's unconfirmed calls and reports whether all are now confirmed,
 // releasing its counters' refs when they are.
 func (o *Owner) send(ctx context.Context, sb sentBatch) bool {
+	if err := o.stamp(ctx, sb.refs); err != nil {
+		o.cfg.Logger.Debug("write-behind waits: its partitions' stamps were not written", "err", err)
+		return false
+	}
 	if err := o.cfg.Redis.SendBatch(ctx, sb.b); err != nil || !sb.b.Confirmed() {
 		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
 		return false

@@ -1,8 +1,17 @@
 package owner
 
 import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // freshMargin is how far apart the nodes' wall clocks may be for the load skip below:
@@ -15,6 +24,17 @@ const freshMargin = 5 * time.Second
 type decidedSince struct {
 	gen   atomic.Uint64 // the partition's generation + 1 it was taken in; 0: never
 	since atomic.Int64
+	// quietGen is the partition's generation + 1 in which its stamp (when Redis last
+	// got a write of it: fallback.Written) was read, quietAt (0: never written).
+	quietGen atomic.Uint64
+	quietAt  atomic.Int64
+}
+
+// forget makes p's memory count as come from elsewhere (a Handoff installed counters
+// whose writes may land later): no load is skipped on what was known of it.
+func (d *decidedSince) forget() {
+	d.gen.Store(0)
+	d.quietGen.Store(0)
 }
 
 // noteDecided records that p is decided now, in its current generation. Called with
@@ -29,15 +49,140 @@ func (o *Owner) noteDecided(p int) {
 }
 
 // knowsAllOf reports whether Redis can hold nothing in the window (windowMs) of a
-// counter of partition p that is not in memory: this node has decided p without a
-// break for longer than that window (plus freshMargin). Every write to Redis of p's
-// counters since then was this node's, from counters in memory, and every earlier
-// write is outside the window; so a counter not in memory is new, and its load from
-// Redis can be skipped (issue: a flood of new keys cost a Redis round trip each).
+// counter of partition p that is not in memory, so that its load can be skipped (issue:
+// a flood of new keys cost a Redis round trip each). Either of two things tells:
+//   - this node has decided p without a break for longer than that window (plus
+//     freshMargin): every write to Redis of p's counters since then was this node's,
+//     from counters in memory, and every earlier write is outside the window;
+//   - p's stamp, read in this generation, is older than the window (plus stampEvery and
+//     freshMargin): every write to Redis of p before the read is that old (a writer
+//     stamps a partition before it writes it, and again every stampEvery while it does),
+//     and every write since was this node's. A partition Redis never got a write of (a
+//     new cluster, an emptied Redis) has no stamp, so its loads stop at once.
 func (o *Owner) knowsAllOf(p int, windowMs int64) bool {
 	d := &o.parts.decided[p]
-	if d.gen.Load() != o.parts.gen[p].Load()+1 {
+	g := o.parts.gen[p].Load() + 1
+	if d.gen.Load() != g {
 		return false
 	}
-	return o.cfg.Now()-d.since.Load() > windowMs+freshMargin.Milliseconds()
+	now := o.cfg.Now()
+	if now-d.since.Load() > windowMs+freshMargin.Milliseconds() {
+		return true
+	}
+	return d.quietGen.Load() == g && now-d.quietAt.Load() > windowMs+(stampEvery+freshMargin).Milliseconds()
+}
+
+// skipsLoad reports whether op's counter, not in memory, is created without a load: its
+// partition p says Redis holds nothing of it (knowsAllOf), and this node has no delta
+// of it on its way there (left from a counter that left memory: then Redis is behind,
+// and the load waits for it).
+func (o *Owner) skipsLoad(p int, op *counter.Op) bool {
+	return o.knowsAllOf(p, op.Window) && !o.flush.unsettledRef(op.Key, spec(op))
+}
+
+// readQuiet reads from Redis, once per partition and generation, the stamps of the
+// partitions of misses not read yet, and returns the misses still to load: those
+// skipsLoad does not now skip. An error leaves them all to load.
+func (o *Owner) readQuiet(ctx context.Context, ops []counter.Op, misses []*miss) []*miss {
+	rg := o.ring.Load()
+	seen := lease.NewSet(rg.PartitionCount())
+	var ps []int
+	var gens []uint64
+	for _, m := range misses {
+		p := rg.Partition(ops[m.op].Key)
+		if seen.Has(p) || o.parts.decided[p].quietGen.Load() == m.gen+1 {
+			continue
+		}
+		seen.Add(p)
+		ps, gens = append(ps, p), append(gens, m.gen)
+	}
+	if len(ps) > 0 {
+		at, err := o.cfg.Redis.Written(ctx, rg.PartitionCount(), ps)
+		if err != nil {
+			return misses // the loads will say what Redis does
+		}
+		for i, p := range ps {
+			d := &o.parts.decided[p]
+			d.quietAt.Store(at[i])
+			d.quietGen.Store(gens[i] + 1) // a generation since begun is never gens[i]+1
+		}
+	}
+	kept := misses[:0:0]
+	for _, m := range misses {
+		if op := &ops[m.op]; o.skipsLoad(rg.Partition(op.Key), op) {
+			o.skipped.Add(1)
+			continue // nil buckets: created empty by its op
+		}
+		kept = append(kept, m)
+	}
+	return kept
+}
+
+// stampEvery is how often a partition whose deltas this node keeps writing is stamped
+// again: the stamps trail the writes by at most this. Redis that loses the stamps (an
+// emptied or restarted Redis, one restored from an older snapshot) may get up to this
+// much of a partition's deltas before it is stamped again, unless the write-behind saw
+// Redis go away meanwhile (then everything is stamped again first): a new owner may then
+// skip the load of those counters, a loss within what losing Redis's data loses anyway.
+const stampEvery = time.Second
+
+// stamp stamps, before their deltas are sent, the partitions of refs not stamped by
+// this node within stampEvery; all of them on this node's first write, after Redis was
+// unreachable, and when the stamps' epoch is not the one this node knows (Redis lost
+// them). The flush calls it, one at a time.
+func (o *Owner) stamp(ctx context.Context, refs []fallback.CounterRef) error {
+	rg := o.ring.Load()
+	if rg == nil || len(refs) == 0 {
+		return nil // no ring: nothing was decided, so no delta to send
+	}
+	n, now, f := rg.PartitionCount(), o.cfg.Now(), &o.flush
+	if f.epoch == "" || !o.cfg.Redis.Healthy() || o.cfg.Redis.Reopened() != f.reopened {
+		o.forgetStamps() // (unhealthy: this call is the one that finds Redis back)
+	}
+	all, due := partitionsOf(rg, refs, func(p int) bool { return now-o.parts.stamped[p].Load() >= stampEvery.Milliseconds() })
+	if len(due) == 0 {
+		return nil
+	}
+	candidate := strconv.FormatUint(rand.Uint64(), 36)
+	epoch, err := o.cfg.Redis.StampWritten(ctx, n, due, now, candidate)
+	if err == nil && f.epoch != "" && epoch != f.epoch && len(due) != len(all) {
+		o.forgetStamps()
+		due = all
+		var again string
+		if again, err = o.cfg.Redis.StampWritten(ctx, n, due, now, candidate); err == nil && again != epoch {
+			err = errors.New("the partition stamps were emptied twice in a row")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	f.epoch, f.reopened = epoch, o.cfg.Redis.Reopened()
+	for _, p := range due {
+		o.parts.stamped[p].Store(now)
+	}
+	return nil
+}
+
+// forgetStamps makes every partition due for a stamp.
+func (o *Owner) forgetStamps() {
+	for p := range o.parts.stamped {
+		o.parts.stamped[p].Store(0)
+	}
+}
+
+// partitionsOf returns the partitions of refs, each once, and those of them due says.
+func partitionsOf(rg *ring.Ring, refs []fallback.CounterRef, due func(p int) bool) (all, dueOnes []int) {
+	seen := lease.NewSet(rg.PartitionCount())
+	for _, r := range refs {
+		p := rg.Partition(r.Key)
+		if seen.Has(p) {
+			continue
+		}
+		seen.Add(p)
+		all = append(all, p)
+		if due(p) {
+			dueOnes = append(dueOnes, p)
+		}
+	}
+	return all, dueOnes
 }

@@ -10,13 +10,17 @@ import (
 	"github.com/leapcount/leapcount/fallback"
 )
 
-// A counter not in memory is loaded from Redis until this node has decided its
-// partition for longer than its window (plus freshMargin); after that Redis can hold
-// nothing of it in its window, and it is created without a load.
+// A counter not in memory, of a partition another node wrote to Redis, is loaded until
+// this node has decided its partition for longer than its window (plus freshMargin);
+// after that Redis can hold nothing of it in its window, and it is created without a
+// load.
 func TestNewCounterSkipsLoadOnceThePartitionIsKnown(t *testing.T) {
 	_, st := startRedis(t)
 	var n net
 	a := n.sole(t, "a", st)
+	if err := writeElsewhere(st, "{fresh}other", 1, t0); err != nil {
+		t.Fatal(err)
+	}
 	do(a.Owner, incr("{fresh}0", 1))
 	do(a.Owner, incr("{fresh}1", 1)) // the same slot, a moment later: loaded too
 	if loaded, skipped := a.Loads(); loaded != 2 || skipped != 0 {
@@ -32,6 +36,37 @@ func TestNewCounterSkipsLoadOnceThePartitionIsKnown(t *testing.T) {
 	countIs(t, a.Owner, "{fresh}0", 0) // its bucket left the window
 	do(a.Owner, incr("{fresh}0", 1))
 	redisIs(t, st, "{fresh}2", 2)
+}
+
+// A partition Redis never got a write of (a new cluster, an emptied Redis) has no
+// stamp: its new counters are created without a load at once. One written longer ago
+// than a window (plus stampEvery and freshMargin) is the same; one written within it is
+// loaded, and so is each of its new counters.
+func TestNewCounterSkipsLoadByThePartitionStamp(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	do(a.Owner, incr("{never}0", 1), incr("{never}1", 2))
+	if loaded, skipped := a.Loads(); loaded != 0 || skipped != 2 {
+		t.Fatalf("never written: loaded %d, skipped %d; want 0, 2", loaded, skipped)
+	}
+	stampedAt := t0 - sp.WindowMs - (stampEvery + freshMargin).Milliseconds() - 1
+	if err := writeElsewhere(st, "{old}x", 3, stampedAt); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeElsewhere(st, "{recent}x", 4, t0-1000); err != nil {
+		t.Fatal(err)
+	}
+	do(a.Owner, incr("{old}y", 1), incr("{recent}y", 1))
+	if loaded, skipped := a.Loads(); loaded != 1 || skipped != 3 {
+		t.Fatalf("written long ago and just now: loaded %d, skipped %d; want 1, 3", loaded, skipped)
+	}
+	countIs(t, a.Owner, "{recent}x", 4) // loaded: its partition was written within a window
+	countIs(t, a.Owner, "{old}x", 0)    // created without a load: nothing left in its window
+	redisIs(t, st, "{never}1", 2)
+	if loaded, skipped := a.Loads(); loaded != 2 || skipped != 4 {
+		t.Fatalf("at the end: loaded %d, skipped %d; want 2, 4", loaded, skipped)
+	}
 }
 
 // After a lapse another node may have decided the partition and written its counters

@@ -60,7 +60,7 @@ func TestFullReceiverRefusesHandoffUntilRoom(t *testing.T) {
 // is room.
 func TestLoadIntoFullStoreFails(t *testing.T) {
 	_, st := startRedis(t)
-	if _, err := st.Incr(context.Background(), "in-redis", sp, 3, t0); err != nil {
+	if err := writeElsewhere(st, "in-redis", 3, t0); err != nil {
 		t.Fatal(err)
 	}
 	n := net{bounds: &leaparray.Bounds{MaxUnits: 1}}

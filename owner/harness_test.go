@@ -299,3 +299,14 @@ func (o *testOwner) lapse(p int) {
 	s.Add(p)
 	o.Lapsed(s)
 }
+
+// writeElsewhere adds n to key in Redis at now as another node's write-behind would:
+// it stamps the key's partition first (fallback.StampWritten), then writes.
+func writeElsewhere(st *fallback.Store, key string, n, now int64) error {
+	rg := ringOf("elsewhere")
+	if _, err := st.StampWritten(context.Background(), rg.PartitionCount(), []int{rg.Partition(key)}, now, "elsewhere"); err != nil {
+		return err
+	}
+	_, err := st.Incr(context.Background(), key, sp, n, now)
+	return err
+}

@@ -96,7 +96,7 @@ func TestLentPartitionLapsedReloadsWhenBack(t *testing.T) {
 	}
 	srv.Resume()
 	eventually(t, "another owner's write, during the lapse, once the breaker lets calls through", func() error {
-		_, err := st.Incr(context.Background(), k, sp, 10, t0)
+		err := writeElsewhere(st, k, 10, t0)
 		return err
 	})
 	a.leases.grant(true, p)

@@ -39,7 +39,7 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool)
 		}
 		seen[ref] = true
 		o.noteDecided(p)
-		if o.knowsAllOf(p, op.Window) {
+		if o.skipsLoad(p, op) {
 			o.skipped.Add(1)
 			continue
 		}
@@ -78,6 +78,7 @@ func (o *Owner) load(ctx context.Context, ops []counter.Op, misses []*miss) {
 		}
 		todo = append(todo, m)
 	}
+	todo = o.readQuiet(ctx, ops, todo)
 	o.loaded.Add(int64(len(todo)))
 	for attempt := 0; attempt < 3 && len(todo) > 0; attempt++ {
 		refs := make([]fallback.CounterRef, len(todo))

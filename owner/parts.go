@@ -27,6 +27,7 @@ type parts struct {
 	gen     []atomic.Uint64 // bumped by every transition: a load begun before one is not used
 	blind   []atomic.Bool   // counters were decided from empty memory while Redis was down
 	decided []decidedSince  // since when each partition is decided here without a break
+	stamped []atomic.Int64  // when this node last stamped each partition written (fresh.go), ms
 	lent    map[int]lend    // the stLent partitions; under mu
 	changed atomic.Pointer[chan struct{}]
 }
@@ -43,6 +44,7 @@ func (ps *parts) size(n int) {
 		ps.gen = make([]atomic.Uint64, n)
 		ps.blind = make([]atomic.Bool, n)
 		ps.decided = make([]decidedSince, n)
+		ps.stamped = make([]atomic.Int64, n)
 	}
 }
 

@@ -36,7 +36,7 @@ func (o *Owner) TryDo(ops []counter.Op, results []counter.Result) bool {
 			return false
 		}
 		if o.cfg.Redis != nil && !o.cfg.Store.Has(op.Key, spec(op)) && !o.cfg.Store.ResetPending(op.Key, spec(op)) {
-			if !o.knowsAllOf(p, op.Window) {
+			if !o.skipsLoad(p, op) {
 				return false // Redis may hold some of it: a load
 			}
 			skips++

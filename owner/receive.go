@@ -118,7 +118,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	for i := range h.Counters {
 		p := rg.Partition(h.Counters[i].Key)
 		ps = append(ps, p)
-		o.parts.decided[p].gen.Store(0) // memory came from elsewhere: no load skip for a window (fresh.go)
+		o.parts.decided[p].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
 	}
 	o.fenced.add(ps, h.Fences)
 	return nil

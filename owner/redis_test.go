@@ -100,7 +100,7 @@ func TestResetOrderedWithIncrements(t *testing.T) {
 		t.Fatalf("reset then incr: got %+v", res)
 	}
 	redisIs(t, st, "r", 2)
-	if _, err := st.Incr(context.Background(), "only-redis", sp, 7, t0); err != nil {
+	if err := writeElsewhere(st, "only-redis", 7, t0); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(a.Owner, reset("only-redis"))[0]; r.Err != nil || !r.Existed {
@@ -133,7 +133,7 @@ func TestLapseReloadsFromRedis(t *testing.T) {
 // what it had (had) and the 10, and writes on from there.
 func regrantAfterOthersCounted(t *testing.T, a *testOwner, st *fallback.Store, k string, now, had int64) {
 	t.Helper()
-	if _, err := st.Incr(context.Background(), k, sp, 10, now); err != nil {
+	if err := writeElsewhere(st, k, 10, now); err != nil {
 		t.Fatal(err)
 	}
 	a.leases.grant(true, ringOf("a").Partition(k))
@@ -161,7 +161,7 @@ func TestBlindCountersReloadWhenRedisReturns(t *testing.T) {
 	}
 	srv.Restart()
 	eventually(t, "write to Redis once its breaker lets calls through", func() error {
-		_, err := st.Incr(context.Background(), "blind", sp, 10, t0) // what others counted
+		err := writeElsewhere(st, "blind", 10, t0) // what others counted
 		return err
 	})
 	countIs(t, a.Owner, "blind", 12)
@@ -196,7 +196,7 @@ func TestResetCounterIsNotReloaded(t *testing.T) {
 	_, st := startRedis(t)
 	n := net{flush: time.Hour} // no write-behind unless asked: the reset stays pending
 	a := n.sole(t, "a", st)
-	if _, err := st.Incr(context.Background(), "gone", sp, 5, t0); err != nil {
+	if err := writeElsewhere(st, "gone", 5, t0); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(a.Owner, reset("gone"))[0]; r.Err != nil || !r.Existed {
@@ -262,7 +262,7 @@ func TestNoAnswerFromBlindMemoryAfterRedisReturns(t *testing.T) {
 	}
 	srv.Restart()
 	eventually(t, "write to Redis once its breaker lets calls through", func() error {
-		_, err := st.Incr(context.Background(), "blind", sp, 10, t0) // what others counted
+		err := writeElsewhere(st, "blind", 10, t0) // what others counted
 		return err
 	})
 	r := do(a.Owner, count("blind"))[0]
