@@ -3,6 +3,13 @@ package benchharness
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // runMode starts the servers for mode m (pinned or not), measures its groups and
@@ -74,10 +81,20 @@ func (h *harness) startServers(ctx context.Context, pinned bool) (*serverSet, er
 
 // runRedisGroups compares a node with --redis and one without on new keys: every
 // operation meets a counter the node has never seen, which with Redis it must look
-// for there first.
+// for there first, unless Redis says it never got a write of the counter's partition
+// (a fresh Redis here: no partition stamps). A third node's Redis has every partition
+// stamped as written just now, as after a rolling restart, so it loads every new counter.
 func (h *harness) runRedisGroups(ctx context.Context) ([]*groupResult, error) {
 	backing, err := h.startRedis("redis-backing", "")
 	if err != nil {
+		return nil, err
+	}
+	moved, err := h.startRedis("redis-moved", "")
+	if err != nil {
+		return nil, err
+	}
+	defer h.procs.stopSome(backing.proc, moved.proc)
+	if err := stampAllWritten(ctx, moved.client); err != nil {
 		return nil, err
 	}
 	plain, err := h.startNodes("plain", 1, nodeOpts{})
@@ -88,10 +105,16 @@ func (h *harness) runRedisGroups(ctx context.Context) ([]*groupResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer h.procs.stopSome(backing.proc, plain[0].proc, withRedis[0].proc)
+	afterMove, err := h.startNodes("aftermove", 1, nodeOpts{extra: []string{"--redis", "redis://" + moved.addr + "/0"}})
+	if err != nil {
+		return nil, err
+	}
+	defer h.procs.stopSome(plain[0].proc, withRedis[0].proc, afterMove[0].proc)
 	sides := []*side{
 		newKeySide("sw-incr-plain", "SW.INCR, no Redis", plain[0], "n0:", plain[0].proc),
 		newKeySide("sw-incr-redis", "SW.INCR, --redis (node + redis-server CPU)", withRedis[0], "n1:", withRedis[0].proc, backing.proc),
+		newKeySide("sw-incr-redis-loads", "SW.INCR, --redis, every partition written just now: a load per new counter (node + redis-server CPU)",
+			afterMove[0], "n2:", afterMove[0].proc, moved.proc),
 	}
 	var out []*groupResult
 	for _, p := range h.plan.redisPipelines {
@@ -104,6 +127,18 @@ func (h *harness) runRedisGroups(ctx context.Context) ([]*groupResult, error) {
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// stampAllWritten stamps every partition of the default ring as written now, as the
+// nodes' write-behind does (fallback.StampWritten), so that a node loads every counter
+// it does not hold.
+func stampAllWritten(ctx context.Context, rc *redis.Client) error {
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	fields := []any{"e", "bench"}
+	for p := 0; p < ring.DefaultPartitionCount; p++ {
+		fields = append(fields, strconv.Itoa(p), now)
+	}
+	return rc.HSet(ctx, fallback.WrittenKey(ring.DefaultPartitionCount), fields...).Err()
 }
 
 func newKeySide(id, name string, n *nodeServer, prefix string, servers ...*proc) *side {
