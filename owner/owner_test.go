@@ -240,3 +240,47 @@ func TestHandoffInDoubtStaysInDoubtThroughUnreachable(t *testing.T) {
 	b.leases.grantAll()
 	mustCount(t, b.Owner, k, 5)
 }
+
+// A Handoff in doubt to a node that then leaves the ring for good is given up on after
+// goneAfter: its counters go where the ring now says, rather than wait minutes while
+// their partitions are decided nowhere.
+func TestHandoffInDoubtToANodeGoneGoesElsewhere(t *testing.T) {
+	defer func(d time.Duration) { goneAfter = d }(goneAfter)
+	goneAfter = 100 * time.Millisecond
+	var n net
+	a, b, c := n.sole(t, "a", nil), n.add(t, "b", nil), n.add(t, "c", nil)
+	ab, ac := ringOf("a", "b"), ringOf("a", "c")
+	var k string
+	for _, key := range keysOf(ab, "b", 100) {
+		if m, _ := ac.Owner(key); m.Name == "c" {
+			k = key // b's, then c's once b is gone
+			break
+		}
+	}
+	do(a.Owner, incr(k, 5))
+	var sends atomic.Int64
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if to != "b" || len(h.Counters) == 0 {
+			return false, false
+		}
+		if sends.Add(1) == 1 {
+			b.SetRing(ac) // b leaves: answers nothing more
+			a.SetRing(ac)
+			return false, true // applied at b, its answer lost
+		}
+		return true, false
+	}
+	b.SetRing(ab)
+	c.SetRing(ac)
+	a.SetRing(ab)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // not the minutes of appliedFor/2
+	defer cancel()
+	if err := a.WaitReleased(ctx); err != nil {
+		t.Fatalf("release of a Handoff in doubt to a node gone: %v", err)
+	}
+	if got := sends.Load(); got < 2 {
+		t.Fatalf("sends to b: got %d; want at least 2 (the test proves nothing)", got)
+	}
+	c.leases.grantAll()
+	mustCount(t, c.Owner, k, 5)
+}

@@ -266,7 +266,7 @@ func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, by
 		if sent+n == len(cs) {
 			h.Partitions = parts
 		}
-		if err := o.deliver(ctx, m.RPCAddr, h); err != nil {
+		if err := o.deliver(ctx, m, h); err != nil {
 			return err
 		}
 		if sent += n; sent == len(cs) {
@@ -288,39 +288,55 @@ func dropSent(parts []int, byPart map[int][]rpc.HandoffCounter, sent int, to str
 	}
 }
 
-// deliver sends one Handoff until its outcome is known: applied (nil), or certainly
-// not applied (refused, or never sent: the error). Once a send's outcome is unknown (it
-// went out and no answer came), a later send that fails unsent says nothing of the
-// first, which may have been applied: the Handoff goes again, to addr only, until addr
+// deliver sends one Handoff to m until its outcome is known: applied (nil), or
+// certainly not applied (refused, or never sent: the error). Once a send's outcome is
+// unknown (it went out and no answer came), a later send that fails unsent says nothing
+// of the first, which may have been applied: the Handoff goes again, to m only, until m
 // answers (a receiver checks a Handoff's ID before it refuses one, so a refusal then is
 // an answer too). Giving up there would send its counters again in a new Handoff, or
 // take them back, and count them twice (TestHandoffInDoubtStaysInDoubtThroughUnreachable).
-// An outcome still unknown after appliedFor/2 is given up on: the receiver would no
-// longer know the Handoff's id.
-func (o *Owner) deliver(ctx context.Context, addr string, h *rpc.Handoff) error {
+//
+// It is given up on (an error: its counters go where the ring says) only once m has been
+// out of the ring for goneAfter, or after appliedFor/2 (the receiver would no longer know
+// its ID): a node gone that long has most likely crashed, and its memory with what it
+// applied, whereas waiting longer keeps its partitions from being decided anywhere.
+func (o *Owner) deliver(ctx context.Context, m ring.Member, h *rpc.Handoff) error {
 	ctx, cancel := context.WithTimeout(ctx, appliedFor/2)
 	defer cancel()
 	retry := backoff.Policy{Initial: 20 * time.Millisecond, Max: time.Second}
 	inDoubt := false
+	var outSince time.Time // when m was first seen out of the ring while in doubt
 	for wait := retry.Next(0); ; wait = retry.Next(wait) {
-		err := o.cfg.Sender.Handoff(ctx, addr, h)
+		err := o.cfg.Sender.Handoff(ctx, m.RPCAddr, h)
 		switch {
 		case err == nil || errors.Is(err, rpc.ErrHandoffRefused):
 			return err
-		case errors.Is(err, rpc.ErrPeerUnreachable):
-			if !inDoubt {
-				return err
-			}
-		default:
+		case errors.Is(err, rpc.ErrPeerUnreachable) && !inDoubt:
+			return err
+		case !errors.Is(err, rpc.ErrPeerUnreachable):
 			inDoubt = true
 		}
-		select { // the outcome is unknown: only sending it again, to addr, can tell
+		if _, in := o.ring.Load().Member(m.Name); in {
+			outSince = time.Time{}
+		} else if outSince.IsZero() {
+			outSince = time.Now()
+		} else if time.Since(outSince) > goneAfter {
+			o.cfg.Logger.Warn("handoff in doubt to a node out of the ring: its counters go where the ring says (counted twice should that node come back having applied it)",
+				"to", m.Name, "id", h.ID, "counters", len(h.Counters))
+			return fmt.Errorf("handoff %d to %s: outcome unknown, and %s is out of the ring: %w", h.ID, m.Name, m.Name, err)
+		}
+		select { // the outcome is unknown: only sending it again, to m, can tell
 		case <-ctx.Done():
-			return fmt.Errorf("handoff %d to %s: outcome unknown: %w", h.ID, addr, err)
+			return fmt.Errorf("handoff %d to %s: outcome unknown: %w", h.ID, m.RPCAddr, err)
 		case <-time.After(wait):
 		}
 	}
 }
+
+// goneAfter is how long a node out of the ring is waited for when a Handoff to it is in
+// doubt: as long as a lent partition waits for its counters (lend.go). A variable for
+// tests.
+var goneAfter = lentMax
 
 func remove(from, drop []int) []int {
 	out := from[:0]
