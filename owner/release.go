@@ -157,7 +157,6 @@ func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leap
 		ch := o.parts.changed.Load()
 		left = o.reclaim(left, byPart, lentTo, fs)
 		for _, parts := range o.sendAll(ctx, byOwner(o.ring.Load(), left), byPart, lentTo, fs) {
-			o.finish(parts, lentTo)
 			left = remove(left, parts)
 		}
 		if len(left) == 0 {
@@ -204,11 +203,12 @@ func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo 
 	return rest
 }
 
-// sendAll delivers each owner's partitions (sendCounters) to all owners at once, and
-// returns the partition lists delivered. Concurrently, because a Handoff in doubt goes
-// again to its receiver only until that one answers (deliver): a receiver cut off holds
-// up its own partitions, not those on their way to the others. Each owner's send works
-// on its own partitions' entries, copied out of byPart and lentTo and back after.
+// sendAll delivers each owner's partitions (sendCounters) to all owners at once,
+// finishes (finish) each owner's as soon as they are delivered, and returns the
+// partition lists delivered. Concurrently, because a Handoff in doubt goes again to its
+// receiver only until that one answers (deliver): a receiver cut off holds up its own
+// partitions, not those on their way to the others. Each owner's send works on its own
+// partitions' entries, copied out of byPart and lentTo and back after.
 func (o *Owner) sendAll(ctx context.Context, to map[ring.Member][]int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string, fs []rpc.HandoffFence) [][]int {
 	type send struct {
 		m      ring.Member
@@ -223,12 +223,17 @@ func (o *Owner) sendAll(ctx context.Context, to map[ring.Member][]int, byPart ma
 		s := &send{m: m, parts: parts, byPart: make(map[int][]rpc.HandoffCounter, len(parts)), lentTo: map[int]string{}}
 		for _, p := range parts {
 			s.byPart[p] = byPart[p]
+			if to, ok := lentTo[p]; ok {
+				s.lentTo[p] = to // counters it sent earlier, elsewhere: finish must know
+			}
 		}
 		sends = append(sends, s)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.err = o.sendCounters(ctx, s.m, s.parts, s.byPart, s.lentTo, fs)
+			if s.err = o.sendCounters(ctx, s.m, s.parts, s.byPart, s.lentTo, fs); s.err == nil {
+				o.finish(s.parts, s.lentTo)
+			}
 		}()
 	}
 	wg.Wait()
