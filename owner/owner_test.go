@@ -284,3 +284,47 @@ func TestHandoffInDoubtToANodeGoneGoesElsewhere(t *testing.T) {
 	c.leases.grantAll()
 	mustCount(t, c.Owner, k, 5)
 }
+
+// A Handoff in doubt to one node holds up only that node's partitions: another node's,
+// delivered meanwhile, are released at once (no longer claimed), so their new owner can
+// be granted them.
+func TestHandoffInDoubtHoldsUpOnlyItsReceiver(t *testing.T) {
+	var n net
+	a, b, c := n.sole(t, "a", nil), n.add(t, "b", nil), n.add(t, "c", nil)
+	abc := ringOf("a", "b", "c")
+	kb, kc := keysOf(abc, "b", 1)[0], keysOf(abc, "c", 1)[0]
+	do(a.Owner, incr(kb, 2), incr(kc, 3))
+	var toB atomic.Int64
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if to != "b" || len(h.Counters) == 0 {
+			return false, false
+		}
+		if toB.Add(1) == 1 {
+			return false, true // applied at b, its answer lost
+		}
+		return true, false // then b does not answer: in doubt until it does
+	}
+	b.SetRing(abc)
+	c.SetRing(abc)
+	a.SetRing(abc)
+	pb, pc := abc.Partition(kb), abc.Partition(kc)
+	eventually(t, "c's partition released by a", func() error {
+		if a.leases.claimed(pc) {
+			return errors.New("still claimed")
+		}
+		return nil
+	})
+	if !a.leases.claimed(pb) {
+		t.Fatal("b's partition released while its Handoff is in doubt")
+	}
+	c.leases.grantAll()
+	mustCount(t, c.Owner, kc, 3)
+	n.mu.Lock()
+	n.fail = nil // b answers again: the Handoff in doubt is found applied
+	n.mu.Unlock()
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.leases.grantAll()
+	mustCount(t, b.Owner, kb, 2)
+}
