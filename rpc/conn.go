@@ -16,9 +16,14 @@ type conn struct {
 	peer *peer
 	bw   *bufio.Writer // only the peer's writer uses it
 
+	// answered gets a token whenever an op frame leaves inflight (answered, given up
+	// or failed), for the writer waiting for fewer frames in flight (peer.collect).
+	answered chan struct{}
+
 	mu       sync.Mutex
 	nextID   uint64 // the last frame id used
 	inflight map[uint64]*pending
+	ops      int // op frames in inflight
 	failed   error
 }
 
@@ -31,16 +36,28 @@ type pending struct {
 }
 
 func newConn(nc net.Conn, p *peer) *conn {
-	c := &conn{nc: nc, peer: p, bw: bufio.NewWriterSize(nc, 64<<10), inflight: map[uint64]*pending{}}
+	c := &conn{nc: nc, peer: p, bw: bufio.NewWriterSize(nc, 64<<10), inflight: map[uint64]*pending{}, answered: make(chan struct{}, 1)}
 	go c.readLoop()
 	return c
 }
 
-// busy reports whether frames are waiting for answers on this connection.
-func (c *conn) busy() bool {
+// opFrames is how many op frames wait for their answers on this connection.
+func (c *conn) opFrames() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.inflight) > 0
+	return c.ops
+}
+
+// forget takes frame id out of inflight (c.mu held).
+func (c *conn) forget(id uint64, f *pending) {
+	delete(c.inflight, id)
+	if f.answer == frameResponse {
+		c.ops--
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // send writes one frame holding the calls of batch that are still wanted, and
@@ -71,7 +88,11 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 		return buf
 	}
 	c.nextID = id
-	c.inflight[id] = &pending{answer: answerType(calls[0]), calls: calls, live: len(calls)}
+	f := &pending{answer: answerType(calls[0]), calls: calls, live: len(calls)}
+	c.inflight[id] = f
+	if f.answer == frameResponse {
+		c.ops++
+	}
 	c.mu.Unlock()
 
 	n := 0
@@ -150,7 +171,7 @@ func (c *conn) release(id uint64) {
 	defer c.mu.Unlock()
 	if f := c.inflight[id]; f != nil {
 		if f.live--; f.live == 0 {
-			delete(c.inflight, id)
+			c.forget(id, f)
 		}
 	}
 }
@@ -185,7 +206,9 @@ func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
 	}
 	c.mu.Lock()
 	f := c.inflight[id]
-	delete(c.inflight, id)
+	if f != nil {
+		c.forget(id, f)
+	}
 	issued := id != 0 && id <= c.nextID
 	c.mu.Unlock()
 	switch {
@@ -257,6 +280,7 @@ func (c *conn) fail(err error) {
 	}
 	inflight := c.inflight
 	c.inflight = map[uint64]*pending{}
+	c.ops = 0
 	c.mu.Unlock()
 	c.nc.Close()
 	for _, f := range inflight {

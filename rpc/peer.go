@@ -20,7 +20,11 @@ type call struct {
 	results  []counter.Result
 	reply    *lease.Reply // the heartbeat's answer
 	deadline time.Time    // the caller's, bounded by Config.Timeout
-	done     chan error   // buffered 1: whoever settles the call sends once
+	done     chan error   // buffered 1: whoever settles the call sends once (Do's)
+	// then, instead of done, is Go's: called once with the outcome by whoever settles
+	// the call, and by expiry (the Timeout bound) if nobody has.
+	then   func(error)
+	expiry *time.Timer
 
 	// state settles the races between the writer sending the call, its answer, and the
 	// caller giving up. A call moves from queued to sent (the writer put it in a frame)
@@ -54,7 +58,20 @@ func (c *call) settle(fill func(*call), err error) {
 	if err == nil && fill != nil {
 		fill(c)
 	}
-	c.done <- err
+	c.finish(err)
+}
+
+// finish hands the outcome to whoever waits for it; only the one who moved the call
+// to settled or abandoned calls it.
+func (c *call) finish(err error) {
+	if c.then == nil {
+		c.done <- err
+		return
+	}
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	c.then(err)
 }
 
 // peer is the connection to one node and the goroutine that writes to it.
@@ -128,20 +145,70 @@ func (p *peer) do(ctx context.Context, expire <-chan time.Time, cl *call) error 
 	}
 }
 
+// start queues cl, a call of Go's, without waiting: its outcome goes to cl.then, from
+// whoever settles it, or from its expiry at its deadline.
+func (p *peer) start(cl *call) {
+	err := p.downErr()
+	if err == nil {
+		err = p.silentErr(cl)
+	}
+	if err == nil && p.ctx.Err() != nil {
+		err = ErrClosed
+	}
+	if err != nil {
+		cl.then(err)
+		return
+	}
+	// Armed before the call is queued, so no path leaves it unbounded; it loses to a
+	// settle in the state's race, and settle stops it.
+	cl.expiry = time.AfterFunc(time.Until(cl.deadline), func() { p.expire(cl) })
+	select {
+	case p.queue <- cl:
+	default:
+		// A full queue: the caller of Go must not wait (it is an event loop), so a
+		// goroutine waits for room instead; the expiry still bounds the call.
+		go func() {
+			select {
+			case p.queue <- cl:
+			case <-p.ctx.Done():
+				if cl.state.CompareAndSwap(callQueued, callAbandoned) {
+					cl.finish(ErrClosed)
+				}
+			}
+		}()
+	}
+}
+
+// expire gives up a call of Go's at its deadline, unless it was settled first.
+func (p *peer) expire(cl *call) {
+	if err, ok := p.giveUp(context.DeadlineExceeded, cl); ok {
+		cl.then(err)
+	}
+}
+
 // abandon gives up cl for its caller, whose call ended with cause (its ctx's error, or
 // DeadlineExceeded at the Timeout bound), and says what became of it.
 func (p *peer) abandon(cause error, cl *call) error {
+	if err, ok := p.giveUp(cause, cl); ok {
+		return err
+	}
+	return <-cl.done // settled just now: its answer is complete
+}
+
+// giveUp moves cl to abandoned, unless it was settled, and says what became of it; ok
+// is false when it was settled (its outcome is on its way to the caller).
+func (p *peer) giveUp(cause error, cl *call) (err error, ok bool) {
 	switch {
 	case cl.state.CompareAndSwap(callQueued, callAbandoned):
-		return fmt.Errorf("%w: %s: not sent before the call ended: %w", ErrPeerUnreachable, p.addr, cause)
+		return fmt.Errorf("%w: %s: not sent before the call ended: %w", ErrPeerUnreachable, p.addr, cause), true
 	case cl.state.CompareAndSwap(callSent, callAbandoned):
 		cl.conn.release(cl.id)
 		if errors.Is(cause, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %s: %w", ErrTimeout, p.addr, cause)
+			return fmt.Errorf("%w: %s: %w", ErrTimeout, p.addr, cause), true
 		}
-		return fmt.Errorf("rpc: %s: call given up after it was sent (outcome unknown): %w", p.addr, cause)
+		return fmt.Errorf("rpc: %s: call given up after it was sent (outcome unknown): %w", p.addr, cause), true
 	}
-	return <-cl.done // settled just now: its answer is complete
+	return nil, false
 }
 
 // silentErr is ErrPeerUnreachable for a call other than a heartbeat while MarkDown
@@ -209,7 +276,7 @@ func (p *peer) writeLoop() {
 			first.settle(nil, err)
 			continue
 		}
-		batch, held = p.collect(append(batch[:0], first), timer, c.busy())
+		batch, held = p.collect(append(batch[:0], first), timer, c)
 		buf = c.send(buf[:0], batch)
 		if cap(buf) > 1<<20 {
 			buf = nil // a handoff's buffer: do not keep megabytes per peer
@@ -238,11 +305,12 @@ func (p *peer) next(c *conn) *call {
 }
 
 // collect adds queued calls to batch until it holds MaxBatchOps ops, or the queue is
-// empty. When busy (calls are in flight on the connection, so others are calling too)
-// it waits up to Linger for more before giving up; a lone caller at low load never waits.
-// A call that cannot join, because it would overfill the frame, goes on a frame of its
-// own, or carries another epoch or hop mark, is returned as held.
-func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *call) {
+// empty. While InFlight op frames or more wait for their answers on c (others are
+// calling too, and a frame sent now would carry few ops), it waits up to Linger for
+// more ops or for an answer, which lets the next frame go; a lone caller at low load
+// never waits. A call that cannot join, because it would overfill the frame, goes on a
+// frame of its own, or carries another epoch or hop mark, is returned as held.
+func (p *peer) collect(batch []*call, timer *time.Timer, c *conn) ([]*call, *call) {
 	if batch[0].solo() {
 		return batch, nil
 	}
@@ -261,7 +329,7 @@ func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *c
 		select {
 		case cl = <-p.queue:
 		default:
-			if p.cfg.Linger <= 0 || !busy {
+			if p.cfg.Linger <= 0 || c.opFrames() < p.cfg.InFlight {
 				return batch, nil
 			}
 			if !lingering {
@@ -270,6 +338,8 @@ func (p *peer) collect(batch []*call, timer *time.Timer, busy bool) ([]*call, *c
 			}
 			select {
 			case cl = <-p.queue:
+			case <-c.answered:
+				continue // fewer frames in flight now, perhaps few enough
 			case <-timer.C:
 				lingering = false
 				return batch, nil

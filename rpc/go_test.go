@@ -1,0 +1,154 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// goResult is what Go handed its done.
+type goResult struct {
+	err error
+	res []counter.Result
+}
+
+// startGo calls Go and returns where its outcome arrives.
+func startGo(ctx context.Context, c *Client, addr string, ops ...counter.Op) chan goResult {
+	ch := make(chan goResult, 2) // 2: a second call of done would show, not block
+	res := make([]counter.Result, len(ops))
+	c.Go(ctx, addr, fwd(ops...), res, func(err error) { ch <- goResult{err, res} })
+	return ch
+}
+
+// outcome waits for one outcome, and checks no second one comes.
+func outcome(t *testing.T, ch chan goResult) goResult {
+	t.Helper()
+	var r goResult
+	select {
+	case r = <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("done not called within 10s")
+	}
+	select {
+	case again := <-ch:
+		t.Fatalf("done called twice: %v, then %v", r.err, again.err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	return r
+}
+
+// Go's calls are answered like Do's, several in one frame when they come together.
+func TestGoAnswers(t *testing.T) {
+	o := startOwner(t, "")
+	c := NewClient(Config{})
+	defer c.Close()
+	var chans []chan goResult
+	for range 20 {
+		chans = append(chans, startGo(context.Background(), c, o.addr, incr("a", 1), incr("b", 2)))
+	}
+	seen := map[int64]bool{}
+	for _, ch := range chans {
+		r := outcome(t, ch)
+		if r.err != nil || r.res[0].Err != nil {
+			t.Fatalf("got %v %+v; want answered", r.err, r.res)
+		}
+		if seen[r.res[0].Count] || r.res[1].Count != 2*r.res[0].Count {
+			t.Fatalf("counts %d, %d: each call must see its own increments", r.res[0].Count, r.res[1].Count)
+		}
+		seen[r.res[0].Count] = true
+	}
+	if got := o.local.Store.Count("a", spec10, t0); got != 20 {
+		t.Fatalf("count: got %d; want 20", got)
+	}
+}
+
+// A call of Go's that the peer does not answer in time ends with ErrTimeout at its
+// deadline, and the late answer never lands in its results.
+func TestGoTimesOut(t *testing.T) {
+	o := startOwner(t, "")
+	o.block = make(chan struct{})
+	c := NewClient(Config{Timeout: time.Minute})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r := outcome(t, startGo(ctx, c, o.addr, incr("a", 1)))
+	if !errors.Is(r.err, ErrTimeout) {
+		t.Fatalf("got %v; want ErrTimeout", r.err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v; the deadline is 100ms", d)
+	}
+	r.res[0].Count = -42 // the caller owns the slice again
+	close(o.block)
+	waitFor(t, func() bool { return o.local.Store.Count("a", spec10, t0) == 1 })
+	if r := outcome(t, startGo(context.Background(), c, o.addr, incr("b", 1))); r.err != nil || r.res[0].Count != 1 {
+		t.Fatalf("call after a timeout: got %v %+v; want count 1", r.err, r.res)
+	}
+	if r.res[0].Count != -42 {
+		t.Fatalf("late answer wrote into a timed-out call's results: %+v", r.res[0])
+	}
+}
+
+// A call of Go's that cannot be sent by its deadline (the dial hangs) ends unsent, and
+// never goes out later; one to a peer that refuses connections ends unsent at once.
+func TestGoUnsent(t *testing.T) {
+	o := startOwner(t, "")
+	dialing, release := make(chan struct{}, 1), make(chan struct{})
+	c := NewClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Timeout: 100 * time.Millisecond})
+	defer c.Close()
+	r := outcome(t, startGo(context.Background(), c, o.addr, incr("a", 1)))
+	if !errors.Is(r.err, ErrPeerUnreachable) {
+		t.Fatalf("call queued past its deadline: got %v; want ErrPeerUnreachable (not sent)", r.err)
+	}
+	<-dialing
+	close(release)
+	if r := outcome(t, startGo(context.Background(), c, o.addr, incr("b", 1))); r.err != nil || r.res[0].Count != 1 {
+		t.Fatalf("call after: got %v %+v; want count 1", r.err, r.res)
+	}
+	if got := o.local.Store.Count("a", spec10, t0); got != 0 {
+		t.Fatalf("count of a: got %d; want 0 (never sent)", got)
+	}
+
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := ln.Addr().String()
+	ln.Close()
+	c2 := NewClient(Config{})
+	defer c2.Close()
+	for i := range 2 { // the first dials and fails, the second finds the peer marked down
+		if r := outcome(t, startGo(context.Background(), c2, closed, incr("a", 1))); !errors.Is(r.err, ErrPeerUnreachable) {
+			t.Fatalf("call %d to a closed port: got %v; want ErrPeerUnreachable", i, r.err)
+		}
+	}
+}
+
+// While a frame waits for its answer, the next part-full one lingers: for more ops, and
+// only until that answer comes, however long Linger is. Before, it waited out Linger.
+func TestAnswerEndsTheLinger(t *testing.T) {
+	o := startOwner(t, "")
+	o.block = make(chan struct{})
+	c := NewClient(Config{Linger: time.Hour, Timeout: time.Hour})
+	defer c.Close()
+	first := startGo(context.Background(), c, o.addr, incr("a", 1))
+	waitFor(t, func() bool { return o.frames.Load() == 1 })
+	second := startGo(context.Background(), c, o.addr, incr("b", 1))
+	third := startGo(context.Background(), c, o.addr, incr("c", 1))
+	p, _ := c.peer(o.addr, false)
+	waitFor(t, func() bool { return len(p.queue) == 0 }) // the writer holds them, lingering
+	if got := o.frames.Load(); got != 1 {
+		t.Fatalf("frames while the first waits: got %d; want 1", got)
+	}
+	close(o.block)
+	for _, ch := range []chan goResult{first, second, third} {
+		if r := outcome(t, ch); r.err != nil || r.res[0].Count != 1 {
+			t.Fatalf("got %v %+v; want count 1", r.err, r.res)
+		}
+	}
+	if got := o.frames.Load(); got != 2 {
+		t.Fatalf("frames: got %d; want 2 (the two lingering calls in one)", got)
+	}
+}
