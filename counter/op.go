@@ -90,6 +90,18 @@ type QuickDoer interface {
 	TryDo(ops []Op, results []Result) bool
 }
 
+// A Starter is a QuickDoer that can also decide ops without its caller waiting: an
+// event loop hands it the ops TryDo could not decide and goes on serving its other
+// connections, where Do would need a goroutine parked per batch.
+type Starter interface {
+	QuickDoer
+	// Start decides ops as Do would and then calls done, once, from any goroutine
+	// (possibly before Start returns). ops and results are the Starter's until done:
+	// the caller must not touch them before. ctx's deadline bounds the ops; its
+	// cancellation after Start returns may not be watched.
+	Start(ctx context.Context, ops []Op, results []Result, done func())
+}
+
 // Limits are the bounds a node enforces that its flags can change.
 type Limits struct {
 	MaxKeyBytes int // 0 means DefaultMaxKeyBytes

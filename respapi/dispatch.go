@@ -88,8 +88,7 @@ func (s *Server) decide(c *client) bool {
 		return true
 	}
 	if len(b.ops) > 0 {
-		b.results = slices.Grow(b.results[:0], len(b.ops))[:len(b.ops)]
-		clear(b.results)
+		b.prepare()
 		switch {
 		case c.mayWait:
 			s.cfg.Doer.Do(s.ctx, b.ops, b.results)
@@ -97,6 +96,23 @@ func (s *Server) decide(c *client) bool {
 			return false
 		}
 	}
+	s.answer(c)
+	return true
+}
+
+// prepare sizes and clears the results of the batch's ops, to be decided.
+func (b *batch) prepare() {
+	b.results = slices.Grow(b.results[:0], len(b.ops))[:len(b.ops)]
+	clear(b.results)
+}
+
+// undecided reports whether the batch holds ops that wait to be decided.
+func (b *batch) undecided() bool { return len(b.ops) > 0 }
+
+// answer writes the reply of every command of the batch, whose ops are decided, and
+// empties it.
+func (s *Server) answer(c *client) {
+	b := &c.batch
 	for _, p := range b.replies {
 		err := p.err
 		if err == nil {
@@ -117,7 +133,6 @@ func (s *Server) decide(c *client) bool {
 	clear(b.ops) // let go of the keys and errors
 	clear(b.replies)
 	b.ops, b.replies = b.ops[:0], b.replies[:0]
-	return true
 }
 
 // writeResult writes the reply to a decided op.

@@ -18,13 +18,15 @@
 //
 // # Serving
 //
-// Connections that are sockets are served by event loops (loop.go, gnet): one per P,
+// Connections that are sockets are served by event loops (loop.go): one per P,
 // each polling its connections and serving what arrived, a pipeline read in one read
 // and answered in one write. A loop never waits: it decides a batch with
 // counter.QuickDoer's TryDo when the Doer is one, and a batch that cannot be decided
 // at once (forwarded to another node, loaded from Redis, waiting for a lease) parks its
-// connection on a goroutine until it is answered. Other connections (in-process ones,
-// in tests) get a goroutine each (stream.go).
+// connection until it is answered: handed to counter.Starter's Start when the Doer is
+// one (a forwarded batch then waits on no goroutine at all, and its answer comes back
+// to the loop), otherwise served on a goroutine with Do. Other connections (in-process
+// ones, in tests) get a goroutine each (stream.go).
 //
 // # Hostile clients
 //

@@ -69,6 +69,38 @@ func waits(ops []counter.Op) bool {
 	return false
 }
 
+// startingDoer is a countingDoer that is also a counter.Starter: it decides the
+// batches TryDo leaves on a goroutine of its own when the gate is set, and calls done
+// from there, as a router does with forwarded ops; without a gate it decides them and
+// calls done before Start returns, as a node that refuses them does.
+type startingDoer struct {
+	*countingDoer
+	started atomic.Int64
+}
+
+func (d *startingDoer) Start(ctx context.Context, ops []counter.Op, results []counter.Result, done func()) {
+	d.started.Add(1)
+	if d.gate.Load() == nil {
+		d.Do(ctx, ops, results)
+		done()
+		return
+	}
+	go func() {
+		d.Do(ctx, ops, results)
+		done()
+	}()
+}
+
+// withStart makes startServer's Doer a startingDoer.
+func withStart(cfg *Config) { cfg.Doer = &startingDoer{countingDoer: cfg.Doer.(*countingDoer)} }
+
+// waysToWait are the two ways a loop waits for a batch TryDo leaves: a goroutine
+// serving the session with Do, or the Doer's Start.
+var waysToWait = []struct {
+	name string
+	edit func(*Config)
+}{{"Do", nil}, {"Start", withStart}}
+
 // failingDoer fails every op with err, as an unreachable owner would.
 type failingDoer struct{ err error }
 

@@ -136,10 +136,46 @@ func (lc *loopConn) serve(p []byte) {
 	}
 	switch {
 	case !ok:
-		lc.park()
+		lc.wait()
 	case lc.ss.closing():
 		lc.closeNow(nil)
 	}
+}
+
+// wait parks the session until what it waits for is done: a batch of ops, started on
+// the Doer's Start when it has one, or anything else (EXEC, a Doer without Start) on a
+// goroutine of its own.
+func (lc *loopConn) wait() {
+	s := lc.ss.s
+	b := &lc.ss.c.batch
+	if s.starter == nil || !b.undecided() {
+		lc.park()
+		return
+	}
+	lc.parked.Store(true)
+	s.parked.Add(1)
+	b.prepare()
+	s.starter.Start(s.ctx, b.ops, b.results, func() {
+		lc.p.post(lc.decided)
+		s.parked.Done()
+	})
+}
+
+// decided is the batch the session waited for decided, back on the loop: it writes the
+// replies, and serves what was held and then what arrived meanwhile.
+func (lc *loopConn) decided() {
+	if lc.closed {
+		return
+	}
+	ok := lc.ss.decided()
+	if !lc.write(lc.ss.c.out.take()) {
+		return
+	}
+	if !ok {
+		lc.wait()
+		return
+	}
+	lc.resume()
 }
 
 // write writes b, or buffers (copies) what the socket does not take now; false if the
@@ -205,10 +241,19 @@ func (lc *loopConn) park() {
 // unpark is the session back on the loop: it writes what was answered meanwhile and
 // serves what arrived meanwhile.
 func (lc *loopConn) unpark(out []byte) {
-	lc.parked.Store(false)
 	if lc.closed || !lc.write(out) {
 		return
 	}
+	lc.resume()
+}
+
+// resume serves, on the loop again, what arrived while the session was parked.
+func (lc *loopConn) resume() {
+	if lc.ss.closing() {
+		lc.closeNow(nil)
+		return
+	}
+	lc.parked.Store(false)
 	p := lc.later
 	lc.later = nil
 	lc.serve(p)

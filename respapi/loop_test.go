@@ -10,7 +10,13 @@ import (
 // must wait (Do, on a goroutine) is answered whole, in order, and what came after a
 // waiting batch is served after it.
 func TestParkedBatchesKeepThePipelineInOrder(t *testing.T) {
-	ts := startServer(t, nil)
+	for _, way := range waysToWait {
+		t.Run(way.name, func(t *testing.T) { testParkedBatchesKeepThePipelineInOrder(t, way.edit) })
+	}
+}
+
+func testParkedBatchesKeepThePipelineInOrder(t *testing.T, edit func(*Config)) {
+	ts := startServer(t, edit)
 	cl := ts.dial(t)
 	var in strings.Builder
 	var want []string
@@ -37,14 +43,23 @@ func TestParkedBatchesKeepThePipelineInOrder(t *testing.T) {
 	if !serveStreams && ts.doer.parked.Load() == 0 {
 		t.Fatalf("no batch was left to Do: the test does not test parking")
 	}
+	if sd, ok := ts.srv.cfg.Doer.(*startingDoer); ok && !serveStreams && sd.started.Load() != ts.doer.parked.Load() {
+		t.Fatalf("batches started: got %d; want every one TryDo left (%d)", sd.started.Load(), ts.doer.parked.Load())
+	}
 	cl.wantServes()
 }
 
 // While one connection's batch waits in Do, the loop goes on serving the others, and
 // the waiting connection's later commands wait for it.
 func TestAWaitingBatchHoldsUpOnlyItsConnection(t *testing.T) {
+	for _, way := range waysToWait {
+		t.Run(way.name, func(t *testing.T) { testAWaitingBatchHoldsUpOnlyItsConnection(t, way.edit) })
+	}
+}
+
+func testAWaitingBatchHoldsUpOnlyItsConnection(t *testing.T, edit func(*Config)) {
 	gate := make(chan struct{})
-	ts := startServer(t, nil)
+	ts := startServer(t, edit)
 	ts.doer.gate.Store(&gate)
 	waiting := ts.dial(t)
 	waiting.write(encode("SW.INCR", "wait:a", "1m") + encode("PING"))
@@ -59,7 +74,13 @@ func TestAWaitingBatchHoldsUpOnlyItsConnection(t *testing.T) {
 
 // A transaction of ops runs where it may wait, and answers in one array.
 func TestExecOfWaitingOpsAnswersInOneArray(t *testing.T) {
-	ts := startServer(t, nil)
+	for _, way := range waysToWait {
+		t.Run(way.name, func(t *testing.T) { testExecOfWaitingOpsAnswersInOneArray(t, way.edit) })
+	}
+}
+
+func testExecOfWaitingOpsAnswersInOneArray(t *testing.T, edit func(*Config)) {
+	ts := startServer(t, edit)
 	cl := ts.dial(t)
 	cl.write(encode("MULTI") + encode("SW.INCR", "wait:x", "1m") + encode("PING") + encode("SW.INCR", "y", "1m") +
 		encode("EXEC") + encode("SW.COUNT", "wait:x", "1m"))

@@ -70,6 +70,7 @@ type Server struct {
 	start   time.Time
 	limiter *authlimit.Limiter
 	quick   counter.QuickDoer // Doer's, when it is one; nil: every batch goes to Do on a goroutine
+	starter counter.Starter   // Doer's, when it is one; nil: a batch TryDo leaves goes to Do on a goroutine
 	conn    connConfig
 
 	ctx    context.Context // of every Do call; Close cancels it
@@ -102,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(), limiter: cfg.AuthLimiter, open: map[*session]net.Conn{}}
 	s.quick, _ = cfg.Doer.(counter.QuickDoer)
+	s.starter, _ = cfg.Doer.(counter.Starter)
 	s.conn = cfg.connConfig()
 	m, err := newMetrics(cfg.Registerer, s.refusedCount)
 	if err != nil {

@@ -75,6 +75,17 @@ func (ss *session) serveParked() {
 	ss.c.mayWait = false
 }
 
+// decided goes on, on the loop, where receive parked once the batch it left has been
+// decided (Starter.Start): it answers the batch and serves the rest of the whole
+// commands held, as receive would. It reports false when the session parks again.
+func (ss *session) decided() bool {
+	ss.s.answer(&ss.c)
+	in := ss.in.held
+	n, ok := ss.serve(in[:ss.in.whole])
+	ss.in.served(in, n, ss.c.quit)
+	return ok
+}
+
 // serve runs the whole commands in b and returns how many bytes it took. It stops
 // early, reporting false, where a command (or the end of b) would have to wait for a
 // batch this session cannot decide without waiting (see client.mayWait). At the end

@@ -66,6 +66,22 @@ func makeNodes(t *testing.T, n int, now func() int64) ([]*testNode, []ring.Membe
 
 func fixedClock(v int64) func() int64 { return func() int64 { return v } }
 
+// ways are how a caller has a router decide ops: Do, and Start (an event loop's way),
+// waited for. Tests of what a caller sees run both.
+var ways = []struct {
+	name string
+	do   func(r *Router, ctx context.Context, ops []counter.Op, res []counter.Result)
+}{
+	{"Do", (*Router).Do},
+	{"Start", startAndWait},
+}
+
+func startAndWait(r *Router, ctx context.Context, ops []counter.Op, res []counter.Result) {
+	done := make(chan struct{})
+	r.Start(ctx, ops, res, func() { close(done) })
+	<-done
+}
+
 // The same random operations through random nodes of a 3-node cluster and against one
 // local store give the same answers.
 func TestClusterMatchesOneStore(t *testing.T) {
@@ -92,7 +108,7 @@ func TestClusterMatchesOneStore(t *testing.T) {
 		}
 		got := make([]counter.Result, len(batch))
 		want := make([]counter.Result, len(batch))
-		nodes[rng.IntN(len(nodes))].router.Do(context.Background(), batch, got)
+		ways[rng.IntN(len(ways))].do(nodes[rng.IntN(len(nodes))].router, context.Background(), batch, got)
 		ref.Do(context.Background(), batch, want)
 		for k := range batch {
 			if (got[k].Err == nil) != (want[k].Err == nil) || (got[k].Err == nil && got[k] != want[k]) {
@@ -172,6 +188,12 @@ func TestNoBounceBetweenDisagreeingNodes(t *testing.T) {
 // An op answered "not owner" waits for this node's ring to change and then goes to the
 // new owner: a membership change costs the client latency, not an error.
 func TestNotOwnerWaitsForTheNewRing(t *testing.T) {
+	for _, way := range ways {
+		t.Run(way.name, func(t *testing.T) { testNotOwnerWaitsForTheNewRing(t, way.do) })
+	}
+}
+
+func testNotOwnerWaitsForTheNewRing(t *testing.T, do func(*Router, context.Context, []counter.Op, []counter.Result)) {
 	nodes, members := makeNodes(t, 2, fixedClock(t0))
 	full := ring.New(members, ring.Config{})
 	key := keyOwnedBy(full, "n1")
@@ -181,7 +203,7 @@ func TestNotOwnerWaitsForTheNewRing(t *testing.T) {
 	done := make(chan counter.Result, 1)
 	go func() {
 		res := make([]counter.Result, 1)
-		nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
+		do(nodes[0].router, context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
 		done <- res[0]
 	}()
 	// n1 has answered "not owner"; n0 learns of the change while the op waits.
@@ -211,6 +233,12 @@ func TestNotOwnerWaitsForTheNewRing(t *testing.T) {
 // An owner that cannot be reached makes its ops fail with ErrUnavailable, quickly, and
 // leaves the other ops of the batch decided.
 func TestUnreachableOwner(t *testing.T) {
+	for _, way := range ways {
+		t.Run(way.name, func(t *testing.T) { testUnreachableOwner(t, way.do) })
+	}
+}
+
+func testUnreachableOwner(t *testing.T, do func(*Router, context.Context, []counter.Op, []counter.Result)) {
 	nodes, _ := makeNodes(t, 2, fixedClock(t0))
 	nodes[1].srv.Close()
 	ops := make([]counter.Op, 20)
@@ -219,7 +247,7 @@ func TestUnreachableOwner(t *testing.T) {
 	}
 	res := make([]counter.Result, len(ops))
 	start := time.Now()
-	nodes[0].router.Do(context.Background(), ops, res)
+	do(nodes[0].router, context.Background(), ops, res)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("took %v", d)
 	}
@@ -251,30 +279,36 @@ func TestNoRingYet(t *testing.T) {
 // When neither the owner nor a fallback can decide, allow answers as FailOpen says and
 // the other ops fail.
 func TestFailPolicyWhenOwnerAndFallbackAreGone(t *testing.T) {
-	for _, open := range []bool{false, true} {
-		nodes, members := makeNodes(t, 2, fixedClock(t0))
-		rg := ring.New(members, ring.Config{})
-		key := keyOwnedBy(rg, "n1")
-		nodes[1].srv.Close()
-		r := nodes[0].router
-		r.RetryWait = 50 * time.Millisecond
-		r.FailOpen = open
-		ops := []counter.Op{
-			{Kind: counter.Allow, Key: key, Window: 10_000, Buckets: 10, N: 1, Limit: 5},
-			{Kind: counter.Count, Key: key, Window: 10_000, Buckets: 10},
+	for _, way := range ways {
+		for _, open := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fail-open=%v", way.name, open), func(t *testing.T) { testFailPolicy(t, way.do, open) })
 		}
-		res := make([]counter.Result, 2)
-		r.Do(context.Background(), ops, res)
-		want := counter.Result{RetryAfterMs: 1000} // denied: ask again after a bucket
-		if open {
-			want = counter.Result{Allowed: true, Remaining: 5}
-		}
-		if res[0] != want {
-			t.Errorf("fail-open %v: allow got %+v; want %+v", open, res[0], want)
-		}
-		if !errors.Is(res[1].Err, counter.ErrUnavailable) {
-			t.Errorf("fail-open %v: count got %+v; want unavailable", open, res[1])
-		}
+	}
+}
+
+func testFailPolicy(t *testing.T, do func(*Router, context.Context, []counter.Op, []counter.Result), open bool) {
+	nodes, members := makeNodes(t, 2, fixedClock(t0))
+	rg := ring.New(members, ring.Config{})
+	key := keyOwnedBy(rg, "n1")
+	nodes[1].srv.Close()
+	r := nodes[0].router
+	r.RetryWait = 50 * time.Millisecond
+	r.FailOpen = open
+	ops := []counter.Op{
+		{Kind: counter.Allow, Key: key, Window: 10_000, Buckets: 10, N: 1, Limit: 5},
+		{Kind: counter.Count, Key: key, Window: 10_000, Buckets: 10},
+	}
+	res := make([]counter.Result, 2)
+	do(r, context.Background(), ops, res)
+	want := counter.Result{RetryAfterMs: 1000} // denied: ask again after a bucket
+	if open {
+		want = counter.Result{Allowed: true, Remaining: 5}
+	}
+	if res[0] != want {
+		t.Errorf("fail-open %v: allow got %+v; want %+v", open, res[0], want)
+	}
+	if !errors.Is(res[1].Err, counter.ErrUnavailable) {
+		t.Errorf("fail-open %v: count got %+v; want unavailable", open, res[1])
 	}
 }
 
@@ -282,6 +316,12 @@ func TestFailPolicyWhenOwnerAndFallbackAreGone(t *testing.T) {
 // caller is told so, and it is never decided anywhere else (which could count it
 // twice); the owner, which did decide it, counts it once.
 func TestLateAnswerIsOutcomeUnknown(t *testing.T) {
+	for _, way := range ways {
+		t.Run(way.name, func(t *testing.T) { testLateAnswerIsOutcomeUnknown(t, way.do) })
+	}
+}
+
+func testLateAnswerIsOutcomeUnknown(t *testing.T, do func(*Router, context.Context, []counter.Op, []counter.Result)) {
 	nodes, members := makeNodes(t, 2, fixedClock(t0))
 	rg := ring.New(members, ring.Config{})
 	key := keyOwnedBy(rg, "n1")
@@ -291,7 +331,7 @@ func TestLateAnswerIsOutcomeUnknown(t *testing.T) {
 	defer cancel()
 	res := make([]counter.Result, 1)
 	op := counter.Op{Kind: counter.Incr, Key: key, Window: 10_000, Buckets: 10, N: 1}
-	nodes[0].router.Do(ctx, []counter.Op{op}, res)
+	do(nodes[0].router, ctx, []counter.Op{op}, res)
 	if !errors.Is(res[0].Err, counter.ErrOutcomeUnknown) {
 		t.Fatalf("late answer: got %+v; want ErrOutcomeUnknown", res[0])
 	}
