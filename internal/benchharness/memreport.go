@@ -98,8 +98,12 @@ func (r *Report) gcSection() string {
 			"stop-the-world pause) and `leapcount_gc_pause_stopping_seconds` (the part of each spent stopping the world: "+
 			"waiting for threads to reach a safe point, which the OS delays when the machine is overloaded), powers-of-two "+
 			"buckets, quantiles interpolated within them; scraped before and after the load and after %s of SW.INCR "+
-			"pipelined 16 deep from %d connections spread over the %s counters (%s ops/s). The heap goal at the end was %s.\n\n",
-			count(m.c.n), fmtDur(g.steadyFor), r.opts.Conns, count(m.c.n), fmtRate(g.steadyRate), fmtBytes(g.heapGoal)) +
+			"pipelined 16 deep from %d connections spread over the %s counters (%s ops/s). The load makes little garbage "+
+			"(the counters are off the Go heap), so during it the harness also asked for a collection every %s "+
+			"(`/debug/pprof/heap?gc=1`: runtime.GC, the same stop-the-world phases as any cycle; %d ran), for a p99 over "+
+			"many pauses. The heap goal at the end was %s.\n\n",
+			count(m.c.n), fmtDur(g.steadyFor), r.opts.Conns, count(m.c.n), fmtRate(g.steadyRate), fmtDur(forceEvery), g.forced,
+			fmtBytes(g.heapGoal)) +
 			table([]string{"phase", "pauses", "of which stopping"}, [][]string{
 				{"loading", g.load.String(), g.loadStop.String()},
 				{"steady load", g.steady.String(), g.steadyStop.String()},
