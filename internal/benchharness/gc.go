@@ -23,6 +23,7 @@ type gcResult struct {
 	steadyFor            time.Duration
 	steadyRate           float64
 	forced               int     // collections the harness asked for during the steady phase
+	pinned               bool    // the node on serverCPU and the load on clientCPU during it
 	heapGoal             float64 // go_memstats_next_gc_bytes at the end: how far the heap may grow
 }
 
@@ -35,12 +36,20 @@ type gcResult struct {
 // harness also asks for a collection every forceEvery during it (the profiler's
 // /debug/pprof/heap?gc=1, which runs runtime.GC: the same stop-the-world phases as any
 // cycle, with every counter live), for a p99 over about a hundred pauses.
+//
+// During it the node runs on serverCPU and this process on clientCPU (where taskset
+// exists): on two cores shared with the load generator, the OS would deschedule the
+// thread that has stopped the world for a time slice of the generator's (milliseconds),
+// and the pause would measure the box's contention rather than the collector. A node
+// in service has its clients on other machines.
 func (h *harness) measureGC(ctx context.Context, n *nodeServer, c memCase, before metrics, steady time.Duration) (*gcResult, error) {
 	afterLoad, err := h.metricsOf(n)
 	if err != nil {
 		return nil, err
 	}
 	req := lg.Command(lg.Str("SW.INCR"), lg.Key, lg.Str(c.shape.window()), lg.Str("BUCKETS"), lg.Str(strconv.Itoa(c.shape.buckets)))
+	pinned, unpin := h.pinApart(n)
+	defer unpin()
 	forcing, stop := context.WithCancel(ctx)
 	forced := make(chan int, 1)
 	go func() { forced <- h.forceGCs(forcing, n) }()
@@ -66,6 +75,7 @@ func (h *harness) measureGC(ctx context.Context, n *nodeServer, c memCase, befor
 		steadyFor:  steady,
 		steadyRate: res.Rate(),
 		forced:     nForced,
+		pinned:     pinned,
 		heapGoal:   end["go_memstats_next_gc_bytes"],
 	}, nil
 }
@@ -89,4 +99,21 @@ func (h *harness) forceGCs(ctx context.Context, n *nodeServer) int {
 			}
 		}
 	}
+}
+
+// pinApart runs n on serverCPU and this process on clientCPU until unpin; pinned is
+// false (and nothing moved) where taskset is missing or fails.
+func (h *harness) pinApart(n *nodeServer) (pinned bool, unpin func()) {
+	unpinNode, err := pin(n.Pid(), serverCPU)
+	if err != nil {
+		h.logf("GC: the node stays unpinned: %v", err)
+		return false, func() {}
+	}
+	restore, err := pinSelf(clientCPU)
+	if err != nil {
+		h.logf("GC: the load stays unpinned: %v", err)
+		unpinNode()
+		return false, func() {}
+	}
+	return true, func() { restore(); unpinNode() }
 }

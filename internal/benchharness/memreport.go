@@ -101,15 +101,26 @@ func (r *Report) gcSection() string {
 			"pipelined 16 deep from %d connections spread over the %s counters (%s ops/s). The load makes little garbage "+
 			"(the counters are off the Go heap), so during it the harness also asked for a collection every %s "+
 			"(`/debug/pprof/heap?gc=1`: runtime.GC, the same stop-the-world phases as any cycle; %d ran), for a p99 over "+
-			"many pauses. The heap goal at the end was %s.\n\n",
+			"many pauses. %s The heap goal at the end was %s.\n\n",
 			count(m.c.n), fmtDur(g.steadyFor), r.opts.Conns, count(m.c.n), fmtRate(g.steadyRate), fmtDur(forceEvery), g.forced,
-			fmtBytes(g.heapGoal)) +
+			pinning(g.pinned), fmtBytes(g.heapGoal)) +
 			table([]string{"phase", "pauses", "of which stopping"}, [][]string{
 				{"loading", g.load.String(), g.loadStop.String()},
 				{"steady load", g.steady.String(), g.steadyStop.String()},
 			}) + fewPauses(g.steady.count)
 	}
 	return ""
+}
+
+// pinning says where the node and the load ran during the steady phase.
+func pinning(pinned bool) string {
+	if !pinned {
+		return "The node and the load generator shared both CPUs (taskset was missing): a pause then includes " +
+			"time slices the OS gave the generator while the world was stopped."
+	}
+	return fmt.Sprintf("During it the node ran on CPU %s (every thread, its GOMAXPROCS unchanged) and the load "+
+		"generator on CPU %s, so that the OS did not hand the generator time slices while the node had stopped "+
+		"the world.", serverCPU, clientCPU)
 }
 
 // fewPauses warns that a p99 of few pauses is about their maximum.

@@ -20,21 +20,30 @@ const (
 // pinSelf moves every thread of this process to cpus and sets GOMAXPROCS to one; the
 // returned func undoes both. Threads started later inherit the mask.
 func pinSelf(cpus string) (restore func(), err error) {
-	pid := strconv.Itoa(os.Getpid())
-	out, err := exec.Command("taskset", "-p", "-c", pid).Output()
+	unpin, err := pin(os.Getpid(), cpus)
 	if err != nil {
-		return nil, fmt.Errorf("taskset -p -c %s: %v", pid, err)
+		return nil, err
+	}
+	procs := runtime.GOMAXPROCS(1)
+	return func() {
+		unpin()
+		runtime.GOMAXPROCS(procs)
+	}, nil
+}
+
+// pin moves every thread of process pid to cpus; the returned func moves them back.
+func pin(pid int, cpus string) (unpin func(), err error) {
+	p := strconv.Itoa(pid)
+	out, err := exec.Command("taskset", "-p", "-c", p).Output()
+	if err != nil {
+		return nil, fmt.Errorf("taskset -p -c %s: %v", p, err)
 	}
 	_, old, ok := strings.Cut(strings.TrimSpace(string(out)), ": ")
 	if !ok {
 		return nil, fmt.Errorf("taskset: unexpected %q", out)
 	}
-	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, pid).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("taskset -a -p -c %s %s: %v: %s", cpus, pid, err, out)
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, p).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("taskset -a -p -c %s %s: %v: %s", cpus, p, err, out)
 	}
-	procs := runtime.GOMAXPROCS(1)
-	return func() {
-		exec.Command("taskset", "-a", "-p", "-c", old, pid).Run()
-		runtime.GOMAXPROCS(procs)
-	}, nil
+	return func() { exec.Command("taskset", "-a", "-p", "-c", old, p).Run() }, nil
 }
