@@ -93,7 +93,8 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 	if f.answer == frameResponse {
 		c.ops++
 	}
-	c.mu.Unlock()
+	// c.mu is held while the calls' ops are encoded: a call given up (expiry, release)
+	// or failed (fail) meanwhile hands its ops back to its caller only after.
 
 	n := 0
 	switch first := calls[0]; {
@@ -122,6 +123,7 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 		}
 	}
 	finishFrame(buf, 0)
+	c.mu.Unlock()
 	c.peer.stats.frames.Add(1)
 	c.peer.stats.ops.Add(uint64(n))
 	c.nc.SetWriteDeadline(time.Now().Add(c.peer.cfg.Timeout))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,9 +19,14 @@ type goResult struct {
 
 // startGo calls Go and returns where its outcome arrives.
 func startGo(ctx context.Context, c *Client, addr string, ops ...counter.Op) chan goResult {
+	return startGoRequest(ctx, c, addr, fwd(ops...))
+}
+
+// startGoRequest is startGo for a whole Request.
+func startGoRequest(ctx context.Context, c *Client, addr string, req Request) chan goResult {
 	ch := make(chan goResult, 2) // 2: a second call of done would show, not block
-	res := make([]counter.Result, len(ops))
-	c.Go(ctx, addr, fwd(ops...), res, func(err error) { ch <- goResult{err, res} })
+	res := make([]counter.Result, len(req.Ops))
+	c.Go(ctx, addr, req, res, func(err error) { ch <- goResult{err, res} })
 	return ch
 }
 
@@ -150,5 +156,63 @@ func TestAnswerEndsTheLinger(t *testing.T) {
 	}
 	if got := o.frames.Load(); got != 2 {
 		t.Fatalf("frames: got %d; want 2 (the two lingering calls in one)", got)
+	}
+}
+
+// Once done is called its caller owns the ops again (counter.Starter's contract: the
+// RESP loop clears its batch and fills it with the next). A call given up at its
+// deadline while the writer was still encoding its ops let done run under the writer:
+// under -race (make test) the detector failed this test, 3 runs in 3. done overwrites
+// each op, as the loop's next batch does (the detector does not see clear's writes).
+func TestGoDoneWaitsForTheEncoding(t *testing.T) {
+	o := startOwner(t, "")
+	c := NewClient(Config{Timeout: time.Minute})
+	defer c.Close()
+	if r := outcome(t, startGo(context.Background(), c, o.addr, incr("warm", 1))); r.err != nil {
+		t.Fatal(r.err) // dialed: the next call is claimed by the writer at once
+	}
+	key := strings.Repeat("k", 200)
+	ops := make([]counter.Op, 100_000) // long enough to encode that the deadline passes meanwhile
+	for i := range ops {
+		ops[i] = incr(key, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	c.Go(ctx, o.addr, fwd(ops...), make([]counter.Result, len(ops)), func(err error) {
+		for i := range ops {
+			ops[i] = counter.Op{} // what the loop's answer does before the next batch
+		}
+		done <- err
+	})
+	select {
+	case err := <-done:
+		t.Logf("outcome: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("done was not called")
+	}
+}
+
+// A frame the writer has buffered but not flushed cannot be answered: the next
+// part-full frame must flush it before lingering for its answer. Before, the first
+// call here was answered after the whole Linger (2 s).
+func TestLingerFlushesTheFrameItWaitsFor(t *testing.T) {
+	o := startOwner(t, "")
+	dialing, release := make(chan struct{}, 1), make(chan struct{})
+	c := NewClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Linger: 2 * time.Second, Timeout: time.Minute})
+	defer c.Close()
+	first := startGoRequest(context.Background(), c, o.addr, Request{Epoch: 7, Forwarded: true, Ops: []counter.Op{incr("a", 1)}})
+	<-dialing // the writer holds the first call; the second queues behind it
+	second := startGoRequest(context.Background(), c, o.addr, Request{Epoch: 8, Forwarded: true, Ops: []counter.Op{incr("b", 1)}})
+	start := time.Now()
+	close(release) // the second cannot join the first's frame (another epoch): it is held back
+	if r := outcome(t, first); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("first call answered after %v; want before the Linger (2s): its frame sat unflushed", d)
+	}
+	if r := outcome(t, second); r.err != nil {
+		t.Fatal(r.err)
 	}
 }

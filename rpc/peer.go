@@ -334,6 +334,7 @@ func (p *peer) collect(batch []*call, timer *time.Timer, c *conn) ([]*call, *cal
 			}
 			if !lingering {
 				lingering = true
+				c.flush() // the frames waited for must be on the wire to be answered
 				timer.Reset(p.cfg.Linger)
 			}
 			select {
