@@ -2,6 +2,7 @@ package leaparray
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -199,4 +200,27 @@ func makeKeys(n int) []string {
 		keys[i] = fmt.Sprintf("user:%08d", i)
 	}
 	return keys
+}
+
+// Incr on counters that have all left the one-bucket form (each touched in two
+// buckets), in random order: the steady state of a busy limiter, where every lookup
+// misses the caches and is found in a ring.
+func BenchmarkStoreIncrRinged(b *testing.B) {
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			s, keys := NewStore(), makeKeys(n)
+			now := t0 + sp.BucketMs()
+			for _, k := range keys {
+				s.Incr(k, sp, 1, t0)
+				s.Incr(k, sp, 1, now)
+			}
+			order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				sink = s.Incr(keys[order[i%n]], sp, 1, now)
+			}
+		})
+	}
 }
