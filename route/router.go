@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +94,7 @@ func (r *Router) Do(ctx context.Context, ops []counter.Op, results []counter.Res
 	rg := r.ring.Load()
 	if r.allLocal(rg, ops) {
 		r.local.Do(ctx, ops, results) // the common single-owner case: no grouping, no copies
-		if idx := failedWith(results, undecided); len(idx) > 0 {
+		if idx := undecidedOps(results); len(idx) > 0 {
 			r.retry(ctx, rg, ops, results, idx) // the ring moved them while they waited
 		}
 		r.failPolicy(ops, results) // also for what this node could not decide itself
@@ -134,7 +133,7 @@ func (r *Router) Start(ctx context.Context, ops []counter.Op, results []counter.
 		return
 	}
 	af.Go(ctx, m.RPCAddr, forwardRequest(rg, ops), results, func(err error) {
-		if err == nil && !slices.ContainsFunc(results, func(res counter.Result) bool { return retryableErr(res.Err) }) {
+		if err == nil && len(toRetry(ops, results)) == 0 {
 			r.failPolicy(ops, results)
 			done()
 			return
@@ -156,7 +155,7 @@ func forwardRequest(rg *ring.Ring, ops []counter.Op) rpc.Request {
 // policy applied.
 func (r *Router) forwarded(ctx context.Context, rg *ring.Ring, m ring.Member, ops []counter.Op, results []counter.Result, err error) {
 	failForward(m, err, results)
-	if idx := failedWith(results, retryableErr); len(idx) > 0 {
+	if idx := toRetry(ops, results); len(idx) > 0 {
 		r.retry(ctx, rg, ops, results, idx)
 	}
 	r.failPolicy(ops, results)
@@ -194,10 +193,23 @@ func (r *Router) oneRemote(rg *ring.Ring, ops []counter.Op) (ring.Member, bool) 
 	return owner, true
 }
 
-// retryableErr reports whether an op's error says it may be routed again: it was
-// certainly not decided, or never sent.
-func retryableErr(err error) bool {
-	return err != nil && (undecided(err) || errors.Is(err, rpc.ErrPeerUnreachable))
+// retryable reports whether op may be routed again after err: it was certainly not
+// decided, or never sent, or it is a count whose answer was lost (asking again changes
+// nothing).
+func retryable(op *counter.Op, err error) bool {
+	return err != nil && (undecided(err) || errors.Is(err, rpc.ErrPeerUnreachable) ||
+		op.Kind == counter.Count && errors.Is(err, counter.ErrOutcomeUnknown))
+}
+
+// toRetry lists the ops that may be routed again (retryable).
+func toRetry(ops []counter.Op, results []counter.Result) []int {
+	var idx []int
+	for i := range results {
+		if retryable(&ops[i], results[i].Err) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // undecided reports whether an op's error says it was certainly not decided, so that
@@ -207,12 +219,11 @@ func undecided(err error) bool {
 	return errors.Is(err, counter.ErrNotOwner) || errors.Is(err, rpc.ErrExpired)
 }
 
-// failedWith lists the results whose error is one that says (retryableErr, or
-// undecided: certainly not decided).
-func failedWith(results []counter.Result, says func(error) bool) []int {
+// undecidedOps lists the ops whose error says they were certainly not decided.
+func undecidedOps(results []counter.Result) []int {
 	var idx []int
 	for i := range results {
-		if says(results[i].Err) {
+		if undecided(results[i].Err) {
 			idx = append(idx, i)
 		}
 	}
@@ -254,9 +265,9 @@ func (r *Router) allLocal(rg *ring.Ring, ops []counter.Op) bool {
 	return true
 }
 
-// retry routes again the ops that were certainly not decided (idx), whenever the ring
+// retry routes again the ops that may be (idx, see retryable), whenever the ring
 // changes or after a short, growing backoff, until they are decided or RetryWait has
-// passed; those left then fail.
+// passed; those left then fail: unavailable, or a count with its last outcome unknown.
 func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, results []counter.Result, idx []int) {
 	deadline := time.Now().Add(r.RetryWait)
 	retry := backoff.Policy{Initial: 5 * time.Millisecond, Max: 200 * time.Millisecond}
@@ -282,7 +293,9 @@ func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, r
 		idx, sent = next, rg
 	}
 	for _, i := range idx {
-		results[i] = counter.Result{Err: fmt.Errorf("%w: ownership of %q is moving (%v); retry", counter.ErrUnavailable, ops[i].Key, results[i].Err)}
+		if err := results[i].Err; !errors.Is(err, counter.ErrOutcomeUnknown) {
+			results[i] = counter.Result{Err: fmt.Errorf("%w: ownership of %q is moving (%v); retry", counter.ErrUnavailable, ops[i].Key, err)}
+		}
 	}
 }
 
@@ -300,7 +313,7 @@ type group struct {
 type plan struct {
 	groups  []*group
 	results []counter.Result
-	retry   []int // ops answered "not owner"
+	retry   []int // ops that may be routed again (retryable)
 	mu      sync.Mutex
 }
 
@@ -449,7 +462,7 @@ func (p *plan) scatter(g *group) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, i := range g.idx {
-		if err := g.results[k].Err; retryableErr(err) {
+		if err := g.results[k].Err; retryable(&g.ops[k], err) {
 			p.retry = append(p.retry, i)
 		}
 		p.results[i] = g.results[k]

@@ -358,3 +358,38 @@ func keyOwnedBy(rg *ring.Ring, name string) string {
 		}
 	}
 }
+
+// A count whose answer was lost is asked again (asking changes nothing), where an incr's
+// lost answer stays outcome unknown. Before, the count failed as outcome unknown too.
+func TestLostCountIsAskedAgain(t *testing.T) {
+	for _, way := range ways {
+		t.Run(way.name, func(t *testing.T) { testLostCountIsAskedAgain(t, way.do) })
+	}
+}
+
+func testLostCountIsAskedAgain(t *testing.T, do func(*Router, context.Context, []counter.Op, []counter.Result)) {
+	nodes, members := makeNodes(t, 2, fixedClock(t0))
+	key := keyOwnedBy(ring.New(members, ring.Config{}), "n1")
+	sp := leaparray.Spec{WindowMs: 10_000, Buckets: 10}
+	nodes[1].store.Incr(key, sp, 3, t0)
+	hold := make(chan struct{})
+	defer close(hold)
+	nodes[1].hold.Store(&hold)
+	go func() { // only the first frame is held: its answer comes after the rpc timeout
+		wait.Until(10*time.Second, func() error {
+			if nodes[1].frames.Load() == 0 {
+				return errors.New("no frame yet")
+			}
+			return nil
+		})
+		nodes[1].hold.Store(nil)
+	}()
+	res := make([]counter.Result, 1)
+	do(nodes[0].router, context.Background(), []counter.Op{{Kind: counter.Count, Key: key, Window: 10_000, Buckets: 10}}, res)
+	if res[0].Err != nil || res[0].Count != 3 {
+		t.Fatalf("count: got %+v; want 3", res[0])
+	}
+	if got := nodes[1].frames.Load(); got < 2 {
+		t.Fatalf("frames at the owner: got %d; want 2 or more (asked again)", got)
+	}
+}
