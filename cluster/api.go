@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -40,7 +41,7 @@ func (c *Cluster) Joined() <-chan struct{} { return c.tab.joined }
 // MarkLeaving announces, through this member's metadata, that it is about to leave:
 // peers list it as leaving, and Alive no longer returns it, so ownership moves away
 // while it can still hand its counters on. It waits up to timeout for the update to
-// be gossiped.
+// be gossiped, and pushes it to every member over a stream too (pushLeaving).
 func (c *Cluster) MarkLeaving(timeout time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,10 +51,40 @@ func (c *Cluster) MarkLeaving(timeout time.Duration) error {
 	if c.del.leaving.Swap(true) {
 		return nil
 	}
-	if err := c.ml.UpdateNode(timeout); err != nil {
+	deadline := time.Now().Add(timeout)
+	err := c.ml.UpdateNode(timeout)
+	c.pushLeaving(time.Until(deadline))
+	if err != nil {
 		return fmt.Errorf("cluster: announce leaving: %w", err)
 	}
 	return nil
+}
+
+// pushLeaving exchanges full state with every other member at once (memberlist's
+// push-pull, over TCP), waiting up to timeout. Gossip is UDP: a member whose packets
+// are lost (a full receive buffer on a loaded host) would hear of the leaving only at
+// its next push-pull with this member, seconds away, and forward to it meanwhile ops
+// it no longer takes. Best effort: a member not reached still hears it by gossip.
+func (c *Cluster) pushLeaving(timeout time.Duration) {
+	var wg sync.WaitGroup
+	for _, n := range c.ml.Members() {
+		if n.Name == c.name {
+			continue
+		}
+		wg.Add(1)
+		go func(addr string) {
+			defer wg.Done()
+			if _, err := c.ml.Join([]string{addr}); err != nil {
+				c.log.Debug("leaving not pushed", "member", addr, "err", err)
+			}
+		}(n.Address())
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(max(timeout, 0)):
+	}
 }
 
 // Leave leaves the cluster gracefully: it marks this member leaving if it was not,

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/cluster/clustertest"
@@ -14,16 +15,21 @@ import (
 // only on this machine (and the fault tests would fail, the faults missing it).
 func startOnNet(t *testing.T, n *netsim.Network, name, ip string, join ...string) *cluster.Cluster {
 	t.Helper()
+	return startOnNetWith(t, n, clustertest.Config(t, name, join...), ip)
+}
+
+// startOnNetWith is startOnNet with the member's config.
+func startOnNetWith(t *testing.T, n *netsim.Network, cfg cluster.Config, ip string) *cluster.Cluster {
+	t.Helper()
 	addr := ip + ":7946"
 	tr, err := n.Transport(addr)
 	if err != nil {
 		t.Fatalf("transport %s: %v", addr, err)
 	}
-	cfg := clustertest.Config(t, name, join...)
 	cfg.BindAddr, cfg.Transport = addr, tr
 	c := clustertest.Start(t, cfg)
 	if got := c.LocalAddr(); got != addr {
-		t.Fatalf("%s: got LocalAddr %s; want the transport's %s", name, got, addr)
+		t.Fatalf("%s: got LocalAddr %s; want the transport's %s", cfg.Name, got, addr)
 	}
 	return c
 }
@@ -48,6 +54,34 @@ func TestIsolatedMemberIsDeadAndComesBack(t *testing.T) {
 
 	n.HealAll()
 	clustertest.WaitConverged(t, deadline, cs...)
+}
+
+// A member that misses the gossip of a peer's leaving (its packets lost) hears it at
+// once all the same: MarkLeaving also pushes the state to every member over a stream.
+// Before, it heard it only at the next push-pull (here an hour; 30 s by default) or
+// when the leaver was gone: until then it forwarded to the leaver, which no longer took
+// the ops (TestAcceptanceRedisHandoff failed so in a loaded run).
+func TestLeavingReachesAMemberThatLostTheGossip(t *testing.T) {
+	n := netsim.New()
+	ips := []string{"127.0.10.1", "127.0.10.2", "127.0.10.3"}
+	var cs []*cluster.Cluster
+	for i, ip := range ips {
+		var join []string
+		if i > 0 {
+			join = []string{cs[0].LocalAddr()}
+		}
+		cfg := clustertest.Config(t, fmt.Sprintf("node-%d", i), join...)
+		cfg.Timings.PushPullInterval = time.Hour
+		cs = append(cs, startOnNetWith(t, n, cfg, ip))
+	}
+	clustertest.WaitConverged(t, deadline, cs...)
+	n.DropPackets(ips[0], ips[1])
+	n.DropPackets(ips[2], ips[1]) // node-1 hears no gossip, from the leaver or relayed
+	if err := cs[0].MarkLeaving(time.Second); err != nil {
+		t.Fatalf("MarkLeaving: %v", err)
+	}
+	clustertest.WaitState(t, time.Second, cs[1], "node-0", cluster.StateLeaving)
+	clustertest.WaitState(t, time.Second, cs[2], "node-0", cluster.StateLeaving)
 }
 
 func TestStartOwnsTransport(t *testing.T) {

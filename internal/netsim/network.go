@@ -19,6 +19,7 @@ type Network struct {
 	hosts     map[string]bool       // every host that listened, dialled or bound: Isolate's "every other host"
 	cuts      map[link]bool         // both directions of each cut pair
 	holds     map[link]bool
+	drops     map[link]bool // packets only: DropPackets
 	delays    map[link]time.Duration
 	changed   chan struct{} // closed and replaced when a fault changes: hanging dials look again
 	nextPort  int           // where the search for a free port starts (Listen with port 0)
@@ -42,6 +43,7 @@ func New() *Network {
 		hosts:     make(map[string]bool),
 		cuts:      make(map[link]bool),
 		holds:     make(map[link]bool),
+		drops:     make(map[link]bool),
 		delays:    make(map[link]time.Duration),
 		changed:   make(chan struct{}),
 		nextPort:  firstAutoPort,
@@ -104,15 +106,17 @@ func (n *Network) Heal(a, b string) {
 		for _, l := range []link{{a, b}, {b, a}} {
 			delete(n.cuts, l)
 			delete(n.holds, l)
+			delete(n.drops, l)
 		}
 	})
 }
 
-// HealAll unblocks every link: no cut and no hold remains. Delays stay.
+// HealAll unblocks every link: no cut, hold or packet drop remains. Delays stay.
 func (n *Network) HealAll() {
 	n.update(func() {
 		clear(n.cuts)
 		clear(n.holds)
+		clear(n.drops)
 	})
 }
 
@@ -155,10 +159,26 @@ func (n *Network) Hold(from, to string) {
 	})
 }
 
-// Release undoes Hold(from, to). A cut between the two still blocks.
+// Release undoes Hold(from, to) and DropPackets(from, to). A cut between the two
+// still blocks.
 func (n *Network) Release(from, to string) {
 	from, to = hostOf(from), hostOf(to)
-	n.update(func() { delete(n.holds, link{from, to}) })
+	n.update(func() {
+		delete(n.holds, link{from, to})
+		delete(n.drops, link{from, to})
+	})
+}
+
+// DropPackets drops every packet from host from to host to (gossip's UDP side, as a
+// full receive buffer or a lossy link does) until Release(from, to) (or Heal,
+// HealAll); streams between them flow.
+func (n *Network) DropPackets(from, to string) {
+	from, to = hostOf(from), hostOf(to)
+	n.update(func() {
+		if from != to {
+			n.drops[link{from, to}] = true
+		}
+	})
 }
 
 // Delay makes bytes and packets from host from to host to arrive d late; 0 (or a

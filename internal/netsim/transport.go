@@ -137,13 +137,13 @@ func (t *transport) opError(op string, to net.Addr, err error) error {
 	return &net.OpError{Op: op, Net: "netsim", Source: t.addr, Addr: to, Err: err}
 }
 
-// sendPacket delivers a packet now, or after the link's delay; a blocked link, at
-// either time, drops it.
+// sendPacket delivers a packet now, or after the link's delay; a blocked link, or
+// one that drops packets, at either time, drops it.
 func (n *Network) sendPacket(from, to Addr, buf []byte) {
 	l := link{from.Host, to.Host}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.blockedLocked(l) {
+	if n.blockedLocked(l) || n.drops[l] {
 		return
 	}
 	d := n.delays[l]
@@ -154,7 +154,7 @@ func (n *Network) sendPacket(from, to Addr, buf []byte) {
 	time.AfterFunc(d, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if !n.blockedLocked(l) {
+		if !n.blockedLocked(l) && !n.drops[l] {
 			n.deliverLocked(from, to, buf)
 		}
 	})

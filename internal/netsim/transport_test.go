@@ -99,6 +99,43 @@ func TestTransportPackets(t *testing.T) {
 	}
 }
 
+// DropPackets loses one direction's packets; the other direction's, and streams
+// both ways, flow; Release ends it.
+func TestDropPackets(t *testing.T) {
+	noLeaks(t)
+	n := New()
+	t1, t2 := newTransport(t, n, host1+":0"), newTransport(t, n, host2+":0")
+	a1, a2 := advertised(t, t1), advertised(t, t2)
+	n.DropPackets(host1, host2)
+	send(t, t1, a2, "dropped")
+	send(t, t2, a1, "flows")
+	if p := receive(t2, quiet); p != nil {
+		t.Fatalf("packet %q crossed a drop", p.Buf)
+	}
+	if p := receive(t1, long); p == nil || string(p.Buf) != "flows" {
+		t.Fatalf("got %+v; want the packet of the other direction", p)
+	}
+	c, err := t1.DialTimeout(a2, long)
+	if err != nil {
+		t.Fatalf("dial across a packet drop: %v", err)
+	}
+	defer c.Close()
+	var s net.Conn
+	select {
+	case s = <-t2.StreamCh():
+	case <-time.After(long):
+		t.Fatalf("no stream arrived")
+	}
+	defer s.Close()
+	write(t, c, "stream")
+	readString(t, s, "stream")
+	n.Release(host1, host2)
+	send(t, t1, a2, "again")
+	if p := receive(t2, long); p == nil || string(p.Buf) != "again" {
+		t.Fatalf("got %+v after Release; want the packet", p)
+	}
+}
+
 func TestTransportStreams(t *testing.T) {
 	noLeaks(t)
 	n := New()
