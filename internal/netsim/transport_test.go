@@ -99,6 +99,25 @@ func TestTransportPackets(t *testing.T) {
 	}
 }
 
+// openStream dials from's stream to to and returns both ends, closed when the test
+// ends.
+func openStream(t *testing.T, from, to memberlist.NodeAwareTransport) (dialed, accepted net.Conn) {
+	t.Helper()
+	c, err := from.DialTimeout(advertised(t, to), long)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	select {
+	case s := <-to.StreamCh():
+		t.Cleanup(func() { s.Close() })
+		return c, s
+	case <-time.After(long):
+		t.Fatalf("no stream arrived")
+	}
+	return nil, nil
+}
+
 // DropPackets loses one direction's packets; the other direction's, and streams
 // both ways, flow; Release ends it.
 func TestDropPackets(t *testing.T) {
@@ -115,18 +134,7 @@ func TestDropPackets(t *testing.T) {
 	if p := receive(t1, long); p == nil || string(p.Buf) != "flows" {
 		t.Fatalf("got %+v; want the packet of the other direction", p)
 	}
-	c, err := t1.DialTimeout(a2, long)
-	if err != nil {
-		t.Fatalf("dial across a packet drop: %v", err)
-	}
-	defer c.Close()
-	var s net.Conn
-	select {
-	case s = <-t2.StreamCh():
-	case <-time.After(long):
-		t.Fatalf("no stream arrived")
-	}
-	defer s.Close()
+	c, s := openStream(t, t1, t2)
 	write(t, c, "stream")
 	readString(t, s, "stream")
 	n.Release(host1, host2)
@@ -140,18 +148,7 @@ func TestTransportStreams(t *testing.T) {
 	noLeaks(t)
 	n := New()
 	t1, t2 := newTransport(t, n, host1+":0"), newTransport(t, n, host2+":0")
-	c, err := t2.DialTimeout(advertised(t, t1), long)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer c.Close()
-	var s net.Conn
-	select {
-	case s = <-t1.StreamCh():
-	case <-time.After(long):
-		t.Fatalf("no stream arrived")
-	}
-	defer s.Close()
+	c, s := openStream(t, t2, t1)
 	write(t, c, "push")
 	readString(t, s, "push")
 	if got := s.RemoteAddr().(Addr).Host; got != host2 {
