@@ -87,6 +87,26 @@ func (c *Cluster) pushLeaving(timeout time.Duration) {
 	}
 }
 
+// SyncWith exchanges full state with the member named name (memberlist's push-pull,
+// over TCP, bounded by Timings.TCPTimeout), so that whichever of the two missed gossip
+// the other heard learns it now rather than at the next periodic push-pull.
+func (c *Cluster) SyncWith(name string) error {
+	m, ok := c.tab.get(name)
+	if !ok || name == c.name {
+		return fmt.Errorf("cluster: sync with %q: not another member", name)
+	}
+	c.mu.Lock()
+	shut := c.shutdown
+	c.mu.Unlock()
+	if shut {
+		return ErrShutdown
+	}
+	if _, err := c.ml.Join([]string{m.Addr}); err != nil {
+		return fmt.Errorf("cluster: sync with %s: %w", name, err)
+	}
+	return nil
+}
+
 // Leave leaves the cluster gracefully: it marks this member leaving if it was not,
 // stops re-joining, and broadcasts its departure, waiting up to timeout in all.
 // Peers then list it as left. Call Shutdown afterwards.

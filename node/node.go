@@ -115,6 +115,9 @@ func Start(cfg Config) (*Node, error) {
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
 	n.router.FailOpen = cfg.FailOpen
 	n.router.Forwarded = n.owner.Immediate()
+	n.router.Disagrees = (&ringSyncer{sync: n.syncWith, log: func(member string, err error) {
+		cfg.Logger.Debug("state exchange with a member that disagrees", "member", member, "err", err)
+	}}).disagrees
 	n.doer = &gate{next: n.router, ready: n.serves, log: cfg.Logger}
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandoffHandler(n.owner)

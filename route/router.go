@@ -47,6 +47,11 @@ type Router struct {
 	// Forwarded, when set, decides the ops peers forward here instead of the local
 	// Doer: one that never blocks (Handle runs in an rpc connection's reader).
 	Forwarded counter.Doer
+
+	// Disagrees, when set, is told the name of a member that answered ops "not owner":
+	// its ring and this node's may differ, and the ops wait (retry) until this node's
+	// ring changes. It must not block (it may run on an rpc connection's reader).
+	Disagrees func(member string)
 }
 
 // DefaultRetryWait is Router.RetryWait unless changed.
@@ -155,6 +160,7 @@ func forwardRequest(rg *ring.Ring, ops []counter.Op) rpc.Request {
 // policy applied.
 func (r *Router) forwarded(ctx context.Context, rg *ring.Ring, m ring.Member, ops []counter.Op, results []counter.Result, err error) {
 	failForward(m, err, results)
+	r.noteNotOwner(m.Name, results)
 	if idx := toRetry(ops, results); len(idx) > 0 {
 		r.retry(ctx, rg, ops, results, idx)
 	}
@@ -199,6 +205,19 @@ func (r *Router) oneRemote(rg *ring.Ring, ops []counter.Op) (ring.Member, bool) 
 func retryable(op *counter.Op, err error) bool {
 	return err != nil && (undecided(err) || errors.Is(err, rpc.ErrPeerUnreachable) ||
 		op.Kind == counter.Count && errors.Is(err, counter.ErrOutcomeUnknown))
+}
+
+// noteNotOwner tells Disagrees when member answered any of results "not owner".
+func (r *Router) noteNotOwner(member string, results []counter.Result) {
+	if r.Disagrees == nil {
+		return
+	}
+	for i := range results {
+		if errors.Is(results[i].Err, counter.ErrNotOwner) {
+			r.Disagrees(member)
+			return
+		}
+	}
 }
 
 // toRetry lists the ops that may be routed again (retryable).
@@ -432,6 +451,7 @@ func (p *plan) run(ctx context.Context, r *Router, rg *ring.Ring) {
 // twice.
 func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 	r.forwardTo(ctx, rg, ring.Member{Name: g.owner, RPCAddr: g.addr}, g.ops, g.results)
+	r.noteNotOwner(g.owner, g.results)
 	p.scatter(g)
 }
 
