@@ -361,8 +361,10 @@ func (n *Node) drain(ctx context.Context) error {
 		return err
 	}
 	for {
-		rg := n.router.Ring()
-		_, held := rg.Member(n.cfg.Name)
+		held := false // a node that never joined has no ring: nothing to hand on
+		if rg := n.router.Ring(); rg != nil {
+			_, held = rg.Member(n.cfg.Name)
+		}
 		if !held && n.rpcSrv.IdleFor() >= drainQuiet {
 			// Our partitions are released (counters written to Redis, or sent to their
 			// new owners) once the release started by the ring change is done.
