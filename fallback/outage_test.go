@@ -39,6 +39,8 @@ func everyOp(st *Store, now int64) map[string]outcome {
 	timed("ping", func() error { return st.Ping(ctx) })
 	timed("stamp", func() error { _, err := st.StampWritten(ctx, 16, []int{1}, now, "e"); return err })
 	timed("written", func() error { _, err := st.Written(ctx, 16, []int{1}); return err })
+	timed("mark late", func() error { return st.MarkLate(ctx, 16, []int{1}) })
+	timed("late marks", func() error { _, _, err := st.LateMarks(ctx, 16, -1); return err })
 	timed("pipeline", func() error { _, err := countAll(st, []CounterRef{{Key: "k", Spec: sp}}, now); return err })
 	return out
 }

@@ -13,7 +13,7 @@ var luaFS embed.FS
 // scriptSet holds one script per operation. Each is common.lua followed by the
 // operation's own file, so the ring rules are written once.
 type scriptSet struct {
-	incr, count, allow, reset, mergeMany, stamp *redis.Script
+	incr, count, allow, reset, mergeMany, stamp, late *redis.Script
 }
 
 var scripts = func() scriptSet {
@@ -22,7 +22,8 @@ var scripts = func() scriptSet {
 		return redis.NewScript(common + "\n" + mustRead("lua/"+name+".lua"))
 	}
 	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"),
-		mergeMany: mk("merge_many"), stamp: redis.NewScript(mustRead("lua/stamp.lua"))}
+		mergeMany: mk("merge_many"), stamp: redis.NewScript(mustRead("lua/stamp.lua")),
+		late: redis.NewScript(mustRead("lua/late.lua"))}
 }()
 
 func mustRead(name string) string {
@@ -34,7 +35,7 @@ func mustRead(name string) string {
 }
 
 func (s scriptSet) all() []*redis.Script {
-	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp}
+	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp, s.late}
 }
 
 // call is one script run: which script, its keys and its arguments.

@@ -90,6 +90,10 @@ func (k *Keeper) Now() int64 { return k.now() }
 // call from any goroutine; it does not lock.
 func (k *Keeper) DecideUntil(p int) int64 { return k.holder.DecideUntil(p) }
 
+// Until is when this node's lease of p ends (Now's clock; 0: not held): no other node
+// is granted p before. Safe to call from any goroutine.
+func (k *Keeper) Until(p int) int64 { return k.holder.Until(p) }
+
 // Holds reports whether this node may decide p at now.
 func (k *Keeper) Holds(p int, now int64) bool { return now < k.holder.DecideUntil(p) }
 

@@ -22,6 +22,7 @@ type clusterView struct {
 	Owned      int      `json:"owned"`      // partitions this node's ring gives it
 	Held       int      `json:"held"`       // of those, the ones it decides now (it holds their lease)
 	HandingOn  int      `json:"handing_on"` // partitions whose counters are on their way to or from this node
+	Unwritten  int      `json:"unwritten"`  // counters whose deltas this node has not written to Redis yet
 	Status     string   `json:"status"`     // "ok", or "degraded" while Redis is configured and down
 	Redis      string   `json:"redis"`      // "off" (no --redis), "up" or "down"
 	Security   security `json:"security"`
@@ -47,6 +48,7 @@ func (n *Node) clusterInfo() any {
 	}
 	v.Owned, v.Held = n.Holding()
 	v.HandingOn = n.HandingOn()
+	v.Unwritten = n.Unwritten()
 	if rg := n.router.Ring(); rg != nil {
 		v.Epoch = epochString(rg)
 		v.Partitions = rg.PartitionCount()

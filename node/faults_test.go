@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -203,16 +204,21 @@ func (r *faultRun) stop(victim *node.Node) {
 }
 
 // heal ends every fault and waits for the nodes to agree again, and to see Redis up
-// (while a node sees it down, counters it does not hold are not counted).
+// (while a node sees it down, counters it does not hold are not counted), and with Redis
+// for every node to have written its deltas and the owners to have seen late ones.
 func (r *faultRun) heal() {
 	r.c.Net.HealAll()
+	settled := r.c.Converged
+	if r.redis != nil {
+		settled = r.c.Settled() // late writes too are in Redis, and reloaded
+	}
 	if err := wait.Until(45*time.Second, func() error {
 		for _, n := range r.c.Nodes {
 			if st := n.RedisStatus(); st == "down" {
 				return fmt.Errorf("%s sees Redis down", n.Name())
 			}
 		}
-		return r.c.Converged()
+		return settled()
 	}); err != nil {
 		r.t.Fatalf("cluster did not converge after healing: %v\nfaults: %q", err, r.faults)
 	}
@@ -254,8 +260,27 @@ func (r *faultRun) check() {
 	s := r.log.Check(final, b)
 	r.t.Logf("%d faults %q; %v", len(r.faults), r.faults, s)
 	if len(s.Violations) > 0 {
-		r.t.Errorf("violations:\n\t%s\nfaults: %q", joinLines(s.Violations), r.faults)
+		r.t.Errorf("violations:\n\t%s\nfaults: %q%s", joinLines(s.Violations), r.faults, r.inRedis(keys))
 	}
+}
+
+// inRedis says what Redis holds of keys (the sum of each counter's buckets), to tell a
+// write that never reached Redis from memory that missed one.
+func (r *faultRun) inRedis(keys []string) string {
+	if r.redis == nil {
+		return ""
+	}
+	out := "\nin Redis:"
+	for _, k := range keys {
+		fields, _ := r.redis.Do(r.t, "HVALS", fmt.Sprintf("lc:{%s}:%d:10", k, faultWindow)).([]any)
+		sum := int64(0)
+		for _, f := range fields {
+			n, _ := strconv.ParseInt(fmt.Sprint(f), 10, 64)
+			sum += n
+		}
+		out += fmt.Sprintf(" %s=%d", k, sum)
+	}
+	return out
 }
 
 func joinLines(s []string) string {

@@ -291,6 +291,14 @@ func (n *Node) Holding() (owned, held int) { return n.owner.Holding() }
 // node (see owner.Owner.HandingOn): until none, a count may miss them.
 func (n *Node) HandingOn() int { return n.owner.HandingOn() }
 
+// Unwritten reports how many counters have deltas this node has not written to Redis
+// yet (see owner.Owner.Unwritten): until none, another node's count may miss them.
+func (n *Node) Unwritten() int { return n.owner.Unwritten() }
+
+// LatePolls reports how many times this node has read the late-write marks (tests wait
+// for every node to read them after the last write).
+func (n *Node) LatePolls() uint64 { return n.owner.LatePolls() }
+
 // Router is the node's router (tests compare rings).
 func (n *Node) Router() *route.Router { return n.router }
 

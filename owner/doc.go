@@ -63,6 +63,14 @@
 // Without Redis memory is what this node counted; whoever decided meanwhile hands its
 // own counts back when the partition returns, and they add up.
 //
+// # Late writes
+//
+// A lapsed node writes its deltas when Redis lets it, possibly after the partition's
+// next owner loaded (or skipped loading) its counters. Such a write is marked in Redis
+// once confirmed, and whoever holds the partition reloads it; counters handed on
+// directly, whose sender's memory may lack such a write, are reloaded once Redis has
+// what came with them (late.go).
+//
 // # Locks
 //
 // decide is held shared while a batch of ops is judged and decided, and exclusively

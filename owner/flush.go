@@ -112,6 +112,9 @@ func (o *Owner) flushOnce(ctx context.Context) {
 	defer f.signal()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if !o.markLate(ctx) {
+		return // Redis is away: nothing else would go either
+	}
 	for {
 		f.mu.Lock()
 		if len(f.batches) == 0 {
@@ -159,6 +162,8 @@ func (o *Owner) send(ctx context.Context, sb sentBatch) bool {
 		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
 		return false
 	}
+	o.noteLate(sb.refs)
+	o.markLate(ctx) // before the refs go: a load that waited for them must find the mark
 	o.flush.mu.Lock()
 	for _, r := range sb.refs {
 		if o.flush.refs[r]--; o.flush.refs[r] <= 0 {

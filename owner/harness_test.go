@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,6 +46,15 @@ func (f *fakeLeases) Holds(p int, _ int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.held[p]
+}
+
+// Until is far off for a partition held, 0 for one not held: a write confirmed while
+// the test holds p is on time, one after is late.
+func (f *fakeLeases) Until(p int) int64 {
+	if f.Holds(p, 0) {
+		return math.MaxInt64
+	}
+	return 0
 }
 
 func (f *fakeLeases) Wait(ctx context.Context, p int) error {

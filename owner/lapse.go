@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // Lapsed is told the partitions whose lease ran out while this node held them (the
@@ -13,8 +14,18 @@ import (
 // Redis the memory is kept: it is what this node counted, and whoever decided them
 // meanwhile hands its own counts back, to be added, when it hands them on.
 func (o *Owner) Lapsed(s lease.Set) {
-	if o.cfg.Redis == nil {
-		return
+	if n := o.markStale(s); n > 0 {
+		o.cfg.Logger.Warn("lease lapsed: these partitions are reloaded from Redis before they are decided again", "partitions", n)
+	}
+}
+
+// markStale makes the partitions of s that this node decides stale (dropped, after
+// their deltas are written, and reloaded before they are decided again), and the lent
+// ones reloaded once their counters are back; it returns how many it made stale. A
+// no-op without Redis.
+func (o *Owner) markStale(s lease.Set) int {
+	if o.cfg.Redis == nil || s.Len() == 0 {
+		return 0
 	}
 	o.parts.mu.Lock()
 	o.decide.Lock()
@@ -33,17 +44,19 @@ func (o *Owner) Lapsed(s lease.Set) {
 	o.decide.Unlock()
 	o.parts.mu.Unlock()
 	if n > 0 {
-		o.cfg.Logger.Warn("lease lapsed: these partitions are reloaded from Redis before they are decided again", "partitions", n)
 		o.parts.signal()
 		o.kickFlush()
 	}
+	return n
 }
 
 // cleanStale drops the memory of stale partitions once Redis answers: their counters
 // leave memory, their deltas go to the write-behind, and they are decided again,
 // loading each counter from Redis once its deltas are confirmed there. Counters decided
 // blind while Redis was down are dropped and reloaded the same way (their partition not
-// decided meanwhile): Redis has what others counted before, their memory does not.
+// decided meanwhile): Redis has what others counted before, their memory does not. So
+// are counters handed here directly, once this node's writes of their partition are
+// confirmed (late.go). A lent partition is left until its counters are back.
 func (o *Owner) cleanStale() {
 	if o.cfg.Redis == nil || !o.cfg.Redis.Healthy() {
 		return
@@ -52,50 +65,38 @@ func (o *Owner) cleanStale() {
 	if rg == nil {
 		return
 	}
-	held := o.fencedStale(context.Background())
+	held := o.fencedStale(context.Background(), rg)
 	o.parts.mu.Lock()
 	defer o.parts.mu.Unlock()
-	stale := lease.NewSet(len(o.parts.state))
-	partial := map[int]map[string]struct{}{} // blind partitions: only these keys are dropped
+	d := drops{whole: lease.NewSet(len(o.parts.state)), keys: map[int]map[string]struct{}{}}
 	o.decide.Lock()
 	for p := range o.parts.state {
-		if held[p] {
-			continue // its counts here wait for another node's writes: not reloaded yet
+		if held[p] || o.parts.get(p) == stLent {
+			continue // its counts wait for another node's writes, or are not back yet
 		}
 		if o.parts.blind[p].Swap(false) {
-			switch bs := o.blindKeys.take(p); {
-			case o.parts.get(p) != stMine: // stale or gone: all of it is dropped anyway
-			case bs == nil || bs.all:
-				o.parts.set(p, stStale)
-			default:
-				o.parts.set(p, stDropping)
-				partial[p] = bs.keys
-				continue
-			}
+			d.plan(o, p, o.blindKeys.take(p), true)
 		}
 		if o.parts.get(p) == stStale {
-			o.parts.set(p, stDropping)
-			stale.Add(p)
+			d.all(o, p)
+		}
+	}
+	for _, p := range o.refreshKeys.parts() {
+		if !held[p] && o.parts.get(p) != stLent {
+			d.plan(o, p, o.refreshKeys.take(p), false)
 		}
 	}
 	o.decide.Unlock()
-	if stale.Len() == 0 && len(partial) == 0 {
+	if d.whole.Len() == 0 && len(d.keys) == 0 {
 		return
 	}
-	ev := o.cfg.Store.Evict(func(k string) bool {
-		p := rg.Partition(k)
-		if keys, ok := partial[p]; ok {
-			_, blind := keys[k]
-			return blind
-		}
-		return stale.Has(p)
-	})
+	ev := o.cfg.Store.Evict(d.has(rg))
 	o.flush.enqueue(pendingOf(ev))
 	o.decide.Lock()
-	for p := range partial {
-		stale.Add(p)
+	for p := range d.keys {
+		d.whole.Add(p)
 	}
-	stale.Each(func(p int) {
+	d.whole.Each(func(p int) {
 		if o.parts.get(p) == stDropping {
 			o.parts.set(p, stMine)
 		}
@@ -103,22 +104,78 @@ func (o *Owner) cleanStale() {
 	o.decide.Unlock()
 	o.parts.signal()
 	o.kickFlush()
-	o.cfg.Logger.Info("stale partitions dropped from memory; their counters reload from Redis", "partitions", stale.Len(), "counters", len(ev))
+	o.cfg.Logger.Info("stale partitions dropped from memory; their counters reload from Redis", "partitions", d.whole.Len(), "counters", len(ev))
+}
+
+// drops is what a cleanStale drops: whole partitions, and some keys of others.
+type drops struct {
+	whole lease.Set
+	keys  map[int]map[string]struct{}
+}
+
+// all drops the whole of p. The caller holds decide.
+func (d *drops) all(o *Owner, p int) {
+	o.parts.set(p, stDropping)
+	d.whole.Add(p)
+	delete(d.keys, p)
+}
+
+// plan drops the counters bs lists of p (all of them if bs says so, or if bs is nil and
+// nilIsAll), unless p is no longer this node's. The caller holds decide.
+func (d *drops) plan(o *Owner, p int, bs *blindSet, nilIsAll bool) {
+	switch st := o.parts.get(p); {
+	case st == stStale || d.whole.Has(p):
+		d.all(o, p)
+	case st != stMine && st != stDropping: // gone: its memory leaves anyway
+	case bs == nil && !nilIsAll:
+	case bs == nil || bs.all:
+		d.all(o, p)
+	default:
+		o.parts.set(p, stDropping)
+		if d.keys[p] == nil {
+			d.keys[p] = map[string]struct{}{}
+		}
+		for k := range bs.keys {
+			d.keys[p][k] = struct{}{}
+		}
+	}
+}
+
+// has says which keys of ring rg are dropped.
+func (d *drops) has(rg *ring.Ring) func(string) bool {
+	return func(k string) bool {
+		p := rg.Partition(k)
+		if d.whole.Has(p) {
+			return true
+		}
+		_, ok := d.keys[p][k]
+		return ok
+	}
 }
 
 // fencedStale returns the partitions that would be dropped and reloaded now but hold
 // counts whose write-behind elsewhere Redis has not confirmed (fence.go): a reload would
-// miss it. It reads Redis, so it runs before the locks are taken.
-func (o *Owner) fencedStale(ctx context.Context) map[int]bool {
-	var held map[int]bool
+// miss it. Partitions with counters handed here (to refresh) are held too while this
+// node's own writes of them are not all confirmed. It reads Redis, so it runs before
+// the locks are taken.
+func (o *Owner) fencedStale(ctx context.Context, rg *ring.Ring) map[int]bool {
+	held := map[int]bool{}
+	refresh := o.refreshKeys.parts()
+	if len(refresh) > 0 {
+		set := lease.NewSet(len(o.parts.state))
+		for _, p := range refresh {
+			set.Add(p)
+		}
+		for _, r := range o.flush.unsettledIn(rg, set) {
+			held[rg.Partition(r.Key)] = true
+		}
+	}
 	for p := range o.parts.state {
-		if st := o.parts.get(p); st != stStale && !(st == stMine && o.parts.blind[p].Load()) {
+		st := o.parts.get(p)
+		if st != stStale && !(st == stMine && (o.parts.blind[p].Load() || o.refreshKeys.any(p))) {
 			continue
 		}
-		if !o.reached(ctx, p) {
-			if held == nil {
-				held = map[int]bool{}
-			}
+		if !held[p] && !o.reached(ctx, p) {
 			held[p] = true
 		}
 	}

@@ -19,6 +19,7 @@ import (
 type Leases interface {
 	Now() int64                            // the leases' monotonic clock, ns
 	Holds(p int, now int64) bool           // whether this node may decide p at now
+	Until(p int) int64                     // when its lease of p ends (no one else holds p before); 0: not held
 	Wait(ctx context.Context, p int) error // until this node may decide p
 	SetClaims(lease.Set)                   // the partitions this node wants to hold
 	Kick()                                 // renew now: a partition was just released to this node
@@ -78,7 +79,9 @@ type Owner struct {
 	recv   received
 	fenced fences // write-behind of other nodes that counters here wait for (fence.go)
 
-	blindKeys blindKeys // counters started from empty memory while Redis was down (blind.go)
+	blindKeys   blindKeys   // counters started from empty memory while Redis was down (blind.go)
+	refreshKeys refreshKeys // counters handed here directly, reloaded once Redis has their writes (late.go)
+	late        lateMarks   // late writes: this node's to mark, and others' marks seen (late.go)
 
 	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
 
@@ -119,6 +122,7 @@ func (o *Owner) Run() {
 		case <-o.flush.kick:
 		}
 		o.flushOnce(context.Background())
+		o.pollLate(context.Background())
 		o.cleanStale()
 		o.expireLends()
 	}

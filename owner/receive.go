@@ -119,6 +119,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 		p := rg.Partition(h.Counters[i].Key)
 		ps = append(ps, p)
 		o.parts.decided[p].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
+		o.refreshKeys.mark(p, h.Counters[i].Key, false)
 	}
 	o.fenced.add(ps, h.Fences)
 	return nil

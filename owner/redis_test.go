@@ -289,3 +289,20 @@ func TestBlindReloadKeepsCountersInMemoryWhenRedisComesBackEmpty(t *testing.T) {
 	countIs(t, a.Owner, "{p}new", 2)
 	countIs(t, a.Owner, "{p}held", 6)
 }
+
+// Redis that comes back is found back even when nothing is to be written or loaded:
+// while it is down, counters are decided from memory and no op calls Redis, so the
+// breaker would stay open (and the node degraded) for good unless the owner probes it.
+func TestRedisIsFoundBackWithoutTraffic(t *testing.T) {
+	srv, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	stopRedis(t, srv, st, a.Owner)
+	srv.Restart()
+	eventually(t, "Redis found back", func() error {
+		if !st.Healthy() {
+			return fmt.Errorf("the breaker is still open")
+		}
+		return nil
+	})
+}

@@ -173,6 +173,39 @@ func (c *Cluster) Converged() error {
 	return nil
 }
 
+// Settled returns a check, to poll, that holds once the cluster has converged and every
+// node has written its deltas to Redis and then read the late-write marks twice, so
+// that a count taken afterwards sees every write, late ones included (owner/late.go).
+func (c *Cluster) Settled() func() error {
+	var polls []uint64 // each node's LatePolls once all had written everything
+	return func() error {
+		nodes := c.Running()
+		if err := c.Converged(); err != nil {
+			polls = nil
+			return err
+		}
+		for _, n := range nodes {
+			if u := n.Unwritten(); u > 0 {
+				polls = nil
+				return fmt.Errorf("%s has %d counters to write to Redis", n.Name(), u)
+			}
+		}
+		if len(polls) != len(nodes) {
+			polls = make([]uint64, len(nodes))
+			for i, n := range nodes {
+				polls[i] = n.LatePolls()
+			}
+			return fmt.Errorf("waiting for every node to read the late-write marks")
+		}
+		for i, n := range nodes {
+			if n.LatePolls() < polls[i]+2 {
+				return fmt.Errorf("%s has not read the late-write marks since", n.Name())
+			}
+		}
+		return nil
+	}
+}
+
 // WaitConverged polls Converged until it holds, failing the test after Timeout.
 func (c *Cluster) WaitConverged() {
 	c.t.Helper()
