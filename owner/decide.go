@@ -131,8 +131,10 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 	now := o.cfg.Leases.Now()
 	redisUp := o.redisUp()
 	var failed map[int]error // ops whose counter could not be loaded
+	var unloaded []int       // partitions whose counters were not loaded: not decided now
 	if o.cfg.Redis != nil {
-		if misses := o.misses(rg, ops, now, redisUp); len(misses) > 0 {
+		var misses []*miss
+		if misses, unloaded = o.misses(rg, ops, now, redisUp); len(misses) > 0 {
 			o.decide.RUnlock()
 			o.load(ctx, ops, misses)
 			o.decide.RLock()
@@ -148,7 +150,8 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 		p := rg.Partition(op.Key)
 		if v := o.judge(p, now, redisUp); v == waitFor && !o.cfg.Leases.Quorate(now) {
 			return fmt.Errorf("%w: this node cannot reach a majority of the cluster", counter.ErrUnavailable)
-		} else if v != decideIt {
+		} else if v != decideIt || containsInt(unloaded, p) {
+			// (unloaded: granted since the misses were listed, and its counter not loaded.)
 			return fmt.Errorf("%w: partition %d of %q is not decided here now", counter.ErrNotOwner, p, op.Key)
 		}
 		if o.cfg.Redis != nil {

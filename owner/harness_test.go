@@ -29,6 +29,7 @@ var sp = leaparray.Spec{WindowMs: 60_000, Buckets: 10}
 type fakeLeases struct {
 	mu      sync.Mutex
 	held    map[int]bool
+	refuse  map[int]int // partitions granted only after this many more Holds asks
 	claims  lease.Set
 	changed chan struct{}
 	kicks   int
@@ -45,7 +46,27 @@ func (f *fakeLeases) Quorate(int64) bool { return true }
 func (f *fakeLeases) Holds(p int, _ int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if n, ok := f.refuse[p]; ok {
+		if n > 0 {
+			f.refuse[p] = n - 1
+			return false
+		}
+		delete(f.refuse, p)
+		f.held[p] = true // the grant arrives now
+	}
 	return f.held[p]
+}
+
+// grantAfter makes p held once asks more Holds calls have said it is not: a grant that
+// arrives while a batch is being decided.
+func (f *fakeLeases) grantAfter(p, asks int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse == nil {
+		f.refuse = map[int]int{}
+	}
+	f.held[p] = false
+	f.refuse[p] = asks
 }
 
 // Until is far off for a partition held, 0 for one not held: a write confirmed while

@@ -20,12 +20,14 @@ type miss struct {
 }
 
 // misses lists the decidable ops whose counter is not in memory (one per counter),
-// while Redis is up; while it is down they are decided from memory (blind).
-func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool) []*miss {
+// while Redis is up; while it is down they are decided from memory (blind). It also
+// returns the partitions of the ops whose counter is not in memory and that it did not
+// find decidable: those are not decided in this batch even if their lease is granted
+// before the batch is (their counters were not loaded).
+func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool) (out []*miss, unloaded []int) {
 	if !redisUp {
-		return nil
+		return nil, nil
 	}
-	var out []*miss
 	seen := map[fallback.CounterRef]bool{}
 	for i := range ops {
 		op := &ops[i]
@@ -34,7 +36,13 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool)
 		}
 		p := rg.Partition(op.Key)
 		ref := fallback.CounterRef{Key: op.Key, Spec: spec(op)}
-		if seen[ref] || o.judge(p, now, redisUp) != decideIt {
+		if seen[ref] {
+			continue
+		}
+		if o.judge(p, now, redisUp) != decideIt {
+			if !containsInt(unloaded, p) {
+				unloaded = append(unloaded, p)
+			}
 			continue
 		}
 		seen[ref] = true
@@ -45,7 +53,7 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool)
 		}
 		out = append(out, &miss{op: i, gen: o.parts.gen[p].Load()})
 	}
-	return out
+	return out, unloaded
 }
 
 // settleWait bounds how long a load waits for this node's own deltas of the counter to

@@ -306,3 +306,35 @@ func TestRedisIsFoundBackWithoutTraffic(t *testing.T) {
 		return nil
 	})
 }
+
+// A lease granted while a batch is being decided does not let an op of that partition
+// be decided from empty memory: its counter was not loaded, since the partition was not
+// held when the batch's misses were listed. It is answered not owner (sent again), and
+// decided once loaded. Before, it was decided from zero and Redis's count was lost.
+func TestGrantDuringABatchDoesNotSkipTheLoad(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	rg := ringOf("a")
+	k := "granted-late"
+	if err := writeElsewhere(st, k, 9, t0); err != nil {
+		t.Fatal(err)
+	}
+	a.leases.grantAfter(rg.Partition(k), 1) // not held when the misses are listed; held after
+	res := make([]counter.Result, 1)
+	a.Immediate().Do(context.Background(), []counter.Op{incr(k, 1)}, res)
+	if res[0].Err == nil && res[0].Count != 10 {
+		t.Fatalf("incr decided from empty memory: got count %d; want 10 (9 in Redis, and 1) or not owner", res[0].Count)
+	}
+	if res[0].Err != nil && !errors.Is(res[0].Err, counter.ErrNotOwner) {
+		t.Fatalf("incr: got %v; want decided or not owner", res[0].Err)
+	}
+	countIs(t, a.Owner, k, 9+int64(boolInt(res[0].Err == nil)))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
