@@ -67,17 +67,19 @@ func (c *Cluster) MarkLeaving(timeout time.Duration) error {
 // it no longer takes. Best effort: a member not reached still hears it by gossip.
 func (c *Cluster) pushLeaving(timeout time.Duration) {
 	var wg sync.WaitGroup
-	for _, n := range c.ml.Members() {
-		if n.Name == c.name {
-			continue
-		}
+	// The member table, not memberlist's Members: those are memberlist's own records,
+	// which its gossip goroutines update under a lock this package cannot take.
+	others := c.tab.list(func(m Member) bool {
+		return m.Name != c.name && (m.State == StateAlive || m.State == StateLeaving)
+	})
+	for _, m := range others {
 		wg.Add(1)
 		go func(addr string) {
 			defer wg.Done()
 			if _, err := c.ml.Join([]string{addr}); err != nil {
 				c.log.Debug("leaving not pushed", "member", addr, "err", err)
 			}
-		}(n.Address())
+		}(m.Addr)
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
