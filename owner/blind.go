@@ -71,10 +71,3 @@ func (o *Owner) markBlind(p int, key string, all bool) {
 	o.blindKeys.mark(p, key, all)
 	o.parts.blind[p].Store(true) // after the key: who sees the flag finds the key
 }
-
-// any reports whether partition p has keys listed.
-func (b *blindKeys) any(p int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.by[p] != nil
-}

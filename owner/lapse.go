@@ -160,19 +160,18 @@ func (d *drops) has(rg *ring.Ring) func(string) bool {
 // the locks are taken.
 func (o *Owner) fencedStale(ctx context.Context, rg *ring.Ring) map[int]bool {
 	held := map[int]bool{}
-	refresh := o.refreshKeys.parts()
-	if len(refresh) > 0 {
-		set := lease.NewSet(len(o.parts.state))
-		for _, p := range refresh {
-			set.Add(p)
-		}
-		for _, r := range o.flush.unsettledIn(rg, set) {
+	refresh := lease.NewSet(len(o.parts.state))
+	for _, p := range o.refreshKeys.parts() {
+		refresh.Add(p)
+	}
+	if refresh.Len() > 0 {
+		for _, r := range o.flush.unsettledIn(rg, refresh) {
 			held[rg.Partition(r.Key)] = true
 		}
 	}
 	for p := range o.parts.state {
 		st := o.parts.get(p)
-		if st != stStale && !(st == stMine && (o.parts.blind[p].Load() || o.refreshKeys.any(p))) {
+		if st != stStale && !(st == stMine && (o.parts.blind[p].Load() || refresh.Has(p))) {
 			continue
 		}
 		if !held[p] && !o.reached(ctx, p) {

@@ -113,6 +113,10 @@ func (o *Owner) Run() {
 	defer close(o.done)
 	t := time.NewTicker(o.cfg.FlushInterval)
 	defer t.Stop()
+	// The late-write marks are read at most once per FlushInterval (or 100 ms, when
+	// that is longer): kicks come as often as ops wait for a flush.
+	pollEvery := min(o.cfg.FlushInterval, 100*time.Millisecond)
+	var polled time.Time
 	for {
 		select {
 		case <-o.quit:
@@ -122,7 +126,10 @@ func (o *Owner) Run() {
 		case <-o.flush.kick:
 		}
 		o.flushOnce(context.Background())
-		o.pollLate(context.Background())
+		if time.Since(polled) >= pollEvery {
+			polled = time.Now()
+			o.pollLate(context.Background())
+		}
 		o.cleanStale()
 		o.expireLends()
 	}
