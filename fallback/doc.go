@@ -24,8 +24,11 @@
 // the hash never holds stale fields and no operation scans for them: incr and an allowed
 // allow at the head bucket cost a handful of O(1) hash commands whatever B is, count is
 // read-only, and only a denied allow reads the whole (at most B+2 field) hash to compute
-// retry_after_ms. Every write refreshes the key's TTL to max(2×window, Config.MinTTL):
-// a counter untouched for a window counts 0 anyway, so Redis may forget it after two.
+// retry_after_ms. Every write that moves the head (or makes the counter) sets the key's
+// TTL to max(2×window, Config.MinTTL): a counter whose head bucket a window has passed
+// counts 0 anyway, so Redis may forget it after two. Writes at or behind the head leave
+// the TTL alone, which saves write-behind a command per counter per flush (see put in
+// common.lua).
 //
 // Why not the common "HGETALL, sum the fresh fields, HDEL the stale ones" script (or a
 // sorted set of events)? Each request then costs O(B) (or O(events)), while the running
@@ -134,9 +137,9 @@
 // merge_pairs moves the head once, to the newest bucket given, and then adds the pairs
 // that are still in the window, which ends in the same hash as adding them one by one
 // (the head only grows). It reads the head, the sum and the buckets it adds to in one
-// HMGET and writes the new sum and bucket counts in one HSET: with the PEXPIRE, three
-// commands per counter when the head does not move, however many buckets its delta
-// holds (BenchmarkFlushDeltas reports redis-cmds/delta).
+// HMGET and writes the new sum and bucket counts in one HSET: two commands per counter
+// when the head does not move, however many buckets its delta holds, and a PEXPIRE more
+// when it does (BenchmarkFlushDeltas reports redis-cmds/delta).
 //
 // A Cluster runs a script only on keys of one hash slot, so NewBatch groups a Cluster's
 // deltas by slot (CRC16 of the hash tag, as Redis computes it). Each counter has its own

@@ -33,6 +33,49 @@ func TestTTLIsTwiceTheWindow(t *testing.T) {
 	}
 }
 
+// The TTL is set when the head moves (or the counter is new), and left alone by a write
+// at the head bucket or an older one: the head's first write already set a TTL that
+// outlives every bucket the hash holds, and skipping the PEXPIRE saves write-behind a
+// command per counter per flush. The test stretches the TTL by hand, so that a refresh
+// would show.
+func TestTTLIsSetWhenTheHeadMoves(t *testing.T) {
+	srv := testredis.Start(t)
+	st := open(t, srv.URL(), Config{MinTTL: DefaultMinTTL})
+	rc := srv.Client(t)
+	sp := spec(60_000, 10) // L = 6 s
+	now := int64(1_700_000_000_000)
+	key := counterKey("moves", sp)
+	want := 2 * time.Minute
+	pttl := func() time.Duration { return rc.PTTL(bg, key).Val() }
+	merge := func(at int64) {
+		t.Helper()
+		if err := st.Merge(bg, "moves", sp, []leaparray.Bucket{{Index: sp.Bucket(at), Count: 1}}, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge(now)
+	if got := pttl(); got <= want-5*time.Second || got > want {
+		t.Fatalf("new counter: PTTL = %v; want about %v", got, want)
+	}
+	stretched := 3 * time.Hour
+	rc.PExpire(bg, key, stretched)
+	merge(now)         // the head bucket again
+	merge(now - 6_000) // an older bucket
+	if _, err := st.Incr(bg, "moves", sp, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := pttl(); got <= stretched-5*time.Second {
+		t.Fatalf("writes at or before the head: PTTL = %v; want the %v set by hand, untouched", got, stretched)
+	}
+	merge(now + 6_000) // the head moves
+	if got := pttl(); got <= want-5*time.Second || got > want {
+		t.Fatalf("head moved: PTTL = %v; want about %v", got, want)
+	}
+	if got, err := st.Count(bg, "moves", sp, now+6_000); err != nil || got != 5 {
+		t.Fatalf("count = %d, %v; want 5", got, err)
+	}
+}
+
 // The hash holds h, s and the non-zero buckets in the window at the head, nothing
 // else: buckets leave as the head passes them, through either way of finding them (the
 // named fields, or the whole hash when it is smaller).
