@@ -30,18 +30,24 @@ func BenchmarkIncrOneScriptPerCall(b *testing.B) {
 }
 
 // The write-behind path: many counters' deltas merged per pipeline, a new batch each
-// time (each call raising its writer's mark once).
+// time (each call raising its writer's mark once). The counters are the same each time
+// (a busy limiter's), but for new: each delta is a counter Redis does not hold yet (a
+// flood of new keys).
 func BenchmarkFlushDeltas(b *testing.B) {
-	for _, buckets := range []int{1, 10} {
-		b.Run(strconv.Itoa(buckets)+"buckets", func(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		buckets int
+		new     bool
+	}{{"1buckets", 1, false}, {"10buckets", 10, false}, {"1buckets/new", 1, true}} {
+		b.Run(c.name, func(b *testing.B) {
 			srv, st := startStore(b)
 			sp := spec(60_000, 60)
 			now := int64(1_700_000_000_000)
 			deltas := make([]Delta, FlushChunk)
 			for i, k := range benchKeys(len(deltas)) {
-				bs := make([]leaparray.Bucket, buckets)
+				bs := make([]leaparray.Bucket, c.buckets)
 				for j := range bs {
-					bs[j] = leaparray.Bucket{Index: sp.Bucket(now) - int64(buckets-1-j), Count: 1}
+					bs[j] = leaparray.Bucket{Index: sp.Bucket(now) - int64(c.buckets-1-j), Count: 1}
 				}
 				deltas[i] = Delta{Key: k, Spec: sp, Buckets: bs}
 			}
@@ -49,6 +55,11 @@ func BenchmarkFlushDeltas(b *testing.B) {
 			resetStats(b, srv)
 			start := time.Now()
 			for b.Loop() {
+				if c.new {
+					for i := range deltas {
+						deltas[i].Key = "new:" + strconv.Itoa(n+i)
+					}
+				}
 				if err := st.SendBatch(bg, st.NewBatch("bench", deltas)); err != nil {
 					b.Fatal(err)
 				}
