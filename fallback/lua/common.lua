@@ -241,8 +241,8 @@ end
 -- merge_one is merge_pairs for one pair (j, n as the caller's strings): write-behind's
 -- common delta, one bucket per counter per flush. It is merge_pairs without the tables
 -- that gather many pairs, which cost that case a fifth of the script's time (measured):
--- an HMGET of the head, the sum and bucket j, then one HSET and the PEXPIRE when the
--- head does not move.
+-- an HMGET of the head, the sum and bucket j, then one HSET, and a PEXPIRE only when the
+-- head moves (put).
 local function merge_one(key, reset, b, ttl, js, ns)
   local j = tonumber(js)
   local f = fld(j)
