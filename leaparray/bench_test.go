@@ -205,15 +205,25 @@ func makeKeys(n int) []string {
 // Incr on counters that have all left the one-bucket form (each touched in two
 // buckets), in random order: the steady state of a busy limiter, where every lookup
 // misses the caches and is found in a ring.
-func BenchmarkStoreIncrRinged(b *testing.B) {
+func BenchmarkStoreIncrRinged(b *testing.B) { benchIncrRandom(b, 2) }
+
+// Incr on counters still in the one-bucket form (each touched in one bucket only), in
+// random order: most counters of a limiter keyed by client, each seen once or twice a
+// window, where every lookup misses the caches.
+func BenchmarkStoreIncrOneBucket(b *testing.B) { benchIncrRandom(b, 1) }
+
+// benchIncrRandom times Incr, in random order, on counters each first touched in the
+// given number of buckets, at the newest of them.
+func benchIncrRandom(b *testing.B, buckets int) {
 	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	now := t0 + int64(buckets-1)*sp.BucketMs()
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
 			s, keys := NewStore(), makeKeys(n)
-			now := t0 + sp.BucketMs()
 			for _, k := range keys {
-				s.Incr(k, sp, 1, t0)
-				s.Incr(k, sp, 1, now)
+				for j := range buckets {
+					s.Incr(k, sp, 1, t0+int64(j)*sp.BucketMs())
+				}
 			}
 			order := rand.New(rand.NewPCG(1, 2)).Perm(n)
 			b.ReportAllocs()
