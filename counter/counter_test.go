@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseWindow(t *testing.T) {
@@ -21,6 +23,27 @@ func TestParseWindow(t *testing.T) {
 	for _, in := range []string{"", "0", "0s", "-5s", "1us", "1.5ms", "745h", "abc", "10x", "1e3", "99999999999999999999", "2678400001"} {
 		if _, err := ParseWindow(in); !errors.Is(err, ErrBadWindow) {
 			t.Errorf("ParseWindow(%q): got %v; want ErrBadWindow", in, err)
+		}
+	}
+}
+
+// The number-and-unit forms ParseWindow reads without time.ParseDuration read as
+// time.ParseDuration reads them, at every length of number around the 9 digits it takes.
+func TestParseWindowShortFormsMatchParseDuration(t *testing.T) {
+	for _, unit := range []string{"ms", "s", "m", "h", "us", "ns", "x", ""} {
+		for _, num := range []string{"1", "007", "60", "999999999", "1000000000", "31", "2678400", "44640"} {
+			in := num + unit
+			got, err := ParseWindow(in)
+			d, derr := time.ParseDuration(in)
+			want := int64(d / time.Millisecond)
+			ok := derr == nil && d%time.Millisecond == 0 && want >= MinWindowMs && want <= MaxWindowMs
+			if unit == "" {
+				want, derr = strconv.ParseInt(num, 10, 64)
+				ok = derr == nil && want >= MinWindowMs && want <= MaxWindowMs
+			}
+			if ok && (err != nil || got != want) || !ok && err == nil {
+				t.Errorf("ParseWindow(%q): got %d, %v; want %d (valid %v)", in, got, err, want, ok)
+			}
 		}
 	}
 }

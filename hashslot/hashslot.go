@@ -11,8 +11,16 @@ const Count = 16384
 func Of[K string | []byte](key K) uint16 {
 	key = tag(key)
 	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc = crc<<8 ^ crc16tab[byte(crc>>8)^key[i]]
+	i := 0
+	// Four bytes at a time, with four independent lookups (slicing by 4): the byte loop
+	// waits on each lookup before the next. BenchmarkOf (an 18-byte key): 35-41 ns a
+	// key byte by byte, 19-26 ns this way, run just after; a node computes it twice per op.
+	for ; i+4 <= len(key); i += 4 {
+		crc = crc16by4[3][byte(crc>>8)^key[i]] ^ crc16by4[2][byte(crc)^key[i+1]] ^
+			crc16by4[1][key[i+2]] ^ crc16by4[0][key[i+3]]
+	}
+	for ; i < len(key); i++ {
+		crc = crc<<8 ^ crc16by4[0][byte(crc>>8)^key[i]]
 	}
 	return crc % Count
 }
@@ -36,9 +44,12 @@ func tag[K string | []byte](key K) K {
 	return key
 }
 
-// crc16tab is CRC16/XMODEM's table (polynomial 0x1021), made once at start.
-var crc16tab = func() (t [256]uint16) {
-	for i := range t {
+// crc16by4[0] is CRC16/XMODEM's table (polynomial 0x1021); crc16by4[k][x] is the CRC
+// of byte x followed by k zero bytes. The CRC is linear, so the CRC after four bytes is
+// the XOR of each byte's table entry at its distance from the end (the two bytes of the
+// CRC so far folded into the first two). Made once at start.
+var crc16by4 = func() (t [4][256]uint16) {
+	for i := range t[0] {
 		c := uint16(i) << 8
 		for range 8 {
 			if c&0x8000 != 0 {
@@ -47,7 +58,13 @@ var crc16tab = func() (t [256]uint16) {
 				c <<= 1
 			}
 		}
-		t[i] = c
+		t[0][i] = c
+	}
+	for k := 1; k < len(t); k++ {
+		for i := range t[k] {
+			c := t[k-1][i]
+			t[k][i] = c<<8 ^ t[0][byte(c>>8)]
+		}
 	}
 	return t
 }()
