@@ -20,6 +20,7 @@ import (
 type slab[C count] struct {
 	b       int // buckets per counter
 	index   vec[uint64]
+	hint    indexHint // where index is, for Store.Prefetch
 	keys    vec[byte] // arena of key bytes
 	garbage int       // arena bytes that belong to removed counters
 	refs    vec[keyRef]
@@ -135,6 +136,7 @@ func (s *slab[C]) rehash(n int) {
 			s.place(e, int(uint32(e))-1)
 		}
 	}
+	s.hint.publish(s.index.s)
 	old.free()
 }
 
@@ -216,6 +218,7 @@ func (s *slab[C]) shrink() {
 // free empties the slab and gives its memory back.
 func (s *slab[C]) free() {
 	s.index.free()
+	s.hint.publish(nil)
 	s.keys.free()
 	s.refs.free()
 	s.heads.free()
