@@ -6,6 +6,18 @@ type Grantor struct {
 	cfg    Config
 	starts int64 // grants are refused before this: an earlier run may have granted
 	parts  []grant
+	// latest is each voter's newest round seen, so that a request overtaken by a newer
+	// one (a reconnect can reorder them) is not applied after it: its releases would
+	// end grants the newer request renewed. Only voters are granted anything, so only
+	// theirs are kept.
+	latest map[string]seenRound
+}
+
+// seenRound is the newest round of one sender's run that a grantor answered.
+type seenRound struct {
+	inc   uint64
+	round uint64
+	at    int64
 }
 
 type grant struct {
@@ -20,7 +32,7 @@ type grant struct {
 // remembers. A node that founds a cluster alone needs no quarantine.
 func NewGrantor(cfg Config, partitions int, now int64, quarantine bool) *Grantor {
 	cfg = cfg.WithDefaults()
-	g := &Grantor{cfg: cfg, starts: now, parts: make([]grant, partitions)}
+	g := &Grantor{cfg: cfg, starts: now, parts: make([]grant, partitions), latest: map[string]seenRound{}}
 	if quarantine {
 		g.starts += cfg.hold()
 	}
@@ -34,6 +46,10 @@ func (g *Grantor) Grant(req *Request, isVoter bool, now int64) Reply {
 	if len(req.Claims) != 0 && len(req.Claims) != setWords(len(g.parts)) {
 		rep.Refused = RefusedWrongShape
 		return rep
+	}
+	if isVoter && !g.newest(req, now) {
+		rep.Granted = NewSet(len(g.parts))
+		return rep // overtaken: a newer round of the sender's was answered already
 	}
 	req.Releases.Each(func(p int) {
 		if p < len(g.parts) && g.parts[p].is(req.From, req.Incarnation) {
@@ -61,6 +77,27 @@ func (g *Grantor) Grant(req *Request, isVoter bool, now int64) Reply {
 		}
 	})
 	return rep
+}
+
+// newest records req's round as its sender's newest and reports whether it is: a
+// request of an older round of the same run is stale. (Another run's requests touch
+// only that run's grants.)
+func (g *Grantor) newest(req *Request, now int64) bool {
+	if cur, ok := g.latest[req.From]; ok && req.Incarnation == cur.inc && req.Round < cur.round {
+		return false
+	}
+	g.latest[req.From] = seenRound{inc: req.Incarnation, round: req.Round, at: now}
+	return true
+}
+
+// Forget drops what it knows of senders not heard from since before, so that the
+// table holds only the members that send heartbeats now.
+func (g *Grantor) Forget(before int64) {
+	for name, r := range g.latest {
+		if r.at < before {
+			delete(g.latest, name)
+		}
+	}
 }
 
 // Holder names who holds p here at now ("" if nobody).

@@ -119,3 +119,42 @@ func TestHolderNeedsMajority(t *testing.T) {
 		t.Fatalf("%d rounds kept after they expired", len(h.rounds))
 	}
 }
+
+// TestGrantorIgnoresAnOvertakenRelease: a round that releases p, delivered after a newer
+// round of the same sender that claimed p again, must not end the newer grant: the
+// sender holds p by the newer round, and a grantor that forgot it would grant p to
+// another node meanwhile.
+func TestGrantorIgnoresAnOvertakenRelease(t *testing.T) {
+	cfg := Config{Duration: time.Second}.WithDefaults()
+	g := NewGrantor(cfg, 4, 0, false)
+	g.Grant(&Request{From: "a", Incarnation: 1, Round: 1, Claims: claim(4, 0)}, true, 0)
+	release := &Request{From: "a", Incarnation: 1, Round: 2, Claims: claim(4), Releases: claim(4, 0)}
+	reclaim := &Request{From: "a", Incarnation: 1, Round: 3, Claims: claim(4, 0)}
+	if r := g.Grant(reclaim, true, 20*ms); !r.Granted.Has(0) {
+		t.Fatal("a not granted 0 in round 3")
+	}
+	g.Grant(release, true, 30*ms) // round 2 arrives late
+	if r := g.Grant(&Request{From: "b", Incarnation: 1, Round: 1, Claims: claim(4, 0)}, true, 40*ms); r.Granted.Has(0) {
+		t.Fatal("b granted 0 while a holds it by round 3: the overtaken round 2 ended a's grant")
+	}
+	if got := g.Holder(0, 40*ms); got != "a" {
+		t.Fatalf("holder of 0: %q; want a", got)
+	}
+	// Another run of a is not stale: it starts its rounds again from 1.
+	if r := g.Grant(&Request{From: "a", Incarnation: 2, Round: 1, Claims: claim(4, 1)}, true, 50*ms); !r.Granted.Has(1) {
+		t.Fatal("a's next run refused as stale")
+	}
+}
+
+// TestGrantorForgetsSilentSenders: the rounds remembered per sender stay bounded by the
+// senders heard from recently.
+func TestGrantorForgetsSilentSenders(t *testing.T) {
+	g := NewGrantor(Config{Duration: time.Second}, 4, 0, false)
+	for i := 0; i < 100; i++ {
+		g.Grant(&Request{From: string(rune('a'+i%26)) + string(rune('a'+i/26)), Incarnation: 1, Round: 1}, true, int64(i)*ms)
+	}
+	g.Forget(50 * ms)
+	if len(g.latest) != 50 {
+		t.Fatalf("%d senders remembered after forgetting those silent before 50ms; want 50", len(g.latest))
+	}
+}

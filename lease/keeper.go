@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,25 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.view, k.peers = view, peers
+	for name := range k.lastHeard {
+		if !k.known(name) {
+			delete(k.lastHeard, name)
+		}
+	}
+}
+
+// known reports whether name is a voter or a member membership sees alive: whose
+// heartbeats are remembered (lastHeard). Anyone who reaches the rpc port can send one
+// under any name; remembering every name would grow without bound.
+func (k *Keeper) known(name string) bool {
+	return k.voters.Has(name) || slices.Contains(k.view.Alive, name)
+}
+
+// heard records a heartbeat exchanged with name at now.
+func (k *Keeper) heard(name string, now int64) {
+	if k.known(name) {
+		k.lastHeard[name] = now
+	}
 }
 
 // SetClaims sets the partitions this node wants to hold. Partitions no longer claimed
@@ -212,7 +232,7 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	defer k.mu.Unlock()
 	now := k.now()
 	k.voters.Report(req.From, req.Alive, req.Voters, now)
-	k.lastHeard[req.From] = now
+	k.heard(req.From, now)
 	rep := k.grantor.Grant(req, k.voters.Has(req.From), now)
 	rep.Voters = k.voters.List()
 	rep.Alive = k.view.Alive

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,4 +97,32 @@ func waitUntil(d time.Duration, cond func() bool) error {
 		time.Sleep(10 * time.Millisecond) // the polling interval
 	}
 	return nil
+}
+
+// TestKeeperRemembersOnlyMembers: heartbeats under names that are neither voters nor
+// members seen alive (anyone who reaches the rpc port can send them) leave nothing
+// behind, however many names they use, while members' are remembered.
+func TestKeeperRemembersOnlyMembers(t *testing.T) {
+	k := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4, Found: true})
+	k.SetView(View{Alive: []string{"a", "b"}}, nil)
+	alive := make([]string, 1000)
+	for i := range alive {
+		alive[i] = fmt.Sprintf("m%d", i)
+	}
+	for i := 0; i < 5000; i++ {
+		k.Handle(&Request{From: fmt.Sprintf("stranger-%d", i), Incarnation: 1, Round: 1, Alive: alive, Voters: []string{"x"}})
+	}
+	k.Handle(&Request{From: "b", Incarnation: 1, Round: 1})
+	k.mu.Lock()
+	heard, reports, latest := len(k.lastHeard), len(k.voters.reports), len(k.grantor.latest)
+	k.mu.Unlock()
+	if heard != 1 || k.LastHeard("b") == 0 {
+		t.Fatalf("remembers heartbeats of %d names (b: %d); want only b's", heard, k.LastHeard("b"))
+	}
+	if reports != 0 {
+		t.Fatalf("keeps %d voter reports from non-voters; want none", reports)
+	}
+	if latest > 1 {
+		t.Fatalf("grantor remembers the rounds of %d senders; want at most the voter a", latest)
+	}
 }

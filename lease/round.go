@@ -1,6 +1,9 @@
 package lease
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Round sends one round of heartbeats: the node grants itself what its own table
 // allows, asks every peer (voters and other live members) for the rest, and counts the
@@ -25,6 +28,7 @@ func (k *Keeper) begin() (*Request, []Peer, Set) {
 	lapsed := k.checkLapses(now)
 	k.voters.Update(k.view, now)
 	k.voters.Forget(now)
+	k.grantor.Forget(now - int64(time.Minute))
 	k.holder.Expire(now)
 	n := k.next
 	k.next++
@@ -82,8 +86,8 @@ func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 func (k *Keeper) absorb(name string, req *Request, rep *Reply) {
 	k.mu.Lock()
 	now := k.now()
-	k.lastHeard[name] = now
 	k.voters.Report(name, rep.Alive, rep.Voters, now)
+	k.heard(name, now)
 	if rep.Refused == RefusedNone {
 		k.holder.Grant(req.Round, name, rep.Granted)
 	}

@@ -56,18 +56,23 @@ func (v *Voters) List() []string {
 func (v *Voters) Quorum() int { return len(v.set)/2 + 1 }
 
 // Report records what from sees, as its heartbeat or reply said at now. A node with no
-// voters yet takes from's.
+// voters yet takes from's. Only voters' reports are kept, since only theirs count
+// (agree): a report holds up to MaxMembers names, and anyone who reaches the rpc port
+// may send one.
 func (v *Voters) Report(from string, alive, voters []string, now int64) {
-	r := report{at: now, alive: make(map[string]bool, len(alive)), voters: voters}
-	for _, a := range alive {
-		r.alive[a] = true
-	}
-	v.reports[from] = r
 	if len(v.set) == 0 && len(voters) > 0 {
 		for _, n := range voters {
 			v.set[n] = true
 		}
 	}
+	if !v.set[from] {
+		return
+	}
+	r := report{at: now, alive: make(map[string]bool, len(alive)), voters: voters}
+	for _, a := range alive {
+		r.alive[a] = true
+	}
+	v.reports[from] = r
 }
 
 // Update applies at most one change the view and the fresh reports agree on, and
@@ -137,10 +142,10 @@ func sorted(names []string) []string {
 	return out
 }
 
-// Forget drops reports older than a minute, of members that come and go.
+// Forget drops reports older than a minute, and those of members no longer voters.
 func (v *Voters) Forget(now int64) {
 	for n, r := range v.reports {
-		if now-r.at > int64(time.Minute) {
+		if now-r.at > int64(time.Minute) || !v.set[n] {
 			delete(v.reports, n)
 		}
 	}
