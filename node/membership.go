@@ -107,9 +107,12 @@ func (n *Node) keeperTick() time.Duration { return n.cfg.Lease.WithDefaults().He
 // itself). It also founds a new cluster when that is this node's to do (aloneWait).
 func (n *Node) seesCluster(joinedAt time.Time) bool {
 	alive := n.cluster.Alive()
-	if time.Since(joinedAt) > aloneWait && !n.keeper.HasVoters() && (len(alive) == 0 || alive[0].Name == n.cfg.Name) {
+	n.noteSeen()
+	if time.Since(joinedAt) > aloneWait && !n.keeper.HasVoters() && n.cfg.Name <= n.smallestSeen {
 		// Nobody this node sees has voters (a cluster that has run would have taught it
-		// them by now): a new cluster, founded by the member with the smallest name.
+		// them by now): a new cluster, founded by the member with the smallest name it
+		// has ever seen, alive or not: one that saw a smaller member and lost it (cut
+		// off, say) must not found a second cluster beside that member's.
 		n.keeper.Found()
 		n.cfg.Logger.Info("founding a new cluster: no member seen has voters", "members_seen", len(alive))
 	}
@@ -122,6 +125,16 @@ func (n *Node) seesCluster(joinedAt time.Time) bool {
 		}
 	}
 	return false
+}
+
+// noteSeen keeps the smallest member name gossip has shown this node so far.
+func (n *Node) noteSeen() {
+	if n.smallestSeen == "" {
+		n.smallestSeen = n.cfg.Name
+	}
+	for _, m := range n.cluster.Members() {
+		n.smallestSeen = min(n.smallestSeen, m.Name)
+	}
 }
 
 // syncMembership tells the keeper what gossip says, forgets the connections of members

@@ -45,8 +45,11 @@ type Node struct {
 	incarnation uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth     peerauth.Mode // what authenticates peers on the rpc port
 	ringMembers []ring.Member // the members of the ring in use (watchMembership's)
-	stopLeases  context.CancelFunc
-	leaseLoop   sync.WaitGroup
+	// smallestSeen is the smallest member name gossip has shown (watchMembership's):
+	// only that member may found a new cluster.
+	smallestSeen string
+	stopLeases   context.CancelFunc
+	leaseLoop    sync.WaitGroup
 
 	authLimiter *authlimit.Limiter // wrong tokens per source, for HTTP and RESP alike
 
@@ -373,6 +376,10 @@ func (n *Node) drain(ctx context.Context) error {
 		if rg := n.router.Ring(); rg != nil {
 			_, held = rg.Member(n.cfg.Name)
 		}
+		if n.alone() {
+			// Nobody to hand its counters to, nor to forward here: nothing to wait for.
+			return n.owner.WaitReleased(ctx)
+		}
 		if !held && n.rpcSrv.IdleFor() >= drainQuiet {
 			// Our partitions are released (counters written to Redis, or sent to their
 			// new owners) once the release started by the ring change is done.
@@ -385,6 +392,16 @@ func (n *Node) drain(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// alone reports whether gossip shows no other member alive or leaving.
+func (n *Node) alone() bool {
+	for _, m := range n.cluster.Members() {
+		if m.Name != n.cfg.Name && (m.State == cluster.StateAlive || m.State == cluster.StateLeaving) {
+			return false
+		}
+	}
+	return true
 }
 
 // leave tells the cluster we are going, waits (bounded by ctx) for it to be heard, and

@@ -24,3 +24,21 @@ func TestStopBeforeJoining(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 }
+
+// A lone node (go run ./cmd/node) stops at once on SIGTERM: it has no peer to hand its
+// counters to or to wait for. Before, it waited its whole shutdown timeout for peers
+// to stop forwarding to it, peers it never had.
+func TestLoneNodeStopsAtOnce(t *testing.T) {
+	c := nodetest.MakeCluster(t, 1, nil)
+	n := c.Nodes[0]
+	stopped := make(chan error, 1)
+	go func() { stopped <- n.Stop(context.Background()) }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	case <-time.After(node.DefaultShutdownTimeout / 2):
+		t.Fatalf("a lone node still stopping after %v (its shutdown timeout is %v)", node.DefaultShutdownTimeout/2, node.DefaultShutdownTimeout)
+	}
+}
