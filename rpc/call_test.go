@@ -146,34 +146,40 @@ func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 	}
 }
 
-// The deadline written in a frame is its callers' earliest: each caller's context
-// deadline, bounded by Config.Timeout.
-func TestFrameDeadlineIsCallersDeadline(t *testing.T) {
+// The budget written in a frame is the time left, when it is written, until its
+// callers' earliest deadline: each caller's context deadline, bounded by Config.Timeout.
+func TestFrameBudgetIsCallersTimeLeft(t *testing.T) {
 	o := startOwner(t, "")
-	o.deadlines = make(chan int64, 10)
+	o.budgets = make(chan time.Duration, 10)
+	// within checks a budget written between start and end for a deadline at d.
+	within := func(t *testing.T, got time.Duration, d, start, end time.Time) {
+		t.Helper()
+		if lo, hi := d.Sub(end)-time.Millisecond, d.Sub(start); got < lo || got > hi {
+			t.Fatalf("frame budget: got %v; want the time left to %v when written, in [%v, %v]", got, d, lo, hi)
+		}
+	}
 	t.Run("caller's deadline", func(t *testing.T) {
 		c := NewClient(Config{Timeout: time.Minute})
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		d, _ := ctx.Deadline()
+		start := time.Now()
 		if err := c.Do(ctx, o.addr, fwd(incr("a", 1)), make([]counter.Result, 1)); err != nil {
 			t.Fatal(err)
 		}
-		if got := <-o.deadlines; got != d.UnixMilli() {
-			t.Fatalf("frame deadline: got %d; want the caller's, %d", got, d.UnixMilli())
-		}
+		within(t, <-o.budgets, d, start, time.Now())
 	})
 	t.Run("bounded by Timeout", func(t *testing.T) {
 		c := NewClient(Config{Timeout: 2 * time.Second})
 		defer c.Close()
-		lo := time.Now().Add(2 * time.Second).UnixMilli()
+		start := time.Now()
 		if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), make([]counter.Result, 1)); err != nil {
 			t.Fatal(err)
 		}
-		hi := time.Now().Add(2 * time.Second).UnixMilli()
-		if got := <-o.deadlines; got < lo || got > hi {
-			t.Fatalf("frame deadline: got %d; want now + Timeout, in [%d, %d]", got, lo, hi)
+		end := time.Now()
+		if got := <-o.budgets; got < 2*time.Second-end.Sub(start)-time.Millisecond || got > 2*time.Second {
+			t.Fatalf("frame budget: got %v; want Timeout less the time to write it, in [%v, 2s]", got, 2*time.Second-end.Sub(start)-time.Millisecond)
 		}
 	})
 	t.Run("earliest of a batch", func(t *testing.T) {
@@ -182,24 +188,24 @@ func TestFrameDeadlineIsCallersDeadline(t *testing.T) {
 		c := NewClient(Config{MaxBatchOps: 2, Linger: time.Minute, Timeout: time.Minute})
 		defer c.Close()
 		held := goDo(context.Background(), c, o.addr, incr("h", 1)) // makes the next two batch up
-		<-o.deadlines
+		<-o.budgets
 		ctxLate, cancelLate := context.WithTimeout(context.Background(), 50*time.Second)
 		defer cancelLate()
 		ctxEarly, cancelEarly := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancelEarly()
 		early, _ := ctxEarly.Deadline()
+		start := time.Now()
 		a := goDo(ctxLate, c, o.addr, incr("a", 1))
 		b := goDo(ctxEarly, c, o.addr, incr("b", 1))
-		got := <-o.deadlines
+		got := <-o.budgets
+		end := time.Now()
 		close(o.block)
 		for _, ch := range []chan doResult{held, a, b} {
 			if r := <-ch; r.err != nil {
 				t.Fatal(r.err)
 			}
 		}
-		if got != early.UnixMilli() {
-			t.Fatalf("frame deadline: got %d; want the earlier caller's, %d", got, early.UnixMilli())
-		}
+		within(t, got, early, start, end)
 	})
 }
 

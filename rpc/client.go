@@ -82,7 +82,7 @@ func NewClient(cfg Config) *Client {
 // The error is for the whole call (peer unreachable, timeout, closed; see the package
 // documentation for what each says about the outcome); per-op failures, such as
 // ErrNotOwner, come back in each result's Err. The request's deadline, which the owner
-// checks before deciding, is ctx's bounded by Config.Timeout (req.Deadline is ignored).
+// keeps to, is ctx's bounded by Config.Timeout (req's Budget and Deadline are ignored).
 func (c *Client) Do(ctx context.Context, addr string, req Request, results []counter.Result) error {
 	if len(req.Ops) == 0 {
 		return nil
@@ -96,8 +96,9 @@ func (c *Client) Do(ctx context.Context, addr string, req Request, results []cou
 // Go sends req as Do does, without waiting: done gets what Do would have returned,
 // once, with results filled when it is nil. It is called from another goroutine (the
 // connection's reader, or a timer at the deadline), or from this one when the call
-// fails at once; it must not block. ctx's deadline bounds the call; its cancellation
-// after Go returns is not watched (Config.Timeout bounds the call whatever happens).
+// fails at once (as when the peer's queue is full: ErrPeerUnreachable, not sent); it
+// must not block. ctx's deadline bounds the call; its cancellation after Go returns is
+// not watched (Config.Timeout bounds the call whatever happens).
 // An event loop forwards with Go, where Do would need a goroutine per batch.
 func (c *Client) Go(ctx context.Context, addr string, req Request, results []counter.Result, done func(error)) {
 	switch {

@@ -18,6 +18,14 @@ const (
 	frameResponse uint8 = 2
 
 	flagForwarded uint8 = 1
+	// flagBudget says the deadline field holds budgetBase plus the Budget in ms. A
+	// decoder of the previous version ignores this bit and reads the field as unix ms:
+	// past budgetBase (the year 10889) is as good as no deadline to it, where a bare
+	// budget would read as 1970 and expire every op.
+	flagBudget uint8 = 2
+
+	budgetBase  = 1 << 48
+	maxBudgetMs = (1<<63 - 1) / 1_000_000 // the longest Budget a time.Duration holds
 
 	// MaxFrameBytes bounds what a peer may send, so a corrupt length cannot make us
 	// allocate without limit.
@@ -102,10 +110,14 @@ func truncated(err error) error {
 type Request struct {
 	Epoch     uint64 // the sender's ring epoch
 	Forwarded bool   // the hop mark: the receiver must not forward these ops again
-	// Deadline (unix ms; 0: none): an owner that reads the request later does not decide
-	// it. The sender has given up by then, and may have decided the ops elsewhere (from
-	// Redis); deciding them too would count them twice. A frozen owner (SIGSTOP) finds
-	// such requests in its socket when it wakes.
+	// Budget, when HasBudget, is how long after reading the request the owner may still
+	// decide it: later, the sender has given up on it. It is a span, which each node
+	// measures on its own monotonic clock, because the nodes' wall clocks may disagree
+	// by any amount. Whole milliseconds on the wire, at most maxBudgetMs.
+	Budget    time.Duration
+	HasBudget bool
+	// Deadline (unix ms; 0: none) is what senders of the previous version send instead
+	// of a Budget: an owner whose wall clock reads later does not decide the request.
 	Deadline int64
 	Ops      []counter.Op
 }
@@ -120,14 +132,21 @@ func finishFrame(b []byte, start int) {
 	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 }
 
-func appendRequestHead(b []byte, epoch uint64, forwarded bool, deadline int64, n int) []byte {
+// appendRequestHead starts the body of an ops frame of n ops: req's epoch, hop mark and
+// Budget (Deadline, the previous version's field, when it has none).
+func appendRequestHead(b []byte, req *Request, n int) []byte {
 	var flags uint8
-	if forwarded {
+	if req.Forwarded {
 		flags |= flagForwarded
 	}
+	deadline := uint64(max(req.Deadline, 0))
+	if req.HasBudget {
+		flags |= flagBudget
+		deadline = budgetBase + uint64(min(max(req.Budget.Milliseconds(), 0), maxBudgetMs))
+	}
 	b = append(b, flags)
-	b = binary.AppendUvarint(b, epoch)
-	b = binary.AppendUvarint(b, uint64(max(deadline, 0)))
+	b = binary.AppendUvarint(b, req.Epoch)
+	b = binary.AppendUvarint(b, deadline)
 	return binary.AppendUvarint(b, uint64(n))
 }
 
@@ -247,12 +266,19 @@ func (d *decoder) end() error {
 	return d.err
 }
 
+// request reads an ops frame's body. Flag bits it does not know are ignored, as every
+// version before did, so that a later one can add some.
 func (d *decoder) request(req *Request) {
 	flags := d.byte("flags")
 	req.Forwarded = flags&flagForwarded != 0
 	req.Epoch = d.uvarint("epoch")
-	req.Deadline = d.int63("deadline")
-	n := d.count("op count", 7, MaxFrameBytes)
+	req.Deadline, req.Budget, req.HasBudget = 0, 0, flags&flagBudget != 0
+	if req.HasBudget {
+		req.Budget = d.budget()
+	} else {
+		req.Deadline = d.int63("deadline")
+	}
+	n := d.count("op count", 6, MaxFrameBytes) // an op with an empty key takes 6
 	req.Ops = req.Ops[:0]
 	for i := 0; i < n && d.err == nil; i++ {
 		op := counter.Op{Kind: counter.Kind(d.byte("kind"))}
@@ -263,6 +289,16 @@ func (d *decoder) request(req *Request) {
 		op.Limit = d.int63("limit")
 		req.Ops = append(req.Ops, op)
 	}
+}
+
+// budget reads the deadline field of a frame that carries a Budget.
+func (d *decoder) budget() time.Duration {
+	v := d.uvarint("budget")
+	if v < budgetBase || v-budgetBase > maxBudgetMs {
+		d.fail("budget")
+		return 0
+	}
+	return time.Duration(v-budgetBase) * time.Millisecond
 }
 
 func (d *decoder) results(dst []counter.Result) {

@@ -105,8 +105,8 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 		buf = appendHeader(buf, frameLease, id)
 		buf = appendLeaseRequest(buf, first.lease)
 	default:
-		// The frame's deadline is its calls' earliest: the owner must not decide any of
-		// them after its caller has given up (and may have decided it elsewhere).
+		// The frame's budget is the time left to its calls' earliest deadline: the owner
+		// must not decide any of them after its caller has given up.
 		deadline := first.deadline
 		for _, cl := range calls {
 			n += len(cl.req.Ops)
@@ -114,8 +114,9 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 				deadline = cl.deadline
 			}
 		}
+		head := Request{Epoch: first.req.Epoch, Forwarded: first.req.Forwarded, Budget: time.Until(deadline), HasBudget: true}
 		buf = appendHeader(buf, frameRequest, id)
-		buf = appendRequestHead(buf, first.req.Epoch, first.req.Forwarded, deadline.UnixMilli(), n)
+		buf = appendRequestHead(buf, &head, n)
 		for _, cl := range calls {
 			for i := range cl.req.Ops {
 				buf = appendOp(buf, &cl.req.Ops[i])

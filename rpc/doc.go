@@ -26,19 +26,25 @@
 // # Deadlines and giving up
 //
 // Every call has a deadline: the caller's context's, bounded by Config.Timeout. An op
-// frame carries the earliest deadline of its calls, and the owner does not decide a
-// frame it reads after that (ErrExpired): by then a caller has given up, and may have
-// decided its ops elsewhere. A caller whose context ends gives up its own call only:
-// its answer, if one comes, is dropped, and the connection and the other calls on it
-// go on. A call given up while still queued is never sent. A connection that fails
-// fails every call in flight on it at once, and the next call dials again.
+// frame carries a budget, the time left until its calls' earliest deadline when it is
+// written, and the owner does not decide the frame once the budget has run out,
+// counted from when it read the frame (ErrExpired): by then a caller has given up.
+// Each node measures the budget on its own monotonic clock, so the nodes' wall clocks
+// need not agree. A frame held up on its way (or by an owner frozen with it in its
+// socket) may be decided after its caller gave up; that caller was told the outcome
+// is unknown (ErrTimeout, or its context's error), which forbids deciding the ops
+// elsewhere. A caller whose context ends gives up its own call only: its answer, if
+// one comes, is dropped, and the connection and the other calls on it go on. A call
+// given up while still queued is never sent. A connection that fails fails every call
+// in flight on it at once, and the next call dials again.
 //
 // # Errors and outcomes
 //
 // What a call's error says about whether the peer decided it:
 //
-//   - ErrPeerUnreachable: never sent (the peer could not be dialed, is marked down, or
-//     the call ended while still queued). Safe to send elsewhere.
+//   - ErrPeerUnreachable: never sent (the peer could not be dialed, is marked down, its
+//     queue was full when Go was called, or the call ended while still queued). Safe
+//     to send elsewhere.
 //   - ErrTimeout, ErrConnectionLost, or the caller's context error (Canceled) after
 //     the call was sent: outcome unknown. The owner may have decided it (its answer was
 //     late, or lost); sending it elsewhere could count it twice.
@@ -58,9 +64,13 @@
 // stops arriving midway for 30s costs its connection; between frames a connection may
 // stay idle as long as it likes. A malformed frame of any type drops the connection.
 //
-// Type 1, ops: u8 flags (bit 0: forwarded) | uvarint epoch | uvarint deadline (unix ms;
-// 0: none) | uvarint count | ops, each op u8 kind | uvarint key length | key | uvarint
-// window ms | uvarint buckets | uvarint n | uvarint limit. Type 2 answers it: uvarint
+// Type 1, ops: u8 flags (bit 0: forwarded; bit 1: budget; others ignored) | uvarint
+// epoch | uvarint deadline | uvarint count | ops, each op u8 kind | uvarint key length |
+// key | uvarint window ms | uvarint buckets | uvarint n | uvarint limit. With bit 1 the
+// deadline is 2^48 + the budget in ms: the previous version, which ignores bit 1, reads
+// it as unix ms in the year 10889, no deadline in effect, rather than expiring every
+// op. Without it (the previous version's frames) the deadline is unix ms (0: none),
+// checked against the owner's wall clock. Type 2 answers it: uvarint
 // count | results, each u8 code and, for code OK, uvarint count | u8 allowed | uvarint
 // remaining | varint retry | u8 existed; for an error code, uvarint length | message.
 //

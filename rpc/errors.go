@@ -30,7 +30,8 @@ var (
 	ErrClosed = errors.New("rpc: closed")
 	// ErrBadFrame: a frame could not be decoded; the connection is dropped.
 	ErrBadFrame = errors.New("rpc: malformed frame")
-	// ErrExpired: the owner read the request after its deadline and did not decide it.
+	// ErrExpired: the request's time ran out on the owner (its budget, counted from
+	// when the owner read it) before the owner decided it; it was not decided.
 	ErrExpired = errors.New("rpc: request arrived after its deadline")
 
 	// ErrHandoffRefused: the receiver did not take the handoff.

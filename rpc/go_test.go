@@ -3,12 +3,16 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wait"
 )
 
 // goResult is what Go handed its done.
@@ -214,5 +218,75 @@ func TestLingerFlushesTheFrameItWaitsFor(t *testing.T) {
 	}
 	if r := outcome(t, second); r.err != nil {
 		t.Fatal(r.err)
+	}
+}
+
+// A call of Go's that finds its peer's queue full fails at once, unsent, instead of
+// leaving a goroutine to wait for room: a slow peer must not grow goroutines without
+// bound (before, each such call left one, until the peer closed). Half of them have a
+// deadline already past, so their expiry races the failure: either way each done is
+// called once.
+func TestGoQueueFullFailsAtOnce(t *testing.T) {
+	base := runtime.NumGoroutine()
+	dialing := make(chan struct{}, 1)
+	c := NewClient(Config{Dial: gatedDial(dialing, nil), DialTimeout: time.Hour, Timeout: time.Minute})
+	defer c.Close()
+	p, _ := c.peer("x", true)
+	const over = 1000
+	n := 1 + cap(p.queue) + over
+	calls := make([]atomic.Int32, n)
+	errs := make([]error, n)
+	start := func(i int, ctx context.Context) {
+		c.Go(ctx, "x", fwd(incr("a", 1)), make([]counter.Result, 1), func(err error) {
+			errs[i] = err
+			calls[i].Add(1)
+		})
+	}
+	start(0, context.Background())
+	<-dialing // the writer holds the first call while it dials, for ever
+	for i := 1; i <= cap(p.queue); i++ {
+		start(i, context.Background())
+	}
+	if len(p.queue) != cap(p.queue) {
+		t.Fatalf("queue holds %d calls; want it full (%d)", len(p.queue), cap(p.queue))
+	}
+	past := pastDeadline{context.Background(), time.Now().Add(-time.Second)}
+	for i := n - over; i < n; i++ {
+		if i%2 == 0 {
+			start(i, past)
+		} else {
+			start(i, context.Background())
+		}
+	}
+	wait.For(t, 5*time.Second, func() error {
+		if g := runtime.NumGoroutine(); g > base+10 {
+			return fmt.Errorf("%d goroutines after %d calls found the queue full; want at most %d", g, over, base+10)
+		}
+		return nil
+	})
+	for i := n - over; i < n; i++ {
+		if got := calls[i].Load(); got != 1 || !errors.Is(errs[i], ErrPeerUnreachable) {
+			t.Fatalf("call %d past a full queue: done called %d times, with %v; want once, ErrPeerUnreachable (not sent)", i, got, errs[i])
+		}
+		if i%2 == 1 && !strings.Contains(errs[i].Error(), "queue full") {
+			t.Fatalf("call %d past a full queue: got %v; want it to say the queue is full", i, errs[i])
+		}
+	}
+	c.Close()
+	wait.For(t, 10*time.Second, func() error {
+		for i := range calls {
+			if calls[i].Load() == 0 {
+				return fmt.Errorf("call %d: done not called after Close", i)
+			}
+		}
+		if g := runtime.NumGoroutine(); g > base {
+			return fmt.Errorf("%d goroutines after Close; want at most %d, as before", g, base)
+		}
+		return nil
+	})
+	for i := range calls {
+		if got := calls[i].Load(); got != 1 {
+			t.Fatalf("call %d: done called %d times; want once", i, got)
+		}
 	}
 }

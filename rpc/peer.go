@@ -165,17 +165,17 @@ func (p *peer) start(cl *call) {
 	select {
 	case p.queue <- cl:
 	default:
-		// A full queue: the caller of Go must not wait (it is an event loop), so a
-		// goroutine waits for room instead; the expiry still bounds the call.
-		go func() {
-			select {
-			case p.queue <- cl:
-			case <-p.ctx.Done():
-				if cl.state.CompareAndSwap(callQueued, callAbandoned) {
-					cl.finish(ErrClosed)
-				}
-			}
-		}()
+		p.refuse(cl)
+	}
+}
+
+// refuse fails a call of Go's that found the queue full, unsent: its caller must not
+// wait (it is an event loop), and a goroutine waiting for room per call would grow
+// without bound while the peer is slow. The call races only its expiry, by the state
+// giveUp uses, so exactly one of them hands over its outcome.
+func (p *peer) refuse(cl *call) {
+	if cl.state.CompareAndSwap(callQueued, callAbandoned) {
+		cl.finish(fmt.Errorf("%w: %s: queue full (%d calls waiting): not sent", ErrPeerUnreachable, p.addr, cap(p.queue)))
 	}
 }
 

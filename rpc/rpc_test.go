@@ -19,13 +19,13 @@ const t0 = 1_699_999_200_000
 
 // owner is a real server deciding ops against a real store, counting the frames it got.
 type owner struct {
-	addr      string
-	srv       *Server
-	local     *counter.Local
-	frames    atomic.Int64
-	deadlines chan int64    // when non-nil, Handle sends each frame's deadline on it
-	block     chan struct{} // when non-nil, Handle waits on it (or for the test's end)
-	done      chan struct{} // closed when the test ends
+	addr    string
+	srv     *Server
+	local   *counter.Local
+	frames  atomic.Int64
+	budgets chan time.Duration // when non-nil, Handle sends each frame's Budget on it (-1: none)
+	block   chan struct{}      // when non-nil, Handle waits on it (or for the test's end)
+	done    chan struct{}      // closed when the test ends
 }
 
 func startOwner(t *testing.T, addr string, setup ...func(*Server)) *owner {
@@ -40,8 +40,12 @@ func startOwner(t *testing.T, addr string, setup ...func(*Server)) *owner {
 	o := &owner{addr: ln.Addr().String(), local: &counter.Local{Store: leaparray.NewStore(), Now: func() int64 { return t0 }}}
 	o.srv = NewServer(HandlerFunc(func(ctx context.Context, req *Request, res []counter.Result) {
 		o.frames.Add(1)
-		if o.deadlines != nil {
-			o.deadlines <- req.Deadline
+		if o.budgets != nil {
+			b := req.Budget
+			if !req.HasBudget {
+				b = -1
+			}
+			o.budgets <- b
 		}
 		if o.block != nil {
 			select {
@@ -303,11 +307,12 @@ func TestOwnerRestart(t *testing.T) {
 func TestMalformedFrameDropsConnection(t *testing.T) {
 	o := startOwner(t, "")
 	for _, junk := range [][]byte{
-		{0, 0, 0, 0},                                    // zero length
-		{0xff, 0xff, 0xff, 0xff},                        // over MaxFrameBytes
-		{0, 0, 0, 3, frameRequest, 1},                   // truncated body
-		{0, 0, 0, 2, frameResponse, 1},                  // wrong type
-		{0, 0, 0, 6, frameRequest, 1, 0, 0, 0xff, 0xff}, // op count beyond the bytes left
+		{0, 0, 0, 0},                                       // zero length
+		{0xff, 0xff, 0xff, 0xff},                           // over MaxFrameBytes
+		{0, 0, 0, 3, frameRequest, 1},                      // truncated body
+		{0, 0, 0, 2, frameResponse, 1},                     // wrong type
+		{0, 0, 0, 6, frameRequest, 1, 0, 0, 0xff, 0xff},    // op count beyond the bytes left
+		{0, 0, 0, 6, frameRequest, 1, flagBudget, 0, 5, 0}, // a budget below budgetBase
 	} {
 		nc, err := net.Dial("tcp", o.addr)
 		if err != nil {
@@ -331,7 +336,7 @@ func TestMalformedFrameDropsConnection(t *testing.T) {
 // appendRequestFrame encodes a whole request frame (the client builds it from calls).
 func appendRequestFrame(b []byte, id uint64, req Request) []byte {
 	b = appendHeader(b, frameRequest, id)
-	b = appendRequestHead(b, req.Epoch, req.Forwarded, req.Deadline, len(req.Ops))
+	b = appendRequestHead(b, &req, len(req.Ops))
 	for i := range req.Ops {
 		b = appendOp(b, &req.Ops[i])
 	}
@@ -339,7 +344,8 @@ func appendRequestFrame(b []byte, id uint64, req Request) []byte {
 	return b
 }
 
-// A request read after its deadline is not decided.
+// A request in the previous version's form, read after its deadline (unix ms, on the
+// owner's wall clock), is not decided.
 func TestExpiredRequestIsNotDecided(t *testing.T) {
 	o := startOwner(t, "")
 	nc, err := net.Dial("tcp", o.addr)

@@ -43,7 +43,8 @@ type Server struct {
 	inline  func() bool
 	shake   func(net.Conn) (net.Conn, error)
 	logger  *slog.Logger
-	stall   time.Duration // frameStall; shorter in tests
+	stall   time.Duration    // frameStall; shorter in tests
+	now     func() time.Time // time.Now; tests skew it to play a node whose wall clock is off
 
 	lastFrame atomic.Int64 // unix ns of the last op or handoff frame read
 	refused   atomic.Int64 // connections whose handshake failed
@@ -61,7 +62,7 @@ func NewServer(h Handler, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{h: h, logger: logger, stall: frameStall, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s := &Server{h: h, logger: logger, stall: frameStall, now: time.Now, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.lastFrame.Store(time.Now().UnixNano())
 	return s
 }
@@ -199,11 +200,12 @@ func (s *Server) serveConn(raw net.Conn) {
 			}
 			return
 		}
+		read := s.now() // an op frame's budget counts from here
 		if frame[0] != frameLease {
 			s.lastFrame.Store(time.Now().UnixNano())
 		}
 		if frame[0] == frameLease || frame[0] != frameHandoff && s.inline != nil && s.inline() {
-			if !s.answerTo(ctx, w, frame, fr.br.Buffered() == 0, sc) {
+			if !s.answerTo(ctx, w, frame, read, fr.br.Buffered() == 0, sc) {
 				return
 			}
 			if buf = frame; cap(buf) > 1<<20 { // decoding copied out what it keeps
@@ -216,7 +218,7 @@ func (s *Server) serveConn(raw net.Conn) {
 		handlers.Add(1)
 		go func() {
 			defer func() { <-slots; handlers.Done() }()
-			s.answerTo(ctx, w, frame, true, nil)
+			s.answerTo(ctx, w, frame, read, true, nil)
 		}()
 	}
 }
@@ -248,10 +250,10 @@ type scratch struct {
 	out     []byte
 }
 
-// answerTo decides frame and writes its answer, flushing when told to, with sc's memory
-// when not nil. It reports false when the connection must be dropped.
-func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, flush bool, sc *scratch) bool {
-	out, err := s.answer(ctx, frame, sc)
+// answerTo decides frame, read at read, and writes its answer, flushing when told to,
+// with sc's memory when not nil. It reports false when the connection must be dropped.
+func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, read time.Time, flush bool, sc *scratch) bool {
+	out, err := s.answer(ctx, frame, read, sc)
 	if err != nil {
 		s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", w.c.RemoteAddr().String(), "err", err)
 		w.c.Close()
@@ -264,9 +266,9 @@ func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, flush
 	return true
 }
 
-// answer decides one frame and returns the response frame (in sc's memory, when not
-// nil: valid until the next call with it).
-func (s *Server) answer(ctx context.Context, frame []byte, sc *scratch) ([]byte, error) {
+// answer decides one frame, read at read, and returns the response frame (in sc's
+// memory, when not nil: valid until the next call with it).
+func (s *Server) answer(ctx context.Context, frame []byte, read time.Time, sc *scratch) ([]byte, error) {
 	switch frame[0] {
 	case frameHandoff:
 		return s.serveHandoff(ctx, frame)
@@ -280,11 +282,11 @@ func (s *Server) answer(ctx context.Context, frame []byte, sc *scratch) ([]byte,
 	}
 	if sc == nil {
 		results := make([]counter.Result, len(req.Ops))
-		s.handle(ctx, &req, results)
+		s.handle(ctx, read, &req, results)
 		return appendResponse(nil, id, results), nil
 	}
 	sc.results = resize(sc.results, len(req.Ops))
-	s.handle(ctx, &req, sc.results)
+	s.handle(ctx, read, &req, sc.results)
 	sc.out = appendResponse(sc.out[:0], id, sc.results)
 	if cap(sc.out) > 1<<20 {
 		defer func() { sc.out = nil }() // do not keep megabytes per connection
@@ -335,25 +337,38 @@ func appendResponse(b []byte, id uint64, results []counter.Result) []byte {
 	return b
 }
 
-// handle decides req unless its deadline has passed. The handler gets the deadline as
-// its context's, and must not decide ops once it has passed (it may wait, for instance
-// for a handoff): the sender has given up on them by then.
-func (s *Server) handle(ctx context.Context, req *Request, results []counter.Result) {
-	if req.Deadline == 0 {
+// handle decides req, read at read, unless its time is up. The handler gets the time
+// left as its context's deadline, and must not decide ops once it has passed (it may
+// wait, for instance for a handoff): the sender has given up on them by then.
+func (s *Server) handle(ctx context.Context, read time.Time, req *Request, results []counter.Result) {
+	left, limited := s.timeLeft(read, req)
+	if !limited {
 		s.h.Handle(ctx, req, results)
 		return
 	}
-	deadline := time.UnixMilli(req.Deadline)
-	if time.Now().After(deadline) {
+	if left <= 0 {
 		expired(results)
 		return
 	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	s.h.Handle(ctx, req, results)
 }
 
-// expired answers a request read after its deadline: not decided.
+// timeLeft is how long req, read at read, may still be decided; limited is false when
+// it carries no deadline at all.
+func (s *Server) timeLeft(read time.Time, req *Request) (left time.Duration, limited bool) {
+	switch {
+	case req.HasBudget:
+		return req.Budget - s.now().Sub(read), true // spans on this node's monotonic clock
+	case req.Deadline != 0:
+		// A sender of the previous version: its wall clock against ours, as it expects.
+		return time.UnixMilli(req.Deadline).Sub(s.now()), true
+	}
+	return 0, false
+}
+
+// expired answers a request whose time ran out before it was decided: not decided.
 func expired(results []counter.Result) {
 	for i := range results {
 		results[i] = counter.Result{Err: ErrExpired}
