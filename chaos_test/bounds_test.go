@@ -86,7 +86,8 @@ func keys(prefix string, n int) []string {
 }
 
 // newKeyFull checks what HTTP clients get for a new counter on a full node: incr is 503
-// "counter table full"; allow is answered by the fail policy (denied, the default).
+// "counter table full"; allow is answered by the fail policy (denied, the default),
+// marked as its answer and counted.
 func newKeyFull(t *testing.T, addr string) {
 	t.Helper()
 	resp, err := httpClient.Post("http://"+addr+"/v1/incr", "application/json", strings.NewReader(`{"key":"one-more","window":"1m"}`))
@@ -97,9 +98,20 @@ func newKeyFull(t *testing.T, addr string) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "counter table full") {
 		t.Errorf("incr of a new key on a full node: got %d %s; want 503 counter table full", resp.StatusCode, body)
 	}
-	var got struct{ Allowed bool }
-	if err := httpJSON(http.MethodPost, addr, "/v1/allow", []byte(`{"key":"one-more","window":"1m","limit":5}`), &got); err != nil || got.Allowed {
-		t.Errorf("allow of a new key on a full node: got allowed %v, %v; want denied (fail policy)", got.Allowed, err)
+	const answers = `leapcount_fail_policy_answers_total{policy="closed"}`
+	before := metric(t, addr, answers)
+	var got struct {
+		Allowed    bool
+		Count      int64
+		FailPolicy string `json:"fail_policy"`
+		Reason     string
+	}
+	if err := httpJSON(http.MethodPost, addr, "/v1/allow", []byte(`{"key":"one-more","window":"1m","limit":5}`), &got); err != nil ||
+		got.Allowed || got.Count != -1 || got.FailPolicy != "closed" || !strings.Contains(got.Reason, "counter table full") {
+		t.Errorf("allow of a new key on a full node: got %+v, %v; want denied by the fail policy for a full table, count -1", got, err)
+	}
+	if n := metric(t, addr, answers); n != before+1 {
+		t.Errorf("%s: got %d; want %d", answers, n, before+1)
 	}
 }
 

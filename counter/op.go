@@ -62,13 +62,22 @@ type Op struct {
 // Result is what an op answered. Count is set for every kind but reset; Allowed,
 // Remaining and RetryAfterMs for allow; Existed for reset. Err, when set, means the op
 // was not decided (and changed nothing).
+//
+// Undecided, when set, marks an allow answered by the fail policy (see
+// route.Router.FailOpen) because no decision came back: none could be made, or its
+// answer was lost. It holds why (an error wrapping ErrUnavailable, ErrFull or
+// ErrOutcomeUnknown: with the last, the owner may have admitted it). Allowed is the
+// policy's answer, not a decision; Count and Remaining are unknown, -1 (a decision
+// never counts below 0); RetryAfterMs is one bucket when denied, 0 when allowed. Err
+// is nil: the client gets an answer, marked as the policy's in every API.
 type Result struct {
 	Count        int64
 	Allowed      bool
+	Existed      bool // next to Allowed: the two bools share one word
 	Remaining    int64
 	RetryAfterMs int64
-	Existed      bool
 	Err          error
+	Undecided    error
 }
 
 // A Doer decides operations on counters. It fills results[i] for ops[i]

@@ -180,9 +180,10 @@ func skipSpace(b []byte, i int) int {
 
 // appendAnswer appends the JSON answer to a decided op (render's, and a newline, as
 // json.Encoder writes it) and reports whether it could: the key must be a string that
-// encoding/json writes as it is.
+// encoding/json writes as it is, and the answer not the fail policy's (rare, and its
+// reason is any text).
 func appendAnswer(b []byte, op *counter.Op, res *counter.Result) ([]byte, bool) {
-	if !plainKey(op.Key) {
+	if !plainKey(op.Key) || res.Undecided != nil {
 		return b, false
 	}
 	b = append(append(append(b, `{"key":"`...), op.Key...), '"')

@@ -42,6 +42,9 @@ func (s *server) decideOne(w http.ResponseWriter, r *http.Request, op counter.Op
 	}
 	if op.Kind == counter.Allow {
 		setRateLimitHeaders(w.Header(), &ops[0], &results[0])
+		if policy := failPolicy(&results[0]); policy != "" {
+			w.Header()["Leapcount-Fail-Policy"] = []string{policy}
+		}
 	}
 	bp := answerPool.Get().(*[]byte)
 	defer answerPool.Put(bp)
@@ -119,12 +122,29 @@ type countResponse struct {
 	Count int64  `json:"count"`
 }
 
+// allowResponse is an allow's answer. FailPolicy and Reason are set, and only then
+// written, on an answer of the fail policy (counter.Result.Undecided), so that clients
+// can tell it from a decision.
 type allowResponse struct {
 	Key          string `json:"key"`
 	Allowed      bool   `json:"allowed"`
 	Count        int64  `json:"count"`
 	Remaining    int64  `json:"remaining"`
 	RetryAfterMs int64  `json:"retry_after_ms"`
+	FailPolicy   string `json:"fail_policy,omitempty"` // "open" or "closed"
+	Reason       string `json:"reason,omitempty"`      // why the allow was not decided
+}
+
+// failPolicy names the fail policy that answered res ("open" or "closed"), or is ""
+// for a decision.
+func failPolicy(res *counter.Result) string {
+	switch {
+	case res.Undecided == nil:
+		return ""
+	case res.Allowed:
+		return "open"
+	}
+	return "closed"
 }
 
 type resetResponse struct {
@@ -144,8 +164,12 @@ type statusResponse struct {
 func render(op *counter.Op, res *counter.Result) any {
 	switch op.Kind {
 	case counter.Allow:
-		return allowResponse{Key: op.Key, Allowed: res.Allowed, Count: res.Count,
-			Remaining: res.Remaining, RetryAfterMs: res.RetryAfterMs}
+		a := allowResponse{Key: op.Key, Allowed: res.Allowed, Count: res.Count,
+			Remaining: res.Remaining, RetryAfterMs: res.RetryAfterMs, FailPolicy: failPolicy(res)}
+		if res.Undecided != nil {
+			a.Reason = res.Undecided.Error()
+		}
+		return a
 	case counter.Reset:
 		return resetResponse{Key: op.Key, Existed: res.Existed}
 	}

@@ -12,7 +12,9 @@ import (
 // form), so that clients and proxies that know them need not read the body:
 //
 //   - RateLimit-Limit: the limit.
-//   - RateLimit-Remaining: remaining, as in the body.
+//   - RateLimit-Remaining: remaining, as in the body; on an answer of the fail policy,
+//     whose remaining is unknown (-1), what the policy grants: 0 when it denies, the
+//     limit when it allows.
 //   - RateLimit-Reset, in seconds rounded up: when denied, the wait until the same
 //     request would pass with no other traffic (retry_after_ms); when allowed, or when
 //     no wait helps (n over the limit), the window: a sliding window frees its count
@@ -30,13 +32,25 @@ func setRateLimitHeaders(h http.Header, op *counter.Op, res *counter.Result) {
 		h[key] = v[i : i+1 : i+1]
 	}
 	set(0, "Ratelimit-Limit", op.Limit)
-	set(1, "Ratelimit-Remaining", res.Remaining)
+	set(1, "Ratelimit-Remaining", headerRemaining(op, res))
 	reset := ceilSeconds(op.Window)
 	if !res.Allowed && res.RetryAfterMs >= 0 {
 		reset = max(1, ceilSeconds(res.RetryAfterMs))
 		set(2, "Retry-After", reset)
 	}
 	set(3, "Ratelimit-Reset", reset)
+}
+
+// headerRemaining is RateLimit-Remaining: the field takes no negative value, so a fail
+// policy's answer says what the policy grants.
+func headerRemaining(op *counter.Op, res *counter.Result) int64 {
+	switch {
+	case res.Undecided == nil:
+		return res.Remaining
+	case res.Allowed:
+		return op.Limit
+	}
+	return 0
 }
 
 func ceilSeconds(ms int64) int64 { return (ms + 999) / 1000 }

@@ -100,7 +100,7 @@ func (r *faultRun) client(ctx context.Context, rng *rand.Rand) {
 			key := fmt.Sprintf("a%d", rng.IntN(faultAllowKeys))
 			op := counter.Op{Kind: counter.Allow, Key: key, Window: faultWindow, Buckets: 10, N: 1, Limit: faultLimit}
 			n.Do(octx, []counter.Op{op}, res)
-			r.log.Allow(key, faultLimit, 1, res[0].Allowed, history.Classify(res[0].Err))
+			r.log.Allow(key, faultLimit, 1, res[0].Allowed, history.ClassifyResult(res[0])) // a fail policy's answer is unknown
 		} else {
 			key := fmt.Sprintf("i%d", rng.IntN(faultIncrKeys))
 			op := counter.Op{Kind: counter.Incr, Key: key, Window: faultWindow, Buckets: 10, N: 1}

@@ -43,6 +43,8 @@ func (n *Node) registerMetrics() {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_redis_loads_skipped_total", Help: "Counters not in memory created without a load: this node had decided their partition for longer than their window, so Redis held nothing of them.",
 		}, func() float64 { _, s := n.owner.Loads(); return float64(s) }),
+		failPolicyAnswers("open", func() uint64 { o, _ := n.router.FailPolicyAnswers(); return o }),
+		failPolicyAnswers("closed", func() uint64 { _, c := n.router.FailPolicyAnswers(); return c }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_ring_builds_total", Help: "Rings built from membership (each change builds one).",
 		}, func() float64 { return float64(n.RingBuilds()) }),
@@ -59,4 +61,15 @@ func (n *Node) registerMetrics() {
 			Help: "Token guesses (RESP AUTH, HTTP bearer) refused unchecked: their source had used up its budget of wrong guesses.",
 		}, func() float64 { return float64(n.authLimiter.Refused()) }),
 	)
+}
+
+// failPolicyAnswers is leapcount_fail_policy_answers_total for one policy: allows the
+// router answered by the fail policy, not by a decision, so that a dashboard sees how
+// many answers were not decisions.
+func failPolicyAnswers(policy string, n func() uint64) prometheus.CounterFunc {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "leapcount_fail_policy_answers_total",
+		Help:        "Allow ops answered by the fail policy (open: allowed, closed: denied) because no decision came back: their owner was unavailable or full, or its answer was lost.",
+		ConstLabels: prometheus.Labels{"policy": policy},
+	}, func() float64 { return float64(n()) })
 }

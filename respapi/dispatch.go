@@ -135,7 +135,9 @@ func (s *Server) answer(c *client) {
 	b.ops, b.replies = b.ops[:0], b.replies[:0]
 }
 
-// writeResult writes the reply to a decided op.
+// writeResult writes the reply to a decided op. An allow answered by the fail policy
+// keeps the form of a decision, its count and remaining -1 (counter.Result.Undecided):
+// clients expect 4 integers.
 func writeResult(w *replies, kind counter.Kind, res *counter.Result) {
 	switch kind {
 	case counter.Allow:

@@ -34,13 +34,7 @@ func TestLocalOwnerAllowGetsFailPolicy(t *testing.T) {
 			}
 			res := make([]counter.Result, 2)
 			r.Do(context.Background(), ops, res)
-			want := counter.Result{RetryAfterMs: 1000}
-			if open {
-				want = counter.Result{Allowed: true, Remaining: 5}
-			}
-			if res[0] != want {
-				t.Errorf("%v, fail-open %v: allow got %+v; want %+v", cause, open, res[0], want)
-			}
+			wantPolicyAnswer(t, r, res[0], open, cause)
 			if !errors.Is(res[1].Err, cause) {
 				t.Errorf("%v, fail-open %v: incr got %+v; want that error", cause, open, res[1])
 			}

@@ -35,13 +35,16 @@ type Router struct {
 	ring    atomic.Pointer[ring.Ring]
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every SetRing
 
+	failedOpen, failedClosed atomic.Uint64 // allow ops answered by the fail policy (FailPolicyAnswers)
+
 	// RetryWait bounds how long ops that were certainly not decided (answered "not
 	// owner", or whose owner could not be dialed) wait for this node's ring to change
 	// before they fail. Membership changes settle within it, so clients see no errors.
 	RetryWait time.Duration
 
 	// FailOpen is how allow answers when its owner cannot decide it, or its outcome is
-	// unknown: allowed (true) or denied (false, the default). Other ops fail.
+	// unknown: allowed (true) or denied (false, the default), marked as the policy's
+	// answer (counter.Result.Undecided). Other ops fail.
 	FailOpen bool
 
 	// Forwarded, when set, decides the ops peers forward here instead of the local
@@ -254,18 +257,38 @@ func undecidedOps(results []counter.Result) []int {
 // outcome is unknown, as FailOpen says.
 func (r *Router) failPolicy(ops []counter.Op, results []counter.Result) {
 	for i := range ops {
-		err := results[i].Err
-		if ops[i].Kind != counter.Allow || !(errors.Is(err, counter.ErrUnavailable) || errors.Is(err, counter.ErrOutcomeUnknown) ||
-			errors.Is(err, counter.ErrFull)) {
-			continue
-		}
-		if r.FailOpen {
-			results[i] = counter.Result{Allowed: true, Remaining: ops[i].Limit}
-		} else {
-			// Denied; the count is unknown. Ask again after one bucket.
-			results[i] = counter.Result{RetryAfterMs: ops[i].Window / int64(max(ops[i].Buckets, 1))}
+		if err := results[i].Err; ops[i].Kind == counter.Allow && failsOver(err) {
+			results[i] = r.policyAnswer(&ops[i], err)
 		}
 	}
+}
+
+// failsOver reports whether an allow that failed with err gets the fail policy's
+// answer instead of the error.
+func failsOver(err error) bool {
+	return err != nil && (errors.Is(err, counter.ErrUnavailable) || errors.Is(err, counter.ErrOutcomeUnknown) ||
+		errors.Is(err, counter.ErrFull))
+}
+
+// policyAnswer is the fail policy's answer to op, not decided for err. It is marked
+// (Undecided, count and remaining -1) so that no client or checker takes it for a
+// decision, and counted for FailPolicyAnswers.
+func (r *Router) policyAnswer(op *counter.Op, err error) counter.Result {
+	res := counter.Result{Count: -1, Remaining: -1, Undecided: err}
+	if r.FailOpen {
+		r.failedOpen.Add(1)
+		res.Allowed = true
+		return res
+	}
+	r.failedClosed.Add(1)
+	res.RetryAfterMs = op.Window / int64(max(op.Buckets, 1)) // ask again after one bucket
+	return res
+}
+
+// FailPolicyAnswers is how many allow ops the fail policy has answered so far, allowed
+// (open) and denied (closed).
+func (r *Router) FailPolicyAnswers() (open, closed uint64) {
+	return r.failedOpen.Load(), r.failedClosed.Load()
 }
 
 // allLocal reports whether this node owns every op's key (invalid ops count as local:

@@ -300,16 +300,57 @@ func testFailPolicy(t *testing.T, do func(*Router, context.Context, []counter.Op
 	}
 	res := make([]counter.Result, 2)
 	do(r, context.Background(), ops, res)
-	want := counter.Result{RetryAfterMs: 1000} // denied: ask again after a bucket
-	if open {
-		want = counter.Result{Allowed: true, Remaining: 5}
-	}
-	if res[0] != want {
-		t.Errorf("fail-open %v: allow got %+v; want %+v", open, res[0], want)
-	}
+	wantPolicyAnswer(t, r, res[0], open, counter.ErrUnavailable)
 	if !errors.Is(res[1].Err, counter.ErrUnavailable) {
 		t.Errorf("fail-open %v: count got %+v; want unavailable", open, res[1])
 	}
+}
+
+// wantPolicyAnswer checks that res, the first answer r gave, is the fail policy's to an
+// allow of limit 5 over 10 buckets of a second, not decided for cause: marked, its
+// count and remaining unknown, and counted in r's metric.
+func wantPolicyAnswer(t *testing.T, r *Router, res counter.Result, open bool, cause error) {
+	t.Helper()
+	want := counter.Result{Count: -1, Remaining: -1, RetryAfterMs: 1000} // denied: ask again after a bucket
+	wantOpen, wantClosed := uint64(0), uint64(1)
+	if open {
+		want = counter.Result{Allowed: true, Count: -1, Remaining: -1}
+		wantOpen, wantClosed = 1, 0
+	}
+	if !errors.Is(res.Undecided, cause) {
+		t.Errorf("fail-open %v: allow got Undecided %v; want one wrapping %v", open, res.Undecided, cause)
+	}
+	if res.Undecided = nil; res != want {
+		t.Errorf("fail-open %v: allow got %+v; want %+v", open, res, want)
+	}
+	if o, c := r.FailPolicyAnswers(); o != wantOpen || c != wantClosed {
+		t.Errorf("fail-open %v: FailPolicyAnswers %d open, %d closed; want %d, %d", open, o, c, wantOpen, wantClosed)
+	}
+}
+
+// An allow whose answer from its owner was lost is answered by the fail policy, marked
+// as such: the owner may have admitted it.
+func TestLostAllowAnswerGetsFailPolicy(t *testing.T) {
+	for _, way := range ways {
+		for _, open := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fail-open=%v", way.name, open), func(t *testing.T) { testLostAllowAnswer(t, way.do, open) })
+		}
+	}
+}
+
+func testLostAllowAnswer(t *testing.T, do func(*Router, context.Context, []counter.Op, []counter.Result), open bool) {
+	nodes, members := makeNodes(t, 2, fixedClock(t0))
+	key := keyOwnedBy(ring.New(members, ring.Config{}), "n1")
+	hold := make(chan struct{})
+	defer close(hold)
+	nodes[1].hold.Store(&hold)
+	r := nodes[0].router
+	r.FailOpen = open
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	res := make([]counter.Result, 1)
+	do(r, ctx, []counter.Op{{Kind: counter.Allow, Key: key, Window: 10_000, Buckets: 10, N: 1, Limit: 5}}, res)
+	wantPolicyAnswer(t, r, res[0], open, counter.ErrOutcomeUnknown)
 }
 
 // An op sent to its owner whose answer comes too late has an unknown outcome: the

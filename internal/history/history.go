@@ -39,6 +39,16 @@ func Classify(err error) Outcome {
 	return Failed
 }
 
+// ClassifyResult tells an op's outcome from its result. An allow answered by the fail
+// policy (Undecided) is Unknown, whatever it says: no decision came back, and its owner
+// may have admitted it (its answer lost) or not.
+func ClassifyResult(res counter.Result) Outcome {
+	if res.Undecided != nil {
+		return Unknown
+	}
+	return Classify(res.Err)
+}
+
 // Log is a history of ops, safe for concurrent use.
 type Log struct {
 	mu   sync.Mutex
@@ -81,7 +91,8 @@ func (l *Log) Incr(key string, n int64, o Outcome) {
 }
 
 // Allow records an allow of n on key under limit, and whether it was acknowledged as
-// allowed.
+// allowed. Only an OK allowed answer is an admission: an Unknown one (a fail policy's
+// allowed, say) is not.
 func (l *Log) Allow(key string, limit, n int64, allowed bool, o Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -64,3 +64,30 @@ func TestCheckKeyBounds(t *testing.T) {
 		t.Fatalf("Tally(x) = %+v; want an allow key, limit 3, 1 admitted", got)
 	}
 }
+
+// An allow answered by the fail policy is Unknown, never an admission, allowed or not:
+// a check does not count its fail-open "allowed" as admitted, nor its count, -1.
+func TestFailPolicyAnswerIsUnknown(t *testing.T) {
+	reason := fmt.Errorf("%w: owner n2 did not answer", counter.ErrOutcomeUnknown)
+	for _, res := range []counter.Result{
+		{Allowed: true, Count: -1, Remaining: -1, Undecided: reason},
+		{Count: -1, Remaining: -1, RetryAfterMs: 1000, Undecided: reason},
+	} {
+		if got := ClassifyResult(res); got != Unknown {
+			t.Errorf("ClassifyResult(%+v): got %d; want Unknown (%d)", res, got, Unknown)
+		}
+	}
+	if got := ClassifyResult(counter.Result{Allowed: true, Count: 1, Remaining: 2}); got != OK {
+		t.Errorf("ClassifyResult of a decision: got %d; want OK (%d)", got, OK)
+	}
+	var l Log
+	l.Allow("x", 3, 1, true, ClassifyResult(counter.Result{Allowed: true, Count: 1, Remaining: 2}))
+	open := counter.Result{Allowed: true, Count: -1, Remaining: -1, Undecided: reason}
+	l.Allow("x", 3, 1, open.Allowed, ClassifyResult(open))
+	if got := l.Tally("x").Admitted; got != 1 {
+		t.Fatalf("admitted %d; want 1: the fail policy's allowed is not an admission", got)
+	}
+	if s := l.Check(map[string]int64{"x": 1}, Bounds{}); len(s.Violations) != 0 {
+		t.Fatalf("got %v %q; want no violation", s, s.Violations)
+	}
+}

@@ -87,8 +87,7 @@ func (a *Allows) one(key, addr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.gen.cfg.Timeout)
 	defer cancel()
 	vals, err := a.gen.client(addr).Do(ctx, "SW.ALLOW", key, a.cfg.Window, a.cfg.Limit).Int64Slice()
-	allowed := err == nil && len(vals) == 4 && vals[0] == 1
-	o := OutcomeOf(err)
+	allowed, o := AllowOutcome(vals, err)
 	a.log.Allow(key, a.cfg.Limit, 1, allowed, o)
 	a.stats.sent.Add(1)
 	switch o {
@@ -126,6 +125,20 @@ func OutcomeOf(err error) history.Outcome {
 		return history.Failed
 	}
 	return history.Unknown
+}
+
+// AllowOutcome is what an SW.ALLOW reply (go-redis's Int64Slice) says of its op:
+// whether it was allowed, and its outcome (OutcomeOf). A reply that is not 4 integers,
+// or whose count is negative (the fail policy's answer: nothing was decided), is
+// Unknown.
+func AllowOutcome(vals []int64, err error) (allowed bool, o history.Outcome) {
+	if o = OutcomeOf(err); o != history.OK {
+		return false, o
+	}
+	if len(vals) != 4 || vals[1] < 0 {
+		return false, history.Unknown
+	}
+	return vals[0] == 1, history.OK
 }
 
 // Check reads the keys' counts through c and checks them against what was answered.

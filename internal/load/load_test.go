@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/history"
 	"github.com/leapcount/leapcount/node/nodetest"
 )
 
@@ -139,6 +140,29 @@ func TestClassify(t *testing.T) {
 	} {
 		if got := classify(tc.err); got != tc.want {
 			t.Errorf("classify(%v): got %d; want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// An SW.ALLOW reply with a negative count is the fail policy's: Unknown, and not an
+// admission even when it allows.
+func TestAllowOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		vals    []int64
+		err     error
+		allowed bool
+		want    history.Outcome
+	}{
+		{[]int64{1, 3, 2, 0}, nil, true, history.OK},
+		{[]int64{0, 5, 0, 1000}, nil, false, history.OK},
+		{[]int64{1, -1, -1, 0}, nil, false, history.Unknown},
+		{[]int64{0, -1, -1, 1000}, nil, false, history.Unknown},
+		{[]int64{1, 3}, nil, false, history.Unknown},
+		{nil, replyErr("ERR counter unavailable: moving"), false, history.Failed},
+		{nil, context.DeadlineExceeded, false, history.Unknown},
+	} {
+		if allowed, o := AllowOutcome(tc.vals, tc.err); allowed != tc.allowed || o != tc.want {
+			t.Errorf("AllowOutcome(%v, %v): got %v, %d; want %v, %d", tc.vals, tc.err, allowed, o, tc.allowed, tc.want)
 		}
 	}
 }
