@@ -98,7 +98,7 @@ func TestBoundedOpsRefuseOnlyWhatTheyWouldCreate(t *testing.T) {
 	if d, err := s.TryAllow("b", sp, 1, 2, t0); err != nil || d.Allowed || d.RetryAfterMs != -1 {
 		t.Errorf("TryAllow with n over the limit: got %+v, %v; want denied for ever, no error", d, err)
 	}
-	if ok, err := s.TrySeed("b", sp, []Bucket{{Index: sp.Bucket(t0), Count: 3}}, t0); ok || !errors.Is(err, ErrFull) {
+	if ok, err := s.TrySeed("b", sp, []Bucket{{Index: sp.Bucket(t0), Count: 3}}, t0, s.ResetMark()); ok || !errors.Is(err, ErrFull) {
 		t.Errorf("TrySeed of a new counter: got %v, %v; want false, ErrFull", ok, err)
 	}
 	if s.Has("b", sp) {

@@ -82,16 +82,18 @@ func (s *slab[C]) movePending(last, slot int) {
 	}
 }
 
-// noteReset records that key was reset, when deltas are kept: the next Drain or Evict
-// says so, ahead of what is added afterwards. Two resets before it are one.
-func (sh *shard) noteReset(key string) {
+// noteReset records that key was reset, when deltas are kept, and reports whether it
+// did: the next Drain or Evict says so, ahead of what is added afterwards. Two resets
+// before it are one.
+func (sh *shard) noteReset(key string) bool {
 	if !sh.narrow.deltas {
-		return
+		return false
 	}
 	if sh.resets == nil {
 		sh.resets = map[string]struct{}{}
 	}
 	sh.resets[key] = struct{}{}
+	return true
 }
 
 // takeReset removes key's reset and reports whether there was one.

@@ -1,6 +1,7 @@
 package leaparray
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -151,5 +152,25 @@ func TestSweepKeepsAResetOwed(t *testing.T) {
 	}
 	if n := len(s.tables.cur.Load().list); n != 0 {
 		t.Fatalf("tables after the reset was drained: got %d; want 0", n)
+	}
+}
+
+// State loaded before a reset must not bring the erased count back: TrySeed with the
+// mark taken before the load refuses once any counter was reset since.
+func TestTrySeedRefusesStateLoadedBeforeAReset(t *testing.T) {
+	s := NewStore(WithDeltas())
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	now := int64(1_700_000_000_000)
+	loaded := []Bucket{{Index: sp.Bucket(now), Count: 5}}
+	mark := s.ResetMark()
+	s.Reset("k", sp, now)
+	if ok, err := s.TrySeed("k", sp, loaded, now, mark); ok || !errors.Is(err, ErrResetSince) {
+		t.Fatalf("TrySeed after a reset: got %v, %v; want false, ErrResetSince", ok, err)
+	}
+	if got := s.Count("k", sp, now); got != 0 {
+		t.Fatalf("count after the refused seed: %d; want 0", got)
+	}
+	if ok, err := s.TrySeed("k", sp, loaded, now, s.ResetMark()); !ok || err != nil {
+		t.Fatalf("TrySeed with a fresh mark: got %v, %v; want true, nil", ok, err)
 	}
 }

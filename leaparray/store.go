@@ -2,6 +2,7 @@ package leaparray
 
 import (
 	"runtime"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -15,6 +16,7 @@ import (
 type Store struct {
 	tables *tableSet // its own object, for the cleanup that frees what it holds mapped
 	cursor sweepCursor
+	resets atomic.Uint64 // resets recorded so far (WithDeltas): see ResetMark
 }
 
 // Option configures a Store.
@@ -187,7 +189,9 @@ func (s *Store) reset(key string, sp Spec, now int64, m mode) (bool, error) {
 			existed = sh.headOf(r).bucket > floorDiv(now, bucketMs)-int64(sp.Buckets)
 			sh.remove(r, h) // and its pending adds: the reset erases them
 		}
-		sh.noteReset(key)
+		if sh.noteReset(key) {
+			s.resets.Add(1) // under the shard's lock: see TrySeed
+		}
 	})
 	return existed, err
 }

@@ -33,6 +33,10 @@ type KeeperConfig struct {
 	// OnLapse hears the partitions whose lease ran out while claimed (not released).
 	// Called from the Keeper's goroutine, never with its lock held.
 	OnLapse func(Set)
+	// OnChange hears that a lease may have changed (a grant counted, claims changed, a
+	// round begun), so that what waits for one looks again. Never called with the
+	// Keeper's lock held; it must not block.
+	OnChange func()
 	// Now is the monotonic clock in ns (nil: time since the process started).
 	Now func() int64
 }
@@ -116,6 +120,9 @@ func (k *Keeper) Wait(ctx context.Context, p int) error {
 func (k *Keeper) signal() {
 	ch := make(chan struct{})
 	close(*k.changed.Swap(&ch))
+	if k.cfg.OnChange != nil {
+		k.cfg.OnChange()
+	}
 }
 
 // SetView tells the Keeper what membership says now, and the peers it can reach.
@@ -146,10 +153,11 @@ func (k *Keeper) heard(name string, now int64) {
 
 // SetClaims sets the partitions this node wants to hold. Partitions no longer claimed
 // stop being held at once and are released to the grantors in the next rounds; a round
-// runs at once when claims were added.
+// runs at once when claims changed, so that a release reaches the grantors, and a new
+// claim is granted, without waiting for the next heartbeat.
 func (k *Keeper) SetClaims(claims Set) {
 	k.mu.Lock()
-	added := false
+	changed := false
 	for p := 0; p < k.cfg.Partitions; p++ {
 		switch was, is := k.claims.Has(p), claims.Has(p); {
 		case was && !is:
@@ -157,15 +165,16 @@ func (k *Keeper) SetClaims(claims Set) {
 			k.held.Remove(p)
 			k.releasing.Add(p)
 			k.released = 0
+			changed = true
 		case !was && is:
 			k.releasing.Remove(p)
-			added = true
+			changed = true
 		}
 	}
 	k.claims = claims.Clone()
 	k.mu.Unlock()
 	k.signal()
-	if added {
+	if changed {
 		k.Kick()
 	}
 }

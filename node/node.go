@@ -110,14 +110,19 @@ func Start(cfg Config) (*Node, error) {
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
 		Exchanger: n.rpcClient, Found: len(cfg.Join) == 0, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
+		OnChange: func() {
+			if o := n.owner; o != nil {
+				o.LeasesChanged()
+			}
+		},
 	})
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Writer: fmt.Sprintf("%s.%x", cfg.Name, n.incarnation), Store: n.store,
-		Redis: n.redis, Leases: n.keeper, Sender: n.rpcClient, Now: cfg.Now, Limits: limits,
+		Redis: owner.RedisIO(n.redis), Leases: n.keeper, Peers: owner.PeersIO(n.rpcClient), Now: cfg.Now, Limits: limits,
 		FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
 	n.router.FailOpen = cfg.FailOpen
-	n.router.Forwarded = n.owner.Immediate()
+	n.router.Forwarded = n.owner
 	n.router.Disagrees = (&ringSyncer{sync: n.syncWith, log: func(member string, err error) {
 		cfg.Logger.Debug("state exchange with a member that disagrees", "member", member, "err", err)
 	}}).disagrees
@@ -128,9 +133,6 @@ func Start(cfg Config) (*Node, error) {
 	n.rpcSrv.SetHandshake(auth.Server)
 	n.rpcAuth = auth.Mode()
 	n.warnIfOpen(n.rpcAuth)
-	// Forwarded ops never wait for a lease (owner.Immediate), so they are decided in the
-	// connection's reader: no goroutine per frame.
-	n.rpcSrv.SetInline(func() bool { return true })
 	n.registerMetrics()
 	if err := n.listen(limits); err != nil {
 		n.closeListeners()

@@ -45,7 +45,7 @@ func BenchmarkIncrDuringRingChange(b *testing.B) {
 func benchOwner(b *testing.B, n int) (*Owner, []string) {
 	b.Helper()
 	fl := newFakeLeases()
-	o := New(Config{Self: "a", Writer: "a.bench", Store: leaparray.NewStore(), Leases: fl, Sender: discardSender{},
+	o := New(Config{Self: "a", Writer: "a.bench", Store: leaparray.NewStore(), Leases: fl, Peers: PeersIO(discardSender{}),
 		Now: func() int64 { return t0 }})
 	o.SetRing(ringOf("a"))
 	fl.grantAll()

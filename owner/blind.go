@@ -1,17 +1,22 @@
 package owner
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/leapcount/leapcount/counter"
+)
 
 // blindKeys are, per partition, the keys of the counters started from empty memory
 // while Redis was down ("blind": their memory lacks what Redis holds). When Redis is
 // back those counters alone are dropped and reloaded: the partition's other counters
 // were in memory all along and their memory is whole, even if Redis lost its data
 // meanwhile (a reload of those would then read what Redis no longer has). Past
-// maxBlindKeys in a partition, or when any of its memory may be stale (a lapse), the
-// whole partition is reloaded.
+// maxBlindKeys in a partition, or maxBlindTotal in all, the whole partition is
+// reloaded, so a long outage with a flood of new keys costs bounded memory.
 type blindKeys struct {
-	mu sync.Mutex
-	by map[int]*blindSet
+	mu    sync.Mutex
+	by    map[int]*blindSet
+	total int // keys listed over all partitions
 }
 
 type blindSet struct {
@@ -19,13 +24,14 @@ type blindSet struct {
 	all  bool // every counter of the partition is to be reloaded
 }
 
-// maxBlindKeys bounds the keys listed per partition (memory during a long outage with
-// many new keys); past it the whole partition is reloaded.
-const maxBlindKeys = 4096
+// Bounds of the keys listed (memory during a long outage with many new keys).
+const (
+	maxBlindKeys  = 4096
+	maxBlindTotal = 1 << 16
+)
 
-// mark records key as started blind in partition p (every key, when key is "" and
-// all is set).
-func (b *blindKeys) mark(p int, key string, all bool) {
+// mark records key as started blind in partition p.
+func (b *blindKeys) mark(p int, key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.by == nil {
@@ -36,12 +42,19 @@ func (b *blindKeys) mark(p int, key string, all bool) {
 		s = &blindSet{keys: map[string]struct{}{}}
 		b.by[p] = s
 	}
-	if all || len(s.keys) >= maxBlindKeys {
+	if s.all {
+		return
+	}
+	if _, ok := s.keys[key]; ok {
+		return
+	}
+	if len(s.keys) >= maxBlindKeys || b.total >= maxBlindTotal {
+		b.total -= len(s.keys)
 		s.all, s.keys = true, nil
+		return
 	}
-	if !s.all {
-		s.keys[key] = struct{}{}
-	}
+	s.keys[key] = struct{}{}
+	b.total++
 }
 
 // has reports whether key of partition p was started blind.
@@ -61,13 +74,29 @@ func (b *blindKeys) take(p int) *blindSet {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.by[p]
+	if s != nil {
+		b.total -= len(s.keys)
+	}
 	delete(b.by, p)
 	return s
 }
 
 // markBlind records that key, of partition p, is decided from empty memory while
-// Redis is down (all: that p's whole memory may lack what Redis holds).
-func (o *Owner) markBlind(p int, key string, all bool) {
-	o.blindKeys.mark(p, key, all)
+// Redis is down.
+func (o *Owner) markBlind(p int, key string) {
+	o.blind.mark(p, key)
 	o.parts.blind[p].Store(true) // after the key: who sees the flag finds the key
+}
+
+// blindOp reports whether op would be decided from memory that may lack what Redis
+// holds: Redis is down, and the counter is not in memory, or its partition's memory is
+// stale, or it was started from empty memory while Redis was down.
+func (o *Owner) blindOp(p int, op *counter.Op, redisUp bool) bool {
+	if redisUp {
+		return false
+	}
+	if o.parts.get(p) == Stale || !o.cfg.Store.Has(op.Key, spec(op)) {
+		return true
+	}
+	return o.parts.blind[p].Load() && o.blind.has(p, op.Key)
 }

@@ -3,8 +3,11 @@ package owner
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // verdict is what the partition's state says about an op now.
@@ -12,143 +15,143 @@ type verdict uint8
 
 const (
 	decideIt verdict = iota // decide it here
-	waitFor                 // this node's, not decidable yet (no lease yet, or stale memory being dropped)
+	waitFor                 // this node's, not decidable yet (no lease yet, stale memory, counters lent)
 	notMine                 // not decided here
 )
-
-// Do decides ops on counters this node owns. Ops whose partition this node owns but
-// cannot decide yet (its lease is not granted yet, or its memory is being reloaded)
-// wait for that, at most AcquireWait; ops it does not decide are answered
-// counter.ErrNotOwner: certainly not applied, so the router sends them on.
-func (o *Owner) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	o.awaitAll(ctx, ops)
-	o.decideBatch(ctx, ops, results)
-}
-
-// Immediate is a Doer like the Owner that never waits for a lease: it answers
-// ErrNotOwner at once instead. Ops forwarded by peers are decided with it, in the rpc
-// connection's reader, which must never block (the peer's lease heartbeats come on the
-// same connection); the sender routes them again shortly.
-func (o *Owner) Immediate() counter.Doer { return immediate{o} }
-
-type immediate struct{ o *Owner }
-
-func (im immediate) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	im.o.decideBatch(ctx, ops, results)
-}
-
-// awaitAll waits, at most AcquireWait, until every op's partition that must be waited
-// for is decidable; decideBatch then judges again.
-func (o *Owner) awaitAll(ctx context.Context, ops []counter.Op) {
-	rg := o.ring.Load()
-	if rg == nil {
-		return
-	}
-	now := o.cfg.Leases.Now()
-	var waits []int
-	for i := range ops {
-		p := rg.Partition(ops[i].Key)
-		if o.judge(p, now, o.redisUp()) == waitFor && !containsInt(waits, p) {
-			waits = append(waits, p)
-		}
-	}
-	if len(waits) == 0 || !o.cfg.Leases.Quorate(now) {
-		return // a node cut off from the majority would wait in vain
-	}
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.AcquireWait)
-	defer cancel()
-	for _, p := range waits {
-		o.awaitPartition(ctx, p)
-	}
-}
-
-// awaitPartition waits until p is decidable, or no longer this node's, or ctx ends.
-func (o *Owner) awaitPartition(ctx context.Context, p int) {
-	for ctx.Err() == nil {
-		ch := o.parts.changed.Load() // before the check: a change in between is not missed
-		switch o.parts.get(p) {
-		case stMine:
-			_ = o.cfg.Leases.Wait(ctx, p)
-			if o.parts.get(p) == stMine {
-				return
-			}
-		case stStale, stDropping, stLent:
-			select {
-			case <-*ch:
-			case <-ctx.Done():
-			}
-		default:
-			return
-		}
-	}
-}
-
-// redisUp reports whether Redis answers (always true without Redis). A batch takes it
-// once and decides by that one answer throughout: were it asked again at each step, a
-// counter could skip its load while Redis is down and then be decided, from empty
-// memory, as if Redis were up, never to be reloaded (its Redis state lost from view).
-func (o *Owner) redisUp() bool { return o.cfg.Redis == nil || o.cfg.Redis.Healthy() }
 
 // judge says what to do with an op on partition p at now (Leases' clock), Redis up or
 // not as redisUp says.
 func (o *Owner) judge(p int, now int64, redisUp bool) verdict {
 	switch o.parts.get(p) {
-	case stMine:
+	case Owned:
 		if redisUp && o.parts.blind[p].Load() {
 			// Counters were started here from empty memory while Redis was down: until
-			// cleanStale (within a flush interval) drops and reloads them, memory lacks
-			// what Redis has, and a count or allow from it would be short.
-			o.kickFlush()
+			// a clean-up drops and reloads them, memory lacks what Redis has, and a count
+			// or allow from it would be short.
+			o.kick()
 			return waitFor
 		}
 		if o.cfg.Leases.Holds(p, now) {
 			return decideIt
 		}
 		return waitFor
-	case stStale:
+	case Stale:
 		// Stale memory is dropped and reloaded from Redis; while Redis is down it is
 		// the best there is, and is decided from (degraded, see the package doc).
 		if !redisUp && o.cfg.Leases.Holds(p, now) {
 			return decideIt
 		}
 		return waitFor
-	case stDropping, stLent:
+	case Lent, LentStale:
 		return waitFor
 	}
 	return notMine
 }
 
-// decideBatch decides the ops that may be decided now and answers the others
-// ErrNotOwner. With Redis, counters not in memory are loaded first.
-func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []counter.Result) {
+// request is one batch of ops being decided by Start.
+type request struct {
+	ctx     context.Context
+	ops     []counter.Op
+	results []counter.Result
+	done    func()
+	until   time.Duration // Clock.Since after which it no longer waits for its partitions
+	stop    func() bool   // its wait's timer, once it waited
+	state   reqState      // under waiters.mu
+	noWait  bool          // its wait ran out: decide or refuse now
+}
+
+type reqState uint8
+
+const (
+	reqRunning reqState = iota
+	reqWaiting
+	reqDone
+)
+
+// Do decides ops on counters this node owns (see Start) and waits for them.
+func (o *Owner) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+	ch := make(chan struct{})
+	o.Start(ctx, ops, results, func() { close(ch) })
+	<-ch
+}
+
+// Start decides ops on counters this node owns and then calls done, once (see
+// counter.Starter), possibly before it returns. Ops whose partition this node owns but
+// cannot decide yet (its lease is not granted yet, its memory is being reloaded, its
+// counters are lent) wait for that, at most AcquireWait; ops it does not decide are
+// answered counter.ErrNotOwner: certainly not applied, so the router sends them on.
+// With Redis, counters not in memory are loaded first. Nothing waits on a goroutine:
+// waiting ops are retried when their partitions change, loads go through Config.Redis.
+func (o *Owner) Start(ctx context.Context, ops []counter.Op, results []counter.Result, done func()) {
+	r := &request{ctx: ctx, ops: ops, results: results, done: done}
+	r.until = o.cfg.Clock.Since() + o.cfg.AcquireWait
+	if d, ok := ctx.Deadline(); ok {
+		r.until = min(r.until, o.cfg.Clock.Since()+time.Until(d))
+	}
+	o.attempt(r)
+}
+
+// attempt decides r now if it can, or parks it until its partitions change, or starts
+// the loads its counters need.
+func (o *Owner) attempt(r *request) {
+	seq := o.waiting.seen()
 	o.decide.RLock()
-	defer o.decide.RUnlock()
 	rg := o.ring.Load()
 	if rg == nil {
-		notOwned(results, "this node has no ring yet")
+		o.decide.RUnlock()
+		notOwned(r.results, "this node has no ring yet")
+		o.answer(r)
 		return
 	}
 	now := o.cfg.Leases.Now()
-	redisUp := o.redisUp()
-	var failed map[int]error // ops whose counter could not be loaded
-	var unloaded []int       // partitions whose counters were not loaded: not decided now
-	if o.cfg.Redis != nil {
-		var misses []*miss
-		if misses, unloaded = o.misses(rg, ops, now, redisUp); len(misses) > 0 {
+	up := o.redisUp()
+	if o.waitsFor(rg, r.ops, now, up) && o.mayWait(r, now) && o.waiting.park(o, r, seq) {
+		o.decide.RUnlock()
+		return
+	}
+	var unloaded []int
+	if o.cfg.Redis != nil && up {
+		var l *load
+		if l, unloaded = o.listMisses(rg, r, now); l != nil {
 			o.decide.RUnlock()
-			o.load(ctx, ops, misses)
-			o.decide.RLock()
-			now = o.cfg.Leases.Now()
-			failed = o.install(rg, ops, misses)
+			o.startLoad(l)
+			return
 		}
 	}
-	counter.DoExcept(ctx, ops, results, func(i int) error {
-		op := &ops[i]
+	o.decideNow(rg, r, now, up, nil, unloaded)
+	o.decide.RUnlock()
+	o.answer(r)
+}
+
+// waitsFor reports whether some valid op's partition must be waited for.
+func (o *Owner) waitsFor(rg *ring.Ring, ops []counter.Op, now int64, up bool) bool {
+	for i := range ops {
+		if o.cfg.Limits.Validate(&ops[i]) == nil && o.judge(rg.Partition(ops[i].Key), now, up) == waitFor {
+			return true
+		}
+	}
+	return false
+}
+
+// mayWait reports whether r may still wait for its partitions: its wait has not run
+// out, and this node reaches a majority (a node cut off from it would wait in vain).
+func (o *Owner) mayWait(r *request, now int64) bool {
+	return !r.noWait && r.ctx.Err() == nil && o.cfg.Clock.Since() < r.until && o.cfg.Leases.Quorate(now)
+}
+
+// decideNow decides r's ops that may be decided now and answers the others: ErrNotOwner
+// (certainly not applied), or unavailable when this node cannot reach a majority.
+// failed holds, by op index, ops whose counter could not be loaded; unloaded the
+// partitions whose counters were not loaded though needed. The caller holds decide
+// shared.
+func (o *Owner) decideNow(rg *ring.Ring, r *request, now int64, up bool, failed map[int]error, unloaded []int) {
+	counter.DoExcept(r.ctx, r.ops, r.results, func(i int) error {
+		op := &r.ops[i]
 		if o.cfg.Limits.Validate(op) != nil {
 			return nil // answered by Local with its validation error
 		}
 		p := rg.Partition(op.Key)
-		if v := o.judge(p, now, redisUp); v == waitFor && !o.cfg.Leases.Quorate(now) {
+		if v := o.judge(p, now, up); v == waitFor && !o.cfg.Leases.Quorate(now) {
 			return fmt.Errorf("%w: this node cannot reach a majority of the cluster", counter.ErrUnavailable)
 		} else if v != decideIt || containsInt(unloaded, p) {
 			// (unloaded: granted since the misses were listed, and its counter not loaded.)
@@ -157,7 +160,7 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 		if o.cfg.Redis != nil {
 			o.noteDecided(p)
 		}
-		if op.Kind != counter.Incr && op.Kind != counter.Reset && o.blind(p, op, redisUp) {
+		if op.Kind != counter.Incr && op.Kind != counter.Reset && o.blindOp(p, op, up) {
 			// Memory does not have what Redis has: a count read from it would be short,
 			// and an allow decided from it could admit past the limit. They fail (allow
 			// is answered by the fail policy) and count nothing. An incr is counted: its
@@ -165,36 +168,33 @@ func (o *Owner) decideBatch(ctx context.Context, ops []counter.Op, results []cou
 			return fmt.Errorf("%w: %q is not in memory and Redis is down", counter.ErrUnavailable, op.Key)
 		}
 		return failed[i]
-	}, func(ctx context.Context, ops []counter.Op, results []counter.Result) {
-		o.decideHere(ctx, ops, results, redisUp)
+	}, func(_ context.Context, ops []counter.Op, results []counter.Result) {
+		o.decideHere(rg, ops, results, up)
 	})
-}
-
-// blind reports whether op would be decided from memory that may lack what Redis holds:
-// Redis is down, and the counter is not in memory, or its partition's memory is stale,
-// or it was started from empty memory while Redis was down.
-func (o *Owner) blind(p int, op *counter.Op, redisUp bool) bool {
-	if redisUp {
-		return false
-	}
-	if o.parts.get(p) == stStale || !o.cfg.Store.Has(op.Key, spec(op)) {
-		return true
-	}
-	return o.parts.blind[p].Load() && o.blindKeys.has(p, op.Key)
 }
 
 // decideHere decides ops in memory; ops decided on counters that were not loaded (Redis
 // down) mark them blind, to be reloaded once Redis is back (blind.go).
-func (o *Owner) decideHere(ctx context.Context, ops []counter.Op, results []counter.Result, redisUp bool) {
+func (o *Owner) decideHere(rg *ring.Ring, ops []counter.Op, results []counter.Result, redisUp bool) {
 	if !redisUp {
-		rg := o.ring.Load()
 		for i := range ops {
-			if !o.cfg.Store.Has(ops[i].Key, spec(&ops[i])) && ops[i].Kind != counter.Count {
-				o.markBlind(rg.Partition(ops[i].Key), ops[i].Key, false)
+			if ops[i].Kind != counter.Count && !o.cfg.Store.Has(ops[i].Key, spec(&ops[i])) {
+				o.markBlind(rg.Partition(ops[i].Key), ops[i].Key)
 			}
 		}
 	}
-	o.local.Do(ctx, ops, results)
+	o.local.Do(context.Background(), ops, results)
+}
+
+// answer hands r's results to its caller, once.
+func (o *Owner) answer(r *request) {
+	if !o.waiting.end(r) {
+		return
+	}
+	if r.stop != nil {
+		r.stop()
+	}
+	r.done()
 }
 
 func notOwned(results []counter.Result, why string) {
@@ -210,4 +210,99 @@ func containsInt(s []int, v int) bool {
 		}
 	}
 	return false
+}
+
+// waiters are the requests waiting for their partitions: each is tried again whenever
+// a partition changes state or a lease may have changed (wake), and at the end of its
+// wait.
+type waiters struct {
+	mu   sync.Mutex
+	seq  uint64 // wakes so far
+	list []*request
+}
+
+// seen is the wakes so far: a request that judged its partitions after reading it and
+// parks after a wake came in between is tried again at once (that wake found it not
+// parked yet).
+func (w *waiters) seen() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
+// park makes r wait, unless a wake came since seq; it reports whether r waits. The
+// first time r waits, a timer ends its wait at r.until.
+func (w *waiters) park(o *Owner, r *request, seq uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seq != seq {
+		return false
+	}
+	r.state = reqWaiting
+	w.list = append(w.list, r)
+	if r.stop == nil {
+		r.stop = o.cfg.Clock.AfterFunc(max(r.until-o.cfg.Clock.Since(), 0), func() { o.expire(r) })
+	}
+	return true
+}
+
+// end marks r done and reports whether it was not already.
+func (w *waiters) end(r *request) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r.state == reqDone {
+		return false
+	}
+	r.state = reqDone
+	return true
+}
+
+// wake tries every waiting request again.
+func (o *Owner) wake() {
+	w := &o.waiting
+	w.mu.Lock()
+	w.seq++
+	list := w.list
+	w.list = nil
+	for _, r := range list {
+		r.state = reqRunning
+	}
+	w.mu.Unlock()
+	for _, r := range list {
+		o.attempt(r)
+	}
+}
+
+// expire ends r's wait: it is decided, or refused, now.
+func (o *Owner) expire(r *request) {
+	w := &o.waiting
+	w.mu.Lock()
+	if r.state != reqWaiting {
+		w.mu.Unlock()
+		return
+	}
+	for i, x := range w.list {
+		if x == r {
+			w.list = append(w.list[:i], w.list[i+1:]...)
+			break
+		}
+	}
+	r.state, r.noWait = reqRunning, true
+	w.mu.Unlock()
+	o.attempt(r)
+}
+
+// LeasesChanged tells the owner that its leases may have changed (the lease keeper's
+// hook): ops waiting for a grant are tried again.
+func (o *Owner) LeasesChanged() { o.wake() }
+
+// kick asks for a Tick soon, once however often it is asked before it runs: ops wait
+// for a flush, or for blind memory to be dropped.
+func (o *Owner) kick() {
+	if o.flush.kicked.CompareAndSwap(false, true) {
+		o.cfg.Clock.AfterFunc(0, func() {
+			o.flush.kicked.Store(false)
+			o.Tick()
+		})
+	}
 }

@@ -2,16 +2,32 @@
 // this node holds, keeps them in Redis behind its memory, and hands them on when the
 // ring moves them to another node.
 //
+// # One state machine
+//
+// Each partition is, on this node, in one State (Idle, Owned, Stale, Releasing, Lent,
+// LentStale), and changes state only through Step: an Event in, the next State and an
+// Action out, with no I/O, clock or lock, so that it is tested by table and by the
+// cluster simulation (package sim). Step's doc holds the transition table. Everything
+// else in the package is what drives it (ring changes, lapses, late-write marks, the
+// outcomes of Redis and rpc calls) and what carries out its actions (releases,
+// reloads).
+//
+// The owner does no I/O of its own and never waits on it: it asks Config.Redis,
+// Config.Peers and Config.Clock, whose calls return at once and whose answers come
+// back through callbacks (io.go). In production those run on goroutines (RedisIO,
+// PeersIO, RealClock); in a simulation they are events of one seeded scheduler, so a
+// seed replays exactly.
+//
 // # One decider per partition
 //
-// A node decides a partition's counters only while the ring makes it the partition's
-// owner and it holds the partition's lease (package lease): a majority of the voters
-// granted it, which they do to one node at a time. A partition the ring gives this node
-// is claimed at once; its ops wait (at most Config.AcquireWait) for the grant. A
-// partition the ring takes away stops being decided at once, and stays claimed until
-// its counts are where the new owner will look for them, so the new owner cannot be
-// granted it before. Ops this node does not decide are answered counter.ErrNotOwner:
-// certainly not applied, so the router sends them on.
+// A node decides a partition's counters only while the partition is Owned (the ring
+// makes it the owner, and its memory is current) and it holds the partition's lease
+// (package lease): a majority of the voters granted it, which they do to one node at a
+// time. A partition the ring gives this node is claimed at once; its ops wait (at most
+// Config.AcquireWait) for the grant. A partition the ring takes away stops being decided
+// at once, and stays claimed until its counts are where the new owner will look for
+// them, so the new owner cannot be granted it before. Ops this node does not decide are
+// answered counter.ErrNotOwner: certainly not applied, so the router sends them on.
 //
 // # Persistence (with Redis)
 //
@@ -19,64 +35,62 @@
 // FlushInterval the owner drains what its counters gained (resets included, in order)
 // and writes it in batches whose script calls apply at most once however often they are
 // sent (fallback.Batch): a call whose answer was lost is sent again with its sequence
-// number, which Redis remembers per writer.
-// Batches go strictly in order, and nothing newer is sent while one is unconfirmed, so
-// an outage keeps the deltas in memory (one per counter and bucket, not per op) until
-// Redis answers again. A node killed with SIGKILL loses what it had not written.
+// number, which Redis remembers per writer. Batches go strictly in order, and nothing
+// newer is sent while one is unconfirmed, so an outage keeps the deltas in memory (one
+// per counter and bucket, not per op) until Redis answers again. A node killed with
+// SIGKILL loses what it had not written: with Redis slow or down, everything since its
+// last confirmed write.
 //
 // A counter that is not in memory is loaded from Redis on first use, unless this node
-// has deltas of it not yet confirmed there (then the op fails, not decided, and the
-// write is hurried), or has decided its partition without a break for longer than its
-// window, so Redis holds nothing of it in its window (fresh.go: no load). While Redis
-// is down such counters are decided from empty memory ("blind"); when Redis is back
-// those counters are dropped and reloaded (after their deltas are written), so memory
-// and Redis agree again (blind.go).
+// has deltas of it not yet confirmed there (then the load waits for them, at most
+// settleWait), or Redis can hold nothing of it in its window (fresh.go: no load). A load
+// is used only if its partition did not change state and no counter was reset while it
+// was under way (leaparray.Store.TrySeed). While Redis is down such counters are decided
+// from empty memory ("blind"); when Redis is back those counters are dropped and
+// reloaded (after their deltas are written), so memory and Redis agree again (blind.go).
 //
 // # Handing on
 //
-// When the ring moves a partition away, its counters leave memory. With Redis their
-// deltas are written, and once Redis confirms them the partition is released: the new
-// owner loads each counter from Redis on first use. Without Redis, or when Redis does
-// not confirm within persistWait, the counters themselves go to the new owner in
-// Handoffs (cut by bytes), each with the part of it not yet in Redis, which the new
-// owner then writes behind; a Handoff is applied once (by ID), refused by a node that
-// does not own its partitions (sent again where the ring says, as it changes), and a
-// counter leaves this node only once a Handoff carrying it was applied. A write-behind
-// call of them in doubt (sent as Redis went away) stays with the sender, which sends it
-// again; it travels as a fence, and the receiver reads none of those partitions back
-// from Redis until Redis shows it applied (fence.go). A partition the ring gives back
-// before its counters came back is not decided until they do (lend.go).
+// When the ring moves a partition away (Releasing), its counters leave memory. With
+// Redis their deltas are written, and once Redis confirms them the partition is
+// released: the new owner loads each counter from Redis on first use. Without Redis, or
+// when Redis does not confirm within persistWait, the counters themselves go to the new
+// owner in Handoffs (cut by bytes), each with the part of it not yet in Redis, which the
+// new owner then writes behind; a Handoff is applied once (by ID), refused by a node
+// that does not own its partitions (sent again where the ring says, as it changes), and
+// a counter leaves this node only once a Handoff carrying it was applied. A Handoff
+// whose answer was lost goes again, with its ID, to the same node, until it answers. A
+// write-behind call of them in doubt (sent as Redis went away) stays with the sender,
+// which sends it again; it travels as a fence, and the receiver reads none of those
+// partitions back from Redis until Redis shows it applied (fence.go). A partition the
+// ring gives back before its counters came back is Lent: not decided until its holder
+// hands them back (lend.go).
 //
 // Handed-over counters enter memory past the store's bounds (which the counters clients
 // create, and those loaded from Redis, respect): refusing them would lose their counts.
 // A Handoff that would take the store past twice its bounds is refused, and its sender
-// keeps the counters and sends them again until there is room. Handoffs are
-// retried for as long as the node runs (stopping, for its shutdown timeout); what is
-// left then is lost, and logged.
+// keeps the counters and sends them again until there is room.
 //
-// # Lapses
+// # Lapses and late writes
 //
 // A lease that runs out while held (heartbeats failed: a pause, a partition) means
-// another node may decide the partition meanwhile. With Redis the partition's memory is
-// stale: its counters are dropped, their deltas written, and reloaded before it is
-// decided again (while Redis is down, memory is the best there is and is used).
-// Without Redis memory is what this node counted; whoever decided meanwhile hands its
-// own counts back when the partition returns, and they add up.
-//
-// # Late writes
-//
-// A lapsed node writes its deltas when Redis lets it, possibly after the partition's
-// next owner loaded (or skipped loading) its counters. Such a write is marked in Redis
-// once confirmed, and whoever holds the partition reloads it; counters handed on
-// directly, whose sender's memory may lack such a write, are reloaded once Redis has
-// what came with them (late.go).
+// another node may decide the partition meanwhile. With Redis the partition goes Stale:
+// its memory is dropped, its deltas written, and it is reloaded before it is decided
+// again (while Redis is down, memory is the best there is and is used). Without Redis
+// memory is what this node counted; whoever decided meanwhile hands its own counts back
+// when the partition returns, and they add up. A lapsed node writes its deltas when
+// Redis lets it, possibly after the partition's next owner loaded its counters; such a
+// write is marked in Redis once confirmed, and whoever holds the partition reloads it
+// (late.go).
 //
 // # Locks
 //
-// decide is held shared while a batch of ops is judged and decided, and exclusively
-// while partitions change state (no I/O, no scan under it): once a partition stops being
+// Owner.mu orders everything that changes partitions: ring changes, lapses, ticks,
+// received Handoffs and the answers of Redis and rpc calls. Ops never take it. decide is
+// held shared while a batch of ops is judged and decided, and exclusively while
+// partitions change state (no I/O, no scan under it): once a partition stops being
 // decided no op is still being decided on it, so its counters can leave memory without
-// losing an add, shard by shard, while every other partition keeps being decided. Loads
-// from Redis happen without it; a load is used only if its partition did not change
-// state meanwhile. parts.mu orders state changes: ring changes, releases and clean-ups.
+// losing an add, shard by shard, while every other partition keeps being decided. Ops
+// that must wait (for a grant, a reload, lent counters) are parked and tried again on
+// every change (decide.go), never holding a goroutine.
 package owner

@@ -1,7 +1,7 @@
 package owner
 
 import (
-	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -34,11 +34,11 @@ type fences struct {
 
 type fenceSet struct {
 	fs    []fallback.Fence
-	since time.Time
+	since time.Duration // Clock.Since when the first came
 }
 
-// add records fs on partitions ps.
-func (f *fences) add(ps []int, fs []rpc.HandoffFence) {
+// add records fs on partitions ps at now.
+func (f *fences) add(ps []int, fs []rpc.HandoffFence, now time.Duration) {
 	if len(fs) == 0 {
 		return
 	}
@@ -48,9 +48,9 @@ func (f *fences) add(ps []int, fs []rpc.HandoffFence) {
 		f.by = map[int]fenceSet{}
 	}
 	for _, p := range ps {
-		set := f.by[p]
-		if set.since.IsZero() {
-			set.since = time.Now()
+		set, ok := f.by[p]
+		if !ok {
+			set.since = now
 		}
 		for _, h := range fs {
 			fe := fallback.Fence{WriterKey: h.WriterKey, Seq: h.Seq}
@@ -60,6 +60,13 @@ func (f *fences) add(ps []int, fs []rpc.HandoffFence) {
 		}
 		f.by[p] = set
 	}
+}
+
+func (f *fences) has(p int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.by[p]
+	return ok
 }
 
 // of returns the fences of partitions ps, once each; drop forgets them.
@@ -81,52 +88,52 @@ func (f *fences) of(ps []int, drop bool) []rpc.HandoffFence {
 	return out
 }
 
-// reached reports whether partition p has no fence left that Redis has not reached;
-// reached fences, and those older than fenceMax, are forgotten. It reads Redis only
-// for a partition with fences.
-func (o *Owner) reached(ctx context.Context, p int) bool {
+// expire drops the fences older than fenceMax, whatever reads them: a partition never
+// loaded again would keep them for good.
+func (f *fences) expire(now time.Duration, log *slog.Logger) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range sortedKeys(f.by) {
+		if set := f.by[p]; now-set.since > fenceMax {
+			log.Warn("write-behind of counters handed over not confirmed in Redis in time: what it carried is lost",
+				"partition", p, "fences", len(set.fs))
+			delete(f.by, p)
+		}
+	}
+}
+
+// reached asks Redis whether partition p has no fence left unreached and calls done
+// with the answer (true at once for a partition without fences); reached fences are
+// forgotten. done may run before reached returns.
+func (o *Owner) reached(p int, done func(bool)) {
 	f := &o.fenced
 	f.mu.Lock()
 	set, ok := f.by[p]
 	f.mu.Unlock()
 	if !ok {
-		return true
+		done(true)
+		return
 	}
-	done := time.Since(set.since) > fenceMax
-	if done {
-		o.cfg.Logger.Warn("write-behind of counters handed over not confirmed in Redis in time: what it carried is lost",
-			"partition", p, "fences", len(set.fs))
-	} else if ok, err := o.cfg.Redis.Reached(ctx, set.fs); err != nil || !ok {
-		return false
-	}
-	f.mu.Lock()
-	if cur, ok := f.by[p]; ok && len(cur.fs) == len(set.fs) { // none added meanwhile
-		delete(f.by, p)
-	}
-	f.mu.Unlock()
-	return true
-}
-
-// allReached is reached for every partition of ps.
-func (o *Owner) allReached(ctx context.Context, ps []int) bool {
-	for _, p := range ps {
-		if !o.reached(ctx, p) {
-			return false
+	o.cfg.Redis.Reached(set.fs, func(ok bool, err error) {
+		if err != nil || !ok {
+			done(false)
+			return
 		}
-	}
-	return true
+		f.mu.Lock()
+		if cur, ok := f.by[p]; ok && len(cur.fs) == len(set.fs) { // none added meanwhile
+			delete(f.by, p)
+		}
+		f.mu.Unlock()
+		done(true)
+	})
 }
 
 // ownFences are the fences of this node's write-behind calls in doubt that carry
-// deltas of counters of the partitions in set.
+// deltas of counters of the partitions in set. The caller holds mu, with no flush in
+// flight (a send changes its calls' states).
 func (o *Owner) ownFences(rg *ring.Ring, set lease.Set) []rpc.HandoffFence {
-	f := &o.flush
-	f.running.Lock() // a send in flight changes its calls' states
-	defer f.running.Unlock()
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var out []rpc.HandoffFence
-	for _, sb := range f.batches {
+	for _, sb := range o.flush.batches {
 		for _, fe := range sb.b.Fences(func(d fallback.Delta) bool { return set.Has(rg.Partition(d.Key)) }) {
 			out = append(out, rpc.HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq})
 		}

@@ -15,18 +15,7 @@ import (
 )
 
 // inDoubt reports whether o's write-behind has a call sent and not answered.
-func (o *Owner) inDoubt() bool {
-	o.flush.running.Lock()
-	defer o.flush.running.Unlock()
-	o.flush.mu.Lock()
-	defer o.flush.mu.Unlock()
-	for _, sb := range o.flush.batches {
-		if sb.b.InDoubt() {
-			return true
-		}
-	}
-	return false
-}
+func (o *Owner) inDoubt() bool { return o.flush.inDoubt.Load() }
 
 // A node that hands counters on directly while its write of them is in doubt (sent as
 // Redis froze) gives the receiver that write as a fence.
@@ -92,7 +81,7 @@ func TestFencedCountersReloadOnlyOnceTheWriteApplied(t *testing.T) {
 	mustCount(t, b.Owner, k, 7)
 	b.lapse(p) // its memory goes stale: it is to be reloaded
 	b.leases.grant(true, p)
-	b.kickFlush()
+	b.kick()
 	if r := do(b.Owner, count(k))[0]; r.Err == nil {
 		t.Fatalf("count before the fenced write applied: got %d; want an error (a reload now reads 5)", r.Count)
 	}

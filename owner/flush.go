@@ -1,10 +1,9 @@
 package owner
 
 import (
-	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
@@ -17,62 +16,102 @@ import (
 // order: while a batch is not confirmed nothing newer is sent, so a reset (a delete in
 // Redis) is never overtaken by an older add sent again. Deltas wait meanwhile in the
 // store (which keeps adding to them) or in queue (those of counters taken out of
-// memory), so an outage costs memory in proportion to the counters, not to the ops.
+// memory, one per counter however often it left), so an outage costs memory in
+// proportion to the counters, not to the ops.
 type flusher struct {
-	mu      sync.Mutex
-	queue   []fallback.Delta // deltas of counters taken out of memory, not yet in a batch
-	batches []sentBatch      // unconfirmed, oldest first
-	refs    map[fallback.CounterRef]int
-	buf     []leaparray.Delta
+	// mu guards queue and refs, which ops read (a load waits for its counter's deltas),
+	// and the callbacks waiting for a flush to end.
+	mu            sync.Mutex
+	queue         []fallback.Delta // deltas of counters taken out of memory, not yet in a batch
+	queued        map[fallback.CounterRef]int
+	refs          map[fallback.CounterRef]int // counters with deltas not yet confirmed: how many places hold them
+	settleWaiters []func()                    // called when the flush in flight ends
 
-	running sync.Mutex // one flush at a time
-	// Under running: the partition stamps' epoch this node's stamps went to, and
-	// fallback.Store.Reopened when they did (fresh.go).
+	// Under Owner.mu: the batches not yet confirmed, oldest first, and the flush in
+	// flight.
+	batches  []sentBatch
+	inFlight bool
+	again    bool // asked for while one was in flight: another follows
+	drained  bool // the flush in flight has drained the store
+	buf      []leaparray.Delta
+	// The partition stamps' epoch this node's stamps went to, and
+	// Redis.Reopened when they did (fresh.go).
 	epoch    string
 	reopened uint64
-	kick     chan struct{}
-	settled  atomic.Pointer[chan struct{}] // closed and replaced after every flush
+
+	kicked  atomic.Bool   // a Tick is on its way (Owner.kick)
+	rounds  atomic.Uint64 // flushes ended
+	inDoubt atomic.Bool   // at the last flush's end, some call was sent and not answered
 }
 
 type sentBatch struct {
-	b    *fallback.Batch
+	b    Batch
 	refs []fallback.CounterRef
 }
 
 func (f *flusher) init() {
 	f.refs = map[fallback.CounterRef]int{}
-	f.kick = make(chan struct{}, 1)
-	ch := make(chan struct{})
-	f.settled.Store(&ch)
+	f.queued = map[fallback.CounterRef]int{}
 }
 
 func refOf(d fallback.Delta) fallback.CounterRef {
 	return fallback.CounterRef{Key: d.Key, Spec: d.Spec}
 }
 
-func (f *flusher) ref(ds []fallback.Delta, by int) {
-	for _, d := range ds {
-		r := refOf(d)
-		if f.refs[r] += by; f.refs[r] <= 0 {
-			delete(f.refs, r)
-		}
-	}
-}
-
 // enqueue adds deltas of counters taken out of memory; they go before anything the
-// store gains later.
+// store gains later. A counter's deltas fold into the one it has queued already.
 func (f *flusher) enqueue(ds []fallback.Delta) {
 	if len(ds) == 0 {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.queue = append(f.queue, ds...)
-	f.ref(ds, 1)
+	for _, d := range ds {
+		r := refOf(d)
+		if i, ok := f.queued[r]; ok {
+			f.queue[i] = fold(f.queue[i], d)
+			continue
+		}
+		f.queued[r] = len(f.queue)
+		f.queue = append(f.queue, d)
+		f.refs[r]++
+	}
+}
+
+// fold is delta a followed by b, as one: a reset in b drops what a added.
+func fold(a, b fallback.Delta) fallback.Delta {
+	if b.Reset {
+		return b
+	}
+	a.Buckets = addBuckets(append([]leaparray.Bucket(nil), a.Buckets...), b.Buckets)
+	return a
+}
+
+func addBuckets(dst, src []leaparray.Bucket) []leaparray.Bucket {
+next:
+	for _, b := range src {
+		for i := range dst {
+			if dst[i].Index == b.Index {
+				dst[i].Count += b.Count
+				continue next
+			}
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// unref releases one hold on each of refs; a counter none holds is settled.
+func (f *flusher) unref(refs []fallback.CounterRef) {
+	for _, r := range refs {
+		if f.refs[r]--; f.refs[r] <= 0 {
+			delete(f.refs, r)
+		}
+	}
 }
 
 // unsettledIn lists the counters of the partitions in set that have deltas not yet
-// confirmed in Redis.
+// confirmed in Redis, sorted.
 func (f *flusher) unsettledIn(rg *ring.Ring, set lease.Set) []fallback.CounterRef {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -82,6 +121,7 @@ func (f *flusher) unsettledIn(rg *ring.Ring, set lease.Set) []fallback.CounterRe
 			out = append(out, r)
 		}
 	}
+	sortRefs(out)
 	return out
 }
 
@@ -93,128 +133,148 @@ func (f *flusher) unsettledRef(key string, sp leaparray.Spec) bool {
 	return f.refs[fallback.CounterRef{Key: key, Spec: sp}] > 0
 }
 
-func (o *Owner) kickFlush() {
-	select {
-	case o.flush.kick <- struct{}{}:
-	default:
+// onEnd calls fn once the flush in flight (or the next) ends.
+func (f *flusher) onEnd(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settleWaiters = append(f.settleWaiters, fn)
+}
+
+// flushStart starts a flush unless one is in flight (then another follows it): it
+// sends the unconfirmed batches again, in order, and if all are confirmed a new batch
+// of the queue and what the store gained since the last drain. The caller holds mu.
+func (o *Owner) flushStart() {
+	f := &o.flush
+	if o.cfg.Redis == nil {
+		o.flushEnded()
+		return
+	}
+	if f.inFlight {
+		f.again = true
+		return
+	}
+	f.inFlight, f.again, f.drained = true, false, false
+	if !o.markLate(func(ok bool) {
+		if ok {
+			o.flushNext()
+		} else {
+			o.flushEnd()
+		}
+	}) {
+		o.flushNext()
 	}
 }
 
-// flushOnce sends the unconfirmed batches again, in order, and if all are confirmed
-// a new batch of the queue and what the store gained since the last drain.
-func (o *Owner) flushOnce(ctx context.Context) {
-	if o.cfg.Redis == nil {
+// flushNext sends the oldest unconfirmed batch, draining a new one first when none is
+// left; the flush ends when there is nothing more to send or a batch stays unconfirmed.
+// The caller holds mu.
+func (o *Owner) flushNext() {
+	f := &o.flush
+	if len(f.batches) == 0 && !f.drained {
+		f.drained = true
+		o.drainBatch()
+	}
+	if len(f.batches) == 0 {
+		o.flushEnd()
 		return
 	}
-	f := &o.flush
-	f.running.Lock()
-	defer f.running.Unlock()
-	defer f.signal()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if !o.markLate(ctx) {
-		return // Redis is away: nothing else would go either
-	}
-	for {
-		f.mu.Lock()
-		if len(f.batches) == 0 {
-			f.mu.Unlock()
-			break
-		}
-		sb := f.batches[0]
-		f.mu.Unlock()
-		if !o.send(ctx, sb) {
+	sb := f.batches[0]
+	o.stamp(sb.refs, func(err error) {
+		if err != nil {
+			o.cfg.Logger.Debug("write-behind waits: its partitions' stamps were not written", "err", err)
+			o.flushEnd()
 			return
 		}
-		f.mu.Lock()
-		f.batches = f.batches[1:]
-		f.mu.Unlock()
+		o.cfg.Redis.SendBatch(sb.b, func(err error) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.sent(sb, err)
+		})
+	})
+}
+
+// sent goes on after a batch's send: confirmed, its counters settle (its late writes
+// marked first) and the next batch goes; else the flush ends.
+func (o *Owner) sent(sb sentBatch, err error) {
+	if err != nil || !sb.b.Confirmed() {
+		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
+		o.flushEnd()
+		return
 	}
+	o.noteLate(sb.refs)
+	settle := func(bool) { // the marks before the refs go: a load that waited for them must find the mark
+		o.flush.batches = o.flush.batches[1:]
+		o.flush.mu.Lock()
+		o.flush.unref(sb.refs)
+		o.flush.mu.Unlock()
+		o.flushNext()
+	}
+	if !o.markLate(settle) {
+		settle(true)
+	}
+}
+
+// drainBatch makes a batch of the queue and what the store gained since the last
+// drain. Both happen under mu, with nothing between the drain and the holds its
+// counters take: a release that finds its counters settled (release.go) cannot miss
+// deltas drained and not yet counted.
+func (o *Owner) drainBatch() {
+	f := &o.flush
 	f.buf = o.cfg.Store.Drain(f.buf[:0])
 	f.mu.Lock()
 	ds := f.queue
 	f.queue = nil
-	drained := toFallback(f.buf)
-	f.ref(drained, 1)
-	ds = append(ds, drained...)
+	clear(f.queued)
+	for _, d := range f.buf {
+		fd := fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets, Reset: d.Reset}
+		f.refs[refOf(fd)]++
+		ds = append(ds, fd)
+	}
+	f.mu.Unlock()
 	if len(ds) == 0 {
-		f.mu.Unlock()
 		return
 	}
-	sb := sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds)}
-	f.batches = append(f.batches, sb)
+	f.batches = append(f.batches, sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds)})
+}
+
+// flushEnd ends the flush in flight, tells those waiting for it, and starts the next
+// one if it was asked for. The caller holds mu.
+func (o *Owner) flushEnd() {
+	f := &o.flush
+	f.inFlight = false
+	f.inDoubt.Store(slices.ContainsFunc(f.batches, func(sb sentBatch) bool { return sb.b.InDoubt() }))
+	f.rounds.Add(1)
+	o.flushEnded()
+	o.stepReleases()
+	if f.again {
+		o.flushStart()
+	}
+}
+
+// flushEnded calls what waits for a flush to end, on another goroutine or event: the
+// caller holds mu, which the waiters may take.
+func (o *Owner) flushEnded() {
+	f := &o.flush
+	f.mu.Lock()
+	ws := f.settleWaiters
+	f.settleWaiters = nil
 	f.mu.Unlock()
-	if o.send(ctx, sb) {
-		f.mu.Lock()
-		f.batches = f.batches[1:]
-		f.mu.Unlock()
+	if len(ws) > 0 {
+		o.cfg.Clock.AfterFunc(0, func() {
+			for _, w := range ws {
+				w()
+			}
+		})
 	}
-}
-
-// send sends a batch's unconfirmed calls and reports whether all are now confirmed,
-// releasing its counters' refs when they are.
-func (o *Owner) send(ctx context.Context, sb sentBatch) bool {
-	if err := o.stamp(ctx, sb.refs); err != nil {
-		o.cfg.Logger.Debug("write-behind waits: its partitions' stamps were not written", "err", err)
-		return false
-	}
-	if err := o.cfg.Redis.SendBatch(ctx, sb.b); err != nil || !sb.b.Confirmed() {
-		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
-		return false
-	}
-	o.noteLate(sb.refs)
-	o.markLate(ctx) // before the refs go: a load that waited for them must find the mark
-	o.flush.mu.Lock()
-	for _, r := range sb.refs {
-		if o.flush.refs[r]--; o.flush.refs[r] <= 0 {
-			delete(o.flush.refs, r)
-		}
-	}
-	o.flush.mu.Unlock()
-	return true
-}
-
-func (f *flusher) signal() {
-	ch := make(chan struct{})
-	close(*f.settled.Swap(&ch))
-}
-
-// waitSettled flushes until none of refs has deltas left unconfirmed, and reports
-// whether that happened before ctx ended.
-func (o *Owner) waitSettled(ctx context.Context, refs []fallback.CounterRef) bool {
-	for {
-		ch := o.flush.settled.Load()
-		if !o.anyUnsettled(refs) {
-			return true
-		}
-		o.kickFlush()
-		select {
-		case <-*ch:
-		case <-ctx.Done():
-			return !o.anyUnsettled(refs)
-		}
-	}
-}
-
-func (o *Owner) anyUnsettled(refs []fallback.CounterRef) bool {
-	o.flush.mu.Lock()
-	defer o.flush.mu.Unlock()
-	for _, r := range refs {
-		if o.flush.refs[r] > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // takeUnsent removes from the write-behind the deltas of refs that were never sent to
 // Redis, and returns them: their counters travel to another node with them, which
 // writes them. Deltas that were sent and not answered stay: they may have been applied,
-// and only sending them again with their once-ID can tell.
+// and only sending them again with their once-ID can tell. The caller holds mu, and no
+// flush is in flight (what is unsent stays so).
 func (o *Owner) takeUnsent(refs []fallback.CounterRef) map[fallback.CounterRef][]fallback.Delta {
 	f := &o.flush
-	f.running.Lock() // no flush in flight: what is unsent stays so
-	defer f.running.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	want := make(map[fallback.CounterRef]bool, len(refs))
@@ -243,8 +303,14 @@ func (o *Owner) takeUnsent(refs []fallback.CounterRef) map[fallback.CounterRef][
 		}
 	}
 	f.queue = kept
+	clear(f.queued)
+	for i, d := range f.queue {
+		f.queued[refOf(d)] = i
+	}
 	for _, ds := range out {
-		f.ref(ds, -1)
+		for _, d := range ds {
+			f.unref([]fallback.CounterRef{refOf(d)})
+		}
 	}
 	return out
 }
@@ -266,14 +332,6 @@ func without(refs []fallback.CounterRef, taken []fallback.Delta) []fallback.Coun
 	return kept
 }
 
-func toFallback(ds []leaparray.Delta) []fallback.Delta {
-	out := make([]fallback.Delta, len(ds))
-	for i, d := range ds {
-		out[i] = fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets, Reset: d.Reset}
-	}
-	return out
-}
-
 func refsOf(ds []fallback.Delta) []fallback.CounterRef {
 	out := make([]fallback.CounterRef, len(ds))
 	for i, d := range ds {
@@ -293,3 +351,16 @@ func pendingOf(ev []leaparray.Evicted) []fallback.Delta {
 	}
 	return out
 }
+
+// Unwritten reports how many counters have deltas Redis has not confirmed, and how many
+// partitions' late-write marks are not written yet (not counting what the counters
+// gained since the last flush, written at the next).
+func (o *Owner) Unwritten() int {
+	o.flush.mu.Lock()
+	n := len(o.flush.refs)
+	o.flush.mu.Unlock()
+	return n + int(o.late.pending.Load())
+}
+
+// Flushes reports how many flushes have ended (tests and simulations wait for one).
+func (o *Owner) Flushes() uint64 { return o.flush.rounds.Load() }

@@ -1,9 +1,7 @@
 package owner
 
 import (
-	"context"
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -81,10 +79,9 @@ func (o *Owner) skipsLoad(p int, op *counter.Op) bool {
 }
 
 // readQuiet reads from Redis, once per partition and generation, the stamps of the
-// partitions of misses not read yet, and returns the misses still to load: those
-// skipsLoad does not now skip. An error leaves them all to load.
-func (o *Owner) readQuiet(ctx context.Context, ops []counter.Op, misses []*miss) []*miss {
-	rg := o.ring.Load()
+// partitions of misses not read yet, then calls then (skipsLoad then says which misses
+// need no load). An error leaves them all to load.
+func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then func()) {
 	seen := lease.NewSet(rg.PartitionCount())
 	var ps []int
 	var gens []uint64
@@ -96,26 +93,20 @@ func (o *Owner) readQuiet(ctx context.Context, ops []counter.Op, misses []*miss)
 		seen.Add(p)
 		ps, gens = append(ps, p), append(gens, m.gen)
 	}
-	if len(ps) > 0 {
-		at, err := o.cfg.Redis.Written(ctx, rg.PartitionCount(), ps)
-		if err != nil {
-			return misses // the loads will say what Redis does
-		}
-		for i, p := range ps {
-			d := &o.parts.decided[p]
-			d.quietAt.Store(at[i])
-			d.quietGen.Store(gens[i] + 1) // a generation since begun is never gens[i]+1
-		}
+	if len(ps) == 0 {
+		then()
+		return
 	}
-	kept := misses[:0:0]
-	for _, m := range misses {
-		if op := &ops[m.op]; o.skipsLoad(rg.Partition(op.Key), op) {
-			o.skipped.Add(1)
-			continue // nil buckets: created empty by its op
+	o.cfg.Redis.Written(rg.PartitionCount(), ps, func(at []int64, err error) {
+		if err == nil {
+			for i, p := range ps {
+				d := &o.parts.decided[p]
+				d.quietAt.Store(at[i])
+				d.quietGen.Store(gens[i] + 1) // a generation since begun is never gens[i]+1
+			}
 		}
-		kept = append(kept, m)
-	}
-	return kept
+		then()
+	})
 }
 
 // stampEvery is how often a partition whose deltas this node keeps writing is stamped
@@ -129,11 +120,13 @@ const stampEvery = time.Second
 // stamp stamps, before their deltas are sent, the partitions of refs not stamped by
 // this node within stampEvery; all of them on this node's first write, after Redis was
 // unreachable, and when the stamps' epoch is not the one this node knows (Redis lost
-// them). The flush calls it, one at a time.
-func (o *Owner) stamp(ctx context.Context, refs []fallback.CounterRef) error {
+// them); then it calls then with the outcome. The flush calls it, under Owner.mu, one at
+// a time; then runs under Owner.mu too.
+func (o *Owner) stamp(refs []fallback.CounterRef, then func(error)) {
 	rg := o.ring.Load()
 	if rg == nil || len(refs) == 0 {
-		return nil // no ring: nothing was decided, so no delta to send
+		then(nil) // no ring: nothing was decided, so no delta to send
+		return
 	}
 	n, now, f := rg.PartitionCount(), o.cfg.Now(), &o.flush
 	if f.epoch == "" || !o.cfg.Redis.Healthy() || o.cfg.Redis.Reopened() != f.reopened {
@@ -141,26 +134,39 @@ func (o *Owner) stamp(ctx context.Context, refs []fallback.CounterRef) error {
 	}
 	all, due := partitionsOf(rg, refs, func(p int) bool { return now-o.parts.stamped[p].Load() >= stampEvery.Milliseconds() })
 	if len(due) == 0 {
-		return nil
+		then(nil)
+		return
 	}
-	candidate := strconv.FormatUint(rand.Uint64(), 36)
-	epoch, err := o.cfg.Redis.StampWritten(ctx, n, due, now, candidate)
-	if err == nil && f.epoch != "" && epoch != f.epoch && len(due) != len(all) {
+	candidate := strconv.FormatUint(o.recv.nextID.Add(1), 36)
+	o.cfg.Redis.StampWritten(n, due, now, candidate, func(epoch string, err error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if err != nil || f.epoch == "" || epoch == f.epoch || len(due) == len(all) {
+			o.stamped(epoch, due, now, err, then)
+			return
+		}
+		// The stamps were emptied since this node's last: stamp all again.
 		o.forgetStamps()
-		due = all
-		var again string
-		if again, err = o.cfg.Redis.StampWritten(ctx, n, due, now, candidate); err == nil && again != epoch {
-			err = errors.New("the partition stamps were emptied twice in a row")
+		o.cfg.Redis.StampWritten(n, all, now, candidate, func(again string, err error) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if err == nil && again != epoch {
+				err = errors.New("the partition stamps were emptied twice in a row")
+			}
+			o.stamped(again, all, now, err, then)
+		})
+	})
+}
+
+// stamped records a stamp's outcome and calls then with it.
+func (o *Owner) stamped(epoch string, ps []int, now int64, err error, then func(error)) {
+	if err == nil {
+		o.flush.epoch, o.flush.reopened = epoch, o.cfg.Redis.Reopened()
+		for _, p := range ps {
+			o.parts.stamped[p].Store(now)
 		}
 	}
-	if err != nil {
-		return err
-	}
-	f.epoch, f.reopened = epoch, o.cfg.Redis.Reopened()
-	for _, p := range due {
-		o.parts.stamped[p].Store(now)
-	}
-	return nil
+	then(err)
 }
 
 // forgetStamps makes every partition due for a stamp.

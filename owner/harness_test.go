@@ -27,12 +27,13 @@ var sp = leaparray.Spec{WindowMs: 60_000, Buckets: 10}
 
 // fakeLeases holds exactly the partitions the test grants.
 type fakeLeases struct {
-	mu      sync.Mutex
-	held    map[int]bool
-	refuse  map[int]int // partitions granted only after this many more Holds asks
-	claims  lease.Set
-	changed chan struct{}
-	kicks   int
+	mu       sync.Mutex
+	held     map[int]bool
+	refuse   map[int]int // partitions granted only after this many more Holds asks
+	claims   lease.Set
+	changed  chan struct{}
+	kicks    int
+	onChange func() // the owner's LeasesChanged
 }
 
 func newFakeLeases() *fakeLeases {
@@ -121,6 +122,9 @@ func (f *fakeLeases) grant(hold bool, ps ...int) {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+	if f.onChange != nil {
+		defer f.onChange() // after the lock: the owner asks Holds
+	}
 }
 
 // grantAll holds every partition the owner claims now.
@@ -142,6 +146,7 @@ type net struct {
 	clock   atomic.Int64      // the counters' clock, ms; t0 until set
 	flush   time.Duration     // owners' FlushInterval (default 20ms)
 	bounds  *leaparray.Bounds // the bounds of the stores of owners added next; nil: none
+	wrap    func(Redis) Redis // when set, what the owners added next use as Redis
 }
 
 func (n *net) Handoff(ctx context.Context, addr string, h *rpc.Handoff) error {
@@ -194,9 +199,14 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	if every == 0 {
 		every = 20 * time.Millisecond
 	}
-	o := New(Config{Self: name, Writer: name + ".test", Store: store, Redis: redis, Leases: fl, Sender: n,
+	rio := RedisIO(redis)
+	if n.wrap != nil && rio != nil {
+		rio = n.wrap(rio)
+	}
+	o := New(Config{Self: name, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
 		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)})
+	fl.onChange = o.LeasesChanged
 	go o.Run()
 	t.Cleanup(o.Close)
 	n.mu.Lock()
@@ -341,3 +351,31 @@ func writeElsewhere(st *fallback.Store, key string, n, now int64) error {
 	_, err := st.Incr(context.Background(), key, sp, n, now)
 	return err
 }
+
+// flushOnce runs a flush that starts after it is called, and waits for its end.
+func (o *Owner) flushOnce(ctx context.Context) {
+	o.mu.Lock()
+	target := o.flush.rounds.Load() + 1
+	if o.flush.inFlight {
+		target++ // the one in flight may have drained before the caller's last ops
+	}
+	o.flushStart()
+	o.mu.Unlock()
+	for o.flush.rounds.Load() < target {
+		ch := make(chan struct{})
+		o.mu.Lock()
+		if o.flush.rounds.Load() >= target {
+			o.mu.Unlock()
+			break
+		}
+		o.flush.onEnd(func() { close(ch) })
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (o *Owner) kickFlush() { o.kick() }

@@ -1,7 +1,6 @@
 package owner
 
 import (
-	"context"
 	"sync/atomic"
 
 	"github.com/leapcount/leapcount/fallback"
@@ -15,26 +14,25 @@ import (
 // confirms a batch, the partitions of it whose lease had ended are marked in Redis
 // (fallback.MarkLate), and every owner polls the marks each flush: a partition it holds
 // whose mark moved is reloaded from Redis, as after a lapse (lapse.go). Counters handed
-// to this node directly (Redis down or slow) came from memory that may lack such a write
-// too, and are reloaded once Redis has confirmed what came with them (refresh,
-// cleanStale).
+// to this node directly (Redis down or slow) came from a memory that may lack such a
+// write too: the marks of their partitions count as unseen, so a mark there reloads
+// them once Redis has what came with them.
 type lateMarks struct {
-	// Under flusher.running: the partitions whose late write is confirmed and not yet
-	// marked.
+	// Under Owner.mu: the partitions whose late write is confirmed and not yet marked,
+	// whether a poll is under way, and the marks' sequence and marks last read.
 	unmarked map[int]bool
-	pending  atomic.Int64 // len(unmarked), for Unwritten
+	polling  bool
+	known    bool
+	seq      int64
+	seen     map[int]int64
 
-	// Used by Run's goroutine only: the marks' sequence and marks last read.
-	known bool
-	seq   int64
-	seen  map[int]int64
-
-	polls atomic.Uint64 // polls that read Redis (tests wait for one after a write)
+	pending atomic.Int64  // len(unmarked), for Unwritten
+	polls   atomic.Uint64 // polls that read Redis (tests wait for one after a write)
 }
 
 // noteLate records the partitions of refs whose lease this node no longer holds: Redis
-// has just confirmed their deltas, possibly after another node was granted them.
-// Called under flusher.running.
+// has just confirmed their deltas, possibly after another node was granted them. The
+// caller holds mu.
 func (o *Owner) noteLate(refs []fallback.CounterRef) {
 	rg := o.ring.Load()
 	if rg == nil {
@@ -53,93 +51,91 @@ func (o *Owner) noteLate(refs []fallback.CounterRef) {
 	o.late.pending.Store(int64(len(o.late.unmarked)))
 }
 
-// markLate writes the marks noteLate recorded, and reports whether none is left.
-// Called under flusher.running.
-func (o *Owner) markLate(ctx context.Context) bool {
+// markLate writes the marks noteLate recorded and reports whether there were any: then
+// done hears, under mu, whether they were written. The caller holds mu.
+func (o *Owner) markLate(done func(ok bool)) bool {
 	if len(o.late.unmarked) == 0 {
-		return true
-	}
-	ps := make([]int, 0, len(o.late.unmarked))
-	for p := range o.late.unmarked {
-		ps = append(ps, p)
-	}
-	if err := o.cfg.Redis.MarkLate(ctx, o.ring.Load().PartitionCount(), ps); err != nil {
-		o.cfg.Logger.Debug("late-write marks wait", "partitions", len(ps), "err", err)
 		return false
 	}
-	o.late.unmarked = nil
-	o.late.pending.Store(0)
-	o.cfg.Logger.Warn("deltas written after this node's lease ended: their partitions' owners reload them", "partitions", len(ps))
+	ps := sortedKeys(o.late.unmarked)
+	o.cfg.Redis.MarkLate(o.ring.Load().PartitionCount(), ps, func(err error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if err != nil {
+			o.cfg.Logger.Debug("late-write marks wait", "partitions", len(ps), "err", err)
+			done(false)
+			return
+		}
+		for _, p := range ps {
+			delete(o.late.unmarked, p)
+		}
+		o.late.pending.Store(int64(len(o.late.unmarked)))
+		o.cfg.Logger.Warn("deltas written after this node's lease ended: their partitions' owners reload them", "partitions", len(ps))
+		done(true)
+	})
 	return true
 }
 
 // pollLate reads the late-write marks and makes the partitions this node decides whose
 // mark moved stale: they are reloaded from Redis before they are decided again. A mark
 // not seen before counts as moved (a node that starts, or whose Redis was away, cannot
-// know when it was made); a mark Redis lost (emptied) does not.
+// know when it was made); a mark Redis lost (emptied) does not. The caller holds mu.
 //
 // It runs whether Redis looks up or not: while the breaker is open it fails at once, and
 // after each cool-down it is the probe that finds Redis back. Nothing else may call
 // Redis meanwhile (counters in memory are decided without it, and with nothing to write
 // the write-behind sends nothing), and the node would stay degraded for good.
-func (o *Owner) pollLate(ctx context.Context) {
+func (o *Owner) pollLate() {
 	rg := o.ring.Load()
-	if o.cfg.Redis == nil || rg == nil {
+	l := &o.late
+	if o.cfg.Redis == nil || rg == nil || l.polling {
 		return
 	}
-	l := &o.late
 	since := l.seq
 	if !l.known {
 		since = -1
 	}
-	seq, marks, err := o.cfg.Redis.LateMarks(ctx, rg.PartitionCount(), since)
-	if err != nil {
-		return
-	}
-	defer l.polls.Add(1)
-	l.known, l.seq = true, seq
-	if marks == nil {
-		return
-	}
-	moved := lease.NewSet(rg.PartitionCount())
-	for p, m := range marks {
-		if l.seen[p] != m && p >= 0 && p < rg.PartitionCount() {
-			moved.Add(p)
+	l.polling = true
+	o.cfg.Redis.LateMarks(rg.PartitionCount(), since, func(seq int64, marks map[int]int64, err error) {
+		o.mu.Lock()
+		l.polling = false
+		if err != nil {
+			o.mu.Unlock()
+			return
 		}
-	}
-	l.seen = marks
-	if n := o.markStale(moved); n > 0 {
-		o.cfg.Logger.Warn("another node wrote deltas late: these partitions are reloaded from Redis before they are decided again", "partitions", n)
-	}
+		l.polls.Add(1)
+		l.known, l.seq = true, seq
+		n := 0
+		if marks != nil {
+			moved := lease.NewSet(rg.PartitionCount())
+			for p, m := range marks {
+				if p >= 0 && p < rg.PartitionCount() && l.seen[p] != m {
+					moved.Add(p)
+				}
+			}
+			l.seen = marks
+			n = o.markStale(moved, LateWrite)
+		}
+		o.mu.Unlock()
+		if n > 0 {
+			o.cfg.Logger.Warn("another node wrote deltas late: these partitions are reloaded from Redis before they are decided again", "partitions", n)
+			o.wake()
+		}
+	})
 }
 
-// Unwritten reports how many counters have deltas Redis has not confirmed, and how many
-// partitions' late-write marks are not written yet (not counting what the counters
-// gained since the last flush, written at the next).
-func (o *Owner) Unwritten() int {
-	o.flush.mu.Lock()
-	n := len(o.flush.refs)
-	o.flush.mu.Unlock()
-	return n + int(o.late.pending.Load())
+// forgetLate makes the late-write marks of ps count as unseen: their counters came
+// from another node's memory, which may predate a late write there. The caller holds
+// mu.
+func (o *Owner) forgetLate(ps []int) {
+	if len(ps) == 0 {
+		return
+	}
+	for _, p := range ps {
+		delete(o.late.seen, p)
+	}
+	o.late.known = false // the next poll reads every mark
 }
 
 // LatePolls reports how many times this node has read the late-write marks.
 func (o *Owner) LatePolls() uint64 { return o.late.polls.Load() }
-
-// refreshKeys are, per partition, the counters handed to this node directly: their
-// memory came from a node whose own may lack a late write, so once Redis confirms what
-// came with them (their pending part written, the fences reached) they are dropped and
-// reloaded. Unlike blind counters they are decided meanwhile: their memory is the best
-// there is, and holds every count its sender decided.
-type refreshKeys struct{ blindKeys }
-
-// parts returns the partitions with counters to refresh.
-func (r *refreshKeys) parts() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]int, 0, len(r.by))
-	for p := range r.by {
-		out = append(out, p)
-	}
-	return out
-}

@@ -11,12 +11,13 @@ import (
 // this node may still hold its lease (it claimed the partition throughout), but its
 // memory lacks what it handed on: decided from that memory, a count would be short and
 // an allow would admit past the limit. So it is claimed (nobody else is granted it) and
-// not decided (stLent) until the counters return: a Handoff naming the partition (its
-// holder released it here), or their holder left the ring (a node that leaves without
-// handing on loses its counts, README: Guarantees), or lentMax passed.
+// not decided (Lent) until the counters return: a Handoff from the node they went to
+// naming the partition (that node released it here), or that node left the ring (a
+// node that leaves without handing on loses its counts, README: Guarantees), or lentMax
+// passed.
 type lend struct {
-	to    string // the node its counters went to last
-	since time.Time
+	to    string        // the node its counters went to last
+	since time.Duration // Clock.Since when it was lent
 }
 
 // lentMax bounds how long a lent partition waits for its counters: their holder hands
@@ -25,23 +26,24 @@ type lend struct {
 // cut's new owner does, README: Guarantees) and adds the counters when they arrive.
 const lentMax = 15 * time.Second
 
-// lendOrOwn marks p, which the ring gives this node, decidable (stMine), or lent when
-// some of its counters went to another node (lentTo). Callers hold parts.mu and decide.
-func (o *Owner) lendOrOwn(p int, lentTo map[int]string) {
+// handedBack makes p, which the ring gives this node and whose release just ended,
+// decidable again, or lent when some of its counters went to another node (lentTo).
+// The caller holds mu and decide.
+func (o *Owner) handedBack(p int, lentTo map[int]string) {
 	if to, ok := lentTo[p]; ok {
-		o.parts.set(p, stLent)
-		o.parts.lent[p] = lend{to: to, since: time.Now()}
+		o.step(p, HandedBackLent)
+		o.parts.lent[p] = lend{to: to, since: o.cfg.Clock.Since()}
 		return
 	}
-	o.parts.set(p, stMine)
+	o.step(p, HandedBack)
 }
 
-// endLends makes the lent partitions that end (per ends) decidable again, and reports
-// whether there were any. The caller holds parts.mu, and signals parts changed.
+// endLends ends the lends that ends says should end (event LendEnded) and reports
+// whether there were any. The caller holds mu.
 func (o *Owner) endLends(ends func(lend) bool, why string) bool {
 	var done []int
-	for p, l := range o.parts.lent {
-		if ends(l) {
+	for _, p := range sortedKeys(o.parts.lent) {
+		if ends(o.parts.lent[p]) {
 			done = append(done, p)
 		}
 	}
@@ -50,10 +52,7 @@ func (o *Owner) endLends(ends func(lend) bool, why string) bool {
 	}
 	o.decide.Lock()
 	for _, p := range done {
-		if o.parts.get(p) == stLent {
-			o.parts.set(p, stMine)
-		}
-		delete(o.parts.lent, p)
+		o.lendEnded(p, LendEnded)
 	}
 	o.decide.Unlock()
 	o.cfg.Logger.Warn("lent partitions decided again without their counters back; they are added when they arrive",
@@ -61,34 +60,34 @@ func (o *Owner) endLends(ends func(lend) bool, why string) bool {
 	return true
 }
 
-// returned makes the lent partitions among ps, which a Handoff just applied here named
-// (their sender released them: its counters of them were applied here first),
-// decidable again.
-func (o *Owner) returned(ps []int) {
-	o.parts.mu.Lock()
-	defer o.parts.mu.Unlock()
+// lendEnded applies e (LendEnded or CountersBack) to the lent partition p. The caller
+// holds mu and decide.
+func (o *Owner) lendEnded(p int, e Event) {
+	if o.step(p, e)&Reload != 0 {
+		o.kick() // its memory went stale while lent: reloaded now that all is back
+	}
+	delete(o.parts.lent, p)
+}
+
+// returned ends the lends of the partitions among ps that a Handoff from the node named
+// from just named: that node released them, and its counters of them were applied here
+// first. A Handoff from any other node says nothing of them. The caller holds mu.
+func (o *Owner) returned(from string, ps []int) bool {
 	n := 0
 	o.decide.Lock()
 	for _, p := range ps {
-		if _, ok := o.parts.lent[p]; ok && o.parts.get(p) == stLent {
-			o.parts.set(p, stMine)
-			delete(o.parts.lent, p)
+		if l, ok := o.parts.lent[p]; ok && l.to == from {
+			o.lendEnded(p, CountersBack)
 			n++
 		}
 	}
 	o.decide.Unlock()
-	if n > 0 {
-		o.parts.signal()
-	}
+	return n > 0
 }
 
-// expireLends ends the lends older than lentMax.
-func (o *Owner) expireLends() {
-	o.parts.mu.Lock()
-	defer o.parts.mu.Unlock()
-	if o.endLends(func(l lend) bool { return time.Since(l.since) > lentMax }, "not back within "+lentMax.String()) {
-		o.parts.signal()
-	}
+// expireLends ends the lends older than lentMax. The caller holds mu.
+func (o *Owner) expireLends(now time.Duration) {
+	o.endLends(func(l lend) bool { return now-l.since > lentMax }, "not back within "+lentMax.String())
 }
 
 // left reports whether the member named name is in prev but not in next.

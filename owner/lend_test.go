@@ -123,3 +123,32 @@ func (n *net) releaseFlipping(t *testing.T, a *testOwner, to, back *ring.Ring) {
 		t.Fatal("the ring did not flip during the handoff: the test proves nothing")
 	}
 }
+
+// Only the node a partition's counters were lent to ends the lend by handing them back:
+// a Handoff from any other node naming the partition (a third node's release hint, say)
+// says nothing of them. Before, it made the partition decided again from the memory
+// that lacked them: count answered 0 where b held 5.
+func TestLendEndsOnlyByItsHolder(t *testing.T) {
+	var n net
+	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
+	one, two := ringOf("a"), ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	p := one.Partition(k)
+	do(a.Owner, incr(k, 5))
+	b.SetRing(two)
+	n.releaseFlipping(t, a, two, one)
+	if st := a.PartitionState(p); st != Lent {
+		t.Fatalf("partition %d on a: %v; want lent", p, st)
+	}
+	if err := a.Handoff(context.Background(), &rpc.Handoff{From: "c", ID: 1, Partitions: []int{p}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(a.Owner, count(k))[0]; !errors.Is(r.Err, counter.ErrNotOwner) {
+		t.Fatalf("count %q on a after c named its partition: got %d, %v; want not owner (b holds its 5)", k, r.Count, r.Err)
+	}
+	b.SetRing(one) // b hands them back
+	if err := b.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustCount(t, a.Owner, k, 5)
+}

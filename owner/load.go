@@ -1,8 +1,9 @@
 package owner
 
 import (
-	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
@@ -19,18 +20,36 @@ type miss struct {
 	err     error
 }
 
-// misses lists the decidable ops whose counter is not in memory (one per counter),
-// while Redis is up; while it is down they are decided from memory (blind). It also
-// returns the partitions of the ops whose counter is not in memory and that it did not
-// find decidable: those are not decided in this batch even if their lease is granted
-// before the batch is (their counters were not loaded).
-func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool) (out []*miss, unloaded []int) {
-	if !redisUp {
-		return nil, nil
-	}
+// load is the loads one request needs, going through their steps: wait for this node's
+// own deltas of them to reach Redis, for other nodes' fences, read the partitions'
+// stamps (some loads turn out needless), load, install and decide.
+type load struct {
+	r        *request
+	rg       *ring.Ring
+	misses   []*miss
+	unloaded []int  // partitions of misses not decidable when listed: not decided in this request
+	mark     uint64 // the store's reset mark when the misses were listed
+	until    time.Duration
+	token    uint64 // its current wait: a callback of an older one is ignored
+	tries    int
+
+	mu      sync.Mutex // the fence checks' answers come concurrently
+	pending int        // fence checks not answered yet
+}
+
+// settleWait bounds how long a load waits for this node's own deltas of the counter to
+// reach Redis.
+const settleWait = time.Second
+
+// listMisses lists r's decidable ops whose counter is not in memory (one per counter),
+// and returns them as a load (nil when there are none), with the partitions of such ops
+// that are not decidable now (unloaded): those are not decided in this request even if
+// their lease is granted before it is. The caller holds decide shared, and Redis is up.
+func (o *Owner) listMisses(rg *ring.Ring, r *request, now int64) (*load, []int) {
 	seen := map[fallback.CounterRef]bool{}
-	for i := range ops {
-		op := &ops[i]
+	l := &load{r: r, rg: rg, mark: o.cfg.Store.ResetMark()}
+	for i := range r.ops {
+		op := &r.ops[i]
 		if o.cfg.Limits.Validate(op) != nil || o.cfg.Store.Has(op.Key, spec(op)) || o.cfg.Store.ResetPending(op.Key, spec(op)) {
 			continue // in memory, or reset here: what Redis holds of it is erased
 		}
@@ -39,9 +58,9 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool)
 		if seen[ref] {
 			continue
 		}
-		if o.judge(p, now, redisUp) != decideIt {
-			if !containsInt(unloaded, p) {
-				unloaded = append(unloaded, p)
+		if o.judge(p, now, true) != decideIt {
+			if !containsInt(l.unloaded, p) {
+				l.unloaded = append(l.unloaded, p)
 			}
 			continue
 		}
@@ -51,83 +70,198 @@ func (o *Owner) misses(rg *ring.Ring, ops []counter.Op, now int64, redisUp bool)
 			o.skipped.Add(1)
 			continue
 		}
-		out = append(out, &miss{op: i, gen: o.parts.gen[p].Load()})
+		l.misses = append(l.misses, &miss{op: i, gen: o.parts.gen[p].Load()})
 	}
-	return out, unloaded
+	if len(l.misses) == 0 {
+		return nil, l.unloaded
+	}
+	return l, l.unloaded
 }
 
-// settleWait bounds how long a load waits for this node's own deltas of the counter to
-// reach Redis.
-const settleWait = time.Second
+func (l *load) ref(m *miss) fallback.CounterRef {
+	op := &l.r.ops[m.op]
+	return fallback.CounterRef{Key: op.Key, Spec: spec(op)}
+}
 
-// load reads the missed counters from Redis, without any lock held: a counter whose
-// deltas this node has not finished writing is not read (its Redis state is behind),
-// nor one of a partition fenced by another node's write still in doubt (fence.go). The
-// others are read in one pipeline, and those that failed in a way that may pass (a
-// timeout under load) twice more.
-func (o *Owner) load(ctx context.Context, ops []counter.Op, misses []*miss) {
-	now := o.cfg.Now()
-	var todo []*miss
-	for _, m := range misses {
-		op := &ops[m.op]
-		if ref := (fallback.CounterRef{Key: op.Key, Spec: spec(op)}); o.flush.unsettledRef(ref.Key, ref.Spec) {
-			// Its deltas are on their way to Redis (it just left memory): wait for them.
-			wctx, cancel := context.WithTimeout(ctx, settleWait)
-			settled := o.waitSettled(wctx, []fallback.CounterRef{ref})
-			cancel()
-			if !settled {
-				m.err = fmt.Errorf("%w: counter %q is still being written to Redis", counter.ErrUnavailable, op.Key)
+// todo lists the misses still to load.
+func (l *load) todo() []*miss {
+	var out []*miss
+	for _, m := range l.misses {
+		if m.err == nil && m.buckets == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (o *Owner) startLoad(l *load) {
+	l.until = o.cfg.Clock.Since() + settleWait
+	o.loadSettled(l, l.token)
+}
+
+// loadSettled goes on once none of the misses has deltas of this node not yet
+// confirmed in Redis (its Redis state is behind: it just left memory), or fails those
+// still waiting at settleWait.
+func (o *Owner) loadSettled(l *load, token uint64) {
+	o.flush.mu.Lock()
+	if token != l.token {
+		o.flush.mu.Unlock()
+		return
+	}
+	l.token++
+	var waiting []*miss
+	for _, m := range l.misses {
+		if m.err == nil && o.flush.refs[l.ref(m)] > 0 {
+			waiting = append(waiting, m)
+		}
+	}
+	if len(waiting) > 0 && o.cfg.Clock.Since() < l.until {
+		t := l.token
+		o.flush.settleWaiters = append(o.flush.settleWaiters, func() { o.loadSettled(l, t) })
+		o.flush.mu.Unlock()
+		o.cfg.Clock.AfterFunc(l.until-o.cfg.Clock.Since(), func() { o.loadSettled(l, t) })
+		o.kick()
+		return
+	}
+	o.flush.mu.Unlock()
+	for _, m := range waiting {
+		m.err = fmt.Errorf("%w: counter %q is still being written to Redis", counter.ErrUnavailable, l.r.ops[m.op].Key)
+	}
+	o.loadFences(l)
+}
+
+// loadFences goes on once the misses' partitions have no other node's write-behind
+// in doubt (fence.go); the misses of partitions still fenced fail.
+func (o *Owner) loadFences(l *load) {
+	var ps []int
+	for _, m := range l.todo() {
+		if p := l.rg.Partition(l.r.ops[m.op].Key); !containsInt(ps, p) && o.fenced.has(p) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		o.loadStamps(l)
+		return
+	}
+	l.pending = len(ps)
+	for _, p := range ps {
+		o.reached(p, func(ok bool) {
+			l.mu.Lock()
+			if !ok {
+				for _, m := range l.todo() {
+					if l.rg.Partition(l.r.ops[m.op].Key) == p {
+						m.err = fmt.Errorf("%w: counter %q: the node it came from has not confirmed its writes in Redis yet", counter.ErrUnavailable, l.r.ops[m.op].Key)
+					}
+				}
+			}
+			l.pending--
+			last := l.pending == 0
+			l.mu.Unlock()
+			if last {
+				o.loadStamps(l)
+			}
+		})
+	}
+}
+
+// loadStamps reads, once per partition and generation, the stamps of the misses'
+// partitions not read yet (fresh.go): the misses they show needless are created
+// without a load.
+func (o *Owner) loadStamps(l *load) {
+	o.readQuiet(l.rg, l.todo(), l.r.ops, func() {
+		for _, m := range l.todo() {
+			if op := &l.r.ops[m.op]; o.skipsLoad(l.rg.Partition(op.Key), op) {
+				o.skipped.Add(1)
+				m.buckets = []leaparray.Bucket{} // nothing to load: created empty by its op
+			}
+		}
+		o.loadFetch(l)
+	})
+}
+
+// loadFetch loads the misses left from Redis, those that failed in a way that may pass
+// (a timeout under load) twice more, then installs and decides.
+func (o *Owner) loadFetch(l *load) {
+	todo := l.todo()
+	if len(todo) == 0 || l.tries == 3 || l.tries > 0 && !o.cfg.Redis.Healthy() {
+		o.loadDone(l)
+		return
+	}
+	if l.tries == 0 {
+		o.loaded.Add(int64(len(todo)))
+	}
+	l.tries++
+	refs := make([]fallback.CounterRef, len(todo))
+	for i, m := range todo {
+		refs[i] = l.ref(m)
+	}
+	o.cfg.Redis.LoadMany(l.r.ctx, refs, o.cfg.Now(), func(got []fallback.Loaded) {
+		for i, r := range got {
+			if r.Err != nil {
+				todo[i].err = fmt.Errorf("%w: counter %q could not be loaded from Redis: %v", counter.ErrUnavailable, refs[i].Key, r.Err)
 				continue
 			}
-		}
-		if !o.reached(ctx, o.ring.Load().Partition(op.Key)) {
-			m.err = fmt.Errorf("%w: counter %q: the node it came from has not confirmed its writes in Redis yet", counter.ErrUnavailable, op.Key)
-			continue
-		}
-		todo = append(todo, m)
-	}
-	todo = o.readQuiet(ctx, ops, todo)
-	o.loaded.Add(int64(len(todo)))
-	for attempt := 0; attempt < 3 && len(todo) > 0; attempt++ {
-		refs := make([]fallback.CounterRef, len(todo))
-		for i, m := range todo {
-			refs[i] = fallback.CounterRef{Key: ops[m.op].Key, Spec: spec(&ops[m.op])}
-		}
-		var again []*miss
-		for i, r := range o.cfg.Redis.LoadMany(ctx, refs, now) {
-			m := todo[i]
-			m.buckets, m.err = r.Buckets, r.Err
-			if m.err != nil {
-				m.err = fmt.Errorf("%w: counter %q could not be loaded from Redis: %v", counter.ErrUnavailable, refs[i].Key, m.err)
-				again = append(again, m)
+			todo[i].err, todo[i].buckets = nil, r.Buckets
+			if todo[i].buckets == nil {
+				todo[i].buckets = []leaparray.Bucket{}
 			}
 		}
-		if ctx.Err() != nil || !o.cfg.Redis.Healthy() {
-			break
+		if l.r.ctx.Err() == nil && l.tries < 3 && o.cfg.Redis.Healthy() && anyFailed(todo) {
+			for _, m := range todo {
+				if m.err != nil {
+					m.err = nil // loaded again
+				}
+			}
+			o.loadFetch(l)
+			return
 		}
-		todo = again
+		o.loadDone(l)
+	})
+}
+
+func anyFailed(ms []*miss) bool {
+	for _, m := range ms {
+		if m.err != nil {
+			return true
+		}
 	}
+	return false
+}
+
+// loadDone installs what was loaded and decides the request.
+func (o *Owner) loadDone(l *load) {
+	o.decide.RLock()
+	now := o.cfg.Leases.Now()
+	failed := o.install(l)
+	o.decideNow(l.rg, l.r, now, true, failed, l.unloaded)
+	o.decide.RUnlock()
+	o.answer(l.r)
 }
 
 // install puts the loaded counters in memory, with decide held shared, unless their
 // partition changed state meanwhile (its memory was dropped or handed on: the load may
-// predate writes it must see). It returns, by op index, the ops whose counter is not
-// usable; every op on such a counter gets the error.
-func (o *Owner) install(rg *ring.Ring, ops []counter.Op, misses []*miss) map[int]error {
+// predate writes it must see) or a counter was reset meanwhile (the load may predate
+// that reset: leaparray.Store.TrySeed). It returns, by op index, the ops whose counter
+// is not usable; every op on such a counter gets the error.
+func (o *Owner) install(l *load) map[int]error {
 	bad := map[fallback.CounterRef]error{}
-	for _, m := range misses {
-		op := &ops[m.op]
-		ref := fallback.CounterRef{Key: op.Key, Spec: spec(op)}
-		p := rg.Partition(op.Key)
+	for _, m := range l.misses {
+		op := &l.r.ops[m.op]
+		ref := l.ref(m)
+		p := l.rg.Partition(op.Key)
 		switch {
 		case m.err != nil:
 			bad[ref] = m.err
+		case m.buckets == nil:
+			bad[ref] = fmt.Errorf("%w: counter %q was not loaded", counter.ErrUnavailable, op.Key)
 		case o.parts.gen[p].Load() != m.gen:
 			bad[ref] = fmt.Errorf("%w: partition %d changed hands while %q was loaded", counter.ErrNotOwner, p, op.Key)
 		default:
 			// A no-op if another op loaded it first. A load is a new counter in memory
 			// like any other: within the store's bounds (its state stays in Redis).
-			if _, err := o.cfg.Store.TrySeed(op.Key, spec(op), m.buckets, o.cfg.Now()); err != nil {
+			if _, err := o.cfg.Store.TrySeed(op.Key, spec(op), m.buckets, o.cfg.Now(), l.mark); errors.Is(err, leaparray.ErrResetSince) {
+				bad[ref] = fmt.Errorf("%w: a counter was reset while %q was loaded", counter.ErrNotOwner, op.Key)
+			} else if err != nil {
 				bad[ref] = counter.StoreError(err)
 			}
 		}
@@ -136,14 +270,11 @@ func (o *Owner) install(rg *ring.Ring, ops []counter.Op, misses []*miss) map[int
 		return nil
 	}
 	failed := map[int]error{}
-	for i := range ops {
-		if err, ok := bad[fallback.CounterRef{Key: ops[i].Key, Spec: spec(&ops[i])}]; ok && !o.cfg.Store.Has(ops[i].Key, spec(&ops[i])) {
+	for i := range l.r.ops {
+		op := &l.r.ops[i]
+		if err, ok := bad[fallback.CounterRef{Key: op.Key, Spec: spec(op)}]; ok && !o.cfg.Store.Has(op.Key, spec(op)) {
 			failed[i] = err
 		}
 	}
 	return failed
 }
-
-// Loads reports how many counters were loaded from Redis, and how many were created
-// without a load because Redis could hold nothing of them (knowsAllOf).
-func (o *Owner) Loads() (loaded, skipped int64) { return o.loaded.Load(), o.skipped.Load() }

@@ -8,39 +8,24 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
-	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
-
-// Leases is this node's hold on partitions (lease.Keeper in production).
-type Leases interface {
-	Now() int64                            // the leases' monotonic clock, ns
-	Holds(p int, now int64) bool           // whether this node may decide p at now
-	Until(p int) int64                     // when its lease of p ends (no one else holds p before); 0: not held
-	Wait(ctx context.Context, p int) error // until this node may decide p
-	SetClaims(lease.Set)                   // the partitions this node wants to hold
-	Kick()                                 // renew now: a partition was just released to this node
-	Quorate(now int64) bool                // whether this node reaches a majority of the voters
-}
-
-// Sender delivers Handoffs to other nodes (rpc.Client in production).
-type Sender interface {
-	Handoff(ctx context.Context, addr string, h *rpc.Handoff) error
-}
 
 // Config is what an Owner needs.
 type Config struct {
 	Self   string           // this node's member name
 	Writer string           // unique per run: names this run's write-behind (fallback.NewBatch)
 	Store  *leaparray.Store // made WithDeltas when Redis is set
-	Redis  *fallback.Store  // nil: no persistence; Handoffs carry state
+	Redis  Redis            // nil: no persistence; Handoffs carry state (RedisIO wraps a fallback.Store)
+	Peers  Peers            // delivers Handoffs (PeersIO wraps an rpc.Client)
 	Leases Leases
-	Sender Sender
+	Clock  Clock        // nil: RealClock
 	Now    func() int64 // counters' clock, ms since the Unix epoch
 	Limits counter.Limits
+	// ID seeds this run's Handoff ids (nil: from the wall clock, so that a restarted
+	// node never reuses one); a simulation sets it to replay.
+	ID func() uint64
 
 	FlushInterval time.Duration // default 100ms
 	// AcquireWait bounds how long an op waits for this node to be granted its
@@ -59,6 +44,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Clock == nil {
+		c.Clock = RealClock()
+	}
+	if c.ID == nil {
+		c.ID = func() uint64 { return uint64(time.Now().UnixNano()) }
+	}
 	return c
 }
 
@@ -73,80 +64,125 @@ type Owner struct {
 	// here has no op still being decided on it once the state has changed, so its
 	// counters can be taken out of memory without losing an add.
 	decide sync.RWMutex
-	ring   atomic.Pointer[ring.Ring]
-	parts  parts
-	flush  flusher
-	recv   received
-	fenced fences // write-behind of other nodes that counters here wait for (fence.go)
+	// mu orders everything that changes partitions and the work on them: ring changes,
+	// lapses, ticks, received Handoffs and the outcomes of Redis and rpc calls. Ops
+	// never take it.
+	mu   sync.Mutex
+	ring atomic.Pointer[ring.Ring]
 
-	blindKeys   blindKeys   // counters started from empty memory while Redis was down (blind.go)
-	refreshKeys refreshKeys // counters handed here directly, reloaded once Redis has their writes (late.go)
-	late        lateMarks   // late writes: this node's to mark, and others' marks seen (late.go)
+	parts    parts
+	flush    flusher
+	recv     received
+	fenced   fences    // write-behind of other nodes that counters here wait for (fence.go)
+	blind    blindKeys // counters started from empty memory while Redis was down (blind.go)
+	late     lateMarks // late writes: this node's to mark, and others' marks seen (late.go)
+	waiting  waiters   // ops waiting for their partition (decide.go)
+	releases releases  // partitions being handed on (release.go)
+	cleaning bool      // a clean-up of stale memory is under way (under mu)
+	polled   time.Duration
 
 	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
 
-	releases sync.WaitGroup
-	// stopped ends releases still trying when the owner closes: a release tries for as
-	// long as the node runs (and, stopping, for its shutdown timeout, which the node
-	// spends in WaitReleased).
-	stopped context.Context
-	stop    context.CancelFunc
-	quit    chan struct{}
-	done    chan struct{}
+	closed atomic.Bool
+	quit   chan struct{}
+	done   chan struct{}
 }
 
-// New returns an Owner; Run starts its write-behind.
+// New returns an Owner; Run drives it in production (a simulation calls Tick).
 func New(cfg Config) *Owner {
 	cfg = cfg.withDefaults()
 	o := &Owner{cfg: cfg, local: counter.Local{Store: cfg.Store, Now: cfg.Now, Limits: cfg.Limits},
 		quit: make(chan struct{}), done: make(chan struct{})}
-	o.stopped, o.stop = context.WithCancel(context.Background())
 	o.parts.init()
 	o.flush.init()
-	o.recv.init()
+	o.recv.init(cfg.ID())
+	o.releases.init()
 	return o
 }
 
-// Run writes deltas behind every FlushInterval, and cleans up partitions whose memory
-// went stale, until Close.
+// Run ticks every FlushInterval (Tick) until Close, then writes what is left.
 func (o *Owner) Run() {
 	defer close(o.done)
 	t := time.NewTicker(o.cfg.FlushInterval)
 	defer t.Stop()
-	// The late-write marks are read at most once per FlushInterval (or 100 ms, when
-	// that is longer): kicks come as often as ops wait for a flush.
-	pollEvery := min(o.cfg.FlushInterval, 100*time.Millisecond)
-	var polled time.Time
 	for {
 		select {
 		case <-o.quit:
-			o.flushOnce(context.Background()) // what the last tick left
+			o.lastFlush()
 			return
 		case <-t.C:
-		case <-o.flush.kick:
+			o.Tick()
 		}
-		o.flushOnce(context.Background())
-		if time.Since(polled) >= pollEvery {
-			polled = time.Now()
-			o.pollLate(context.Background())
-		}
-		o.cleanStale()
-		o.expireLends()
 	}
 }
 
-// Close stops write-behind after a last flush, and waits for it; releases still
-// trying give up (what they held is lost, and logged).
-func (o *Owner) Close() {
-	o.stop()
-	select {
-	case <-o.quit:
-	default:
-		close(o.quit)
+// Tick does the owner's periodic work: it writes deltas behind, reads the late-write
+// marks, drops stale memory, ends lends that waited too long, and moves releases on.
+// Run calls it every FlushInterval; a simulation calls it itself.
+func (o *Owner) Tick() {
+	o.mu.Lock()
+	now := o.cfg.Clock.Since()
+	o.flushStart()
+	// The late-write marks are read at most once per FlushInterval (or 100 ms, when
+	// that is longer): kicks come as often as ops wait for a flush.
+	if now-o.polled >= min(o.cfg.FlushInterval, 100*time.Millisecond) {
+		o.polled = now
+		o.pollLate()
 	}
+	o.cleanStart()
+	o.expireLends(now)
+	o.fenced.expire(now, o.cfg.Logger)
+	o.stepReleases()
+	o.mu.Unlock()
+	o.wake()
+}
+
+// Close stops the owner: Run writes what is left behind, releases still trying give
+// up (what they held is lost, and logged), and Close waits for Run.
+func (o *Owner) Close() {
+	if o.closed.Swap(true) {
+		return
+	}
+	close(o.quit)
 	<-o.done
+	o.mu.Lock()
+	o.abandonReleases()
+	o.mu.Unlock()
+	o.wake()
+}
+
+// lastFlush writes behind what memory gained since the last flush, waiting (bounded)
+// for the flush in flight and one more.
+func (o *Owner) lastFlush() {
+	if o.cfg.Redis == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	for range 2 {
+		ch := make(chan struct{})
+		o.mu.Lock()
+		o.flush.onEnd(func() { close(ch) })
+		o.flushStart()
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func spec(op *counter.Op) leaparray.Spec {
 	return leaparray.Spec{WindowMs: op.Window, Buckets: op.Buckets}
 }
+
+// redisUp reports whether Redis answers (always true without Redis). A batch takes it
+// once and decides by that one answer throughout: were it asked again at each step, a
+// counter could skip its load while Redis is down and then be decided, from empty
+// memory, as if Redis were up, never to be reloaded (its Redis state lost from view).
+func (o *Owner) redisUp() bool { return o.cfg.Redis == nil || o.cfg.Redis.Healthy() }
+
+// Loads reports how many counters were loaded from Redis, and how many were created
+// without a load because Redis could hold nothing of them (knowsAllOf).
+func (o *Owner) Loads() (loaded, skipped int64) { return o.loaded.Load(), o.skipped.Load() }

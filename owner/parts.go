@@ -1,42 +1,25 @@
 package owner
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
 )
 
-// The states of a partition on this node. Only stMine (and stStale while Redis is
-// down) are decided here, and only while the lease holds.
-const (
-	stIdle      uint32 = iota // not this node's, and nothing of it is here
-	stMine                    // this node's in its ring: claimed, decided while the lease holds
-	stStale                   // this node's, but its memory may be stale: flushed and dropped before it is decided again
-	stReleasing               // no longer this node's: its counters are being handed on; still claimed, never decided
-	stDropping                // this node's: its stale memory is being dropped; never decided meanwhile
-	stLent                    // this node's again, but its counters were handed to another node that has not handed them back: claimed, never decided (lend.go)
-)
-
-// parts is the per-partition state. Transitions happen under mu and, for the ones
-// that stop or start decisions, under Owner.decide held exclusively.
+// parts is the per-partition state. States change only through step, under Owner.mu
+// and, for the changes that stop or start decisions, under Owner.decide held
+// exclusively; ops read them without a lock.
 type parts struct {
-	mu      sync.Mutex
-	state   []atomic.Uint32
+	state   []atomic.Uint32 // a State
 	gen     []atomic.Uint64 // bumped by every transition: a load begun before one is not used
 	blind   []atomic.Bool   // counters were decided from empty memory while Redis was down
 	decided []decidedSince  // since when each partition is decided here without a break
 	stamped []atomic.Int64  // when this node last stamped each partition written (fresh.go), ms
-	lent    map[int]lend    // the stLent partitions; under mu
-	changed atomic.Pointer[chan struct{}]
+	lent    map[int]lend    // the Lent partitions; under Owner.mu
 }
 
-func (ps *parts) init() {
-	ps.lent = map[int]lend{}
-	ch := make(chan struct{})
-	ps.changed.Store(&ch)
-}
+func (ps *parts) init() { ps.lent = map[int]lend{} }
 
 func (ps *parts) size(n int) {
 	if len(ps.state) == 0 {
@@ -48,29 +31,32 @@ func (ps *parts) size(n int) {
 	}
 }
 
-func (ps *parts) get(p int) uint32 {
+func (ps *parts) get(p int) State {
 	if p < 0 || p >= len(ps.state) {
-		return stIdle
+		return Idle
 	}
-	return ps.state[p].Load()
+	return State(ps.state[p].Load())
 }
 
-func (ps *parts) set(p int, st uint32) {
-	ps.state[p].Store(st)
-	ps.gen[p].Add(1)
+// step applies e to partition p (Step) and returns the action it calls for. The caller
+// holds Owner.mu, and Owner.decide exclusively whenever the step may stop or start
+// decisions on p.
+func (o *Owner) step(p int, e Event) Action {
+	next, act, ok := Step(o.parts.get(p), e, o.cfg.Redis != nil)
+	if !ok {
+		return 0
+	}
+	o.parts.state[p].Store(uint32(next))
+	o.parts.gen[p].Add(1)
+	return act
 }
 
-func (ps *parts) signal() {
-	ch := make(chan struct{})
-	close(*ps.changed.Swap(&ch))
-}
-
-// claims are the partitions this node must hold: those it decides, and those it still
-// hands on (nobody else may decide them before they arrive).
+// claims are the partitions this node must hold: those it decides, and those whose
+// counters are still on their way (nobody else may decide them before they arrive).
 func (ps *parts) claims() lease.Set {
 	s := lease.NewSet(len(ps.state))
 	for p := range ps.state {
-		if st := ps.state[p].Load(); st != stIdle {
+		if ps.get(p).Claimed() {
 			s.Add(p)
 		}
 	}
@@ -83,20 +69,18 @@ func (ps *parts) claims() lease.Set {
 // Redis down, their counters go to the new owner), still claimed until that is done,
 // so the new owner cannot be granted them before it can see their counts.
 func (o *Owner) SetRing(next *ring.Ring) {
-	o.parts.mu.Lock()
-	defer o.parts.mu.Unlock()
+	o.mu.Lock()
 	o.parts.size(next.PartitionCount())
 	var lost []int
 	o.decide.Lock()
 	prev := o.ring.Swap(next)
 	for p := range o.parts.state {
 		m, ok := next.PartitionOwner(p)
-		mine := ok && m.Name == o.cfg.Self
-		switch st := o.parts.get(p); {
-		case st == stIdle && mine:
-			o.parts.set(p, stMine)
-		case (st == stMine || st == stStale || st == stLent) && !mine:
-			o.parts.set(p, stReleasing)
+		e := Lost
+		if ok && m.Name == o.cfg.Self {
+			e = Gained
+		}
+		if o.step(p, e)&Release != 0 {
 			delete(o.parts.lent, p)
 			lost = append(lost, p)
 		}
@@ -104,11 +88,12 @@ func (o *Owner) SetRing(next *ring.Ring) {
 	o.decide.Unlock()
 	o.endLends(func(l lend) bool { return left(prev, next, l.to) }, "the node they were handed to left the ring")
 	o.cfg.Leases.SetClaims(o.parts.claims())
-	o.parts.signal()
 	if len(lost) > 0 {
-		o.releases.Add(1)
-		go o.release(lost)
+		o.startRelease(lost)
 	}
+	o.stepReleases() // a release in progress may take some of its partitions back
+	o.mu.Unlock()
+	o.wake()
 }
 
 // owns reports whether the ring in use makes this node p's owner.
@@ -125,10 +110,11 @@ func (o *Owner) owns(p int) bool {
 // can decide now (it holds their lease and its memory of them is current).
 func (o *Owner) Holding() (owned, held int) {
 	now := o.cfg.Leases.Now()
+	up := o.redisUp()
 	for p := range o.parts.state {
 		if o.owns(p) {
 			owned++
-			if o.judge(p, now, o.redisUp()) == decideIt {
+			if o.judge(p, now, up) == decideIt {
 				held++
 			}
 		}
@@ -141,9 +127,22 @@ func (o *Owner) Holding() (owned, held int) {
 func (o *Owner) HandingOn() int {
 	n := 0
 	for p := range o.parts.state {
-		if st := o.parts.get(p); st == stReleasing || st == stLent {
+		switch o.parts.get(p) {
+		case Releasing, Lent, LentStale:
 			n++
 		}
 	}
 	return n
+}
+
+// PartitionState is partition p's state on this node (Idle for one out of range).
+func (o *Owner) PartitionState(p int) State { return o.parts.get(p) }
+
+// States counts this node's partitions by state.
+func (o *Owner) States() map[State]int {
+	out := map[State]int{}
+	for p := range o.parts.state {
+		out[o.parts.get(p)]++
+	}
+	return out
 }

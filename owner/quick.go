@@ -1,10 +1,6 @@
 package owner
 
-import (
-	"context"
-
-	"github.com/leapcount/leapcount/counter"
-)
+import "github.com/leapcount/leapcount/counter"
 
 // TryDo decides ops at once when every one can be decided without waiting: this node
 // decides its partition now, and, with Redis, the counter is in memory or needs no
@@ -50,6 +46,6 @@ func (o *Owner) TryDo(ops []counter.Op, results []counter.Result) bool {
 		}
 		o.skipped.Add(int64(skips))
 	}
-	o.decideHere(context.Background(), ops, results, redisUp)
+	o.decideHere(rg, ops, results, redisUp)
 	return true
 }

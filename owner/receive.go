@@ -3,9 +3,7 @@ package owner
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
@@ -14,48 +12,78 @@ import (
 
 // received is the receiving side's memory of Handoffs applied, so that a Handoff sent
 // again (its answer was lost) is applied once; and the sending side's id source.
+//
+// A sender sends a Handoff in doubt again, with its id, until the receiver answers
+// (release.go), however long that takes, so the receiver must know its ids for as long:
+// it keeps each sender's last maxAppliedPerSender, not a span of time. A sender sends
+// another Handoff to a receiver only once the one before was answered, so an id in
+// doubt can be pushed out only by that many later Handoffs applied here, which the
+// sender cannot have sent while it waits for an answer to the one in doubt.
 type received struct {
-	nextID atomic.Uint64
-	// applying is held while a Handoff is checked, applied and recorded: the rpc
-	// server applies each Handoff frame in its own goroutine, and a retry can arrive
-	// while its first send is still being applied; checked and applied apart, both
-	// would be applied (TestConcurrentDuplicateHandoffAppliesOnce). Handoffs are few.
-	applying sync.Mutex
-	mu       sync.Mutex
-	applied  map[appliedID]time.Time
+	nextID  atomic.Uint64
+	applied map[string]*appliedIDs // by sender; under Owner.mu
+	clock   uint64                 // Handoffs applied so far: orders senders by their last
 }
 
-type appliedID struct {
-	from string
-	id   uint64
+type appliedIDs struct {
+	ids  map[uint64]struct{}
+	ring []uint64 // the ids in the order applied, to forget the oldest
+	next int
+	last uint64 // received.clock at its last Handoff
 }
 
-// appliedFor is how long an applied Handoff's id is remembered: longer than a sender
-// retries one whose outcome it does not know (deliver).
-const appliedFor = 10 * time.Minute
+// Bounds of what the receiver remembers.
+const (
+	maxAppliedPerSender = 4096
+	maxSenders          = 256
+)
 
-func (r *received) init() {
-	r.applied = map[appliedID]time.Time{}
-	r.nextID.Store(uint64(time.Now().UnixNano())) // unique per run: a restarted sender never reuses an id
+func (r *received) init(seed uint64) {
+	r.applied = map[string]*appliedIDs{}
+	r.nextID.Store(seed) // unique per run: a restarted sender never reuses an id
 }
 
-func (r *received) seen(id appliedID) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.applied[id]
+func (r *received) seen(from string, id uint64) bool {
+	a := r.applied[from]
+	if a == nil {
+		return false
+	}
+	_, ok := a.ids[id]
 	return ok
 }
 
-func (r *received) record(id appliedID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	r.applied[id] = now
-	for k, at := range r.applied {
-		if now.Sub(at) > appliedFor {
-			delete(r.applied, k)
+// record remembers that from's Handoff id was applied, forgetting from's oldest id past
+// maxAppliedPerSender, and the least recent sender past maxSenders.
+func (r *received) record(from string, id uint64) {
+	r.clock++
+	a := r.applied[from]
+	if a == nil {
+		if len(r.applied) >= maxSenders {
+			r.forgetLeastRecent()
+		}
+		a = &appliedIDs{ids: map[uint64]struct{}{}}
+		r.applied[from] = a
+	}
+	a.last = r.clock
+	if len(a.ring) < maxAppliedPerSender {
+		a.ring = append(a.ring, id)
+	} else {
+		delete(a.ids, a.ring[a.next])
+		a.ring[a.next] = id
+		a.next = (a.next + 1) % maxAppliedPerSender
+	}
+	a.ids[id] = struct{}{}
+}
+
+func (r *received) forgetLeastRecent() {
+	var name string
+	var oldest uint64
+	for n, a := range r.applied {
+		if name == "" || a.last < oldest || a.last == oldest && n < name {
+			name, oldest = n, a.last
 		}
 	}
+	delete(r.applied, name)
 }
 
 // Handoff applies a Handoff from a node that hands counters on to this one: it takes
@@ -63,28 +91,34 @@ func (r *received) record(id appliedID) {
 // refuses, applying nothing, when a counter's partition is not this node's in its ring
 // (rpc.ErrHandoffNotOwner: the sender sends it where it belongs). A Handoff already
 // applied is acknowledged and not applied again. The partitions it names were released
-// by the sender, so this node asks for their leases at once.
+// by the sender, so this node asks for their leases at once, and those it had lent to
+// the sender are decided again.
 func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
-	id := appliedID{h.From, h.ID}
-	o.recv.applying.Lock()
-	defer o.recv.applying.Unlock()
-	if o.recv.seen(id) {
+	o.mu.Lock()
+	if o.recv.seen(h.From, h.ID) {
+		o.mu.Unlock()
 		return nil
 	}
 	if len(h.Counters) > 0 {
 		if err := o.takeIn(h); err != nil {
+			o.mu.Unlock()
 			return err
 		}
 	}
-	o.recv.record(id)
+	o.recv.record(h.From, h.ID)
+	back := len(h.Partitions) > 0 && o.returned(h.From, h.Partitions)
+	o.mu.Unlock()
 	if len(h.Partitions) > 0 {
-		o.returned(h.Partitions)
 		o.cfg.Leases.Kick()
+	}
+	if back {
+		o.wake()
 	}
 	return nil
 }
 
 // takeIn installs a Handoff's counters, all or none, while no partition changes state.
+// The caller holds mu.
 func (o *Owner) takeIn(h *rpc.Handoff) error {
 	o.decide.RLock()
 	defer o.decide.RUnlock()
@@ -95,7 +129,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	specs := make([]leaparray.Spec, len(h.Counters))
 	for i := range h.Counters {
 		p := rg.Partition(h.Counters[i].Key)
-		if st := o.parts.get(p); st != stMine && st != stStale && st != stLent {
+		if st := o.parts.get(p); st != Owned && st != Stale && st != Lent && st != LentStale {
 			return fmt.Errorf("%w: partition %d is not this node's", rpc.ErrHandoffNotOwner, p)
 		}
 		specs[i] = h.Counters[i].Spec
@@ -117,11 +151,13 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	ps := append([]int(nil), h.Partitions...)
 	for i := range h.Counters {
 		p := rg.Partition(h.Counters[i].Key)
-		ps = append(ps, p)
+		if !containsInt(ps, p) {
+			ps = append(ps, p)
+		}
 		o.parts.decided[p].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
-		o.refreshKeys.mark(p, h.Counters[i].Key, false)
 	}
-	o.fenced.add(ps, h.Fences)
+	o.fenced.add(ps, h.Fences, o.cfg.Clock.Since())
+	o.forgetLate(ps)
 	return nil
 }
 

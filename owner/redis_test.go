@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,9 +321,11 @@ func TestGrantDuringABatchDoesNotSkipTheLoad(t *testing.T) {
 	if err := writeElsewhere(st, k, 9, t0); err != nil {
 		t.Fatal(err)
 	}
-	a.leases.grantAfter(rg.Partition(k), 1) // not held when the misses are listed; held after
+	a.leases.grantAfter(rg.Partition(k), 2) // not held when the misses are listed; held after
 	res := make([]counter.Result, 1)
-	a.Immediate().Do(context.Background(), []counter.Op{incr(k, 1)}, res)
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second)) // no wait for the lease
+	defer cancel()
+	a.Do(past, []counter.Op{incr(k, 1)}, res)
 	if res[0].Err == nil && res[0].Count != 10 {
 		t.Fatalf("incr decided from empty memory: got count %d; want 10 (9 in Redis, and 1) or not owner", res[0].Count)
 	}
@@ -337,4 +340,53 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// hookedLoads is a Redis whose first LoadMany answer is held until hook has run.
+type hookedLoads struct {
+	Redis
+	ran  atomic.Bool
+	hook func()
+}
+
+func (h *hookedLoads) LoadMany(ctx context.Context, refs []fallback.CounterRef, now int64, done func([]fallback.Loaded)) {
+	h.Redis.LoadMany(ctx, refs, now, func(got []fallback.Loaded) {
+		if h.ran.CompareAndSwap(false, true) {
+			h.hook() // (its own loads go through here too: not hooked again)
+		}
+		done(got)
+	})
+}
+
+// A reset decided while another op's load of the same counter is on its way erases
+// the count that load brings: the load must not bring it back. Before, the load
+// installed the 5 it read from Redis after the reset, its incr answered 6, and after
+// the flush memory counted 6 where Redis had 1.
+func TestResetDuringALoadIsNotUndone(t *testing.T) {
+	_, st := startRedis(t)
+	k := "reset-race"
+	if err := writeElsewhere(st, k, 5, t0); err != nil {
+		t.Fatal(err)
+	}
+	var a *testOwner
+	var reset counter.Result
+	n := net{wrap: func(r Redis) Redis {
+		return &hookedLoads{Redis: r, hook: func() {
+			reset = do(a.Owner, counter.Op{Kind: counter.Reset, Key: k, Window: sp.WindowMs, Buckets: sp.Buckets})[0]
+		}}
+	}}
+	a = n.sole(t, "a", st)
+	r := do(a.Owner, incr(k, 1))[0]
+	if reset.Err != nil || !reset.Existed {
+		t.Fatalf("the reset during the load: got %+v; want existed (5 in Redis)", reset)
+	}
+	if r.Err == nil && r.Count != 1 {
+		t.Fatalf("incr whose load raced a reset: got count %d; want 1 (decided after the reset) or not decided", r.Count)
+	}
+	if r.Err != nil && !errors.Is(r.Err, counter.ErrNotOwner) {
+		t.Fatalf("incr whose load raced a reset: got %v; want decided or not owner (sent again)", r.Err)
+	}
+	a.flushOnce(context.Background())
+	want := redisCount(t, st, k)
+	mustCount(t, a.Owner, k, want)
 }

@@ -1,15 +1,14 @@
 package owner
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"sync"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
-	"github.com/leapcount/leapcount/internal/backoff"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
@@ -20,61 +19,201 @@ import (
 // counters' deltas before it hands the counters to their new owner directly.
 const persistWait = 2 * time.Second
 
-// release hands on partitions this node no longer owns: their counters leave memory
-// (no op is decided on them any more), and either their deltas are confirmed in Redis
-// (the new owner loads them from there), or, without Redis or with Redis down, the
-// counters go to the new owner in Handoffs. The partitions stay claimed until then, so
-// the new owner cannot be granted them before it can see their counts.
-func (o *Owner) release(ps []int) {
-	defer o.releases.Done()
-	ctx := o.stopped
-	rg := o.ring.Load()
-	set := lease.NewSet(rg.PartitionCount())
-	for _, p := range ps {
-		set.Add(p)
-	}
-	ev := o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
-	if o.cfg.Redis != nil && o.persisted(ctx, ev, rg, set, ps) {
-		o.hint(ctx, ps)
-		o.finish(ps, nil)
-		o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(ev))
-		return
-	}
-	var fs []rpc.HandoffFence
-	if o.cfg.Redis != nil {
-		ev = o.withUnsent(ev, rg, set)
-		fs = append(o.ownFences(rg, set), o.fenced.of(ps, true)...)
-	}
-	o.handOn(ctx, rg, ps, ev, fs)
+// releases are the partitions being handed on: one release per ring change that took
+// partitions away. Under Owner.mu.
+type releases struct {
+	jobs []*release
+	idle chan struct{} // closed when the last job ends (WaitReleased)
 }
 
-// persisted writes the evicted counters' deltas behind and reports whether Redis
-// confirmed every delta of the released partitions in time: theirs, those of counters
-// of those partitions that left memory earlier (a lapse, a reload) and are still on
-// their way, and those of other nodes that their counters here wait for (fences).
-func (o *Owner) persisted(ctx context.Context, ev []leaparray.Evicted, rg *ring.Ring, set lease.Set, ps []int) bool {
-	o.flush.enqueue(pendingOf(ev))
-	ctx, cancel := context.WithTimeout(ctx, persistWait)
-	defer cancel()
-	if !o.waitSettled(ctx, o.flush.unsettledIn(rg, set)) {
-		return false
+func (rs *releases) init() {
+	rs.idle = make(chan struct{})
+	close(rs.idle)
+}
+
+// release hands on partitions this node no longer owns: their counters left memory
+// when it began (no op is decided on them any more), and either their deltas are
+// confirmed in Redis (the new owner loads them from there), or, without Redis or with
+// Redis down, the counters go to the new owner in Handoffs. The partitions stay claimed
+// until then, so the new owner cannot be granted them before it can see their counts.
+type release struct {
+	parts    []int // not yet released
+	ev       []leaparray.Evicted
+	persist  bool          // waiting for Redis to confirm their deltas
+	until    time.Duration // persisting: when to hand them on directly instead
+	checking bool          // a check of their fences is under way
+
+	byPart map[int][]rpc.HandoffCounter // handing on: the counters not delivered yet
+	lentTo map[int]string               // where counters of a partition went: lent, should it come back
+	fences []rpc.HandoffFence
+	sends  map[string]*send // by receiver: at most one each
+	wait   time.Duration    // backoff after a failed send
+	next   time.Duration    // no new send starts before this
+	count  int              // counters handed on, for the log
+}
+
+// send delivers one receiver's partitions, in Handoffs of at most rpc.MaxHandoffBytes/2,
+// the last naming the partitions.
+type send struct {
+	to       ring.Member
+	parts    []int
+	cs       []rpc.HandoffCounter
+	done     int          // counters applied at the receiver
+	h        *rpc.Handoff // the Handoff in flight, or in doubt
+	n        int          // counters in h
+	flying   bool
+	inDoubt  bool          // h went out and no answer came: only sending it again, to the same node, can tell
+	outSince time.Duration // in doubt: when the receiver was first seen out of the ring
+	next     time.Duration // in doubt: when to send h again
+	wait     time.Duration
+}
+
+// startRelease begins the release of partitions ps, which the ring just took away.
+// The caller holds mu.
+func (o *Owner) startRelease(ps []int) {
+	rg := o.ring.Load()
+	set := setOf(rg, ps)
+	rel := &release{parts: ps, lentTo: map[int]string{}, sends: map[string]*send{}}
+	rel.ev = o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
+	if o.cfg.Redis != nil {
+		o.flush.enqueue(pendingOf(rel.ev))
+		rel.persist, rel.until = true, o.cfg.Clock.Since()+persistWait
+		o.kick()
+	} else {
+		o.handOnDirectly(rel, rg)
 	}
-	for !o.allReached(ctx, ps) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(fencePoll):
+	if len(o.releases.jobs) == 0 {
+		o.releases.idle = make(chan struct{})
+	}
+	o.releases.jobs = append(o.releases.jobs, rel)
+}
+
+func setOf(rg *ring.Ring, ps []int) lease.Set {
+	s := lease.NewSet(rg.PartitionCount())
+	for _, p := range ps {
+		s.Add(p)
+	}
+	return s
+}
+
+// stepReleases moves every release on. The caller holds mu.
+func (o *Owner) stepReleases() {
+	for _, rel := range slices.Clone(o.releases.jobs) {
+		o.stepRelease(rel)
+	}
+}
+
+func (o *Owner) stepRelease(rel *release) {
+	if rel.persist {
+		o.stepPersist(rel)
+	}
+	if !rel.persist {
+		o.stepHandOn(rel)
+	}
+}
+
+// stepPersist ends the release once Redis confirmed every delta of its partitions:
+// theirs, those of their counters that left memory earlier (a lapse, a reload) and are
+// still on their way, and those of other nodes that their counters here wait for
+// (fences). Past persistWait it hands the counters on directly.
+func (o *Owner) stepPersist(rel *release) {
+	rg := o.ring.Load()
+	if len(o.flush.unsettledIn(rg, setOf(rg, rel.parts))) == 0 {
+		var fenced []int
+		for _, p := range rel.parts {
+			if o.fenced.has(p) {
+				fenced = append(fenced, p)
+			}
+		}
+		if len(fenced) == 0 {
+			o.persisted(rel)
+			return
+		}
+		if !rel.checking {
+			o.checkFences(rel, fenced)
 		}
 	}
-	return true
+	if o.cfg.Clock.Since() < rel.until || o.flush.inFlight {
+		o.kick()
+		return // (a flush in flight changes what is unsent: wait for its end)
+	}
+	rel.ev = o.withUnsent(rel.ev, rg, setOf(rg, rel.parts))
+	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts)), o.fenced.of(rel.parts, true)...)
+	rel.persist = false
+	o.handOnDirectly(rel, rg)
 }
 
-// fencePoll is how often a release waiting for fences asks Redis again.
-const fencePoll = 50 * time.Millisecond
+// checkFences asks Redis whether the fences of ps are reached; the release is moved on
+// once every answer is in (reached fences are forgotten).
+func (o *Owner) checkFences(rel *release, ps []int) {
+	rel.checking = true
+	var left atomic.Int32
+	left.Store(int32(len(ps)))
+	for _, p := range ps {
+		o.reached(p, func(bool) {
+			if left.Add(-1) == 0 {
+				o.cfg.Clock.AfterFunc(0, func() {
+					o.mu.Lock()
+					rel.checking = false
+					o.stepRelease(rel)
+					o.mu.Unlock()
+					o.wake()
+				})
+			}
+		})
+	}
+}
+
+// persisted ends a release whose counters Redis has: its partitions are released, and
+// their new owners told, so that they ask for the leases at once.
+func (o *Owner) persisted(rel *release) {
+	ps := rel.parts
+	rel.parts = nil
+	o.finish(ps, nil)
+	o.endRelease(rel)
+	o.hint(ps)
+	o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(rel.ev))
+}
+
+// hint tells each new owner that its partitions were released. Best effort.
+func (o *Owner) hint(ps []int) {
+	for _, g := range byOwner(o.ring.Load(), ps) {
+		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Partitions: g.parts}
+		o.cfg.Peers.Handoff(g.m.RPCAddr, h, func(err error) {
+			if err != nil {
+				o.cfg.Logger.Debug("release hint not delivered", "to", g.m.Name, "err", err)
+			}
+		})
+	}
+}
+
+type ownerGroup struct {
+	m     ring.Member
+	parts []int
+}
+
+// byOwner groups ps by their owner in rg, in member name order.
+func byOwner(rg *ring.Ring, ps []int) []ownerGroup {
+	var out []ownerGroup
+	for _, p := range ps {
+		m, ok := rg.PartitionOwner(p)
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(out, func(g ownerGroup) bool { return g.m.Name == m.Name })
+		if i < 0 {
+			i = len(out)
+			out = append(out, ownerGroup{m: m})
+		}
+		out[i].parts = append(out[i].parts, p)
+	}
+	slices.SortFunc(out, func(a, b ownerGroup) int { return cmp.Compare(a.m.Name, b.m.Name) })
+	return out
+}
 
 // withUnsent takes back from the write-behind what the released partitions' counters
 // had not sent, to travel with them as their pending part; counters no longer in
-// memory travel with that part alone.
+// memory travel with that part alone. The caller holds mu, with no flush in flight.
 func (o *Owner) withUnsent(ev []leaparray.Evicted, rg *ring.Ring, set lease.Set) []leaparray.Evicted {
 	unsent := o.takeUnsent(o.flush.unsettledIn(rg, set))
 	for i := range ev {
@@ -82,9 +221,14 @@ func (o *Owner) withUnsent(ev []leaparray.Evicted, rg *ring.Ring, set lease.Set)
 		ev[i].Pending, ev[i].Reset = combine(unsent[ref])
 		delete(unsent, ref)
 	}
-	for ref, ds := range unsent {
+	refs := make([]fallback.CounterRef, 0, len(unsent))
+	for ref := range unsent {
+		refs = append(refs, ref)
+	}
+	sortRefs(refs)
+	for _, ref := range refs {
 		e := leaparray.Evicted{Key: ref.Key, Spec: ref.Spec}
-		e.Pending, e.Reset = combine(ds)
+		e.Pending, e.Reset = combine(unsent[ref])
 		ev = append(ev, e)
 	}
 	return ev
@@ -104,238 +248,192 @@ func combine(ds []fallback.Delta) ([]leaparray.Bucket, bool) {
 	return out, reset
 }
 
-func addBuckets(dst, src []leaparray.Bucket) []leaparray.Bucket {
-next:
-	for _, b := range src {
-		for i := range dst {
-			if dst[i].Index == b.Index {
-				dst[i].Count += b.Count
-				continue next
+// handOnDirectly makes the release send its counters to their new owners.
+func (o *Owner) handOnDirectly(rel *release, rg *ring.Ring) {
+	rel.byPart = map[int][]rpc.HandoffCounter{}
+	for _, e := range rel.ev {
+		p := rg.Partition(e.Key)
+		rel.byPart[p] = append(rel.byPart[p], rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset})
+	}
+	rel.count = len(rel.ev)
+	rel.ev = nil
+}
+
+// stepHandOn takes back into memory the partitions the ring gives back to this node,
+// starts a send to each owner of the others (the ring may have moved them since; an
+// owner may refuse a partition it does not own yet: it goes again, backing off), and
+// sends Handoffs in doubt again. The caller holds mu.
+func (o *Owner) stepHandOn(rel *release) {
+	now := o.cfg.Clock.Since()
+	o.reclaim(rel)
+	for _, name := range sortedNames(rel.sends) {
+		if s := rel.sends[name]; s.inDoubt && !s.flying && now >= s.next {
+			o.sendHandoff(rel, s)
+		}
+	}
+	if now >= rel.next {
+		var idle []int
+		for _, p := range rel.parts {
+			if !rel.sending(p) {
+				idle = append(idle, p)
 			}
 		}
-		dst = append(dst, b)
-	}
-	return dst
-}
-
-// hint tells each new owner that its partitions were released, so that it asks for
-// their leases at once rather than at its next heartbeat. Best effort.
-func (o *Owner) hint(ctx context.Context, ps []int) {
-	rg := o.ring.Load()
-	for m, parts := range byOwner(rg, ps) {
-		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Partitions: parts}
-		if err := o.cfg.Sender.Handoff(ctx, m.RPCAddr, h); err != nil {
-			o.cfg.Logger.Debug("release hint not delivered", "to", m.Name, "err", err)
+		for _, g := range byOwner(o.ring.Load(), idle) {
+			if _, busy := rel.sends[g.m.Name]; !busy {
+				o.startSend(rel, g.m, g.parts)
+			}
 		}
+	}
+	if len(rel.parts) == 0 && o.endRelease(rel) {
+		o.cfg.Logger.Info("handed partitions on directly", "counters", rel.count)
 	}
 }
 
-func byOwner(rg *ring.Ring, ps []int) map[ring.Member][]int {
-	out := map[ring.Member][]int{}
-	for _, p := range ps {
-		if m, ok := rg.PartitionOwner(p); ok {
-			out[m] = append(out[m], p)
+// sending reports whether a send is delivering p now.
+func (rel *release) sending(p int) bool {
+	for _, s := range rel.sends {
+		if containsInt(s.parts, p) {
+			return true
 		}
 	}
+	return false
+}
+
+func sortedNames(m map[string]*send) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	slices.Sort(out)
 	return out
 }
 
-// handOn sends the counters of partitions ps to their owners in the ring in use, again
-// and again (the ring may move them meanwhile; an owner may refuse a partition it does
-// not own yet) until all are delivered or ctx ends. Partitions the ring gives back to
-// this node take their counters back into memory.
-func (o *Owner) handOn(ctx context.Context, from *ring.Ring, ps []int, ev []leaparray.Evicted, fs []rpc.HandoffFence) {
-	byPart := map[int][]rpc.HandoffCounter{}
-	for _, e := range ev {
-		p := from.Partition(e.Key)
-		byPart[p] = append(byPart[p], rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset})
-	}
-	lentTo := map[int]string{} // where counters of a partition went: lent, should it come back
-	left := append([]int(nil), ps...)
-	retry := backoff.Policy{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
-	for wait := retry.Next(0); ; wait = retry.Next(wait) {
-		ch := o.parts.changed.Load()
-		left = o.reclaim(left, byPart, lentTo, fs)
-		for _, parts := range o.sendAll(ctx, byOwner(o.ring.Load(), left), byPart, lentTo, fs) {
-			left = remove(left, parts)
-		}
-		if len(left) == 0 {
-			o.cfg.Logger.Info("handed partitions on directly", "partitions", len(ps), "counters", len(ev))
-			return
-		}
-		select {
-		case <-*ch:
-		case <-time.After(wait):
-		case <-ctx.Done():
-			n := 0
-			for _, p := range left {
-				n += len(byPart[p])
-			}
-			o.cfg.Logger.Error("handoff gave up: these counters are lost", "partitions", len(left), "counters", n, "err", ctx.Err())
-			o.finish(left, nil)
-			return
-		}
-	}
-}
-
-// reclaim takes back into memory the partitions of left that the ring gives back to
-// this node (lent, if some of their counters went elsewhere), and returns the others.
-func (o *Owner) reclaim(left []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string, fs []rpc.HandoffFence) []int {
-	o.parts.mu.Lock()
-	defer o.parts.mu.Unlock()
-	var rest []int
-	for _, p := range left {
-		if !o.owns(p) {
+// reclaim takes back into memory the partitions of rel that the ring gives back to this
+// node and that no send is delivering (lent, if some of their counters went elsewhere).
+func (o *Owner) reclaim(rel *release) {
+	var back, rest []int
+	for _, p := range rel.parts {
+		if o.owns(p) && !rel.sending(p) {
+			back = append(back, p)
+		} else {
 			rest = append(rest, p)
-			continue
 		}
-		for _, c := range byPart[p] {
+	}
+	if len(back) == 0 {
+		return
+	}
+	rel.parts = rest
+	for _, p := range back {
+		for _, c := range rel.byPart[p] {
 			o.installCounter(&c)
 		}
-		o.fenced.add([]int{p}, fs)
-		o.decide.Lock()
-		o.lendOrOwn(p, lentTo)
-		o.decide.Unlock()
+		delete(rel.byPart, p)
 	}
-	if len(rest) != len(left) {
-		o.parts.signal()
-	}
-	return rest
+	o.fenced.add(back, rel.fences, o.cfg.Clock.Since())
+	o.finish(back, rel.lentTo)
 }
 
-// sendAll delivers each owner's partitions (sendCounters) to all owners at once,
-// finishes (finish) each owner's as soon as they are delivered, and returns the
-// partition lists delivered. Concurrently, because a Handoff in doubt goes again to its
-// receiver only until that one answers (deliver): a receiver cut off holds up its own
-// partitions, not those on their way to the others. Each owner's send works on its own
-// partitions' entries, copied out of byPart and lentTo and back after.
-func (o *Owner) sendAll(ctx context.Context, to map[ring.Member][]int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string, fs []rpc.HandoffFence) [][]int {
-	type send struct {
-		m      ring.Member
-		parts  []int
-		byPart map[int][]rpc.HandoffCounter
-		lentTo map[int]string
-		err    error
-	}
-	sends := make([]*send, 0, len(to))
-	var wg sync.WaitGroup
-	for m, parts := range to {
-		s := &send{m: m, parts: parts, byPart: make(map[int][]rpc.HandoffCounter, len(parts)), lentTo: map[int]string{}}
-		for _, p := range parts {
-			s.byPart[p] = byPart[p]
-			if to, ok := lentTo[p]; ok {
-				s.lentTo[p] = to // counters it sent earlier, elsewhere: finish must know
-			}
-		}
-		sends = append(sends, s)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if s.err = o.sendCounters(ctx, s.m, s.parts, s.byPart, s.lentTo, fs); s.err == nil {
-				o.finish(s.parts, s.lentTo)
-			}
-		}()
-	}
-	wg.Wait()
-	var done [][]int
-	for _, s := range sends {
-		maps.Copy(byPart, s.byPart)
-		maps.Copy(lentTo, s.lentTo)
-		if s.err != nil {
-			o.cfg.Logger.Debug("handoff not delivered yet", "to", s.m.Name, "partitions", len(s.parts), "err", s.err)
-			continue
-		}
-		done = append(done, s.parts)
-	}
-	return done
-}
-
-// sendCounters delivers the counters of parts to m in chunks of at most
-// rpc.MaxHandoffBytes, naming the partitions in the last. A chunk m did not answer is
-// sent again, with its ID (applied once), to m only: it may have been applied there. A
-// chunk m refused (not its partitions yet) may go elsewhere later. Delivered counters
-// leave byPart, and lentTo records that their partitions' counters went to m.
-func (o *Owner) sendCounters(ctx context.Context, m ring.Member, parts []int, byPart map[int][]rpc.HandoffCounter, lentTo map[int]string, fs []rpc.HandoffFence) error {
-	var cs []rpc.HandoffCounter
+// startSend starts delivering parts to m.
+func (o *Owner) startSend(rel *release, m ring.Member, parts []int) {
+	s := &send{to: m, parts: parts, wait: 20 * time.Millisecond}
 	for _, p := range parts {
-		cs = append(cs, byPart[p]...)
+		s.cs = append(s.cs, rel.byPart[p]...)
 	}
-	sent := 0
-	defer func() { dropSent(parts, byPart, sent, m.Name, lentTo) }()
-	for {
+	rel.sends[m.Name] = s
+	o.sendHandoff(rel, s)
+}
+
+// sendHandoff sends s's Handoff in doubt again, or its next chunk.
+func (o *Owner) sendHandoff(rel *release, s *send) {
+	if s.h == nil {
 		n, size := 0, 0
-		for rest := cs[sent:]; n < len(rest) && (n == 0 || size+rpc.HandoffSize(&rest[n]) <= rpc.MaxHandoffBytes/2); n++ {
+		for rest := s.cs[s.done:]; n < len(rest) && (n == 0 || size+rpc.HandoffSize(&rest[n]) <= rpc.MaxHandoffBytes/2); n++ {
 			size += rpc.HandoffSize(&rest[n])
 		}
-		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: cs[sent : sent+n], Fences: fs}
-		if sent+n == len(cs) {
-			h.Partitions = parts
+		s.h = &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: s.cs[s.done : s.done+n], Fences: rel.fences}
+		if s.done+n == len(s.cs) {
+			s.h.Partitions = s.parts
 		}
-		if err := o.deliver(ctx, m, h); err != nil {
-			return err
-		}
-		if sent += n; sent == len(cs) {
-			return nil
-		}
+		s.n = n
 	}
+	s.flying = true
+	h := s.h
+	o.cfg.Peers.Handoff(s.to.RPCAddr, h, func(err error) {
+		o.mu.Lock()
+		o.sentHandoff(rel, s, h, err)
+		o.mu.Unlock()
+		o.wake()
+	})
 }
 
-// dropSent removes from byPart the first sent counters of parts, in order: those
-// delivered to the node named to, as lentTo records.
-func dropSent(parts []int, byPart map[int][]rpc.HandoffCounter, sent int, to string, lentTo map[int]string) {
-	for _, p := range parts {
-		k := min(sent, len(byPart[p]))
-		if k > 0 {
-			lentTo[p] = to
+// sentHandoff goes on after a Handoff's delivery: applied, the next chunk goes (or the
+// partitions are released); certainly not applied (refused, or never sent), the send
+// ends and its partitions go again later, wherever the ring then says; in doubt (it
+// went out and no answer came), it goes again, with its id, to the same node only,
+// until that node answers: giving up would send its counters again in a new Handoff, or
+// take them back, and count them twice if the first was applied. A receiver checks a
+// Handoff's id before it refuses one, so a refusal then is an answer too. The caller
+// holds mu.
+func (o *Owner) sentHandoff(rel *release, s *send, h *rpc.Handoff, err error) {
+	s.flying = false
+	now := o.cfg.Clock.Since()
+	switch {
+	case err == nil:
+		o.applied(rel, s)
+	case errors.Is(err, rpc.ErrHandoffRefused) || errors.Is(err, rpc.ErrHandoffNotOwner) ||
+		errors.Is(err, rpc.ErrPeerUnreachable) && !s.inDoubt:
+		o.cfg.Logger.Debug("handoff not delivered yet", "to", s.to.Name, "partitions", len(s.parts), "err", err)
+		delete(rel.sends, s.to.Name)
+		rel.wait = min(max(2*rel.wait, 50*time.Millisecond), 2*time.Second)
+		rel.next = now + rel.wait
+	default:
+		s.inDoubt = true
+		s.wait = min(2*s.wait, time.Second)
+		s.next = now + s.wait
+		if _, in := o.ring.Load().Member(s.to.Name); in {
+			s.outSince = 0
+		} else if s.outSince == 0 {
+			s.outSince = max(now, 1)
+		} else if now-s.outSince > goneAfter {
+			// Most likely crashed, its memory with what it applied; waiting longer keeps
+			// these partitions from being decided anywhere.
+			o.cfg.Logger.Warn("handoff in doubt to a node out of the ring: its counters go where the ring says (counted twice should that node come back having applied it)",
+				"to", s.to.Name, "id", h.ID, "counters", len(h.Counters))
+			delete(rel.sends, s.to.Name)
 		}
-		byPart[p] = byPart[p][k:]
+	}
+	o.stepHandOn(rel)
+}
+
+// applied records that s's Handoff was applied at its receiver: its counters leave
+// byPart (their partitions' counters went there: lentTo), and the next chunk goes, or,
+// after the last, the partitions are released.
+func (o *Owner) applied(rel *release, s *send) {
+	sent := s.n
+	for _, p := range s.parts {
+		k := min(sent, len(rel.byPart[p]))
+		if k > 0 {
+			rel.lentTo[p] = s.to.Name
+		}
+		rel.byPart[p] = rel.byPart[p][k:]
 		sent -= k
 	}
-}
-
-// deliver sends one Handoff to m until its outcome is known: applied (nil), or
-// certainly not applied (refused, or never sent: the error). Once a send's outcome is
-// unknown (it went out and no answer came), a later send that fails unsent says nothing
-// of the first, which may have been applied: the Handoff goes again, to m only, until m
-// answers (a receiver checks a Handoff's ID before it refuses one, so a refusal then is
-// an answer too). Giving up there would send its counters again in a new Handoff, or
-// take them back, and count them twice (TestHandoffInDoubtStaysInDoubtThroughUnreachable).
-//
-// It is given up on (an error: its counters go where the ring says) only once m has been
-// out of the ring for goneAfter, or after appliedFor/2 (the receiver would no longer know
-// its ID): a node gone that long has most likely crashed, and its memory with what it
-// applied, whereas waiting longer keeps its partitions from being decided anywhere.
-func (o *Owner) deliver(ctx context.Context, m ring.Member, h *rpc.Handoff) error {
-	ctx, cancel := context.WithTimeout(ctx, appliedFor/2)
-	defer cancel()
-	retry := backoff.Policy{Initial: 20 * time.Millisecond, Max: time.Second}
-	inDoubt := false
-	var outSince time.Time // when m was first seen out of the ring while in doubt
-	for wait := retry.Next(0); ; wait = retry.Next(wait) {
-		err := o.cfg.Sender.Handoff(ctx, m.RPCAddr, h)
-		switch {
-		case err == nil || errors.Is(err, rpc.ErrHandoffRefused):
-			return err
-		case errors.Is(err, rpc.ErrPeerUnreachable) && !inDoubt:
-			return err
-		case !errors.Is(err, rpc.ErrPeerUnreachable):
-			inDoubt = true
-		}
-		if _, in := o.ring.Load().Member(m.Name); in {
-			outSince = time.Time{}
-		} else if outSince.IsZero() {
-			outSince = time.Now()
-		} else if time.Since(outSince) > goneAfter {
-			o.cfg.Logger.Warn("handoff in doubt to a node out of the ring: its counters go where the ring says (counted twice should that node come back having applied it)",
-				"to", m.Name, "id", h.ID, "counters", len(h.Counters))
-			return fmt.Errorf("handoff %d to %s: outcome unknown, and %s is out of the ring: %w", h.ID, m.Name, m.Name, err)
-		}
-		select { // the outcome is unknown: only sending it again, to m, can tell
-		case <-ctx.Done():
-			return fmt.Errorf("handoff %d to %s: outcome unknown: %w", h.ID, m.RPCAddr, err)
-		case <-time.After(wait):
-		}
+	s.done += s.n
+	s.h, s.n, s.inDoubt, s.outSince, s.wait = nil, 0, false, 0, 20*time.Millisecond
+	if s.done < len(s.cs) {
+		o.sendHandoff(rel, s)
+		return
 	}
+	delete(rel.sends, s.to.Name)
+	rel.parts = remove(rel.parts, s.parts)
+	lent := map[int]string{}
+	for _, p := range s.parts {
+		if to, ok := rel.lentTo[p]; ok {
+			lent[p] = to
+		}
+		delete(rel.byPart, p)
+	}
+	o.finish(s.parts, lent)
 }
 
 // goneAfter is how long a node out of the ring is waited for when a Handoff to it is in
@@ -344,7 +442,7 @@ func (o *Owner) deliver(ctx context.Context, m ring.Member, h *rpc.Handoff) erro
 var goneAfter = lentMax
 
 func remove(from, drop []int) []int {
-	out := from[:0]
+	out := from[:0:0]
 	for _, p := range from {
 		if !containsInt(drop, p) {
 			out = append(out, p)
@@ -355,31 +453,66 @@ func remove(from, drop []int) []int {
 
 // finish marks partitions a release has dealt with: this node's if the ring gives them
 // back (lent, if their counters went to another node, which hands them back in turn:
-// lentTo), else idle. Their claims follow.
+// lentTo), else idle. Their claims follow. The caller holds mu.
 func (o *Owner) finish(ps []int, lentTo map[int]string) {
-	o.parts.mu.Lock()
-	defer o.parts.mu.Unlock()
 	o.decide.Lock()
 	for _, p := range ps {
 		if o.owns(p) {
-			o.lendOrOwn(p, lentTo)
+			o.handedBack(p, lentTo)
 		} else {
-			o.parts.set(p, stIdle)
+			o.step(p, HandedOn)
 		}
 	}
 	o.decide.Unlock()
 	o.cfg.Leases.SetClaims(o.parts.claims())
-	o.parts.signal()
+}
+
+// endRelease forgets a release that is done, and reports whether it had not already.
+func (o *Owner) endRelease(rel *release) bool {
+	rs := &o.releases
+	i := slices.Index(rs.jobs, rel)
+	if i < 0 {
+		return false
+	}
+	rs.jobs = slices.Delete(rs.jobs, i, i+1)
+	if len(rs.jobs) == 0 {
+		close(rs.idle)
+	}
+	return true
+}
+
+// abandonReleases gives up every release (the owner stops): what they hold is lost,
+// and logged. The caller holds mu.
+func (o *Owner) abandonReleases() {
+	for _, rel := range slices.Clone(o.releases.jobs) {
+		n := len(rel.ev)
+		for _, p := range rel.parts {
+			n += len(rel.byPart[p])
+		}
+		o.cfg.Logger.Error("handoff gave up: these counters are lost", "partitions", len(rel.parts), "counters", n)
+		ps := rel.parts
+		rel.parts = nil
+		o.finish(ps, nil)
+		o.endRelease(rel)
+	}
 }
 
 // WaitReleased waits until every release started so far is done (or ctx ends).
 func (o *Owner) WaitReleased(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { o.releases.Wait(); close(done) }()
+	o.mu.Lock()
+	ch := o.releases.idle
+	o.mu.Unlock()
 	select {
-	case <-done:
+	case <-ch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Releasing reports how many releases are under way.
+func (o *Owner) Releasing() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.releases.jobs)
 }

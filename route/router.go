@@ -47,9 +47,9 @@ type Router struct {
 	// answer (counter.Result.Undecided). Other ops fail.
 	FailOpen bool
 
-	// Forwarded, when set, decides the ops peers forward here instead of the local
-	// Doer: one that never blocks (Handle runs in an rpc connection's reader).
-	Forwarded counter.Doer
+	// Forwarded, when set, decides the ops peers forward here (HandleAsync, from an rpc
+	// connection's reader, which must never wait) instead of the local Doer.
+	Forwarded counter.Starter
 
 	// Disagrees, when set, is told the name of a member that answered ops "not owner":
 	// its ring and this node's may differ, and the ops wait (retry) until this node's
@@ -512,6 +512,51 @@ func (p *plan) scatter(g *group) {
 	}
 }
 
+// HandleAsync decides a batch forwarded by a peer as Handle does, with Forwarded's
+// Start: it never waits, and calls done once the ops are decided.
+func (r *Router) HandleAsync(ctx context.Context, req *rpc.Request, results []counter.Result, done func()) {
+	rg := r.ring.Load()
+	if rg == nil || r.Forwarded == nil {
+		r.Handle(ctx, req, results)
+		done()
+		return
+	}
+	if r.allLocal(rg, req.Ops) {
+		r.Forwarded.Start(ctx, req.Ops, results, done)
+		return
+	}
+	var keep []counter.Op
+	var idx []int
+	for i := range req.Ops {
+		if err := r.notHere(rg, req, i); err != nil {
+			results[i] = counter.Result{Err: err}
+			continue
+		}
+		keep, idx = append(keep, req.Ops[i]), append(idx, i)
+	}
+	if len(keep) == 0 {
+		done()
+		return
+	}
+	res := make([]counter.Result, len(keep))
+	r.Forwarded.Start(ctx, keep, res, func() {
+		for k, i := range idx {
+			results[i] = res[k]
+		}
+		done()
+	})
+}
+
+// notHere is why the forwarded op i of req is not decided here (nil when it is): it
+// belongs to another member in this node's ring, or to nobody.
+func (r *Router) notHere(rg *ring.Ring, req *rpc.Request, i int) error {
+	addr, err := r.ownerAddr(rg, req.Ops[i].Key)
+	if err == nil && addr != "" {
+		err = fmt.Errorf("%w: %q belongs to %s here (epoch %d; sender's %d)", counter.ErrNotOwner, req.Ops[i].Key, addr, rg.Epoch(), req.Epoch)
+	}
+	return err
+}
+
 // Handle decides a batch forwarded by a peer: the ops this node owns are decided here;
 // the others are answered ErrNotOwner. A forwarded op is never forwarded again.
 func (r *Router) Handle(ctx context.Context, req *rpc.Request, results []counter.Result) {
@@ -530,11 +575,5 @@ func (r *Router) Handle(ctx context.Context, req *rpc.Request, results []counter
 		local.Do(ctx, req.Ops, results)
 		return
 	}
-	counter.DoExcept(ctx, req.Ops, results, func(i int) error {
-		addr, err := r.ownerAddr(rg, req.Ops[i].Key)
-		if err == nil && addr != "" {
-			err = fmt.Errorf("%w: %q belongs to %s here (epoch %d; sender's %d)", counter.ErrNotOwner, req.Ops[i].Key, addr, rg.Epoch(), req.Epoch)
-		}
-		return err
-	}, local.Do)
+	counter.DoExcept(ctx, req.Ops, results, func(i int) error { return r.notHere(rg, req, i) }, local.Do)
 }

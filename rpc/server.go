@@ -23,6 +23,17 @@ type Handler interface {
 	Handle(ctx context.Context, req *Request, results []counter.Result)
 }
 
+// AsyncHandler is a Handler that decides without its caller waiting: HandleAsync
+// decides req as Handle would and calls done once, from any goroutine (possibly before
+// it returns); req and results are the handler's until then. A server whose handler is
+// one decides every op frame from the connection's reader, which goes on reading
+// meanwhile: a frame that waits (for a lease, a load) holds up no other, nor the
+// heartbeats on its connection.
+type AsyncHandler interface {
+	Handler
+	HandleAsync(ctx context.Context, req *Request, results []counter.Result, done func())
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, req *Request, results []counter.Result)
 
@@ -204,6 +215,13 @@ func (s *Server) serveConn(raw net.Conn) {
 		if frame[0] != frameLease {
 			s.lastFrame.Store(time.Now().UnixNano())
 		}
+		if st, ok := s.h.(AsyncHandler); ok && frame[0] == frameRequest {
+			if !s.start(ctx, st, w, frame, read, fr.br.Buffered() == 0, &sc, slots, &handlers) {
+				return
+			}
+			buf = nil
+			continue
+		}
 		if frame[0] == frameLease || frame[0] != frameHandoff && s.inline != nil && s.inline() {
 			if !s.answerTo(ctx, w, frame, read, fr.br.Buffered() == 0, sc) {
 				return
@@ -221,6 +239,86 @@ func (s *Server) serveConn(raw net.Conn) {
 			s.answerTo(ctx, w, frame, read, true, nil)
 		}()
 	}
+}
+
+// start decides an ops frame with st without waiting for it: answered at once (the
+// common case) it is written like a frame decided in the reader, with sc's memory;
+// otherwise it takes one of the connection's slots, and its answer is written when it
+// comes, with memory of its own (sc is replaced: the frame keeps the one it was
+// given). With no slot free, the frame is answered expired: certainly not decided, and
+// sent again by its sender. It reports false when the connection must be dropped.
+func (s *Server) start(ctx context.Context, st AsyncHandler, w *responder, frame []byte, read time.Time, flush bool,
+	scp **scratch, slots chan struct{}, handlers *sync.WaitGroup) bool {
+	sc := *scp
+	var req Request
+	id, err := decodeRequestFrame(frame, &req)
+	if err != nil {
+		s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", w.c.RemoteAddr().String(), "err", err)
+		w.c.Close()
+		return false
+	}
+	sc.results = resize(sc.results, len(req.Ops))
+	left, limited := s.timeLeft(read, &req)
+	if limited && left <= 0 {
+		expired(sc.results)
+		return s.reply(w, id, sc, flush)
+	}
+	select {
+	case slots <- struct{}{}:
+	default:
+		expired(sc.results) // too many frames waiting here: the sender tries again
+		return s.reply(w, id, sc, flush)
+	}
+	cancel := context.CancelFunc(func() {})
+	if limited {
+		ctx, cancel = context.WithTimeout(ctx, left)
+	}
+	handlers.Add(1)
+	var mu sync.Mutex
+	inReader := true // done, if called before Start returns, leaves the answer to the reader
+	answered := false
+	st.HandleAsync(ctx, &req, sc.results, func() {
+		mu.Lock()
+		answered = true
+		later := !inReader
+		mu.Unlock()
+		if later {
+			cancel()
+			out := appendResponse(nil, id, sc.results)
+			if w.send(out, true) != nil {
+				w.c.Close()
+			}
+			<-slots
+			handlers.Done()
+		}
+	})
+	mu.Lock()
+	inReader = false
+	now := answered
+	mu.Unlock()
+	if !now {
+		*scp = &scratch{} // the frame waiting keeps sc
+		return true
+	}
+	cancel()
+	<-slots
+	handlers.Done()
+	return s.reply(w, id, sc, flush)
+}
+
+// reply writes the answer to frame id from sc's results.
+func (s *Server) reply(w *responder, id uint64, sc *scratch, flush bool) bool {
+	sc.out = appendResponse(sc.out[:0], id, sc.results)
+	err := w.send(sc.out, flush)
+	if cap(sc.out) > 1<<20 {
+		sc.out = nil // do not keep megabytes per connection
+	}
+	clear(sc.results) // no error values kept alive
+	if err != nil {
+		w.c.Close()
+		return false
+	}
+	return true
 }
 
 // handshake runs the handshake, if one is set, and returns the connection to serve, or

@@ -1,0 +1,168 @@
+package owner
+
+import (
+	"context"
+	"time"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// The owner does no I/O of its own and never blocks on it: it asks for it through these
+// interfaces, whose calls return at once, and hears the outcome through the callback,
+// later: on another goroutine in production, as a later event of its scheduler in a
+// simulation. A callback is never called before its call returns (the owner may hold
+// its locks while it asks).
+
+// Redis is the persistence the owner writes behind and loads from (production:
+// fallback.Store, through RedisIO).
+type Redis interface {
+	Healthy() bool    // whether Redis answers (the breaker is closed)
+	Reopened() uint64 // how many times Redis was found back after being unreachable
+	NewBatch(writer string, ds []fallback.Delta) Batch
+	SendBatch(b Batch, done func(error))
+	LoadMany(ctx context.Context, refs []fallback.CounterRef, now int64, done func([]fallback.Loaded))
+	Written(n int, ps []int, done func([]int64, error))
+	StampWritten(n int, ps []int, now int64, epoch string, done func(string, error))
+	MarkLate(n int, ps []int, done func(error))
+	LateMarks(n int, since int64, done func(int64, map[int]int64, error))
+	Reached(fs []fallback.Fence, done func(bool, error))
+}
+
+// Batch is write-behind that applies at most once (fallback.Batch).
+type Batch interface {
+	Confirmed() bool
+	InDoubt() bool
+	TakeUnsent() []fallback.Delta
+	Fences(match func(fallback.Delta) bool) []fallback.Fence
+}
+
+// Peers delivers Handoffs to other nodes (production: rpc.Client, through PeersIO).
+type Peers interface {
+	Handoff(addr string, h *rpc.Handoff, done func(error))
+}
+
+// Clock is the owner's sense of elapsed time (leases keep their own).
+type Clock interface {
+	// Since is the time elapsed since a fixed start: it never goes back.
+	Since() time.Duration
+	// AfterFunc calls f once after d, unless stop is called first (stop reports whether
+	// it stopped it). f runs on another goroutine, or as a later event.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// Leases is this node's hold on partitions (lease.Keeper in production).
+type Leases interface {
+	Now() int64                  // the leases' monotonic clock, ns
+	Holds(p int, now int64) bool // whether this node may decide p at now
+	Until(p int) int64           // when its lease of p ends (no one else holds p before); 0: not held
+	SetClaims(lease.Set)         // the partitions this node wants to hold
+	Kick()                       // renew now: a partition was just released to this node
+	Quorate(now int64) bool      // whether this node reaches a majority of the voters
+}
+
+// Sender delivers Handoffs and waits for the outcome (rpc.Client).
+type Sender interface {
+	Handoff(ctx context.Context, addr string, h *rpc.Handoff) error
+}
+
+// ioTimeout bounds each Redis call the production adapters make.
+const ioTimeout = 5 * time.Second
+
+// RedisIO runs st's calls on goroutines of their own (nil when st is nil: no Redis).
+func RedisIO(st *fallback.Store) Redis {
+	if st == nil {
+		return nil
+	}
+	return redisIO{st}
+}
+
+type redisIO struct{ st *fallback.Store }
+
+func bounded() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), ioTimeout)
+}
+
+func (r redisIO) Healthy() bool    { return r.st.Healthy() }
+func (r redisIO) Reopened() uint64 { return r.st.Reopened() }
+
+func (r redisIO) NewBatch(writer string, ds []fallback.Delta) Batch { return r.st.NewBatch(writer, ds) }
+
+func (r redisIO) SendBatch(b Batch, done func(error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.SendBatch(ctx, b.(*fallback.Batch)))
+	}()
+}
+
+func (r redisIO) LoadMany(ctx context.Context, refs []fallback.CounterRef, now int64, done func([]fallback.Loaded)) {
+	go func() { done(r.st.LoadMany(ctx, refs, now)) }()
+}
+
+func (r redisIO) Written(n int, ps []int, done func([]int64, error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.Written(ctx, n, ps))
+	}()
+}
+
+func (r redisIO) StampWritten(n int, ps []int, now int64, epoch string, done func(string, error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.StampWritten(ctx, n, ps, now, epoch))
+	}()
+}
+
+func (r redisIO) MarkLate(n int, ps []int, done func(error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.MarkLate(ctx, n, ps))
+	}()
+}
+
+func (r redisIO) LateMarks(n int, since int64, done func(int64, map[int]int64, error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.LateMarks(ctx, n, since))
+	}()
+}
+
+func (r redisIO) Reached(fs []fallback.Fence, done func(bool, error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.Reached(ctx, fs))
+	}()
+}
+
+// handoffTimeout bounds one delivery of a Handoff (it is sent again if it goes
+// unanswered).
+const handoffTimeout = 5 * time.Second
+
+// PeersIO runs s's deliveries on goroutines of their own.
+func PeersIO(s Sender) Peers { return peersIO{s} }
+
+type peersIO struct{ s Sender }
+
+func (p peersIO) Handoff(addr string, h *rpc.Handoff, done func(error)) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), handoffTimeout)
+		defer cancel()
+		done(p.s.Handoff(ctx, addr, h))
+	}()
+}
+
+// RealClock is the process's monotonic clock and its timers.
+func RealClock() Clock { return realClock{start: time.Now()} }
+
+type realClock struct{ start time.Time }
+
+func (c realClock) Since() time.Duration { return time.Since(c.start) }
+
+func (realClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }

@@ -1,0 +1,152 @@
+package owner
+
+import "fmt"
+
+// State is what a partition is on this node. Only Owned partitions are decided here,
+// and only while this node holds their lease (a Stale one too while Redis is down: its
+// memory is then the best there is).
+type State uint8
+
+const (
+	// Idle: not this node's, and nothing of it is here.
+	Idle State = iota
+	// Owned: this node's in its ring; claimed, and decided while the lease holds.
+	Owned
+	// Stale: this node's, but its memory may lack what another node decided (its lease
+	// lapsed, or another node's late write landed): dropped and reloaded from Redis
+	// before it is decided again.
+	Stale
+	// Releasing: no longer this node's; its counters are on their way to where the new
+	// owner finds them (Redis, or the new owner itself). Still claimed, never decided.
+	Releasing
+	// Lent: this node's again, but some of its counters went to another node that has
+	// not handed them back. Claimed, never decided until they are back.
+	Lent
+	// LentStale: Lent, and its memory went stale meanwhile: reloaded once the counters
+	// are back.
+	LentStale
+)
+
+var stateNames = [...]string{Idle: "idle", Owned: "owned", Stale: "stale", Releasing: "releasing", Lent: "lent",
+	LentStale: "lent-stale"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Event is what happens to a partition.
+type Event uint8
+
+const (
+	// Gained: the ring gives the partition to this node.
+	Gained Event = iota
+	// Lost: the ring gives it to another node.
+	Lost
+	// Lapsed: its lease ran out while this node held it.
+	Lapsed
+	// LateWrite: another node's write to Redis of its counters landed after that node's
+	// lease ended (a late-write mark moved).
+	LateWrite
+	// Reloaded: its stale memory left; its counters load from Redis on first use.
+	Reloaded
+	// HandedOn: a release put its counters where the new owner finds them, and the ring
+	// does not give it back.
+	HandedOn
+	// HandedBack: a release ended with the ring giving it back, every counter here.
+	HandedBack
+	// HandedBackLent: a release ended with the ring giving it back, some counters at
+	// another node.
+	HandedBackLent
+	// CountersBack: the node its counters were lent to handed them back.
+	CountersBack
+	// LendEnded: the node its counters were lent to left the ring, or did not hand them
+	// back in time: it is decided from what is here, and the counters add up when they
+	// come.
+	LendEnded
+	// RedisBack: Redis answers again, and some of the partition's counters were started
+	// from empty memory while it was down (blind.go): they are reloaded.
+	RedisBack
+)
+
+var eventNames = [...]string{Gained: "gained", Lost: "lost", Lapsed: "lapsed", LateWrite: "late-write",
+	Reloaded: "reloaded", HandedOn: "handed-on", HandedBack: "handed-back", HandedBackLent: "handed-back-lent",
+	CountersBack: "counters-back", LendEnded: "lend-ended", RedisBack: "redis-back"}
+
+func (e Event) String() string {
+	if int(e) < len(eventNames) {
+		return eventNames[e]
+	}
+	return fmt.Sprintf("event(%d)", uint8(e))
+}
+
+// Action is what the owner must do after a transition, besides keeping the new state.
+type Action uint8
+
+const (
+	// Release: hand the partition's counters on (it was just lost).
+	Release Action = 1 << iota
+	// Reload: drop the partition's memory and load its counters again from Redis.
+	Reload
+)
+
+// Step is the partition state machine: what event e does to a partition in state s.
+// persistent says whether the owner has Redis behind its memory: without it a lapsed
+// partition's memory is what this node counted, and stays (whoever decided meanwhile
+// hands its counts back to be added). ok is false when e means nothing in s (the state
+// stays). It is pure: no I/O, no clock, no locks.
+//
+//	state       event            → state       action
+//	idle        gained           → owned
+//	owned       lost             → releasing   release
+//	stale       lost             → releasing   release
+//	lent        lost             → releasing   release
+//	lent-stale  lost             → releasing   release
+//	owned       lapsed           → stale       reload   (with Redis)
+//	owned       late-write       → stale       reload
+//	owned       redis-back       → stale       reload
+//	lent        lapsed           → lent-stale           (with Redis)
+//	lent        late-write       → lent-stale
+//	stale       reloaded         → owned
+//	releasing   handed-on        → idle
+//	releasing   handed-back      → owned
+//	releasing   handed-back-lent → lent
+//	lent        counters-back    → owned
+//	lent        lend-ended       → owned
+//	lent-stale  counters-back    → stale       reload
+//	lent-stale  lend-ended       → stale       reload
+//
+// Every other pair leaves the state as it is.
+func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
+	stales := e == LateWrite || e == Lapsed && persistent
+	switch {
+	case s == Idle && e == Gained:
+		return Owned, 0, true
+	case s != Idle && s != Releasing && e == Lost:
+		return Releasing, Release, true
+	case s == Owned && (stales || e == RedisBack):
+		return Stale, Reload, true
+	case s == Lent && stales:
+		return LentStale, 0, true
+	case s == Stale && e == Reloaded:
+		return Owned, 0, true
+	case s == Releasing && e == HandedOn:
+		return Idle, 0, true
+	case s == Releasing && e == HandedBack:
+		return Owned, 0, true
+	case s == Releasing && e == HandedBackLent:
+		return Lent, 0, true
+	case s == Lent && (e == CountersBack || e == LendEnded):
+		return Owned, 0, true
+	case s == LentStale && (e == CountersBack || e == LendEnded):
+		return Stale, Reload, true
+	}
+	return s, 0, false
+}
+
+// Claimed reports whether a partition in state s is claimed: nobody else may be
+// granted it, either because this node decides it or because its counters are still
+// on their way.
+func (s State) Claimed() bool { return s != Idle }
