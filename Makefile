@@ -10,6 +10,18 @@ BIN ?= bin/leapcount-node
 test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+	$(GO) test -count=1 -run 'TestSimulation$$' ./sim/
+
+# The cluster simulation (package sim) for more seeds than make test's thousand: SEEDS
+# seeds from a random first one (printed), or one seed replayed: make sim SEED=n REDIS=true.
+SEEDS ?= 10000
+.PHONY: sim
+sim:
+	@if [ -n "$(SEED)" ]; then \
+		LEAPCOUNT_SIM_SEED=$(SEED) LEAPCOUNT_SIM_REDIS=$(REDIS) $(GO) test -count=1 -v -run 'TestSimulation$$' ./sim/; \
+	else \
+		LEAPCOUNT_SIM_SEEDS=$(SEEDS) LEAPCOUNT_SIM_FIRST=$${LEAPCOUNT_SIM_FIRST:-$$(date +%s%N)} $(GO) test -count=1 -v -run 'TestSimulation$$' ./sim/; \
+	fi
 
 tools:
 	./scripts/ensure-redis.sh

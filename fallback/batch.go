@@ -345,3 +345,60 @@ func checkDelta(d Delta) error {
 	}
 	return nil
 }
+
+// Unconfirmed returns the deltas of the calls Redis has not confirmed.
+func (b *Batch) Unconfirmed() []Delta {
+	var out []Delta
+	for _, c := range b.calls {
+		if c.state == confirmed {
+			continue
+		}
+		for _, i := range c.owners {
+			out = append(out, b.deltas[i])
+		}
+	}
+	return out
+}
+
+// Rewrite replaces each delta d of b's unconfirmed calls with fn(d), or drops it when
+// fn says not to keep it, and reports how many it changed. Each call keeps its seq:
+// sent again, it still applies at most once, in its first form or its rewritten one,
+// whichever of its sends applies. A call left with no delta counts as confirmed. A
+// writer whose right to a counter ended before its reset reached Redis rewrites it
+// without the reset: applied late, it would erase what the counter's next owner wrote
+// meanwhile.
+func (st *Store) Rewrite(b *Batch, fn func(Delta) (Delta, bool)) int {
+	n := 0
+	for _, c := range b.calls {
+		if c.state == confirmed {
+			continue
+		}
+		changed := false
+		kept := c.owners[:0]
+		for _, i := range c.owners {
+			d, keep := fn(b.deltas[i])
+			if !keep || d.Reset != b.deltas[i].Reset || len(d.Buckets) != len(b.deltas[i].Buckets) {
+				changed = true
+				n++
+			}
+			b.deltas[i] = d
+			if keep {
+				kept = append(kept, i)
+			}
+		}
+		if !changed {
+			continue
+		}
+		c.owners = kept
+		c.keys, c.args, c.pairs = c.keys[:1], c.args[:3], 0
+		for _, i := range c.owners {
+			c.keys = append(c.keys, counterKey(b.deltas[i].Key, b.deltas[i].Spec))
+			c.args = st.appendDelta(c.args, b.deltas[i])
+			c.pairs += len(b.deltas[i].Buckets)
+		}
+		if len(c.owners) == 0 {
+			c.state = confirmed
+		}
+	}
+	return n
+}

@@ -17,6 +17,10 @@ type Delta struct {
 	Spec    leaparray.Spec
 	Buckets []leaparray.Bucket
 	Reset   bool
+	// Base marks a counter's whole state but its pending deltas, with Reset, written
+	// back after Redis lost its data (see the owner's reseed): its writer drops it,
+	// rather than strip its reset, once its right to the counter has ended.
+	Base bool
 }
 
 // CounterRef names one counter: its key and its shape.

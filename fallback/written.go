@@ -67,3 +67,21 @@ func (st *Store) Written(ctx context.Context, n int, ps []int) ([]int64, error) 
 	}
 	return out, nil
 }
+
+// Epoch returns the partition stamps' epoch (see StampWritten): "" when Redis holds
+// none, as after it lost its data. A node that knew another learns that Redis lost
+// what it held.
+func (st *Store) Epoch(ctx context.Context, n int) (string, error) {
+	var e string
+	err := st.guard(ctx, func() error {
+		var err error
+		if e, err = st.rdb.HGet(ctx, WrittenKey(n), "e").Result(); errors.Is(err, redis.Nil) {
+			e, err = "", nil
+		}
+		return err
+	})
+	if err != nil {
+		return "", unavailable("epoch", err)
+	}
+	return e, nil
+}

@@ -143,3 +143,11 @@ func (s *slab[C]) drain(dst []Delta, sp Spec) []Delta {
 	}
 	return dst
 }
+
+// pendingOf returns a copy of slot's pending buckets.
+func (s *slab[C]) pendingOf(slot int) []Bucket {
+	if !s.deltas || s.pend.s[slot] == 0 {
+		return nil
+	}
+	return append([]Bucket(nil), s.dl[s.pend.s[slot]-1].buckets...)
+}

@@ -194,3 +194,67 @@ func (s *Store) ResetPending(key string, sp Spec) bool {
 	})
 	return pending
 }
+
+// Pending returns the counter's buckets not yet drained (a copy; nil when it is not
+// held or nothing is pending), and whether a reset of it is not yet drained.
+func (s *Store) Pending(key string, sp Spec) (buckets []Bucket, reset bool) {
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
+		_, reset = sh.resets[key]
+		r, ok := sh.find(key, h)
+		if !ok {
+			return
+		}
+		switch r.tier {
+		case one:
+			buckets = sh.one.pendingOf(r.slot)
+		case narrow:
+			buckets = sh.narrow.pendingOf(r.slot)
+		default:
+			buckets = sh.wide.pendingOf(r.slot)
+		}
+	})
+	return buckets, reset
+}
+
+// Bases calls fn with every counter held whose key match accepts, and its buckets
+// without what is pending of them (WithDeltas): what a persistence store held of it
+// before it lost its data, when every delta drained so far reached it. Written back,
+// base and the deltas still to drain make the counter whole again. It locks one shard
+// at a time. match must not keep the key it is given: it is a view of the store's
+// memory.
+func (s *Store) Bases(match func(key string) bool, fn func(key string, sp Spec, base []Bucket)) {
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			basesOf(&sh.one, t.spec, match, fn)
+			basesOf(&sh.narrow, t.spec, match, fn)
+			basesOf(&sh.wide, t.spec, match, fn)
+			sh.mu.Unlock()
+		}
+	}
+}
+
+func basesOf[C count](s *slab[C], sp Spec, match func(string) bool, fn func(string, Spec, []Bucket)) {
+	for slot := range s.refs.s {
+		if match(s.keyView(slot)) {
+			fn(s.key(slot), sp, subtract(s.appendBuckets(nil, slot), s.pendingOf(slot)))
+		}
+	}
+}
+
+// subtract takes pending out of buckets, bucket by bucket, dropping those left empty.
+func subtract(buckets, pending []Bucket) []Bucket {
+	out := buckets[:0]
+	for _, b := range buckets {
+		for _, p := range pending {
+			if p.Index == b.Index {
+				b.Count -= min(p.Count, b.Count)
+			}
+		}
+		if b.Count > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}

@@ -63,6 +63,8 @@ type Keeper struct {
 	held      Set // claimed partitions seen held at the last check
 	next      uint64
 	lastHeard map[string]int64
+	runs      map[string]uint64 // each member's incarnation, from its last heartbeat
+	leftRuns  map[string]uint64 // the incarnation each member that left gracefully ran
 
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
 	kick    chan struct{}
@@ -79,7 +81,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	k := &Keeper{cfg: cfg, now: now, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
-		next: 1, lastHeard: map[string]int64{}, kick: make(chan struct{}, 1)}
+		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	}
@@ -130,9 +132,24 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.view, k.peers = view, peers
+	for _, name := range view.Left {
+		if run, ok := k.runs[name]; ok {
+			k.leftRuns[name] = run
+		}
+	}
+	for name := range k.leftRuns {
+		if !slices.Contains(view.Left, name) && !k.known(name) {
+			delete(k.leftRuns, name)
+		}
+	}
 	for name := range k.lastHeard {
 		if !k.known(name) {
 			delete(k.lastHeard, name)
+		}
+	}
+	for name := range k.runs {
+		if !k.known(name) {
+			delete(k.runs, name)
 		}
 	}
 }
@@ -228,6 +245,22 @@ func (k *Keeper) Quorate(now int64) bool {
 	return !k.voters.Empty() && n >= k.voters.Quorum()
 }
 
+// Incarnation is the run of the member named name, as its last heartbeat here said (0:
+// none heard). A node that restarted has another: what its earlier run held is gone.
+func (k *Keeper) Incarnation(name string) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.runs[name]
+}
+
+// LeftRun is the incarnation of the member named name that left the cluster
+// gracefully, handing on what it held (0: none known).
+func (k *Keeper) LeftRun(name string) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.leftRuns[name]
+}
+
 // LastHeard is when a heartbeat with name last succeeded either way (0: never).
 func (k *Keeper) LastHeard(name string) int64 {
 	k.mu.Lock()
@@ -242,6 +275,9 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	now := k.now()
 	k.voters.Report(req.From, req.Alive, req.Voters, now)
 	k.heard(req.From, now)
+	if k.known(req.From) {
+		k.runs[req.From] = req.Incarnation
+	}
 	rep := k.grantor.Grant(req, k.voters.Has(req.From), now)
 	rep.Voters = k.voters.List()
 	rep.Alive = k.view.Alive

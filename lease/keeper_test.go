@@ -126,3 +126,39 @@ func TestKeeperRemembersOnlyMembers(t *testing.T) {
 		t.Fatalf("grantor remembers the rounds of %d senders; want at most the voter a", latest)
 	}
 }
+
+// A lease granted by the replies to a round and run out before the next round began (the
+// node froze right after the grant) is reported lapsed: before, lapses were found by
+// comparing what each round saw held, and one that began and ended between two rounds
+// was never reported, so its owner decided again from memory another node had moved on
+// from (found by the cluster simulation).
+func TestLapseOfALeaseHeldOnlyBetweenRounds(t *testing.T) {
+	var now int64
+	var lapsed []Set
+	cfg := Config{Duration: time.Second}
+	mk := func(name string, found bool) *Keeper {
+		k := NewKeeper(KeeperConfig{Config: cfg, Self: name, Incarnation: 1, Partitions: 4, Found: found,
+			Now: func() int64 { return now }, OnLapse: func(s Set) { lapsed = append(lapsed, s.Clone()) }})
+		return k
+	}
+	a, b := mk("a", true), mk("b", false)
+	now = 10 * int64(time.Second) // past b's grantor's quarantine
+	for _, k := range []*Keeper{a, b} {
+		k.voters.set = map[string]bool{"a": true, "b": true}
+		k.SetView(View{Alive: []string{"a", "b"}}, nil)
+	}
+	a.SetClaims(claim(4, 2))
+	req, _ := a.Begin() // p not held yet: a alone is no majority of two
+	if a.Holds(2, now) {
+		t.Fatal("a holds p before b granted it")
+	}
+	a.Absorb("b", req, b.Handle(req))
+	if !a.Holds(2, now) {
+		t.Fatal("a does not hold p after b granted it")
+	}
+	now += 2 * int64(time.Second) // frozen past the lease, no round in between
+	a.Begin()
+	if len(lapsed) == 0 || !lapsed[len(lapsed)-1].Has(2) {
+		t.Fatalf("lapses reported: %v; want partition 2", lapsed)
+	}
+}

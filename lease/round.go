@@ -10,14 +10,22 @@ import (
 // grants as replies come in. It returns once the requests are sent; replies are counted
 // as they arrive, within one heartbeat.
 func (k *Keeper) Round(ctx context.Context) {
+	req, peers := k.Begin()
+	for _, p := range peers {
+		go k.exchange(ctx, p, req)
+	}
+}
+
+// Begin starts a round without sending it: it returns the request to send to each of
+// peers, whose replies go to Absorb. Round does this and the sending; a simulation,
+// which carries the messages itself, calls it directly.
+func (k *Keeper) Begin() (*Request, []Peer) {
 	req, peers, lapsed := k.begin()
 	if lapsed.Len() > 0 && k.cfg.OnLapse != nil {
 		k.cfg.OnLapse(lapsed)
 	}
 	k.signal()
-	for _, p := range peers {
-		go k.exchange(ctx, p, req)
-	}
+	return req, peers
 }
 
 // begin prepares round k.next under the lock and answers it from this node's own table.
@@ -41,6 +49,7 @@ func (k *Keeper) begin() (*Request, []Peer, Set) {
 	k.holder.Begin(n, now, req.Voters)
 	self := k.grantor.Grant(req, k.voters.Has(k.cfg.Self), now)
 	k.holder.Grant(n, k.cfg.Self, self.Granted)
+	k.noteHeld(self.Granted, now)
 	return req, k.targets(), lapsed
 }
 
@@ -79,18 +88,30 @@ func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	if err != nil || rep.Round != req.Round {
 		return
 	}
-	k.absorb(p.Name, req, rep)
+	k.Absorb(p.Name, req, rep)
 }
 
-// absorb counts a peer's reply to req.
-func (k *Keeper) absorb(name string, req *Request, rep *Reply) {
+// Absorb counts the reply of the peer named name to req, a request of Begin's.
+func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	k.mu.Lock()
 	now := k.now()
 	k.voters.Report(name, rep.Alive, rep.Voters, now)
 	k.heard(name, now)
 	if rep.Refused == RefusedNone {
 		k.holder.Grant(req.Round, name, rep.Granted)
+		k.noteHeld(rep.Granted, now)
 	}
 	k.mu.Unlock()
 	k.signal()
+}
+
+// noteHeld records as held the partitions of granted this node holds now: a lease
+// granted and run out between two rounds (a pause right after the grant) is then
+// reported as lapsed all the same. The caller holds mu.
+func (k *Keeper) noteHeld(granted Set, now int64) {
+	granted.Each(func(p int) {
+		if k.claims.Has(p) && now < k.holder.DecideUntil(p) {
+			k.held.Add(p)
+		}
+	})
 }

@@ -65,7 +65,7 @@ func (s *sim) round(i int) {
 			s.late = append(s.late, lateReply{at: s.now + int64(s.rng.IntN(2000))*ms, to: i, from: s.names[j], req: req, rep: rep})
 			continue
 		}
-		k.absorb(s.names[j], req, rep)
+		k.Absorb(s.names[j], req, rep)
 	}
 }
 
@@ -74,7 +74,7 @@ func (s *sim) deliver() {
 	for _, l := range s.late {
 		if l.at <= s.now {
 			if s.linked(l.to, s.index(l.from)) {
-				s.keepers[l.to].absorb(l.from, l.req, l.rep)
+				s.keepers[l.to].Absorb(l.from, l.req, l.rep)
 			}
 			continue
 		}

@@ -48,6 +48,19 @@ func (o *Owner) judge(p int, now int64, redisUp bool) verdict {
 	return notMine
 }
 
+// Decides reports whether this node would decide an op of partition p now (for checks
+// from outside: it has no side effect).
+func (o *Owner) Decides(p int) bool {
+	now, up := o.cfg.Leases.Now(), o.redisUp()
+	switch o.parts.get(p) {
+	case Owned:
+		return !(up && o.parts.blind[p].Load()) && o.cfg.Leases.Holds(p, now)
+	case Stale:
+		return !up && o.cfg.Leases.Holds(p, now)
+	}
+	return false
+}
+
 // request is one batch of ops being decided by Start.
 type request struct {
 	ctx     context.Context
@@ -292,15 +305,19 @@ func (o *Owner) expire(r *request) {
 	o.attempt(r)
 }
 
+// kickDelay is how soon a kick's Tick runs.
+const kickDelay = time.Millisecond
+
 // LeasesChanged tells the owner that its leases may have changed (the lease keeper's
 // hook): ops waiting for a grant are tried again.
 func (o *Owner) LeasesChanged() { o.wake() }
 
 // kick asks for a Tick soon, once however often it is asked before it runs: ops wait
-// for a flush, or for blind memory to be dropped.
+// for a flush, or for blind memory to be dropped. (Soon, not at once: what a Tick does
+// must not bring itself about again without a pause.)
 func (o *Owner) kick() {
 	if o.flush.kicked.CompareAndSwap(false, true) {
-		o.cfg.Clock.AfterFunc(0, func() {
+		o.cfg.Clock.AfterFunc(kickDelay, func() {
 			o.flush.kicked.Store(false)
 			o.Tick()
 		})

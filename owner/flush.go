@@ -68,11 +68,11 @@ func (f *flusher) enqueue(ds []fallback.Delta) {
 	defer f.mu.Unlock()
 	for _, d := range ds {
 		r := refOf(d)
-		if i, ok := f.queued[r]; ok {
+		if i, ok := f.queued[r]; ok && !d.Base && !f.queue[i].Base {
 			f.queue[i] = fold(f.queue[i], d)
 			continue
 		}
-		f.queued[r] = len(f.queue)
+		f.queued[r] = len(f.queue) // (a base goes alone: it may be dropped alone)
 		f.queue = append(f.queue, d)
 		f.refs[r]++
 	}
@@ -179,6 +179,7 @@ func (o *Owner) flushNext() {
 		return
 	}
 	sb := f.batches[0]
+	o.stripLateResets(sb)
 	o.stamp(sb.refs, func(err error) {
 		if err != nil {
 			o.cfg.Logger.Debug("write-behind waits: its partitions' stamps were not written", "err", err)
@@ -191,6 +192,34 @@ func (o *Owner) flushNext() {
 			o.sent(sb, err)
 		})
 	})
+}
+
+// stripLateResets takes out of sb what this node may no longer write for a partition
+// it may no longer decide (its lease is ending or ended, and another node may soon
+// decide the counter and write it): a reset landing after that would erase what the
+// other wrote, so it goes without its reset (what it erased may then come back, README:
+// Guarantees; never what another node counted), and a whole state written back after
+// Redis lost its data (reseed.go) does not go at all (the decider writes its own). The
+// caller holds mu.
+func (o *Owner) stripLateResets(sb sentBatch) {
+	rg := o.ring.Load()
+	if rg == nil {
+		return
+	}
+	now := o.cfg.Leases.Now()
+	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
+		if !d.Reset || o.cfg.Leases.Holds(rg.Partition(d.Key), now) {
+			return d, true
+		}
+		if d.Base {
+			return d, false
+		}
+		d.Reset = false
+		return d, true
+	})
+	if n > 0 {
+		o.cfg.Logger.Warn("resets not written before this node's lease ended are dropped: what they erased may come back", "deltas", n)
+	}
 }
 
 // sent goes on after a batch's send: confirmed, its counters settle (its late writes
@@ -364,3 +393,65 @@ func (o *Owner) Unwritten() int {
 
 // Flushes reports how many flushes have ended (tests and simulations wait for one).
 func (o *Owner) Flushes() uint64 { return o.flush.rounds.Load() }
+
+// Unconfirmed is how much of the counter this node holds that Redis has not confirmed:
+// its pending part in memory, queued, in unconfirmed batches and in releases. A crash
+// loses at most this much of it (the simulation bounds its checks by it).
+func (o *Owner) Unconfirmed(key string, sp leaparray.Spec) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ref := fallback.CounterRef{Key: key, Spec: sp}
+	bs, _ := o.cfg.Store.Pending(key, sp)
+	n := sumBuckets(bs)
+	o.flush.mu.Lock()
+	if i, ok := o.flush.queued[ref]; ok {
+		n += sumBuckets(o.flush.queue[i].Buckets)
+	}
+	o.flush.mu.Unlock()
+	for _, sb := range o.flush.batches {
+		for _, d := range sb.b.Unconfirmed() {
+			if refOf(d) == ref {
+				n += sumBuckets(d.Buckets)
+			}
+		}
+	}
+	return n + o.releases.held(ref, true)
+}
+
+// InMemory is the count of the counter at now in this node's memory, the store's and
+// its releases': all a crash without Redis loses of it.
+func (o *Owner) InMemory(key string, sp leaparray.Spec, now int64) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.cfg.Store.Count(key, sp, now)
+	return uint64(c) + o.releases.held(fallback.CounterRef{Key: key, Spec: sp}, false)
+}
+
+func sumBuckets(bs []leaparray.Bucket) uint64 {
+	var n uint64
+	for _, b := range bs {
+		n += b.Count
+	}
+	return n
+}
+
+// PendingReset reports whether this node holds a reset of the counter that Redis has
+// not confirmed: lost in a crash, it brings back what it erased.
+func (o *Owner) PendingReset(key string, sp leaparray.Spec) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, reset := o.cfg.Store.Pending(key, sp); reset {
+		return true
+	}
+	ref := fallback.CounterRef{Key: key, Spec: sp}
+	o.flush.mu.Lock()
+	i, queued := o.flush.queued[ref]
+	reset := queued && o.flush.queue[i].Reset
+	o.flush.mu.Unlock()
+	for _, sb := range o.flush.batches {
+		for _, d := range sb.b.Unconfirmed() {
+			reset = reset || refOf(d) == ref && d.Reset
+		}
+	}
+	return reset
+}

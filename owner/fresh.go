@@ -141,12 +141,15 @@ func (o *Owner) stamp(refs []fallback.CounterRef, then func(error)) {
 	o.cfg.Redis.StampWritten(n, due, now, candidate, func(epoch string, err error) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		if err != nil || f.epoch == "" || epoch == f.epoch || len(due) == len(all) {
+		if err == nil && f.epoch != "" && epoch != f.epoch {
+			// The stamps were emptied since this node's last: Redis lost its data.
+			// Write memory back in full (reseed.go), and stamp all again.
+			o.reseed()
+		}
+		if err != nil || len(due) == len(all) || f.epoch != "" {
 			o.stamped(epoch, due, now, err, then)
 			return
 		}
-		// The stamps were emptied since this node's last: stamp all again.
-		o.forgetStamps()
 		o.cfg.Redis.StampWritten(n, all, now, candidate, func(again string, err error) {
 			o.mu.Lock()
 			defer o.mu.Unlock()

@@ -44,6 +44,10 @@ func (f *fakeLeases) Now() int64 { return 0 }
 
 func (f *fakeLeases) Quorate(int64) bool { return true }
 
+func (f *fakeLeases) Incarnation(string) uint64 { return 0 }
+
+func (f *fakeLeases) LeftRun(string) uint64 { return 0 }
+
 func (f *fakeLeases) Holds(p int, _ int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -28,6 +28,10 @@ type Redis interface {
 	MarkLate(n int, ps []int, done func(error))
 	LateMarks(n int, since int64, done func(int64, map[int]int64, error))
 	Reached(fs []fallback.Fence, done func(bool, error))
+	Epoch(n int, done func(string, error))
+	// Rewrite replaces or drops deltas of b's unconfirmed calls, keeping each call's
+	// seq (fallback.Store.Rewrite).
+	Rewrite(b Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int
 }
 
 // Batch is write-behind that applies at most once (fallback.Batch).
@@ -36,6 +40,7 @@ type Batch interface {
 	InDoubt() bool
 	TakeUnsent() []fallback.Delta
 	Fences(match func(fallback.Delta) bool) []fallback.Fence
+	Unconfirmed() []fallback.Delta
 }
 
 // Peers delivers Handoffs to other nodes (production: rpc.Client, through PeersIO).
@@ -54,12 +59,14 @@ type Clock interface {
 
 // Leases is this node's hold on partitions (lease.Keeper in production).
 type Leases interface {
-	Now() int64                  // the leases' monotonic clock, ns
-	Holds(p int, now int64) bool // whether this node may decide p at now
-	Until(p int) int64           // when its lease of p ends (no one else holds p before); 0: not held
-	SetClaims(lease.Set)         // the partitions this node wants to hold
-	Kick()                       // renew now: a partition was just released to this node
-	Quorate(now int64) bool      // whether this node reaches a majority of the voters
+	Now() int64                     // the leases' monotonic clock, ns
+	Holds(p int, now int64) bool    // whether this node may decide p at now
+	Until(p int) int64              // when its lease of p ends (no one else holds p before); 0: not held
+	SetClaims(lease.Set)            // the partitions this node wants to hold
+	Kick()                          // renew now: a partition was just released to this node
+	Quorate(now int64) bool         // whether this node reaches a majority of the voters
+	Incarnation(name string) uint64 // the run of the member named name, as last heard (0: unknown)
+	LeftRun(name string) uint64     // its run that left gracefully, handing on what it held (0: none)
 }
 
 // Sender delivers Handoffs and waits for the outcome (rpc.Client).
@@ -138,6 +145,18 @@ func (r redisIO) Reached(fs []fallback.Fence, done func(bool, error)) {
 		ctx, cancel := bounded()
 		defer cancel()
 		done(r.st.Reached(ctx, fs))
+	}()
+}
+
+func (r redisIO) Rewrite(b Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int {
+	return r.st.Rewrite(b.(*fallback.Batch), fn)
+}
+
+func (r redisIO) Epoch(n int, done func(string, error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.Epoch(ctx, n))
 	}()
 }
 

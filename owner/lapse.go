@@ -65,6 +65,19 @@ func (o *Owner) cleanStart() {
 		return
 	}
 	o.cleaning = true
+	// Stale memory is dropped and reloaded only from a Redis that still holds what it
+	// held: one that lost its data is written back first (reseed.go).
+	o.checkEpoch(func(kept bool) {
+		if !kept {
+			o.cleaning = false
+			return
+		}
+		o.cleanFenced(rg, ps)
+	})
+}
+
+// cleanFenced drops the partitions of ps that no fence holds back. The caller holds mu.
+func (o *Owner) cleanFenced(rg *ring.Ring, ps []int) {
 	held := make([]bool, len(ps))
 	var fenced []int
 	for i, p := range ps {

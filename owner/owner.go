@@ -10,11 +10,13 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
 )
 
 // Config is what an Owner needs.
 type Config struct {
 	Self   string           // this node's member name
+	Run    uint64           // this node's incarnation: Handoffs meant for another are refused
 	Writer string           // unique per run: names this run's write-behind (fallback.NewBatch)
 	Store  *leaparray.Store // made WithDeltas when Redis is set
 	Redis  Redis            // nil: no persistence; Handoffs carry state (RedisIO wraps a fallback.Store)
@@ -23,6 +25,12 @@ type Config struct {
 	Clock  Clock        // nil: RealClock
 	Now    func() int64 // counters' clock, ms since the Unix epoch
 	Limits counter.Limits
+	// OnAmbiguous, when set, hears each Handoff in doubt whose fate the owner settles
+	// without an answer (README: Guarantees): taken as delivered (its receiver left
+	// gracefully since; lost if it had not applied it), or not (its receiver stayed out
+	// of the ring; counted twice should it come back having applied it). Tests and the
+	// simulation bound their checks by it.
+	OnAmbiguous func(h *rpc.Handoff, delivered bool)
 	// ID seeds this run's Handoff ids (nil: from the wall clock, so that a restarted
 	// node never reuses one); a simulation sets it to replay.
 	ID func() uint64
@@ -79,6 +87,7 @@ type Owner struct {
 	waiting  waiters   // ops waiting for their partition (decide.go)
 	releases releases  // partitions being handed on (release.go)
 	cleaning bool      // a clean-up of stale memory is under way (under mu)
+	epoch    epochWatch
 	polled   time.Duration
 
 	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
@@ -122,12 +131,16 @@ func (o *Owner) Run() {
 func (o *Owner) Tick() {
 	o.mu.Lock()
 	now := o.cfg.Clock.Since()
+	if o.reseedDue() > 0 {
+		o.kick()
+	}
 	o.flushStart()
 	// The late-write marks are read at most once per FlushInterval (or 100 ms, when
 	// that is longer): kicks come as often as ops wait for a flush.
 	if now-o.polled >= min(o.cfg.FlushInterval, 100*time.Millisecond) {
 		o.polled = now
 		o.pollLate()
+		o.checkEpoch(nil)
 	}
 	o.cleanStart()
 	o.expireLends(now)

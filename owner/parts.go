@@ -48,6 +48,9 @@ func (o *Owner) step(p int, e Event) Action {
 	}
 	o.parts.state[p].Store(uint32(next))
 	o.parts.gen[p].Add(1)
+	if next == Releasing {
+		o.epoch.due.Remove(p) // its memory leaves: nothing of it to write back (reseed.go)
+	}
 	return act
 }
 
@@ -72,6 +75,7 @@ func (o *Owner) SetRing(next *ring.Ring) {
 	o.mu.Lock()
 	o.parts.size(next.PartitionCount())
 	var lost []int
+	partial := partialMemory{}
 	o.decide.Lock()
 	prev := o.ring.Swap(next)
 	for p := range o.parts.state {
@@ -80,16 +84,18 @@ func (o *Owner) SetRing(next *ring.Ring) {
 		if ok && m.Name == o.cfg.Self {
 			e = Gained
 		}
+		was := o.parts.get(p)
 		if o.step(p, e)&Release != 0 {
 			delete(o.parts.lent, p)
 			lost = append(lost, p)
+			partial.note(o, p, was)
 		}
 	}
 	o.decide.Unlock()
 	o.endLends(func(l lend) bool { return left(prev, next, l.to) }, "the node they were handed to left the ring")
 	o.cfg.Leases.SetClaims(o.parts.claims())
 	if len(lost) > 0 {
-		o.startRelease(lost)
+		o.startRelease(lost, partial)
 	}
 	o.stepReleases() // a release in progress may take some of its partitions back
 	o.mu.Unlock()

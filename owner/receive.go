@@ -22,7 +22,8 @@ import (
 type received struct {
 	nextID  atomic.Uint64
 	applied map[string]*appliedIDs // by sender; under Owner.mu
-	clock   uint64                 // Handoffs applied so far: orders senders by their last
+	refused map[string]*appliedIDs // by sender: refused for good, so that no copy still on its way applies later
+	clock   uint64                 // Handoffs answered so far: orders senders by their last
 }
 
 type appliedIDs struct {
@@ -40,11 +41,12 @@ const (
 
 func (r *received) init(seed uint64) {
 	r.applied = map[string]*appliedIDs{}
+	r.refused = map[string]*appliedIDs{}
 	r.nextID.Store(seed) // unique per run: a restarted sender never reuses an id
 }
 
-func (r *received) seen(from string, id uint64) bool {
-	a := r.applied[from]
+func seenIn(m map[string]*appliedIDs, from string, id uint64) bool {
+	a := m[from]
 	if a == nil {
 		return false
 	}
@@ -52,17 +54,27 @@ func (r *received) seen(from string, id uint64) bool {
 	return ok
 }
 
-// record remembers that from's Handoff id was applied, forgetting from's oldest id past
+func (r *received) seen(from string, id uint64) bool { return seenIn(r.applied, from, id) }
+
+// record remembers that from's Handoff id was applied.
+func (r *received) record(from string, id uint64) { r.remember(r.applied, from, id) }
+
+// refuse remembers that from's Handoff id was refused: a copy of it still on its way (a
+// resend while it was in doubt) is refused too, however things stand when it arrives,
+// since its sender took the refusal as the answer and sends its counters in another.
+func (r *received) refuse(from string, id uint64) { r.remember(r.refused, from, id) }
+
+// remember records from's id in m, forgetting from's oldest id past
 // maxAppliedPerSender, and the least recent sender past maxSenders.
-func (r *received) record(from string, id uint64) {
+func (r *received) remember(m map[string]*appliedIDs, from string, id uint64) {
 	r.clock++
-	a := r.applied[from]
+	a := m[from]
 	if a == nil {
-		if len(r.applied) >= maxSenders {
-			r.forgetLeastRecent()
+		if len(m) >= maxSenders {
+			forgetLeastRecent(m)
 		}
 		a = &appliedIDs{ids: map[uint64]struct{}{}}
-		r.applied[from] = a
+		m[from] = a
 	}
 	a.last = r.clock
 	if len(a.ring) < maxAppliedPerSender {
@@ -75,32 +87,43 @@ func (r *received) record(from string, id uint64) {
 	a.ids[id] = struct{}{}
 }
 
-func (r *received) forgetLeastRecent() {
+func forgetLeastRecent(m map[string]*appliedIDs) {
 	var name string
 	var oldest uint64
-	for n, a := range r.applied {
+	for n, a := range m {
 		if name == "" || a.last < oldest || a.last == oldest && n < name {
 			name, oldest = n, a.last
 		}
 	}
-	delete(r.applied, name)
+	delete(m, name)
 }
 
 // Handoff applies a Handoff from a node that hands counters on to this one: it takes
 // them into memory (with Redis, with their part not yet in Redis to write behind). It
 // refuses, applying nothing, when a counter's partition is not this node's in its ring
 // (rpc.ErrHandoffNotOwner: the sender sends it where it belongs). A Handoff already
-// applied is acknowledged and not applied again. The partitions it names were released
+// applied is acknowledged and not applied again; one meant for another run of this node
+// is refused. The partitions it names were released
 // by the sender, so this node asks for their leases at once, and those it had lent to
 // the sender are decided again.
 func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
+	if h.ToRun != 0 && o.cfg.Run != 0 && h.ToRun != o.cfg.Run {
+		// Meant for an earlier run of this node: whether that one applied it is gone
+		// with it, and its ID means nothing here. Certainly not applied here.
+		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", rpc.ErrHandoffNotOwner, h.ToRun, o.cfg.Self, o.cfg.Run)
+	}
 	o.mu.Lock()
 	if o.recv.seen(h.From, h.ID) {
 		o.mu.Unlock()
 		return nil
 	}
+	if seenIn(o.recv.refused, h.From, h.ID) {
+		o.mu.Unlock()
+		return fmt.Errorf("%w: handoff %d was refused before", rpc.ErrHandoffNotOwner, h.ID)
+	}
 	if len(h.Counters) > 0 {
 		if err := o.takeIn(h); err != nil {
+			o.recv.refuse(h.From, h.ID)
 			o.mu.Unlock()
 			return err
 		}

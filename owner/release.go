@@ -41,15 +41,18 @@ type release struct {
 	ev       []leaparray.Evicted
 	persist  bool          // waiting for Redis to confirm their deltas
 	until    time.Duration // persisting: when to hand them on directly instead
-	checking bool          // a check of their fences is under way
+	checking bool          // a check of their fences, or of Redis's epoch, is under way
+	epochOK  bool          // Redis's epoch read unchanged since their deltas were confirmed
+	stepAt   time.Duration // when a timer steps it again (0: none armed)
 
-	byPart map[int][]rpc.HandoffCounter // handing on: the counters not delivered yet
-	lentTo map[int]string               // where counters of a partition went: lent, should it come back
-	fences []rpc.HandoffFence
-	sends  map[string]*send // by receiver: at most one each
-	wait   time.Duration    // backoff after a failed send
-	next   time.Duration    // no new send starts before this
-	count  int              // counters handed on, for the log
+	partial partialMemory                // counters whose memory lacks what Redis holds
+	byPart  map[int][]rpc.HandoffCounter // handing on: the counters not delivered yet
+	lentTo  map[int]string               // where counters of a partition went: lent, should it come back
+	fences  []rpc.HandoffFence
+	sends   map[string]*send // by receiver: at most one each
+	wait    time.Duration    // backoff after a failed send
+	next    time.Duration    // no new send starts before this
+	count   int              // counters handed on, for the log
 }
 
 // send delivers one receiver's partitions, in Handoffs of at most rpc.MaxHandoffBytes/2,
@@ -63,6 +66,7 @@ type send struct {
 	n        int          // counters in h
 	flying   bool
 	inDoubt  bool          // h went out and no answer came: only sending it again, to the same node, can tell
+	run      uint64        // the receiver's incarnation h is meant for (0: unknown)
 	outSince time.Duration // in doubt: when the receiver was first seen out of the ring
 	next     time.Duration // in doubt: when to send h again
 	wait     time.Duration
@@ -70,10 +74,10 @@ type send struct {
 
 // startRelease begins the release of partitions ps, which the ring just took away.
 // The caller holds mu.
-func (o *Owner) startRelease(ps []int) {
+func (o *Owner) startRelease(ps []int, partial partialMemory) {
 	rg := o.ring.Load()
 	set := setOf(rg, ps)
-	rel := &release{parts: ps, lentTo: map[int]string{}, sends: map[string]*send{}}
+	rel := &release{parts: ps, partial: partial, lentTo: map[int]string{}, sends: map[string]*send{}}
 	rel.ev = o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
 	if o.cfg.Redis != nil {
 		o.flush.enqueue(pendingOf(rel.ev))
@@ -125,22 +129,57 @@ func (o *Owner) stepPersist(rel *release) {
 				fenced = append(fenced, p)
 			}
 		}
-		if len(fenced) == 0 {
+		switch {
+		case len(fenced) > 0 && !rel.checking:
+			o.checkFences(rel, fenced)
+		case len(fenced) > 0 || rel.checking:
+		case !rel.epochOK:
+			// Redis may have lost its data since: then its counts are to be written
+			// again (reseed.go) before the new owner loads them from there.
+			rel.checking = true
+			o.checkEpoch(func(kept bool) {
+				rel.checking, rel.epochOK = false, kept
+				o.stepRelease(rel)
+			})
+		default:
 			o.persisted(rel)
 			return
 		}
-		if !rel.checking {
-			o.checkFences(rel, fenced)
-		}
+	} else {
+		rel.epochOK = false
+		o.kick() // a flush, soon
 	}
 	if o.cfg.Clock.Since() < rel.until || o.flush.inFlight {
-		o.kick()
-		return // (a flush in flight changes what is unsent: wait for its end)
+		o.stepLater(rel, fencePoll) // (a flush in flight changes what is unsent: wait for its end)
+		return
 	}
 	rel.ev = o.withUnsent(rel.ev, rg, setOf(rg, rel.parts))
 	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts)), o.fenced.of(rel.parts, true)...)
 	rel.persist = false
 	o.handOnDirectly(rel, rg)
+}
+
+// fencePoll is how often a persisting release looks again: whether its deltas are
+// confirmed and its fences reached.
+const fencePoll = 50 * time.Millisecond
+
+// stepLater steps rel again after d (or sooner, if a timer is armed for sooner). The
+// caller holds mu.
+func (o *Owner) stepLater(rel *release, d time.Duration) {
+	at := o.cfg.Clock.Since() + d
+	if rel.stepAt != 0 && rel.stepAt <= at {
+		return
+	}
+	rel.stepAt = at
+	o.cfg.Clock.AfterFunc(d, func() {
+		o.mu.Lock()
+		if rel.stepAt == at {
+			rel.stepAt = 0
+			o.stepRelease(rel)
+		}
+		o.mu.Unlock()
+		o.wake()
+	})
 }
 
 // checkFences asks Redis whether the fences of ps are reached; the release is moved on
@@ -253,7 +292,13 @@ func (o *Owner) handOnDirectly(rel *release, rg *ring.Ring) {
 	rel.byPart = map[int][]rpc.HandoffCounter{}
 	for _, e := range rel.ev {
 		p := rg.Partition(e.Key)
-		rel.byPart[p] = append(rel.byPart[p], rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset})
+		c := rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset}
+		if rel.partial.has(p, e.Key) {
+			// Its memory lacks what Redis holds (started blind, or stale): it goes as
+			// its pending part alone, which the receiver writes; it loads the rest.
+			c.Buckets = nil
+		}
+		rel.byPart[p] = append(rel.byPart[p], c)
 	}
 	rel.count = len(rel.ev)
 	rel.ev = nil
@@ -267,9 +312,24 @@ func (o *Owner) stepHandOn(rel *release) {
 	now := o.cfg.Clock.Since()
 	o.reclaim(rel)
 	for _, name := range sortedNames(rel.sends) {
-		if s := rel.sends[name]; s.inDoubt && !s.flying && now >= s.next {
-			o.sendHandoff(rel, s)
+		s := rel.sends[name]
+		if !s.inDoubt || s.flying || now < s.next {
+			continue
 		}
+		if s.run != 0 && o.cfg.Leases.LeftRun(s.to.Name) == s.run {
+			// The run it went to has left gracefully: had it applied the Handoff, it
+			// handed its counters on as it left, and sending it again (to its next run,
+			// or elsewhere) would count them twice. Taken as delivered (README:
+			// Guarantees).
+			o.cfg.Logger.Warn("handoff in doubt to a node that left since: taken as delivered",
+				"to", s.to.Name, "id", s.h.ID, "counters", len(s.h.Counters))
+			if o.cfg.OnAmbiguous != nil {
+				o.cfg.OnAmbiguous(s.h, true)
+			}
+			o.applied(rel, s)
+			continue
+		}
+		o.sendHandoff(rel, s)
 	}
 	if now >= rel.next {
 		var idle []int
@@ -279,13 +339,26 @@ func (o *Owner) stepHandOn(rel *release) {
 			}
 		}
 		for _, g := range byOwner(o.ring.Load(), idle) {
-			if _, busy := rel.sends[g.m.Name]; !busy {
+			if _, busy := rel.sends[g.m.Name]; !busy && !o.gone(g.m.Name) {
 				o.startSend(rel, g.m, g.parts)
 			}
 		}
 	}
-	if len(rel.parts) == 0 && o.endRelease(rel) {
-		o.cfg.Logger.Info("handed partitions on directly", "counters", rel.count)
+	if len(rel.parts) == 0 {
+		if o.endRelease(rel) {
+			o.cfg.Logger.Info("handed partitions on directly", "counters", rel.count)
+		}
+		return
+	}
+	// The next time something is due: a send in doubt to go again, or new sends.
+	next := rel.next
+	for _, s := range rel.sends {
+		if s.inDoubt && !s.flying && (next <= now || s.next < next) {
+			next = s.next
+		}
+	}
+	if next > now {
+		o.stepLater(rel, next-now)
 	}
 }
 
@@ -333,6 +406,14 @@ func (o *Owner) reclaim(rel *release) {
 	o.finish(back, rel.lentTo)
 }
 
+// gone reports whether the run of the member named name last heard has left: a
+// Handoff is sent to a run only once one that has not left is heard (a later run's
+// heartbeat comes soon), so that one in doubt is meant for a run that took part.
+func (o *Owner) gone(name string) bool {
+	run := o.cfg.Leases.Incarnation(name)
+	return run != 0 && run == o.cfg.Leases.LeftRun(name)
+}
+
 // startSend starts delivering parts to m.
 func (o *Owner) startSend(rel *release, m ring.Member, parts []int) {
 	s := &send{to: m, parts: parts, wait: 20 * time.Millisecond}
@@ -350,7 +431,10 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 		for rest := s.cs[s.done:]; n < len(rest) && (n == 0 || size+rpc.HandoffSize(&rest[n]) <= rpc.MaxHandoffBytes/2); n++ {
 			size += rpc.HandoffSize(&rest[n])
 		}
-		s.h = &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Counters: s.cs[s.done : s.done+n], Fences: rel.fences}
+		// Meant for the receiver's run as last heard: sent again while in doubt, it
+		// never reaches a later run, which could not know its ID (receive.go).
+		s.run = o.cfg.Leases.Incarnation(s.to.Name)
+		s.h = &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), ToRun: s.run, Counters: s.cs[s.done : s.done+n], Fences: rel.fences}
 		if s.done+n == len(s.cs) {
 			s.h.Partitions = s.parts
 		}
@@ -399,6 +483,9 @@ func (o *Owner) sentHandoff(rel *release, s *send, h *rpc.Handoff, err error) {
 			// these partitions from being decided anywhere.
 			o.cfg.Logger.Warn("handoff in doubt to a node out of the ring: its counters go where the ring says (counted twice should that node come back having applied it)",
 				"to", s.to.Name, "id", h.ID, "counters", len(h.Counters))
+			if o.cfg.OnAmbiguous != nil {
+				o.cfg.OnAmbiguous(h, false)
+			}
 			delete(rel.sends, s.to.Name)
 		}
 	}
@@ -419,7 +506,7 @@ func (o *Owner) applied(rel *release, s *send) {
 		sent -= k
 	}
 	s.done += s.n
-	s.h, s.n, s.inDoubt, s.outSince, s.wait = nil, 0, false, 0, 20*time.Millisecond
+	s.h, s.n, s.inDoubt, s.outSince, s.wait, s.run = nil, 0, false, 0, 20*time.Millisecond, 0
 	if s.done < len(s.cs) {
 		o.sendHandoff(rel, s)
 		return
@@ -434,6 +521,44 @@ func (o *Owner) applied(rel *release, s *send) {
 		delete(rel.byPart, p)
 	}
 	o.finish(s.parts, lent)
+}
+
+// partialMemory is, of partitions being released, those whose memory may lack what
+// Redis holds: stale ones whole, and the keys started blind of others.
+type partialMemory struct {
+	stale map[int]bool
+	blind map[int]*blindSet
+}
+
+// note records partition p, whose state was was, as it starts to be released. The
+// caller holds mu and decide.
+func (pm *partialMemory) note(o *Owner, p int, was State) {
+	if was == Stale || was == LentStale {
+		if pm.stale == nil {
+			pm.stale = map[int]bool{}
+		}
+		pm.stale[p] = true
+	}
+	if o.parts.blind[p].Swap(false) {
+		if bs := o.blind.take(p); bs != nil {
+			if pm.blind == nil {
+				pm.blind = map[int]*blindSet{}
+			}
+			pm.blind[p] = bs
+		}
+	}
+}
+
+func (pm partialMemory) has(p int, key string) bool {
+	if pm.stale[p] {
+		return true
+	}
+	bs := pm.blind[p]
+	if bs == nil {
+		return false
+	}
+	_, ok := bs.keys[key]
+	return bs.all || ok
 }
 
 // goneAfter is how long a node out of the ring is waited for when a Handoff to it is in
@@ -515,4 +640,33 @@ func (o *Owner) Releasing() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.releases.jobs)
+}
+
+// held sums what the releases hold of the counter: its pending part (pending), or all
+// its buckets.
+func (rs *releases) held(ref fallback.CounterRef, pending bool) uint64 {
+	var n uint64
+	add := func(key string, sp leaparray.Spec, buckets, pend []leaparray.Bucket) {
+		if key != ref.Key || sp != ref.Spec {
+			return
+		}
+		if pending {
+			n += sumBuckets(pend)
+		} else {
+			n += sumBuckets(buckets)
+		}
+	}
+	for _, rel := range rs.jobs {
+		if !pending || !rel.persist { // (persisting, the pending parts are in the write-behind)
+			for _, e := range rel.ev {
+				add(e.Key, e.Spec, e.Buckets, e.Pending)
+			}
+		}
+		for _, p := range sortedKeys(rel.byPart) {
+			for _, c := range rel.byPart[p] {
+				add(c.Key, c.Spec, c.Buckets, c.Pending)
+			}
+		}
+	}
+	return n
 }

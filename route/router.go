@@ -202,10 +202,10 @@ func (r *Router) oneRemote(rg *ring.Ring, ops []counter.Op) (ring.Member, bool) 
 	return owner, true
 }
 
-// retryable reports whether op may be routed again after err: it was certainly not
+// Retryable reports whether op may be routed again after err: it was certainly not
 // decided, or never sent, or it is a count whose answer was lost (asking again changes
 // nothing).
-func retryable(op *counter.Op, err error) bool {
+func Retryable(op *counter.Op, err error) bool {
 	return err != nil && (undecided(err) || errors.Is(err, rpc.ErrPeerUnreachable) ||
 		op.Kind == counter.Count && errors.Is(err, counter.ErrOutcomeUnknown))
 }
@@ -223,11 +223,11 @@ func (r *Router) noteNotOwner(member string, results []counter.Result) {
 	}
 }
 
-// toRetry lists the ops that may be routed again (retryable).
+// toRetry lists the ops that may be routed again (Retryable).
 func toRetry(ops []counter.Op, results []counter.Result) []int {
 	var idx []int
 	for i := range results {
-		if retryable(&ops[i], results[i].Err) {
+		if Retryable(&ops[i], results[i].Err) {
 			idx = append(idx, i)
 		}
 	}
@@ -270,18 +270,31 @@ func failsOver(err error) bool {
 		errors.Is(err, counter.ErrFull))
 }
 
-// policyAnswer is the fail policy's answer to op, not decided for err. It is marked
-// (Undecided, count and remaining -1) so that no client or checker takes it for a
-// decision, and counted for FailPolicyAnswers.
+// PolicyAnswer is what op, answered err by its owner (or with its outcome unknown),
+// gets: the fail policy's answer (open: allowed; else denied), marked (Undecided, count
+// and remaining -1) so that no client or checker takes it for a decision, when op is an
+// allow that nobody could decide; else the error. policy reports which.
+func PolicyAnswer(op *counter.Op, err error, open bool) (res counter.Result, policy bool) {
+	if op.Kind != counter.Allow || !failsOver(err) {
+		return counter.Result{Err: err}, false
+	}
+	res = counter.Result{Count: -1, Remaining: -1, Undecided: err}
+	if open {
+		res.Allowed = true
+	} else {
+		res.RetryAfterMs = op.Window / int64(max(op.Buckets, 1)) // ask again after one bucket
+	}
+	return res, true
+}
+
+// policyAnswer is PolicyAnswer with FailOpen, counted for FailPolicyAnswers.
 func (r *Router) policyAnswer(op *counter.Op, err error) counter.Result {
-	res := counter.Result{Count: -1, Remaining: -1, Undecided: err}
+	res, _ := PolicyAnswer(op, err, r.FailOpen)
 	if r.FailOpen {
 		r.failedOpen.Add(1)
-		res.Allowed = true
-		return res
+	} else {
+		r.failedClosed.Add(1)
 	}
-	r.failedClosed.Add(1)
-	res.RetryAfterMs = op.Window / int64(max(op.Buckets, 1)) // ask again after one bucket
 	return res
 }
 
@@ -355,7 +368,7 @@ type group struct {
 type plan struct {
 	groups  []*group
 	results []counter.Result
-	retry   []int // ops that may be routed again (retryable)
+	retry   []int // ops that may be routed again (Retryable)
 	mu      sync.Mutex
 }
 
@@ -505,7 +518,7 @@ func (p *plan) scatter(g *group) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, i := range g.idx {
-		if err := g.results[k].Err; retryable(&g.ops[k], err) {
+		if err := g.results[k].Err; Retryable(&g.ops[k], err) {
 			p.retry = append(p.retry, i)
 		}
 		p.results[i] = g.results[k]

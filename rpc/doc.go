@@ -74,7 +74,7 @@
 // count | results, each u8 code and, for code OK, uvarint count | u8 allowed | uvarint
 // remaining | varint retry | u8 existed; for an error code, uvarint length | message.
 //
-// Type 3, handoff (at most MaxHandoffBytes): name from | uvarint id | uvarint epoch |
+// Type 3, handoff (at most MaxHandoffBytes): name from | uvarint id | uvarint to-run (the receiver's incarnation; 0: any) |
 // uvarint count | uvarint partitions | uvarint count | counters, each name key | uvarint
 // window ms | uvarint buckets | u8 flags (bit 0: reset) | buckets | pending, each a
 // uvarint count (at most the counter's buckets) of varint index | uvarint count. Type 4

@@ -17,9 +17,13 @@ import (
 // partitions it released. Without Redis to carry state, the counters themselves travel
 // in Handoffs too, in chunks (the last chunk names the partitions).
 type Handoff struct {
-	From       string // the sender's member name
-	ID         uint64 // unique per sender run; the receiver applies each ID once
-	Epoch      uint64 // the sender's ring epoch when it released
+	From string // the sender's member name
+	ID   uint64 // unique per sender run; the receiver applies each ID once
+	// ToRun is the receiver's incarnation the sender means it for (0: whichever
+	// runs): a receiver of another run refuses it (ErrHandoffNotOwner), so that a
+	// Handoff in doubt sent again never reaches a restarted node that cannot know its
+	// ID. (Senders before this field sent 0 in its place, which no receiver read.)
+	ToRun      uint64
 	Partitions []int
 	Counters   []HandoffCounter
 	// Fences are the sender's write-behind calls that may still apply in Redis and
@@ -92,7 +96,7 @@ func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 // handoffFrameSize bounds the size of h's frame (its id taken at its longest).
 func handoffFrameSize(h *Handoff) int {
 	n := 4 + 1 + binary.MaxVarintLen64 + uvarintLen(uint64(len(h.From))) + len(h.From) +
-		uvarintLen(h.ID) + uvarintLen(h.Epoch) + uvarintLen(uint64(len(h.Partitions))) +
+		uvarintLen(h.ID) + uvarintLen(h.ToRun) + uvarintLen(uint64(len(h.Partitions))) +
 		uvarintLen(uint64(len(h.Counters)))
 	for _, p := range h.Partitions {
 		n += uvarintLen(uint64(p))
@@ -135,7 +139,7 @@ func appendHandoff(b []byte, h *Handoff) []byte {
 	b = binary.AppendUvarint(b, uint64(len(h.From)))
 	b = append(b, h.From...)
 	b = binary.AppendUvarint(b, h.ID)
-	b = binary.AppendUvarint(b, h.Epoch)
+	b = binary.AppendUvarint(b, h.ToRun)
 	b = binary.AppendUvarint(b, uint64(len(h.Partitions)))
 	for _, p := range h.Partitions {
 		b = binary.AppendUvarint(b, uint64(p))
@@ -180,7 +184,7 @@ func appendBuckets(b []byte, bs []leaparray.Bucket) []byte {
 func (d *decoder) handoff(h *Handoff) {
 	h.From = string(d.bytes("from"))
 	h.ID = d.uvarint("id")
-	h.Epoch = d.uvarint("epoch")
+	h.ToRun = d.uvarint("to run")
 	np := d.count("partition count", 1, MaxHandoffBytes)
 	h.Partitions = make([]int, 0, np)
 	for i := 0; i < np && d.err == nil; i++ {

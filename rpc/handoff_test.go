@@ -40,7 +40,7 @@ func TestHandoffRoundTrip(t *testing.T) {
 	o.srv.SetHandoffHandler(sink)
 	c := NewClient(Config{})
 	defer c.Close()
-	h := &Handoff{From: "n1", ID: 9, Epoch: 77, Partitions: []int{3, 270},
+	h := &Handoff{From: "n1", ID: 9, ToRun: 77, Partitions: []int{3, 270},
 		Counters: []HandoffCounter{
 			{Key: "k{x}", Spec: spec10,
 				Buckets: []leaparray.Bucket{{Index: -5, Count: 1}, {Index: 1 << 40, Count: 1 << 50}},
@@ -106,7 +106,7 @@ func TestHandoffSize(t *testing.T) {
 		if got, want := HandoffSize(&c), len(appendHandoffCounter(nil, &c)); got != want {
 			t.Fatalf("counter %d: HandoffSize got %d; want %d", i, got, want)
 		}
-		h := &Handoff{From: "n1", ID: r.Uint64(), Epoch: r.Uint64(), Partitions: []int{r.IntN(1 << 20)}, Counters: []HandoffCounter{c}}
+		h := &Handoff{From: "n1", ID: r.Uint64(), ToRun: r.Uint64(), Partitions: []int{r.IntN(1 << 20)}, Counters: []HandoffCounter{c}}
 		frame := appendHandoff(appendHeader(nil, frameHandoff, 1<<63), h)
 		if bound := handoffFrameSize(h); bound < len(frame) || bound > len(frame)+9 {
 			t.Fatalf("handoff %d: frame size bound %d for a frame of %d", i, bound, len(frame))

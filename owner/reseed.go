@@ -1,0 +1,151 @@
+package owner
+
+import (
+	"errors"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
+)
+
+// Redis that loses its data (restarted without persistence, FLUSHALL, a failover to a
+// stale replica) loses every counter's state but the deltas written since. Memory still
+// holds the counters of the partitions this node owns, and writes them back in full
+// (reseed): else a counter that later moves through Redis (a join, a leave) or is
+// reloaded would lose everything before the loss, though it was in memory throughout.
+// The loss shows in the partition stamps' epoch (fallback.StampWritten): every Tick
+// reads it, and a release through Redis reads it once more after Redis confirmed its
+// deltas, before it lets its partitions go.
+
+// epochWatch is what this node knows of the stamps' epoch. Under Owner.mu.
+type epochWatch struct {
+	checking bool
+	reseeds  int
+	due      lease.Set // partitions to write back once this node decides them
+}
+
+// checkEpoch reads the stamps' epoch (unless a read is under way), reseeds if Redis
+// lost its data, and calls then, under mu, with whether Redis still holds what this
+// node wrote (then may be nil). The caller holds mu.
+func (o *Owner) checkEpoch(then func(kept bool)) {
+	rg := o.ring.Load()
+	if o.cfg.Redis == nil || rg == nil {
+		if then != nil {
+			then(true)
+		}
+		return
+	}
+	if then == nil && o.epoch.checking {
+		return
+	}
+	o.epoch.checking = then == nil
+	asked := o.flush.epoch
+	o.cfg.Redis.Epoch(rg.PartitionCount(), func(e string, err error) {
+		o.mu.Lock()
+		if then == nil {
+			o.epoch.checking = false
+		}
+		if err == nil && o.flush.epoch != asked {
+			// A stamp answered meanwhile: the read may predate it, and says nothing.
+			err = errEpochMoved
+		}
+		kept := err == nil && o.sameEpoch(e)
+		if err == nil && !kept {
+			o.reseed()
+		}
+		if then != nil {
+			then(kept)
+		}
+		o.mu.Unlock()
+	})
+}
+
+// errEpochMoved is a read of the epoch that a stamp overtook.
+var errEpochMoved = errors.New("owner: the stamps' epoch moved while it was read")
+
+// sameEpoch reports whether e is the epoch this node knows; one it knew none of is
+// taken as known (it wrote nothing yet).
+func (o *Owner) sameEpoch(e string) bool {
+	f := &o.flush
+	if f.epoch == "" {
+		f.epoch = e
+		return true
+	}
+	return e == f.epoch
+}
+
+// reseed writes behind the whole state (but what is still pending, which follows as
+// usual) of every counter of the partitions this node decides now, and of those on their
+// way out through Redis, each as a reset followed by that state (a Base delta): what
+// memory holds is then what Redis holds. Partitions it owns but does not decide now
+// (no lease yet, stale memory) are written once it decides them (reseedDue): another
+// node may decide them meanwhile, and writes its own. The caller holds mu.
+func (o *Owner) reseed() {
+	o.epoch.due = lease.NewSet(len(o.parts.state))
+	for p := range o.parts.state {
+		if o.parts.get(p) != Idle {
+			o.epoch.due.Add(p)
+		}
+	}
+	n := o.reseedDue()
+	for _, rel := range o.releases.jobs {
+		if rel.persist {
+			var ds []fallback.Delta
+			for _, e := range rel.ev {
+				// All its buckets: its pending part is queued ahead of this.
+				ds = append(ds, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Reset: true, Base: true})
+			}
+			o.flush.enqueue(ds)
+			n += len(ds)
+			rel.epochOK = false
+		}
+	}
+	o.flush.epoch = "" // the next stamp adopts the new epoch, and stamps every partition
+	o.forgetStamps()
+	o.late.known = false
+	o.epoch.reseeds++
+	o.kick()
+	o.cfg.Logger.Warn("Redis lost its data: the counters in memory are written back in full", "counters", n)
+}
+
+// reseedDue writes back the counters of the partitions due a reseed that this node
+// decides now, and returns how many. The caller holds mu.
+func (o *Owner) reseedDue() int {
+	due := o.epoch.due
+	if due.Len() == 0 {
+		return 0
+	}
+	rg := o.ring.Load()
+	ready := lease.NewSet(len(o.parts.state))
+	due.Each(func(p int) {
+		switch {
+		case o.parts.get(p) == Idle:
+			due.Remove(p)
+		case o.parts.get(p) == Owned && o.cfg.Leases.Holds(p, o.cfg.Leases.Now()):
+			// This node alone decides it (blind counters aside, which are skipped).
+			ready.Add(p)
+			due.Remove(p)
+		}
+	})
+	if ready.Len() == 0 {
+		return 0
+	}
+	var ds []fallback.Delta
+	o.cfg.Store.Bases(func(key string) bool {
+		p := rg.Partition(key)
+		// A counter started blind lacks what Redis held: it is reloaded, not written.
+		return ready.Has(p) && !(o.parts.blind[p].Load() && o.blind.has(p, key))
+	},
+		func(key string, sp leaparray.Spec, base []leaparray.Bucket) {
+			ds = append(ds, fallback.Delta{Key: key, Spec: sp, Buckets: base, Reset: true, Base: true})
+		})
+	o.flush.enqueue(ds)
+	return len(ds)
+}
+
+// Reseeds reports how many times this node found that Redis lost its data.
+func (o *Owner) Reseeds() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.epoch.reseeds
+}

@@ -1,0 +1,156 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/route"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// client sends one op at a time to a random running node, as an application would, and
+// records what it was told.
+type client struct {
+	w    *world
+	id   int
+	busy bool
+	sent int
+}
+
+// clientGiveUp is how long a client waits for an answer before it counts the op's
+// outcome unknown (its entry node crashed with it, say).
+const clientGiveUp = 10 * time.Second
+
+// next sends the client's next op, after a short think, while the load runs.
+func (c *client) next() {
+	w := c.w
+	w.sched.after(time.Duration(2+w.rng.IntN(40))*time.Millisecond, nil, func() {
+		if w.sched.now >= w.loadEnd {
+			return
+		}
+		entry := w.entryNode()
+		if entry == nil {
+			c.next()
+			return
+		}
+		c.sent++
+		c.send(w.keys.pick(w.rng), entry, func() { c.next() })
+	})
+}
+
+// send routes o through entry to its owner, as route.Router does: ops certainly not
+// decided there (not owner, unsent, expired) are routed again as entry's ring changes,
+// for up to retryWait; an allow nobody could decide gets the fail policy's answer.
+// then runs once the client knows the outcome.
+func (c *client) send(o counter.Op, entry *node, then func()) {
+	w := c.w
+	start := w.sched.now
+	done := false
+	w.inflight++
+	finish := func(res counter.Result) {
+		if done {
+			return
+		}
+		done = true
+		w.inflight--
+		if res.Err != nil && route.Retryable(&o, res.Err) && !errors.Is(res.Err, counter.ErrOutcomeUnknown) {
+			res.Err = fmt.Errorf("%w: ownership of %q is moving (%v)", counter.ErrUnavailable, o.Key, res.Err)
+		}
+		if pol, ok := route.PolicyAnswer(&o, res.Err, false); ok {
+			res = pol
+		}
+		w.keys.record(o, res, start)
+		w.ops.add(o, res)
+		then()
+	}
+	w.sched.after(clientGiveUp, nil, func() {
+		finish(counter.Result{Err: fmt.Errorf("%w: the client gave up", counter.ErrOutcomeUnknown)})
+	})
+	wait := 5 * time.Millisecond
+	var try func()
+	try = func() {
+		c.route(o, entry, func(res counter.Result) {
+			if res.Err == nil || !route.Retryable(&o, res.Err) || w.sched.now-start >= retryWait {
+				finish(res)
+				return
+			}
+			w.sched.after(wait, entry, try)
+			wait = min(2*wait, 200*time.Millisecond)
+		})
+	}
+	w.sched.after(0, entry, try)
+}
+
+// route sends o from entry to its owner in entry's ring and hands back the result: the
+// owner's, or rpc's error for the whole call (unsent, or with the outcome unknown).
+func (c *client) route(o counter.Op, entry *node, back func(counter.Result)) {
+	w := c.w
+	owner, ok := entry.ownerOf(o.Key)
+	if !ok {
+		back(counter.Result{Err: fmt.Errorf("%w: %s has not joined a cluster yet", counter.ErrUnavailable, entry.name)})
+		return
+	}
+	if owner == entry.name {
+		entry.decide([]counter.Op{o}, func(res []counter.Result) { back(res[0]) })
+		return
+	}
+	w.net.call(entry, owner, false, func(respond func(any)) {
+		to := w.byName(owner)
+		if name, ok := to.ownerOf(o.Key); !ok || name != to.name {
+			respond(counter.Result{Err: fmt.Errorf("%w: %q is not %s's here", counter.ErrNotOwner, o.Key, to.name)})
+			return
+		}
+		to.decide([]counter.Op{o}, func(res []counter.Result) { respond(res[0]) })
+	}, func(v any, err error) {
+		switch {
+		case err == nil:
+			back(v.(counter.Result))
+		case errors.Is(err, rpc.ErrPeerUnreachable):
+			back(counter.Result{Err: err})
+		default:
+			back(counter.Result{Err: fmt.Errorf("%w: owner %s did not answer: %v", counter.ErrOutcomeUnknown, owner, err)})
+		}
+	})
+}
+
+// entryNode picks a running node that takes clients (not leaving).
+func (w *world) entryNode() *node {
+	var ok []*node
+	for _, n := range w.nodes {
+		if n.up && !n.leaving {
+			ok = append(ok, n)
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	return ok[w.rng.IntN(len(ok))]
+}
+
+// opStats counts the ops clients sent, by outcome.
+type opStats struct {
+	ops, ok, failed, unknown, policy int
+	errs                             map[string]int
+}
+
+func (s *opStats) add(o counter.Op, res counter.Result) {
+	s.ops++
+	switch {
+	case res.Undecided != nil:
+		s.policy++
+	case res.Err == nil:
+		s.ok++
+	case errors.Is(res.Err, counter.ErrOutcomeUnknown):
+		s.unknown++
+	default:
+		s.failed++
+		if s.errs == nil {
+			s.errs = map[string]int{}
+		}
+		if len(s.errs) < 10 {
+			s.errs[res.Err.Error()]++
+		}
+	}
+}

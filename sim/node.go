@@ -1,0 +1,240 @@
+package sim
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/owner"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// node is one run of a node: the real lease keeper, owner and store, on the
+// simulation's clock and network. Its membership (gossip) is modelled (member.go).
+type node struct {
+	w    *world
+	idx  int
+	name string
+	inc  uint64 // this run; 0: never started
+
+	up          bool
+	leaving     bool
+	graceful    bool // stopped by leaving, not by a crash
+	pausedUntil time.Duration
+
+	// Its clocks: monotonic time runs at rate (within the 1% the leases allow), from
+	// monoAt at startAt; the counters' wall clock is the world's epoch plus offset.
+	rate    float64
+	startAt time.Duration
+	offset  time.Duration
+
+	store  *leaparray.Store
+	keeper *lease.Keeper
+	owner  *owner.Owner
+	redis  *redisClient
+	ring   *ring.Ring
+	inRing []string
+
+	view  map[string]*memberView // what its gossip says of every member it has heard of
+	seeds int                    // members its --join lists (every node known at its start)
+}
+
+// mono is the node's monotonic clock.
+func (n *node) mono() time.Duration {
+	return time.Duration(float64(n.w.sched.now-n.startAt) * n.rate)
+}
+
+// wall is the node's wall clock, ms since the Unix epoch.
+func (n *node) wall() int64 {
+	return n.w.epochMs + int64(n.w.sched.now+n.offset)/int64(time.Millisecond)
+}
+
+// simDur converts a span of the node's clock to simulated time, rounded up: a timer
+// set for d on the node's clock must find at least d gone when it fires.
+func (n *node) simDur(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d)/n.rate)) + 1
+}
+
+// clock is the owner's Clock on the node's monotonic time and the scheduler.
+type clock struct{ n *node }
+
+func (c clock) Since() time.Duration { return c.n.mono() }
+
+func (c clock) AfterFunc(d time.Duration, f func()) func() bool {
+	e := c.n.w.sched.after(c.n.simDur(d), c.n, f)
+	return func() bool {
+		was := !e.cancel
+		e.cancel = true
+		return was
+	}
+}
+
+// start begins a new run of the node: empty memory, a new incarnation, joining the
+// cluster (or founding it, for the first node of the world).
+func (n *node) start(found bool) {
+	w := n.w
+	n.inc = w.nextInc()
+	n.up, n.leaving, n.graceful, n.pausedUntil = true, false, false, 0
+	n.startAt = w.sched.now
+	n.ring, n.inRing = nil, nil
+	n.view = map[string]*memberView{}
+	n.seeds = len(w.nodes)
+	var opts []leaparray.Option
+	if w.opt.Redis {
+		opts = append(opts, leaparray.WithDeltas())
+	}
+	n.store = leaparray.NewStore(opts...)
+	n.keeper = lease.NewKeeper(lease.KeeperConfig{Config: w.leaseCfg, Self: n.name, Incarnation: n.inc,
+		Partitions: w.opt.Partitions, Found: found, Now: func() int64 { return int64(n.mono()) },
+		OnLapse: func(s lease.Set) {
+			w.lapsed(n, s)
+			n.owner.Lapsed(s)
+		},
+		OnChange: func() { n.owner.LeasesChanged() }})
+	var rc owner.Redis
+	if w.opt.Redis {
+		n.redis = &redisClient{srv: w.redis, n: n}
+		rc = n.redis
+	}
+	inc := n.inc
+	n.owner = owner.New(owner.Config{Self: n.name, Run: inc, Writer: fmt.Sprintf("%s.%d", n.name, inc), Store: n.store,
+		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: clock{n}, Now: n.wall,
+		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, AcquireWait: acquireWait,
+		OnAmbiguous: func(h *rpc.Handoff, delivered bool) { w.ambiguous(h, delivered) },
+		Logger:      slog.New(traceHandler{n: n})})
+	w.trace("%s starts (run %d)%s", n.name, n.inc, map[bool]string{true: ", founding the cluster"}[found])
+	n.every(w.leaseCfg.Heartbeat, n.heartbeat)
+	n.every(flushInterval, n.owner.Tick)
+	n.w.sched.after(0, n, n.heartbeat)
+}
+
+// every runs f every d of the node's clock while this run lives.
+func (n *node) every(d time.Duration, f func()) {
+	var tick func()
+	tick = func() {
+		f()
+		n.w.sched.after(n.simDur(d), n, tick)
+	}
+	n.w.sched.after(n.simDur(d), n, tick)
+}
+
+// heartbeat sends a lease round to every peer the keeper names; each answer comes back
+// within a heartbeat, or not at all (as the keeper's exchange gives up).
+func (n *node) heartbeat() {
+	req, targets := n.keeper.Begin()
+	sent := n.w.sched.now
+	for _, p := range targets {
+		to := n.w.byName(p.Addr)
+		if to == nil {
+			continue
+		}
+		n.w.net.send(n, to, func() {
+			rep := to.keeper.Handle(req)
+			n.w.net.send(to, n, func() {
+				if n.w.sched.now-sent <= n.simDur(n.w.leaseCfg.Heartbeat) && rep.Round == req.Round {
+					n.keeper.Absorb(to.name, req, rep)
+				}
+			})
+		})
+	}
+}
+
+// crash ends the run at once: memory and everything in flight to it are gone.
+func (n *node) crash() {
+	n.up = false
+	n.w.trace("%s crashes", n.name)
+}
+
+// syncMembership tells the keeper what gossip says, and rebuilds the ring from the
+// members that serve and vote (node/membership.go does the same with real gossip).
+func (n *node) syncMembership() {
+	view := lease.View{DeadSince: map[string]int64{}}
+	var peers []lease.Peer
+	for _, name := range sortedViewNames(n.view) {
+		m := n.view[name]
+		switch m.state {
+		case alive, leaving:
+			view.Alive = append(view.Alive, name)
+			peers = append(peers, lease.Peer{Name: name, Addr: name})
+		case left:
+			view.Left = append(view.Left, name)
+		case dead:
+			view.DeadSince[name] = int64(n.mono() - n.simToMono(n.w.sched.now-m.since))
+		}
+	}
+	n.keeper.SetView(view, peers)
+	n.rebuildRing()
+}
+
+func (n *node) simToMono(d time.Duration) time.Duration { return time.Duration(float64(d) * n.rate) }
+
+// rebuildRing places partitions on the members alive (not leaving) that are voters.
+func (n *node) rebuildRing() {
+	voters := n.keeper.Voters()
+	var names []string
+	for _, name := range sortedViewNames(n.view) {
+		if m := n.view[name]; m.state == alive && slices.Contains(voters, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 || slices.Equal(names, n.inRing) {
+		return
+	}
+	n.inRing = names
+	ms := make([]ring.Member, len(names))
+	for i, name := range names {
+		ms[i] = ring.Member{Name: name, RPCAddr: name}
+	}
+	rg := ring.New(ms, ring.Config{PartitionCount: n.w.opt.Partitions, ReplicationFactor: 20})
+	if n.ring != nil && n.ring.Epoch() == rg.Epoch() {
+		return
+	}
+	n.ring = rg
+	n.owner.SetRing(rg)
+	n.w.trace("%s: ring %v", n.name, names)
+}
+
+func (n *node) stoppedGracefully() bool { return n.graceful }
+
+// ownerIn returns the node's ring and whether it holds the node itself.
+func (n *node) ownerIn() (string, bool) {
+	if n.ring == nil {
+		return "", false
+	}
+	_, ok := n.ring.Member(n.name)
+	return n.name, ok
+}
+
+// ownerOf is the owner of key in the node's ring.
+func (n *node) ownerOf(key string) (string, bool) {
+	if n.ring == nil {
+		return "", false
+	}
+	m, ok := n.ring.Owner(key)
+	return m.Name, ok
+}
+
+// decide hands ops to the owner, as the router does for ops of this node's, and the
+// results to done once decided.
+func (n *node) decide(ops []counter.Op, done func([]counter.Result)) {
+	res := make([]counter.Result, len(ops))
+	n.owner.Start(bg, ops, res, func() {
+		if debugKey != "" {
+			for i := range ops {
+				if ops[i].Key == debugKey {
+					n.w.trace("DEBUG %s decides %v %s n=%d: count %d err %v", n.name, ops[i].Kind, ops[i].Key, ops[i].N, res[i].Count, res[i].Err)
+				}
+			}
+		}
+		done(res)
+	})
+}
+
+var debugKey = os.Getenv("LEAPCOUNT_SIM_DEBUG_KEY")

@@ -1,0 +1,412 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/owner"
+)
+
+// redisServer models what leapcount keeps in Redis, as its scripts keep it: counters
+// (a hash of buckets each), each writer's high-water mark (calls apply once), the
+// partition stamps and the late-write marks. Its faults: down (unreachable), slow,
+// replies lost after the call applied, and a restart that empties it.
+type redisServer struct {
+	w        *world
+	down     bool
+	slow     time.Duration // added to every call's way there
+	lose     float64       // chance a reply is lost (the call applied)
+	reopened uint64        // times it came back after being down
+
+	counters map[fallback.CounterRef]map[int64]uint64
+	marks    map[string]uint64 // writer key → seq of its last call applied
+	stamps   map[int]int64
+	epoch    string
+	late     map[int]int64
+	lateSeq  int64
+}
+
+func newRedisServer(w *world) *redisServer {
+	r := &redisServer{w: w}
+	r.wipe()
+	return r
+}
+
+// wipe empties it, as a restart without persistence does.
+func (r *redisServer) wipe() {
+	r.counters = map[fallback.CounterRef]map[int64]uint64{}
+	r.marks = map[string]uint64{}
+	r.stamps = map[int]int64{}
+	r.epoch = ""
+	r.late = map[int]int64{}
+	r.lateSeq = 0
+}
+
+// count is the counter's count at now (ms), as Redis holds it.
+func (r *redisServer) count(ref fallback.CounterRef, now int64) uint64 {
+	var n uint64
+	head := ref.Spec.Bucket(now)
+	for j, c := range r.counters[ref] {
+		if j > head-int64(ref.Spec.Buckets) && j <= head {
+			n += c
+		}
+	}
+	return n
+}
+
+func (r *redisServer) apply(d fallback.Delta) {
+	ref := fallback.CounterRef{Key: d.Key, Spec: d.Spec}
+	if d.Reset {
+		delete(r.counters, ref)
+	}
+	if len(d.Buckets) == 0 {
+		return
+	}
+	bs := r.counters[ref]
+	if bs == nil {
+		bs = map[int64]uint64{}
+		r.counters[ref] = bs
+	}
+	for _, b := range d.Buckets {
+		bs[b.Index] += b.Count
+	}
+}
+
+// redisClient is one node's connection to the server: it implements owner.Redis, every
+// answer coming back as an event of that node, after the way there and back.
+type redisClient struct {
+	srv    *redisServer
+	n      *node
+	seq    uint64 // calls made: each batch call's seq (fallback.Store's)
+	writer string // the writer key of this node's run
+}
+
+var errRedisDown = errors.New("sim: redis unreachable")
+
+// timeout is how long a call goes unanswered before it fails (fallback's read timeout).
+const redisTimeout = 300 * time.Millisecond
+
+// call models one round trip: at the server (if it reaches it) apply runs and its
+// result comes back; or, unreachable at once, unsent reports it. lose marks replies
+// that may be lost.
+func (c *redisClient) call(apply func() any, back func(v any, err error)) {
+	w := c.srv.w
+	if c.srv.down {
+		w.sched.after(w.jitter(200*time.Microsecond), c.n, func() { back(nil, fmt.Errorf("%w: connection refused", errRedisDown)) })
+		return
+	}
+	there := w.jitter(300*time.Microsecond) + c.srv.slow
+	w.sched.after(there, nil, func() {
+		if c.srv.down {
+			w.sched.after(redisTimeout-min(there, redisTimeout), c.n, func() { back(nil, errors.New("sim: redis timeout")) })
+			return
+		}
+		v := apply()
+		if w.rng.Float64() < c.srv.lose || there > redisTimeout {
+			w.sched.after(max(redisTimeout-there, 0), c.n, func() { back(nil, errors.New("sim: redis reply lost")) })
+			return
+		}
+		w.sched.after(w.jitter(300*time.Microsecond), c.n, func() { back(v, nil) })
+	})
+}
+
+func (c *redisClient) Healthy() bool    { return !c.srv.down }
+func (c *redisClient) Reopened() uint64 { return c.srv.reopened }
+
+// simBatch is a batch of write-behind calls, each applied at most once (by its seq).
+type simBatch struct {
+	calls []*simCall
+}
+
+type callState uint8
+
+const (
+	unsent callState = iota
+	inDoubt
+	confirmed
+)
+
+type simCall struct {
+	writer string
+	seq    uint64
+	deltas []fallback.Delta
+	state  callState
+}
+
+// NewBatch cuts deltas into calls of at most 8 counters (a counter's deltas in one),
+// each with the client's next seq, as fallback.Store.NewBatch does.
+func (c *redisClient) NewBatch(writer string, ds []fallback.Delta) owner.Batch {
+	b := &simBatch{}
+	var cur *simCall
+	seen := map[fallback.CounterRef]*simCall{}
+	for _, d := range ds {
+		ref := fallback.CounterRef{Key: d.Key, Spec: d.Spec}
+		if k := seen[ref]; k != nil {
+			k.deltas = append(k.deltas, d)
+			continue
+		}
+		if cur == nil || len(cur.deltas) >= 8 {
+			c.seq++
+			cur = &simCall{writer: writer, seq: c.seq}
+			b.calls = append(b.calls, cur)
+		}
+		cur.deltas = append(cur.deltas, d)
+		seen[ref] = cur
+	}
+	return b
+}
+
+// SendBatch sends the calls not yet confirmed, in order, in one round trip.
+func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
+	b := ob.(*simBatch)
+	var todo []*simCall
+	for _, k := range b.calls {
+		if k.state != confirmed {
+			todo = append(todo, k)
+		}
+	}
+	if len(todo) == 0 {
+		c.n.w.sched.after(0, c.n, func() { done(nil) })
+		return
+	}
+	if c.srv.down {
+		c.call(nil, func(any, error) { done(errRedisDown) }) // refused: unsent
+		return
+	}
+	for _, k := range todo {
+		if k.state == unsent {
+			k.state = inDoubt // on its way: only its answer says whether it applied
+		}
+	}
+	c.call(func() any {
+		for _, k := range todo {
+			if k.seq > c.srv.marks[k.writer] {
+				for _, d := range k.deltas {
+					c.srv.w.noteWrite(c.n, d)
+					c.srv.apply(d)
+					if d.Key == debugKey {
+						c.srv.w.trace("DEBUG redis applies %s's delta of %s: reset %v buckets %v -> %d", c.n.name, d.Key, d.Reset, d.Buckets, c.srv.count(ref(d.Key), c.n.w.epochMs+int64(c.n.w.sched.now/time.Millisecond)))
+					}
+				}
+				c.srv.marks[k.writer] = k.seq
+			}
+		}
+		return nil
+	}, func(_ any, err error) {
+		if err == nil {
+			for _, k := range todo {
+				k.state = confirmed
+			}
+		}
+		done(err)
+	})
+}
+
+func (b *simBatch) Confirmed() bool {
+	for _, k := range b.calls {
+		if k.state != confirmed {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *simBatch) InDoubt() bool {
+	return slices.ContainsFunc(b.calls, func(k *simCall) bool { return k.state == inDoubt })
+}
+
+func (b *simBatch) TakeUnsent() []fallback.Delta {
+	var out []fallback.Delta
+	kept := b.calls[:0]
+	for _, k := range b.calls {
+		if k.state == unsent {
+			out = append(out, k.deltas...)
+		} else {
+			kept = append(kept, k)
+		}
+	}
+	b.calls = kept
+	return out
+}
+
+func (b *simBatch) Fences(match func(fallback.Delta) bool) []fallback.Fence {
+	top := map[string]uint64{}
+	var keys []string
+	for _, k := range b.calls {
+		if k.state != inDoubt || !slices.ContainsFunc(k.deltas, match) {
+			continue
+		}
+		if _, ok := top[k.writer]; !ok {
+			keys = append(keys, k.writer)
+		}
+		top[k.writer] = max(top[k.writer], k.seq)
+	}
+	var out []fallback.Fence
+	for _, key := range keys {
+		out = append(out, fallback.Fence{WriterKey: key, Seq: top[key]})
+	}
+	return out
+}
+
+func (b *simBatch) Unconfirmed() []fallback.Delta {
+	var out []fallback.Delta
+	for _, k := range b.calls {
+		if k.state != confirmed {
+			out = append(out, k.deltas...)
+		}
+	}
+	return out
+}
+
+func (c *redisClient) LoadMany(_ context.Context, refs []fallback.CounterRef, now int64, done func([]fallback.Loaded)) {
+	c.call(func() any {
+		out := make([]fallback.Loaded, len(refs))
+		for i, ref := range refs {
+			head := ref.Spec.Bucket(now)
+			var bs []leaparray.Bucket
+			for j, n := range c.srv.counters[ref] {
+				if j > head-int64(ref.Spec.Buckets) && j <= head && n > 0 {
+					bs = append(bs, leaparray.Bucket{Index: j, Count: n})
+				}
+			}
+			slices.SortFunc(bs, func(a, b leaparray.Bucket) int { return int(a.Index - b.Index) })
+			out[i].Buckets = bs
+		}
+		return out
+	}, func(v any, err error) {
+		if err != nil {
+			out := make([]fallback.Loaded, len(refs))
+			for i := range out {
+				out[i].Err = err
+			}
+			done(out)
+			return
+		}
+		done(v.([]fallback.Loaded))
+	})
+}
+
+func (c *redisClient) Written(_ int, ps []int, done func([]int64, error)) {
+	c.call(func() any {
+		out := make([]int64, len(ps))
+		for i, p := range ps {
+			out[i] = c.srv.stamps[p]
+		}
+		return out
+	}, func(v any, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(v.([]int64), nil)
+	})
+}
+
+func (c *redisClient) StampWritten(_ int, ps []int, now int64, epoch string, done func(string, error)) {
+	c.call(func() any {
+		if c.srv.epoch == "" {
+			c.srv.epoch = epoch
+		}
+		for _, p := range ps {
+			c.srv.stamps[p] = max(c.srv.stamps[p], now)
+		}
+		return c.srv.epoch
+	}, func(v any, err error) {
+		if err != nil {
+			done("", err)
+			return
+		}
+		done(v.(string), nil)
+	})
+}
+
+func (c *redisClient) MarkLate(_ int, ps []int, done func(error)) {
+	c.call(func() any {
+		for _, p := range ps {
+			c.srv.late[p]++
+		}
+		c.srv.lateSeq++
+		return nil
+	}, func(_ any, err error) { done(err) })
+}
+
+func (c *redisClient) LateMarks(_ int, since int64, done func(int64, map[int]int64, error)) {
+	c.call(func() any {
+		if c.srv.lateSeq == since {
+			return lateRead{seq: since}
+		}
+		marks := make(map[int]int64, len(c.srv.late))
+		for p, m := range c.srv.late {
+			marks[p] = m
+		}
+		return lateRead{seq: c.srv.lateSeq, marks: marks}
+	}, func(v any, err error) {
+		if err != nil {
+			done(0, nil, err)
+			return
+		}
+		r := v.(lateRead)
+		done(r.seq, r.marks, nil)
+	})
+}
+
+type lateRead struct {
+	seq   int64
+	marks map[int]int64
+}
+
+func (c *redisClient) Reached(fs []fallback.Fence, done func(bool, error)) {
+	c.call(func() any {
+		for _, f := range fs {
+			if c.srv.marks[f.WriterKey] < f.Seq {
+				return false
+			}
+		}
+		return true
+	}, func(v any, err error) {
+		if err != nil {
+			done(false, err)
+			return
+		}
+		done(v.(bool), nil)
+	})
+}
+
+func (c *redisClient) Epoch(_ int, done func(string, error)) {
+	c.call(func() any { return c.srv.epoch }, func(v any, err error) {
+		if err != nil {
+			done("", err)
+			return
+		}
+		done(v.(string), nil)
+	})
+}
+
+func (c *redisClient) Rewrite(ob owner.Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int {
+	n := 0
+	for _, k := range ob.(*simBatch).calls {
+		if k.state == confirmed {
+			continue
+		}
+		kept := k.deltas[:0]
+		for _, d := range k.deltas {
+			nd, keep := fn(d)
+			if !keep || nd.Reset != d.Reset || len(nd.Buckets) != len(d.Buckets) {
+				n++
+			}
+			if keep {
+				kept = append(kept, nd)
+			}
+		}
+		k.deltas = kept
+		if len(k.deltas) == 0 {
+			k.state = confirmed
+		}
+	}
+	return n
+}

@@ -1,0 +1,297 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/leapcount/leapcount/counter"
+)
+
+// Result is what one run found.
+type Result struct {
+	Options
+	Ops        opStats
+	Faults     int
+	Handoffs   int
+	Steps      int           // events run
+	SimTime    time.Duration // simulated time at the end
+	Violations []string
+	Trace      []string
+}
+
+// Failed reports whether the run broke a rule.
+func (r Result) Failed() bool { return len(r.Violations) > 0 }
+
+// Report is a failed run's story: what broke, the faults and moves that led there, and
+// how to replay it.
+func (r Result) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d (redis %v): %d ops (%d ok, %d failed, %d unknown, %d fail-policy), %d faults\n",
+		r.Seed, r.Redis, r.Ops.ops, r.Ops.ok, r.Ops.failed, r.Ops.unknown, r.Ops.policy, r.Faults)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  VIOLATION %s\n", v)
+	}
+	b.WriteString("trace:\n")
+	for _, l := range r.Trace {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	fmt.Fprintf(&b, "replay: %s\n", r.Replay())
+	return b.String()
+}
+
+// Replay is the command that runs this seed again.
+func (r Result) Replay() string {
+	return fmt.Sprintf("make sim SEED=%d REDIS=%v", r.Seed, r.Redis)
+}
+
+// Run simulates one cluster from opt.Seed: nodes start, clients send ops while faults
+// come and go, then the faults heal, the cluster settles, every counter is read and
+// checked against what clients were told.
+func Run(opt Options) Result {
+	w := newWorld(opt)
+	w.loadEnd = w.opt.Duration
+	for i := range w.opt.Nodes {
+		n := w.addNode()
+		found := i == 0
+		w.sched.after(time.Duration(i)*50*time.Millisecond, nil, func() { n.start(found) })
+	}
+	w.every(gossipEvery, w.gossip)
+	w.every(20*time.Millisecond, w.checkDeciders)
+	w.sched.at(2*time.Second, nil, func() {
+		for i := range 6 {
+			(&client{w: w, id: i}).next()
+		}
+	})
+	if w.opt.Faults {
+		w.injectFaults()
+	}
+	w.sched.runUntil(w.loadEnd)
+	w.heal()
+	if err := w.settle(60 * time.Second); err != nil {
+		w.fail("the cluster did not settle: %v", err)
+	} else {
+		w.checkFinal()
+	}
+	return Result{Options: w.opt, Ops: w.ops, Faults: w.faults, Handoffs: w.handoffs, Steps: w.sched.steps,
+		SimTime: w.sched.now, Violations: w.failures, Trace: w.log}
+}
+
+// every runs f every d of simulated time, for the world.
+func (w *world) every(d time.Duration, f func()) {
+	var tick func()
+	tick = func() {
+		f()
+		w.sched.after(d, nil, tick)
+	}
+	w.sched.after(d, nil, tick)
+}
+
+// checkDeciders fails the run if two nodes would decide one partition at once. Without
+// Redis it also notes each time a node begins to decide a partition while another still
+// holds counts of its allow keys: that node decides from its own memory, and may admit
+// up to the limit again (README: Guarantees).
+func (w *world) checkDeciders() {
+	if w.decider == nil {
+		w.decider = make([]*node, w.opt.Partitions)
+	}
+	for p := range w.opt.Partitions {
+		var by []*node
+		for _, n := range w.nodes {
+			if n.up && n.pausedUntil <= w.sched.now && n.owner.Decides(p) {
+				by = append(by, n)
+			}
+		}
+		if len(by) > 1 {
+			w.fail("partition %d decided by %s and %s at once", p, by[0].name, by[1].name)
+		}
+		switch {
+		case len(by) == 0:
+			w.decider[p] = nil
+		case by[0] != w.decider[p]: // a node begins to decide p (again)
+			w.decider[p] = by[0]
+			w.splitCounts(by[0], p)
+		}
+	}
+}
+
+// splitCounts allows, when some node other than d holds counts of a key of partition
+// p, a reset of it to be undone, and, without Redis, an allow key to admit up to its
+// limit again.
+func (w *world) splitCounts(d *node, p int) {
+	for _, k := range w.keys.resets {
+		if d.ring == nil || d.ring.Partition(k) != p {
+			continue
+		}
+		for _, n := range w.nodes {
+			if n != d && n.up && n.owner.InMemory(k, keySpec, n.wall()) > 0 {
+				w.keys.reset[k].erasedBack = true // its counts may come back after d's resets
+			}
+		}
+	}
+	if w.opt.Redis {
+		return
+	}
+	for _, k := range w.keys.allow {
+		if d.ring == nil || d.ring.Partition(k) != p {
+			continue
+		}
+		for _, n := range w.nodes {
+			if n != d && n.up && n.owner.InMemory(k, keySpec, n.wall()) > 0 {
+				w.keys.overAdmit(k, allowLimit)
+				break
+			}
+		}
+	}
+}
+
+// heal ends every fault: links, Redis, pauses; nodes that are down start again.
+func (w *world) heal() {
+	w.trace("faults heal")
+	clear(w.net.cut)
+	clear(w.net.loss)
+	w.net.spike = 0
+	if w.redis.down {
+		w.redis.down = false
+		w.redis.reopened++
+	}
+	w.redis.slow, w.redis.lose = 0, 0
+	for _, n := range w.nodes {
+		if !n.up && !n.leaving {
+			n.start(false)
+		}
+	}
+}
+
+// settle runs until the cluster has converged and written everything, or limit passes.
+func (w *world) settle(limit time.Duration) error {
+	end := w.sched.now + limit
+	var polls []uint64 // each node's late-mark polls once all had written everything
+	for {
+		err := w.converged()
+		switch {
+		case err != nil:
+			polls = nil
+		case w.opt.Redis && polls == nil:
+			polls = w.latePolls()
+			err = fmt.Errorf("waiting for every node to read the late-write marks")
+		case w.opt.Redis && !after(w.latePolls(), polls, 2):
+			err = fmt.Errorf("waiting for every node to read the late-write marks")
+		}
+		if err == nil {
+			return nil
+		}
+		if w.sched.now >= end {
+			return err
+		}
+		w.sched.runUntil(w.sched.now + 100*time.Millisecond)
+	}
+}
+
+func (w *world) latePolls() []uint64 {
+	var out []uint64
+	for _, n := range w.nodes {
+		out = append(out, n.owner.LatePolls())
+	}
+	return out
+}
+
+func after(now, then []uint64, by uint64) bool {
+	if len(now) != len(then) {
+		return false
+	}
+	for i := range now {
+		if now[i] < then[i]+by {
+			return false
+		}
+	}
+	return true
+}
+
+// converged says why the cluster has not settled yet (nil once it has): every node
+// runs, has every node in its ring, holds every partition its ring gives it, has no
+// counters on their way and, with Redis, nothing left to write.
+func (w *world) converged() error {
+	if w.inflight > 0 {
+		return fmt.Errorf("%d client ops still on their way", w.inflight)
+	}
+	var epoch uint64
+	for i, n := range w.nodes {
+		switch {
+		case !n.up:
+			return fmt.Errorf("%s is down", n.name)
+		case n.ring == nil || n.ring.Len() != len(w.nodes):
+			return fmt.Errorf("%s's ring has not every node", n.name)
+		case i > 0 && n.ring.Epoch() != epoch:
+			return fmt.Errorf("%s's ring differs from n0's", n.name)
+		}
+		epoch = n.ring.Epoch()
+		if owned, held := n.owner.Holding(); owned != held {
+			return fmt.Errorf("%s holds %d of its %d partitions", n.name, held, owned)
+		}
+		if h := n.owner.HandingOn(); h > 0 {
+			return fmt.Errorf("%s has counters of %d partitions on their way", n.name, h)
+		}
+		if u := n.owner.Unwritten(); u > 0 {
+			return fmt.Errorf("%s has %d counters to write", n.name, u)
+		}
+	}
+	return nil
+}
+
+// checkFinal reads every counter through the cluster and checks it against the
+// history: acknowledged increments all there (but what a fault may lose), none past
+// acknowledged plus unknown, allows within their limits.
+func (w *world) checkFinal() {
+	final := map[string]int64{}
+	for _, k := range w.keys.all() {
+		c, err := w.read(k)
+		if err != nil {
+			w.fail("final count of %s: %v", k, err)
+			continue
+		}
+		final[k] = c
+	}
+	ks := w.keys
+	sum := ks.log.Check(final, ks.bounds)
+	for _, v := range sum.Violations {
+		w.fail("%s", v)
+	}
+	for _, k := range ks.allow {
+		t := ks.log.Tally(k)
+		if room := allowLimit + ks.bounds.KeyOverAdmit[k] + ks.bounds.KeyLoss[k]; t.Admitted > room {
+			w.fail("%s: %d admissions acknowledged, past limit %d (allowed over-admission %d, loss %d)", k, t.Admitted,
+				int64(allowLimit), ks.bounds.KeyOverAdmit[k], ks.bounds.KeyLoss[k])
+		}
+	}
+	for _, k := range ks.resets {
+		if err := ks.reset[k].check(k, final[k]); err != nil {
+			w.fail("%v", err)
+		}
+	}
+}
+
+// read counts key through a running node, retrying while the answer does not come.
+func (w *world) read(key string) (int64, error) {
+	var last error
+	for try := 0; try < 10; try++ {
+		entry := w.nodes[try%len(w.nodes)]
+		var got *counter.Result
+		c := &client{w: w}
+		c.route(op(counter.Count, key, 0), entry, func(res counter.Result) { got = &res })
+		end := w.sched.now + 5*time.Second
+		for got == nil && w.sched.now < end {
+			w.sched.runUntil(w.sched.now + 10*time.Millisecond)
+		}
+		if got != nil && got.Err == nil {
+			return got.Count, nil
+		}
+		if got != nil {
+			last = got.Err
+		} else {
+			last = fmt.Errorf("no answer")
+		}
+		w.sched.runUntil(w.sched.now + 200*time.Millisecond)
+	}
+	return 0, last
+}

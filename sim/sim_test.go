@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// seedsToRun is how many seeds TestSimulation runs: LEAPCOUNT_SIM_SEEDS, or 1000 (100
+// under the race detector, which makes a run about ten times slower and has nothing to
+// find in one goroutine; the thousand run without it in make test).
+func seedsToRun() int {
+	if v, err := strconv.Atoi(os.Getenv("LEAPCOUNT_SIM_SEEDS")); err == nil && v > 0 {
+		return v
+	}
+	if raceEnabled {
+		return 100
+	}
+	return 1000
+}
+
+// firstSeed is where the seeds start: LEAPCOUNT_SIM_FIRST, or 1, so that make test runs
+// the same seeds every time (make sim runs others: its first is the time, printed).
+func firstSeed(t *testing.T) uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("LEAPCOUNT_SIM_FIRST"), 10, 64); err == nil {
+		t.Logf("first seed %d", v)
+		return v
+	}
+	return 1
+}
+
+// TestSimulation runs whole clusters through faults, one seed each, alternately with
+// and without Redis, and fails with the story of every seed that broke a rule.
+// LEAPCOUNT_SIM_SEED replays one seed (LEAPCOUNT_SIM_REDIS=true for the Redis mode).
+func TestSimulation(t *testing.T) {
+	if v := os.Getenv("LEAPCOUNT_SIM_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LEAPCOUNT_SIM_SEED=%q: %v", v, err)
+		}
+		r := Run(Options{Seed: seed, Redis: os.Getenv("LEAPCOUNT_SIM_REDIS") == "true", Faults: true})
+		t.Logf("%s", r.Report())
+		if r.Failed() {
+			t.Fail()
+		}
+		return
+	}
+	n, first := seedsToRun(), firstSeed(t)
+	start := time.Now()
+	results := runSeeds(first, n, Options{Faults: true})
+	var steps, ops, faults int
+	failed := 0
+	for _, r := range results {
+		steps, ops, faults = steps+r.Steps, ops+r.Ops.ops, faults+r.Faults
+		if r.Failed() && failed < 3 {
+			t.Errorf("%s", r.Report())
+		}
+		if r.Failed() {
+			failed++
+		}
+	}
+	t.Logf("%d seeds in %v: %d events, %d client ops, %d faults; %d failed", n, time.Since(start).Round(time.Millisecond),
+		steps, ops, faults, failed)
+}
+
+// runSeeds runs n seeds from first, on every core, each seed on its own (a run is one
+// goroutine; runs share nothing). Even seeds run with Redis.
+func runSeeds(first uint64, n int, base Options) []Result {
+	out := make([]Result, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				opt := base
+				opt.Seed, opt.Redis = first+uint64(i), (first+uint64(i))%2 == 0
+				out[i] = Run(opt)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// TestReplaysExactly: a seed run twice tells the same story, event for event.
+func TestReplaysExactly(t *testing.T) {
+	for _, redis := range []bool{false, true} {
+		a := Run(Options{Seed: 42, Redis: redis, Faults: true})
+		b := Run(Options{Seed: 42, Redis: redis, Faults: true})
+		if a.Steps != b.Steps || fmt.Sprint(a.Trace) != fmt.Sprint(b.Trace) || fmt.Sprint(a.Ops) != fmt.Sprint(b.Ops) {
+			t.Fatalf("redis %v: seed 42 ran %d then %d events (traces equal: %v)", redis, a.Steps, b.Steps,
+				fmt.Sprint(a.Trace) == fmt.Sprint(b.Trace))
+		}
+	}
+}
+
+// TestListFailing lists the failing seeds of a range (LEAPCOUNT_SIM_LIST=first:n), for
+// debugging.
+func TestListFailing(t *testing.T) {
+	v := os.Getenv("LEAPCOUNT_SIM_LIST")
+	if v == "" {
+		t.Skip("set LEAPCOUNT_SIM_LIST=first:n")
+	}
+	var first uint64
+	var n int
+	fmt.Sscanf(v, "%d:%d", &first, &n)
+	for _, r := range runSeeds(first, n, Options{Faults: true}) {
+		if r.Failed() {
+			t.Logf("seed %d redis %v: %s", r.Seed, r.Redis, r.Violations[0])
+		}
+	}
+}

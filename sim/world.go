@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// Timings of a simulated node: production's defaults, scaled down where only the
+// ratios matter, so a run covers many leases in little simulated time.
+const (
+	flushInterval = 100 * time.Millisecond
+	acquireWait   = 2 * time.Second // --handoff-wait
+	retryWait     = 2 * time.Second // route.DefaultRetryWait
+	gossipEvery   = 100 * time.Millisecond
+)
+
+var bg = context.Background()
+
+// Options are one run's settings. Everything else comes from Seed.
+type Options struct {
+	Seed       uint64
+	Redis      bool          // with Redis behind the nodes; without, counters move node to node
+	Nodes      int           // nodes at the start (default 3)
+	Partitions int           // ring partitions (default 64)
+	Duration   time.Duration // of load and faults (default 20s); then it heals and checks
+	Faults     bool          // inject faults (the default run does)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 64
+	}
+	if o.Duration == 0 {
+		o.Duration = 20 * time.Second
+	}
+	return o
+}
+
+// world is one simulated cluster: its scheduler, network, Redis, nodes and clients.
+type world struct {
+	opt      Options
+	sched    sched
+	rng      *rand.Rand
+	net      *network
+	redis    *redisServer
+	nodes    []*node
+	leaseCfg lease.Config
+	epochMs  int64
+	incs     uint64
+	handoffs int
+
+	keys     *keySet
+	ops      opStats
+	inflight int           // client ops sent and not answered
+	decider  []*node       // each partition's last decider seen (checkDeciders)
+	wipes    int           // times Redis lost its data
+	loadEnd  time.Duration // clients stop, and faults end, at this time
+	log      []string      // the fault trace
+	faults   int
+	failures []string // invariants broken while running
+}
+
+func newWorld(opt Options) *world {
+	opt = opt.withDefaults()
+	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
+		leaseCfg: lease.Config{Duration: time.Second}.WithDefaults(), epochMs: 1_700_000_000_000}
+	w.net = newNetwork(w)
+	w.redis = newRedisServer(w)
+	w.keys = newKeySet(w)
+	return w
+}
+
+// jitter is a random span up to about 2d, never 0.
+func (w *world) jitter(d time.Duration) time.Duration {
+	return time.Duration(1 + w.rng.Int64N(int64(2*d)))
+}
+
+func (w *world) nextInc() uint64 {
+	w.incs++
+	return w.incs
+}
+
+func (w *world) byName(name string) *node {
+	for _, n := range w.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// addNode makes a new node (not started).
+func (w *world) addNode() *node {
+	n := &node{w: w, idx: len(w.nodes), name: fmt.Sprintf("n%d", len(w.nodes)),
+		rate: 1 + (w.rng.Float64()-0.5)*0.008, offset: time.Duration(w.rng.Int64N(int64(2*time.Second))) - time.Second}
+	w.nodes = append(w.nodes, n)
+	return n
+}
+
+// trace records a line of what happened, for a failing seed's report.
+func (w *world) trace(format string, args ...any) {
+	w.log = append(w.log, fmt.Sprintf("%8.3fs ", w.sched.now.Seconds())+fmt.Sprintf(format, args...))
+}
+
+// fail records a broken invariant.
+func (w *world) fail(format string, args ...any) {
+	if len(w.failures) < 20 {
+		w.failures = append(w.failures, fmt.Sprintf("t=%.3fs: ", w.sched.now.Seconds())+fmt.Sprintf(format, args...))
+	}
+}
+
+// noteWrite is told each delta Redis applies, by the node that wrote it: one written
+// after its writer's lease of the partition ended is a late write, which may admit past
+// a limit until the partition's owner reloads it (README: Guarantees).
+func (w *world) noteWrite(n *node, d fallback.Delta) {
+	if n == nil || n.keeper == nil {
+		return
+	}
+	rg := n.ring
+	if rg == nil {
+		return
+	}
+	p := rg.Partition(d.Key)
+	if h := w.keys.reset[d.Key]; h != nil && !n.keeper.Holds(p, int64(n.mono())) {
+		h.erasedBack = true // its reset, if it had one, was dropped (owner.stripLateResets)
+	}
+	if int64(n.mono()) >= n.keeper.Until(p) {
+		var sum uint64
+		for _, b := range d.Buckets {
+			sum += b.Count
+		}
+		w.keys.lateWrite(d.Key, int64(sum))
+	}
+}
+
+// noteHandoff is told each Handoff applied.
+func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
+	if len(h.Counters) > 0 {
+		w.trace("%s hands %d counters to %s (id %d)", from.name, len(h.Counters), to.name, h.ID)
+	}
+}
+
+// ambiguous is told of a Handoff in doubt that a node settled without an answer: taken
+// as delivered, its counts are lost if its receiver never applied it; else they may
+// count twice, should the receiver come back having applied it.
+func (w *world) ambiguous(h *rpc.Handoff, delivered bool) {
+	for _, c := range h.Counters {
+		var n, pending int64
+		for _, b := range c.Buckets {
+			n += int64(b.Count)
+		}
+		for _, b := range c.Pending {
+			pending += int64(b.Count)
+		}
+		n = max(n, pending) // (a counter that travels as its pending part alone has no buckets)
+		if delivered {
+			w.keys.lose(c.Key, n)
+		} else {
+			w.keys.extra(c.Key, n)
+		}
+	}
+}
