@@ -258,3 +258,42 @@ func subtract(buckets, pending []Bucket) []Bucket {
 	}
 	return out
 }
+
+// DrainMatching is Drain for the counters (held or not) whose key match accepts: what
+// happened to them since the last drain, as one Delta each, forgotten here. match must
+// not keep the key it is given: it is a view of the store's memory.
+func (s *Store) DrainMatching(match func(key string) bool, dst []Delta) []Delta {
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			from := len(dst)
+			dst = drainMatching(&sh.one, t.spec, match, dst)
+			dst = drainMatching(&sh.narrow, t.spec, match, dst)
+			dst = drainMatching(&sh.wide, t.spec, match, dst)
+			for k := from; k < len(dst); k++ {
+				dst[k].Reset = sh.takeReset(dst[k].Key)
+			}
+			for key := range sh.resets {
+				if match(key) {
+					dst = append(dst, Delta{Key: key, Spec: t.spec, Reset: true})
+					delete(sh.resets, key)
+				}
+			}
+			sh.mu.Unlock()
+		}
+	}
+	return dst
+}
+
+func drainMatching[C count](s *slab[C], sp Spec, match func(string) bool, dst []Delta) []Delta {
+	if !s.deltas {
+		return dst
+	}
+	for slot := range s.refs.s {
+		if s.pend.s[slot] != 0 && match(s.keyView(slot)) {
+			dst = append(dst, Delta{Key: s.key(slot), Spec: sp, Buckets: s.takePending(slot)})
+		}
+	}
+	return dst
+}

@@ -29,7 +29,7 @@ type flusher struct {
 
 	// Under Owner.mu: the batches not yet confirmed, oldest first, and the flush in
 	// flight.
-	batches  []sentBatch
+	batches  []*sentBatch
 	inFlight bool
 	again    bool // asked for while one was in flight: another follows
 	drained  bool // the flush in flight has drained the store
@@ -47,6 +47,9 @@ type flusher struct {
 type sentBatch struct {
 	b    Batch
 	refs []fallback.CounterRef
+	// lapsed are the partitions whose lease ended after this batch was made: its
+	// resets of their counters are dropped before it goes again (dropLateResets).
+	lapsed lease.Set
 }
 
 func (f *flusher) init() {
@@ -194,21 +197,22 @@ func (o *Owner) flushNext() {
 	})
 }
 
-// stripLateResets takes out of sb what this node may no longer write for a partition
-// it may no longer decide (its lease is ending or ended, and another node may soon
-// decide the counter and write it): a reset landing after that would erase what the
-// other wrote, so it goes without its reset (what it erased may then come back, README:
-// Guarantees; never what another node counted), and a whole state written back after
-// Redis lost its data (reseed.go) does not go at all (the decider writes its own). The
-// caller holds mu.
-func (o *Owner) stripLateResets(sb sentBatch) {
+// stripLateResets takes out of sb what this node may no longer write: a reset of a
+// counter whose partition's lease ended after the reset was decided (another node may
+// have decided the counter since, and written it), or whose lease is ending now; a reset
+// landing after the other's writes would erase them. It goes without its reset (what it
+// erased may then come back, README: Guarantees; never what another node counted), and
+// a whole state written back after Redis lost its data (reseed.go) does not go at all
+// (the decider writes its own). The caller holds mu.
+func (o *Owner) stripLateResets(sb *sentBatch) {
 	rg := o.ring.Load()
 	if rg == nil {
 		return
 	}
 	now := o.cfg.Leases.Now()
 	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
-		if !d.Reset || o.cfg.Leases.Holds(rg.Partition(d.Key), now) {
+		p := rg.Partition(d.Key)
+		if !d.Reset || !sb.lapsed.Has(p) && o.cfg.Leases.Holds(p, now) {
 			return d, true
 		}
 		if d.Base {
@@ -222,9 +226,40 @@ func (o *Owner) stripLateResets(sb sentBatch) {
 	}
 }
 
+// dropLateResets makes the resets of partitions ps, decided before their lease ended
+// and not yet confirmed in Redis, go without their reset (stripLateResets): those
+// pending in the store are drained now (what is decided after a new grant is not
+// touched), those queued lose it at once, those in batches when they go next. The caller
+// holds mu.
+func (o *Owner) dropLateResets(ps lease.Set) {
+	rg := o.ring.Load()
+	if o.cfg.Redis == nil || rg == nil || ps.Len() == 0 {
+		return
+	}
+	for _, sb := range o.flush.batches {
+		if sb.lapsed == nil {
+			sb.lapsed = lease.NewSet(rg.PartitionCount())
+		}
+		ps.Each(sb.lapsed.Add)
+	}
+	var ds []fallback.Delta
+	for _, d := range o.cfg.Store.DrainMatching(func(k string) bool { return ps.Has(rg.Partition(k)) }, nil) {
+		ds = append(ds, fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets})
+	}
+	f := &o.flush
+	f.mu.Lock()
+	for i := range f.queue {
+		if d := &f.queue[i]; ps.Has(rg.Partition(d.Key)) && d.Reset && !d.Base {
+			d.Reset = false
+		}
+	}
+	f.mu.Unlock()
+	f.enqueue(ds)
+}
+
 // sent goes on after a batch's send: confirmed, its counters settle (its late writes
 // marked first) and the next batch goes; else the flush ends.
-func (o *Owner) sent(sb sentBatch, err error) {
+func (o *Owner) sent(sb *sentBatch, err error) {
 	if err != nil || !sb.b.Confirmed() {
 		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
 		o.flushEnd()
@@ -263,7 +298,7 @@ func (o *Owner) drainBatch() {
 	if len(ds) == 0 {
 		return
 	}
-	f.batches = append(f.batches, sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds)})
+	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds)})
 }
 
 // flushEnd ends the flush in flight, tells those waiting for it, and starts the next
@@ -271,7 +306,7 @@ func (o *Owner) drainBatch() {
 func (o *Owner) flushEnd() {
 	f := &o.flush
 	f.inFlight = false
-	f.inDoubt.Store(slices.ContainsFunc(f.batches, func(sb sentBatch) bool { return sb.b.InDoubt() }))
+	f.inDoubt.Store(slices.ContainsFunc(f.batches, func(sb *sentBatch) bool { return sb.b.InDoubt() }))
 	f.rounds.Add(1)
 	o.flushEnded()
 	o.stepReleases()

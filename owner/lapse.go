@@ -30,13 +30,21 @@ func (o *Owner) markStale(s lease.Set, e Event) int {
 		return 0
 	}
 	n := 0
+	lapsed := lease.NewSet(len(o.parts.state))
 	o.decide.Lock()
 	s.Each(func(p int) {
-		if p < len(o.parts.state) && o.step(p, e)&Reload != 0 {
+		if p >= len(o.parts.state) {
+			return
+		}
+		if e == Lapsed && o.parts.get(p).Claimed() {
+			lapsed.Add(p)
+		}
+		if o.step(p, e)&Reload != 0 {
 			n++
 		}
 	})
 	o.decide.Unlock()
+	o.dropLateResets(lapsed)
 	if n > 0 {
 		o.kick()
 	}

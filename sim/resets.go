@@ -90,7 +90,7 @@ func (h *resetHistory) check(key string, final int64) error {
 			if o.kind == counter.Reset {
 				resets++
 			}
-			if o.end > h.ops[len(h.ops)-1].end-2*time.Second {
+			if o.end > h.ops[len(h.ops)-1].end-4*time.Second {
 				tail = append(tail, fmt.Sprintf("%v n=%d %v [%.3f,%.3f]", o.kind, o.n, o.outcome, o.start.Seconds(), o.end.Seconds()))
 			}
 		}
