@@ -33,9 +33,10 @@ type Cluster struct {
 	joinCtx     context.Context // cancelled to end the join loop (and a lookup under way)
 	stopJoin    context.CancelFunc
 	joinDone    sync.WaitGroup
-	initialDone chan struct{} // closed when the first join succeeded or gave up (tests)
-	joinFails   atomic.Uint64 // join calls no seed answered (tests)
-	refutes     atomic.Uint64 // see Refutes
+	initialDone chan struct{}                  // closed when the first join succeeded or gave up (tests)
+	joinFails   atomic.Uint64                  // join calls no seed answered (tests)
+	refutes     atomic.Uint64                  // see Refutes
+	seeds       atomic.Pointer[seedResolution] // the last resolution of the seeds (SeesEverySeed)
 
 	// mu orders Leave, MarkLeaving and Shutdown: memberlist panics on Leave after
 	// Shutdown.
@@ -94,6 +95,7 @@ func Start(cfg Config) (c *Cluster, err error) {
 	// Seeds given as this member's own address are dropped now; names are resolved,
 	// and their addresses filtered the same way, at each join attempt.
 	seeds := c.otherSeeds(cfg.Join)
+	c.seeds.Store(&seedResolution{resolved: len(seeds) == 0})
 	if len(seeds) == 0 {
 		// The first member of a cluster: nobody to join, nothing to wait for.
 		c.tab.markJoined()

@@ -98,7 +98,23 @@ func (c *Cluster) seedAddrs(seeds []string) (addrs []string, resolved bool) {
 		c.joinFails.Add(1)
 		c.log.Info("a seed gave no address yet; will try it again", "err", err)
 	}
-	return c.otherSeeds(preferFamily(all, c.localAddr)), err == nil
+	addrs, resolved = c.otherSeeds(preferFamily(all, c.localAddr)), err == nil
+	c.seeds.Store(&seedResolution{addrs: addrs, resolved: resolved})
+	return addrs, resolved
+}
+
+// seedResolution is what the seeds named at their last resolution.
+type seedResolution struct {
+	addrs    []string // gossip addresses, this member's left out
+	resolved bool     // every seed gave an address
+}
+
+// SeesEverySeed reports whether every seed resolved, at the last attempt, and each
+// address it gave is a member this node sees alive (or the seeds were only this member):
+// a node that founds a cluster must see every member that may hold one already.
+func (c *Cluster) SeesEverySeed() bool {
+	r := c.seeds.Load()
+	return r != nil && r.resolved && len(c.absent(r.addrs)) == 0
 }
 
 // join asks memberlist to exchange state with every address given (each one in turn,

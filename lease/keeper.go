@@ -65,6 +65,7 @@ type Keeper struct {
 	lastHeard map[string]int64
 	runs      map[string]uint64 // each member's incarnation, from its last heartbeat
 	leftRuns  map[string]uint64 // the incarnation each member that left gracefully ran
+	noVoters  map[string]int64  // when each member last said it had no voters, while this node had none
 
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
 	kick    chan struct{}
@@ -81,7 +82,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	k := &Keeper{cfg: cfg, now: now, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
-		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, kick: make(chan struct{}, 1)}
+		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	}
@@ -152,6 +153,11 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 			delete(k.runs, name)
 		}
 	}
+	for name := range k.noVoters {
+		if !k.known(name) {
+			delete(k.noVoters, name)
+		}
+	}
 }
 
 // known reports whether name is a voter or a member membership sees alive: whose
@@ -161,11 +167,37 @@ func (k *Keeper) known(name string) bool {
 	return k.voters.Has(name) || slices.Contains(k.view.Alive, name)
 }
 
-// heard records a heartbeat exchanged with name at now.
-func (k *Keeper) heard(name string, now int64) {
-	if k.known(name) {
-		k.lastHeard[name] = now
+// heard records a heartbeat exchanged with name at now, in which name said its voters.
+func (k *Keeper) heard(name string, voters []string, now int64) {
+	if !k.known(name) {
+		return
 	}
+	k.lastHeard[name] = now
+	switch {
+	case !k.voters.Empty():
+		clear(k.noVoters)
+	case len(voters) == 0:
+		k.noVoters[name] = now
+	}
+}
+
+// NoneHaveVoters reports whether this node has no voters, and every member named but
+// itself told it so of its own within the last lease duration: none of them belongs to
+// a cluster that has run. A node that founds a cluster must know this of every member
+// it may join instead (node.seesCluster).
+func (k *Keeper) NoneHaveVoters(names []string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	if !k.voters.Empty() {
+		return false
+	}
+	for _, name := range names {
+		if at, ok := k.noVoters[name]; name != k.cfg.Self && (!ok || now-at > int64(k.cfg.Duration)) {
+			return false
+		}
+	}
+	return true
 }
 
 // SetClaims sets the partitions this node wants to hold. Partitions no longer claimed
@@ -253,6 +285,13 @@ func (k *Keeper) Incarnation(name string) uint64 {
 	return k.runs[name]
 }
 
+// GrantedTo names who this node's grantor holds p granted to now ("" if nobody).
+func (k *Keeper) GrantedTo(p int) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.grantor.Holder(p, k.now())
+}
+
 // LeftRun is the incarnation of the member named name that left the cluster
 // gracefully, handing on what it held (0: none known).
 func (k *Keeper) LeftRun(name string) uint64 {
@@ -274,7 +313,7 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	defer k.mu.Unlock()
 	now := k.now()
 	k.voters.Report(req.From, req.Alive, req.Voters, now)
-	k.heard(req.From, now)
+	k.heard(req.From, req.Voters, now)
 	if k.known(req.From) {
 		k.runs[req.From] = req.Incarnation
 	}

@@ -63,8 +63,8 @@ func TestKeepersRunConcurrently(t *testing.T) {
 	if err := ks[1].Wait(wctx, 1); err != nil {
 		t.Fatalf("b never held partition 1 (voters %v): %v", ks[1].Voters(), err)
 	}
-	if got := len(ks[2].Voters()); got != 3 {
-		t.Fatalf("c has %d voters; want 3", got)
+	if err := waitUntil(10*time.Second, func() bool { return len(ks[2].Voters()) == 3 }); err != nil {
+		t.Fatalf("c has voters %v; want all three", ks[2].Voters())
 	}
 	net.mu.Lock()
 	net.cut["b"] = true

@@ -96,7 +96,7 @@ func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	k.mu.Lock()
 	now := k.now()
 	k.voters.Report(name, rep.Alive, rep.Voters, now)
-	k.heard(name, now)
+	k.heard(name, rep.Voters, now)
 	if rep.Refused == RefusedNone {
 		k.holder.Grant(req.Round, name, rep.Granted)
 		k.noteHeld(rep.Granted, now)

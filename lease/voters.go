@@ -2,6 +2,7 @@ package lease
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,7 @@ type report struct {
 // View is what this node's membership says now.
 type View struct {
 	Alive     []string         // members alive or leaving, self included
+	Leaving   []string         // members leaving gracefully (handing on), self included when it leaves
 	Left      []string         // members that left gracefully
 	DeadSince map[string]int64 // members declared dead, and since when (monotonic ns)
 }
@@ -76,16 +78,27 @@ func (v *Voters) Report(from string, alive, voters []string, now int64) {
 }
 
 // Update applies at most one change the view and the fresh reports agree on, and
-// reports whether it did: a member that left stops being a voter; a member that a
-// majority of the voters see alive becomes one; a member dead for DeadVoterAfter that a
-// majority of the other voters do not see alive stops being one. Changes come in name
-// order, so nodes that see the same make the same.
+// reports whether it did: a member that leaves or left stops being a voter (a node
+// that leaves drops itself first); a member that a majority of the voters see alive
+// becomes one; a member dead for DeadVoterAfter that a majority of the voters (it
+// counted against) do not see alive stops being one. Each in step with the voters' own
+// sets (inStep, follow), so that the sets in use stay within one change of each other.
+// Changes come in name order, so nodes that see the same make the same.
 func (v *Voters) Update(view View, now int64) bool {
 	if len(v.set) == 0 {
 		return false
 	}
-	for _, n := range sorted(view.Left) {
-		if v.set[n] && n != v.self {
+	if v.set[v.self] && len(v.set) > 1 && slices.Contains(view.Leaving, v.self) {
+		// Leaving: this node says so in its reports (the set without it), which lets
+		// the others drop it in step even when it is one of two.
+		delete(v.set, v.self)
+		return true
+	}
+	if v.follow(now) {
+		return true
+	}
+	for _, n := range sorted(append(slices.Clone(view.Left), view.Leaving...)) {
+		if v.set[n] && n != v.self && v.inStep(n, false, now) {
 			delete(v.set, n)
 			return true
 		}
@@ -95,7 +108,7 @@ func (v *Voters) Update(view View, now int64) bool {
 		alive[n] = true
 	}
 	for _, n := range sorted(view.Alive) {
-		if !v.set[n] && v.agree(n, true, alive[n], now) >= v.Quorum() {
+		if !v.set[n] && v.agree(n, true, alive[n], now) >= v.Quorum() && v.inStep(n, true, now) {
 			v.set[n] = true
 			return true
 		}
@@ -105,12 +118,89 @@ func (v *Voters) Update(view View, now int64) bool {
 		if !dead || n == v.self || now-since < int64(v.cfg.DeadVoterAfter) {
 			continue
 		}
-		if v.agree(n, false, false, now) >= (len(v.set)-1)/2+1 {
+		// A majority of all the voters, the dead one counted against: two voters never
+		// drop each other, or each could become a majority of one.
+		if v.agree(n, false, false, now) >= v.Quorum() && v.inStep(n, false, now) {
 			delete(v.set, n)
 			return true
 		}
 	}
 	return false
+}
+
+// follow takes the voter set that a majority of this node's voters report, when it is
+// not this node's own, and reports whether it did: they moved on while this node
+// missed a change (it was cut off, or slow to see what they saw), and a node one change
+// behind them holds the others back (inStep).
+func (v *Voters) follow(now int64) bool {
+	mine := v.List()
+	count := map[string]int{}
+	sets := map[string][]string{}
+	for voter := range v.set {
+		r, ok := v.reports[voter]
+		if voter == v.self || !ok || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
+			continue
+		}
+		got := sorted(r.voters)
+		k := strings.Join(got, "\x00")
+		count[k]++
+		sets[k] = got
+	}
+	for k, n := range count {
+		if n >= v.Quorum() && !slices.Equal(sets[k], mine) {
+			v.set = make(map[string]bool, len(sets[k]))
+			for _, name := range sets[k] {
+				v.set[name] = true
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// inStep reports whether adding (or, with add false, dropping) name keeps every
+// majority of the set it makes meeting every majority of the sets the voters use, so
+// that no two nodes can each hold a partition by a majority of their own: a majority
+// of the voters (self included) report sets it meets, and none reports one it does not
+// (compatible). Sets one change apart always meet, so a node that missed a change can
+// still be caught up with.
+func (v *Voters) inStep(name string, add bool, now int64) bool {
+	next := slices.DeleteFunc(v.List(), func(n string) bool { return n == name })
+	if add {
+		next = sorted(append(next, name))
+	}
+	n := 0
+	for voter := range v.set {
+		if voter == v.self {
+			n++
+			continue
+		}
+		r, ok := v.reports[voter]
+		if !ok || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
+			continue
+		}
+		if !compatible(sorted(r.voters), next) {
+			return false
+		}
+		n++
+	}
+	return n >= v.Quorum()
+}
+
+// compatible reports whether every majority of the sorted set a meets every majority
+// of the sorted set b: the members of a majority of a outside b, at most |a\b|, leave
+// at least quorum(a)-|a\b| of it in both, and likewise for b; the two shares must not
+// fit side by side in what a and b share.
+func compatible(a, b []string) bool {
+	both := 0
+	for _, x := range a {
+		if _, ok := slices.BinarySearch(b, x); ok {
+			both++
+		}
+	}
+	inA := max(0, len(a)/2+1-(len(a)-both))
+	inB := max(0, len(b)/2+1-(len(b)-both))
+	return inA+inB > both
 }
 
 // agree counts the voters other than name that see name alive (or, with alive false,

@@ -40,7 +40,7 @@ func TestVotersAdmitWithMajority(t *testing.T) {
 	if v.Update(view, 0) {
 		t.Fatalf("admitted d seen alive by a alone: %v", v.List())
 	}
-	v.Report("b", []string{"a", "b", "c", "d"}, nil, 0)
+	v.Report("b", []string{"a", "b", "c", "d"}, []string{"a", "b", "c"}, 0)
 	if !v.Update(view, 0) || !v.Has("d") {
 		t.Fatalf("d not admitted when a and b (2 of 3) see it: %v", v.List())
 	}
@@ -65,12 +65,12 @@ func TestMinorityCannotReshapeVoters(t *testing.T) {
 		}
 	}
 	a := votersOf("a", "a", "b", "c")
-	a.Report("b", []string{"a", "b"}, nil, later)
+	a.Report("b", []string{"a", "b"}, []string{"a", "b", "c"}, later)
 	if !a.Update(View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, later) || a.Has("c") {
 		t.Fatalf("majority did not drop c, dead for 20s and unseen by a and b: %v", a.List())
 	}
 	b := votersOf("b", "a", "b", "c")
-	b.Report("a", []string{"a", "b"}, nil, 0)
+	b.Report("a", []string{"a", "b"}, []string{"a", "b", "c"}, 0)
 	if b.Update(View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, int64(time.Second)) {
 		t.Fatal("dropped c dead for only 1s (DeadVoterAfter is 10s)")
 	}
@@ -79,13 +79,81 @@ func TestMinorityCannotReshapeVoters(t *testing.T) {
 func TestVotersOneChangeAtATime(t *testing.T) {
 	v := votersOf("a", "a", "b", "c", "d")
 	view := View{Alive: []string{"a", "b", "e"}, Left: []string{"c", "d"}}
+	v.Report("b", view.Alive, []string{"a", "b", "c", "d"}, 0)
+	v.Report("c", nil, []string{"a", "b", "d"}, 0) // c dropped itself as it left
 	if !v.Update(view, 0) || v.Has("c") || !v.Has("d") {
 		t.Fatalf("first update: %v; want c (first by name) gone, d still there", v.List())
 	}
 	if !v.Update(view, 0) || v.Has("d") {
-		t.Fatalf("second update: %v; want d gone", v.List())
+		t.Fatalf("second update: %v; want d gone (every majority of [a b c d], b's, meets [a b])", v.List())
 	}
 	if v.Update(view, 0) {
 		t.Fatalf("third update changed something: %v", v.List())
+	}
+}
+
+// A change whose set's majorities need not meet those of a set a voter reports waits:
+// b added x, a has not seen it, and a adding y would let {a, x} and {b, y} each be a
+// majority of its own set.
+func TestVoterChangeKeepsMajoritiesMeeting(t *testing.T) {
+	v := votersOf("a", "a", "b")
+	view := View{Alive: []string{"a", "b", "y"}}
+	v.Report("b", []string{"a", "b", "y"}, []string{"a", "b", "x"}, 0)
+	if v.Update(view, 0) {
+		t.Fatalf("added y while b uses [a b x]: %v", v.List())
+	}
+	v.Report("b", []string{"a", "b", "y"}, []string{"a", "b"}, 0)
+	if !v.Update(view, 0) || !v.Has("y") {
+		t.Fatalf("did not add y once b was back to [a b]: %v", v.List())
+	}
+}
+
+func TestCompatibleVoterSets(t *testing.T) {
+	for _, c := range []struct {
+		a, b []string
+		want bool
+	}{
+		{[]string{"a", "b", "c"}, []string{"a", "b", "c", "d"}, true},
+		{[]string{"a", "b", "x"}, []string{"a", "b", "y"}, false},
+		{[]string{"a", "b", "c", "x"}, []string{"a", "b", "c", "y"}, true},
+		{[]string{"a", "b"}, []string{"a", "b", "c", "d"}, true},
+		{[]string{"a", "b", "c"}, []string{"a", "d", "e"}, false},
+		{[]string{"a"}, []string{"b"}, false},
+	} {
+		if got := compatible(c.a, c.b); got != c.want {
+			t.Errorf("compatible(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := compatible(c.b, c.a); got != c.want {
+			t.Errorf("compatible(%v, %v) = %v, want %v", c.b, c.a, got, c.want)
+		}
+	}
+}
+
+// Two voters never drop each other: each would be a majority of one, and both could
+// decide every partition (found by the cluster simulation: a node cut off from the only
+// other voter dropped it, while that one, restarted, formed a majority with a third).
+func TestTwoVotersNeverDropEachOther(t *testing.T) {
+	a := votersOf("a", "a", "b")
+	later := 20 * int64(time.Second)
+	if a.Update(View{Alive: []string{"a"}, DeadSince: map[string]int64{"b": 0}}, later) || !a.Has("b") {
+		t.Fatalf("a dropped b, the other of two voters: %v", a.List())
+	}
+}
+
+// A change waits until a majority of the voters report the voter set it starts from:
+// else voter sets in use could drift two changes apart, and majorities of the two need
+// not meet.
+func TestVoterChangeWaitsForTheLastOneToBeAdopted(t *testing.T) {
+	v := votersOf("a", "a", "b", "c", "d")
+	view := View{Alive: []string{"a", "b", "c", "d", "e"}}
+	v.Report("b", view.Alive, []string{"a", "b", "c"}, 0) // b has not adopted d yet
+	v.Report("c", view.Alive, []string{"a", "b", "c"}, 0)
+	if v.Update(view, 0) {
+		t.Fatalf("added e while only a of a, b, c, d has [a b c d]: %v", v.List())
+	}
+	v.Report("b", view.Alive, []string{"a", "b", "c", "d"}, 0)
+	v.Report("c", view.Alive, []string{"a", "b", "c", "d"}, 0)
+	if !v.Update(view, 0) || !v.Has("e") {
+		t.Fatalf("did not add e once a majority had [a b c d]: %v", v.List())
 	}
 }

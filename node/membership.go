@@ -65,10 +65,9 @@ func (n *Node) advertisedRPC() string {
 	return net.JoinHostPort(host, port)
 }
 
-// aloneWait is how long a node with seeds waits, once joined, before it takes its
-// cluster to be new: when no member it sees has voters (they all just started), the one
-// with the smallest name founds the cluster and the others learn their voters from it.
-// A node whose seeds were only itself founds one alone after it.
+// aloneWait is how long a node whose seeds are only itself (a StatefulSet's first pod,
+// alone in its Service) waits, once joined, before it founds a cluster alone: members
+// that start with it have this long to appear.
 const aloneWait = 5 * time.Second
 
 // watchMembership follows membership and the voters: it tells the lease keeper what
@@ -104,15 +103,11 @@ func (n *Node) keeperTick() time.Duration { return n.cfg.Lease.WithDefaults().He
 
 // seesCluster reports whether a node that has joined knows its cluster well enough to
 // serve: it sees another member, or has waited aloneWait in vain (its seeds were only
-// itself). It also founds a new cluster when that is this node's to do (aloneWait).
+// itself). It also founds a new cluster when that is this node's to do (mayFound).
 func (n *Node) seesCluster(joinedAt time.Time) bool {
 	alive := n.cluster.Alive()
 	n.noteSeen()
-	if time.Since(joinedAt) > aloneWait && !n.keeper.HasVoters() && n.cfg.Name <= n.smallestSeen {
-		// Nobody this node sees has voters (a cluster that has run would have taught it
-		// them by now): a new cluster, founded by the member with the smallest name it
-		// has ever seen, alive or not: one that saw a smaller member and lost it (cut
-		// off, say) must not found a second cluster beside that member's.
+	if n.mayFound(alive, joinedAt) {
 		n.keeper.Found()
 		n.cfg.Logger.Info("founding a new cluster: no member seen has voters", "members_seen", len(alive))
 	}
@@ -125,6 +120,27 @@ func (n *Node) seesCluster(joinedAt time.Time) bool {
 		}
 	}
 	return false
+}
+
+// mayFound reports whether this node founds a new cluster now: it knows no voters, has
+// the smallest name gossip ever showed it (one that saw a smaller member and lost it,
+// cut off say, must not found a second cluster beside that member's), sees every seed
+// alive, and every member it sees told it, in a heartbeat, that it knows no voters
+// either. A seed it cannot reach may be the one member that still holds the cluster
+// (the others restarted), so it waits for every seed; and a node whose seeds are only
+// itself waits aloneWait for others to appear.
+func (n *Node) mayFound(alive []cluster.Member, joinedAt time.Time) bool {
+	if n.keeper.HasVoters() || n.cfg.Name > n.smallestSeen || !n.cluster.SeesEverySeed() {
+		return false
+	}
+	names := make([]string, 0, len(alive))
+	for _, m := range alive {
+		names = append(names, m.Name)
+	}
+	if len(names) <= 1 && time.Since(joinedAt) <= aloneWait {
+		return false
+	}
+	return n.keeper.NoneHaveVoters(names)
 }
 
 // noteSeen keeps the smallest member name gossip has shown this node so far.
@@ -149,6 +165,9 @@ func (n *Node) syncMembership() {
 		switch m.State {
 		case cluster.StateAlive, cluster.StateLeaving:
 			view.Alive = append(view.Alive, m.Name)
+			if m.State == cluster.StateLeaving {
+				view.Leaving = append(view.Leaving, m.Name)
+			}
 			peers = append(peers, lease.Peer{Name: m.Name, Addr: m.RPCAddr})
 			live[m.RPCAddr] = true
 		case cluster.StateLeft:

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -64,28 +66,30 @@ func (w *world) gossip() {
 	}
 }
 
-// aloneWait is how long a node waits for a cluster's voters before it takes its cluster
-// to be new (node/membership.go).
-const aloneWait = 5 * time.Second
-
-// founds makes n found a cluster, as node.seesCluster does, when it has waited
-// aloneWait without learning any voter, sees a majority of its seeds alive, and no
-// member it has ever seen has a smaller name (a whole cluster stopped and started
-// again, say), and reports whether it did.
+// founds makes n found a cluster, as node.seesCluster does, and reports whether it
+// did: when it knows no voters, no member it has ever seen has a smaller name, it sees
+// every seed (its --join) alive, and every member it sees alive told it it has no
+// voters either. A seed it cannot reach may be the one member that remembers the
+// cluster (all others restarted): founding beside it would make two.
 func (w *world) founds(n *node) bool {
-	if n.keeper.HasVoters() || w.sched.now-n.startAt < aloneWait {
+	if n.keeper.HasVoters() {
 		return false
 	}
-	seen := 0 // members it sees alive, itself included: a majority of its seeds is needed
+	var seen []string
 	for name, v := range n.view {
 		if name < n.name {
 			return false
 		}
 		if v.state == alive {
-			seen++
+			seen = append(seen, name)
 		}
 	}
-	if seen < n.seeds/2+1 {
+	for i := 0; i < n.seeds; i++ {
+		if v := n.view[w.nodes[i].name]; v == nil || v.state != alive {
+			return false
+		}
+	}
+	if !n.keeper.NoneHaveVoters(seen) {
 		return false
 	}
 	n.keeper.Found()
@@ -166,4 +170,18 @@ func sortedViewNames(v map[string]*memberView) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// viewString prints what the node's membership says of every member, for failures.
+func (n *node) viewString() string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, name := range sortedViewNames(n.view) {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s:%s", name, [...]string{"alive", "leaving", "left", "dead"}[n.view[name].state])
+	}
+	b.WriteString("}")
+	return b.String()
 }

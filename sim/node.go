@@ -162,6 +162,9 @@ func (n *node) syncMembership() {
 		switch m.state {
 		case alive, leaving:
 			view.Alive = append(view.Alive, name)
+			if m.state == leaving {
+				view.Leaving = append(view.Leaving, name)
+			}
 			peers = append(peers, lease.Peer{Name: name, Addr: name})
 		case left:
 			view.Left = append(view.Left, name)
@@ -198,7 +201,7 @@ func (n *node) rebuildRing() {
 	}
 	n.ring = rg
 	n.owner.SetRing(rg)
-	n.w.trace("%s: ring %v", n.name, names)
+	n.w.trace("%s: ring %v (voters %v)", n.name, names, voters)
 }
 
 func (n *node) stoppedGracefully() bool { return n.graceful }

@@ -103,7 +103,14 @@ func (w *world) checkDeciders() {
 			}
 		}
 		if len(by) > 1 {
-			w.fail("partition %d decided by %s and %s at once", p, by[0].name, by[1].name)
+			var grants []string
+			for _, n := range w.nodes {
+				if n.up {
+					grants = append(grants, fmt.Sprintf("%s(voters %v, grants to %q, lease until %+.3fs)", n.name, n.keeper.Voters(),
+						n.keeper.GrantedTo(p), time.Duration(n.keeper.Until(p)-int64(n.mono())).Seconds()))
+				}
+			}
+			w.fail("partition %d decided by %s and %s at once: %v", p, by[0].name, by[1].name, grants)
 		}
 		switch {
 		case len(by) == 0:
@@ -221,7 +228,11 @@ func (w *world) converged() error {
 		case !n.up:
 			return fmt.Errorf("%s is down", n.name)
 		case n.ring == nil || n.ring.Len() != len(w.nodes):
-			return fmt.Errorf("%s's ring has not every node", n.name)
+			var vs []string
+			for _, m := range w.nodes {
+				vs = append(vs, fmt.Sprintf("%s%v%s", m.name, m.keeper.Voters(), m.viewString()))
+			}
+			return fmt.Errorf("%s's ring has not every node (voters %v)", n.name, vs)
 		case i > 0 && n.ring.Epoch() != epoch:
 			return fmt.Errorf("%s's ring differs from n0's", n.name)
 		}
