@@ -66,6 +66,7 @@ type Keeper struct {
 	runs      map[string]uint64 // each member's incarnation, from its last heartbeat
 	leftRuns  map[string]uint64 // the incarnation each member that left gracefully ran
 	noVoters  map[string]int64  // when each member last said it had no voters, while this node had none
+	legacy    map[string]bool   // members whose last heartbeat came in the Legacy format
 
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
 	kick    chan struct{}
@@ -82,7 +83,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	k := &Keeper{cfg: cfg, now: now, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
-		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{}, kick: make(chan struct{}, 1)}
+		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{}, legacy: map[string]bool{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	}
@@ -312,13 +313,14 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
-	k.voters.Report(req.From, req.Alive, req.Voters, now)
+	k.voters.Report(req.From, req.Alive, req.Voters, req.Version, now)
 	k.heard(req.From, req.Voters, now)
 	if k.known(req.From) {
 		k.runs[req.From] = req.Incarnation
+		k.legacy[req.From] = req.Legacy
 	}
 	rep := k.grantor.Grant(req, k.voters.Has(req.From), now)
-	rep.Voters = k.voters.List()
+	rep.Voters, rep.Version, rep.Legacy = k.voters.List(), k.voters.Version(), req.Legacy
 	rep.Alive = k.view.Alive
 	return &rep
 }

@@ -162,3 +162,38 @@ func TestLapseOfALeaseHeldOnlyBetweenRounds(t *testing.T) {
 		t.Fatalf("lapses reported: %v; want partition 2", lapsed)
 	}
 }
+
+// recordingNet answers every heartbeat with an empty reply and keeps the last one sent.
+type recordingNet struct {
+	mu   sync.Mutex
+	last *Request
+}
+
+func (r *recordingNet) Exchange(ctx context.Context, addr string, req *Request) (*Reply, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = req
+	return &Reply{Round: req.Round, Legacy: req.Legacy}, nil
+}
+
+// A member whose heartbeats come in the legacy format (a node of a version before
+// voter-set versions, during a rolling upgrade) is answered and sent heartbeats in it,
+// which it can read, until it sends the current format.
+func TestKeeperSpeaksLegacyToLegacyPeers(t *testing.T) {
+	net := &recordingNet{}
+	k := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Exchanger: net})
+	k.SetView(View{Alive: []string{"a", "b"}}, nil)
+	for _, legacy := range []bool{true, false} {
+		if rep := k.Handle(&Request{From: "b", Incarnation: 1, Round: 1, Legacy: legacy}); rep.Legacy != legacy {
+			t.Fatalf("b sent legacy=%v; answered legacy=%v", legacy, rep.Legacy)
+		}
+		req, _, _ := k.begin()
+		k.exchange(context.Background(), Peer{Name: "b", Addr: "b"}, req)
+		net.mu.Lock()
+		sent := net.last
+		net.mu.Unlock()
+		if sent.Legacy != legacy || req.Legacy {
+			t.Fatalf("b sent legacy=%v; heartbeat to it legacy=%v (the round's own request: %v)", legacy, sent.Legacy, req.Legacy)
+		}
+	}
+}

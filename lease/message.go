@@ -58,7 +58,13 @@ type Request struct {
 	Claims      Set    // partitions the sender wants to hold (or keep holding)
 	Releases    Set    // partitions the sender gives up now
 	Voters      []string
+	Version     uint64   // of Voters (Voters.Version)
 	Alive       []string // members the sender sees alive, itself included
+
+	// Legacy marks the format of versions before Version: such a frame lacks it, and a
+	// node of such a version refuses a frame that has it. A node answers and heartbeats
+	// a peer in the format the peer last sent it.
+	Legacy bool
 }
 
 // Refusal says why a grantor granted nothing.
@@ -77,7 +83,9 @@ type Reply struct {
 	Refused Refusal
 	Granted Set // the claimed partitions granted
 	Voters  []string
+	Version uint64 // of Voters
 	Alive   []string
+	Legacy  bool // as Request.Legacy: the Reply lacks Version on the wire
 }
 
 // Limits of a Request or Reply on the wire, so a peer cannot make a node allocate

@@ -41,7 +41,7 @@ func (k *Keeper) begin() (*Request, []Peer, Set) {
 	n := k.next
 	k.next++
 	req := &Request{From: k.cfg.Self, Incarnation: k.cfg.Incarnation, Round: n, Claims: k.claims.Clone(),
-		Releases: k.releasing.Clone(), Voters: k.voters.List(), Alive: k.view.Alive}
+		Releases: k.releasing.Clone(), Voters: k.voters.List(), Version: k.voters.Version(), Alive: k.view.Alive}
 	// Releases go out in three rounds, then grants run out by themselves.
 	if k.released++; k.released >= 3 {
 		k.releasing = NewSet(k.cfg.Partitions)
@@ -84,6 +84,11 @@ func (k *Keeper) checkLapses(now int64) Set {
 func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	ctx, cancel := context.WithTimeout(ctx, k.cfg.Heartbeat)
 	defer cancel()
+	if k.speaksLegacy(p.Name) {
+		legacy := *req
+		legacy.Legacy = true
+		req = &legacy
+	}
 	rep, err := k.cfg.Exchanger.Exchange(ctx, p.Addr, req)
 	if err != nil || rep.Round != req.Round {
 		return
@@ -91,11 +96,20 @@ func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	k.Absorb(p.Name, req, rep)
 }
 
+// speaksLegacy reports whether the member named name last sent a heartbeat in the
+// Legacy format: a node of a version before voter-set versions, which would drop a
+// connection that sent it the current one (during a rolling upgrade).
+func (k *Keeper) speaksLegacy(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.legacy[name]
+}
+
 // Absorb counts the reply of the peer named name to req, a request of Begin's.
 func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	k.mu.Lock()
 	now := k.now()
-	k.voters.Report(name, rep.Alive, rep.Voters, now)
+	k.voters.Report(name, rep.Alive, rep.Voters, rep.Version, now)
 	k.heard(name, rep.Voters, now)
 	if rep.Refused == RefusedNone {
 		k.holder.Grant(req.Round, name, rep.Granted)

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -12,13 +11,16 @@ type Voters struct {
 	cfg     Config
 	self    string
 	set     map[string]bool
-	reports map[string]report // latest report of each member: what it sees alive, and its voters
+	version uint64            // changes made to the set since the cluster was founded (0: none known)
+	members map[string]bool   // the members alive at the last Update: their reports are kept too
+	reports map[string]report // latest report of each voter and member: what it sees alive, and its voters
 }
 
 type report struct {
-	at     int64
-	alive  map[string]bool
-	voters []string
+	at      int64
+	alive   map[string]bool
+	voters  []string
+	version uint64
 }
 
 // View is what this node's membership says now.
@@ -32,11 +34,16 @@ type View struct {
 // NewVoters returns an empty set for the member named self: it takes the voters of the
 // first peer that reports some (Report), or founds a cluster alone (Found).
 func NewVoters(cfg Config, self string) *Voters {
-	return &Voters{cfg: cfg.WithDefaults(), self: self, set: map[string]bool{}, reports: map[string]report{}}
+	return &Voters{cfg: cfg.WithDefaults(), self: self, set: map[string]bool{}, members: map[string]bool{},
+		reports: map[string]report{}}
 }
 
 // Found makes self the only voter: a node with no cluster to join founds one.
-func (v *Voters) Found() { v.set = map[string]bool{v.self: true} }
+func (v *Voters) Found() { v.set, v.version = map[string]bool{v.self: true}, 1 }
+
+// Version counts the changes made to the voters since the cluster was founded: of two
+// sets, the one with the higher version was made from the other, directly or not.
+func (v *Voters) Version() uint64 { return v.version }
 
 // Empty reports whether there are no voters yet.
 func (v *Voters) Empty() bool { return len(v.set) == 0 }
@@ -58,23 +65,30 @@ func (v *Voters) List() []string {
 func (v *Voters) Quorum() int { return len(v.set)/2 + 1 }
 
 // Report records what from sees, as its heartbeat or reply said at now. A node with no
-// voters yet takes from's. Only voters' reports are kept, since only theirs count
-// (agree): a report holds up to MaxMembers names, and anyone who reaches the rpc port
+// voters yet takes from's. Only the reports of voters and of members alive are kept:
+// the voters' count (agree, follow), and every member's set must meet a new one
+// (inStep); a report holds up to MaxMembers names, and anyone who reaches the rpc port
 // may send one.
-func (v *Voters) Report(from string, alive, voters []string, now int64) {
+func (v *Voters) Report(from string, alive, voters []string, version uint64, now int64) {
 	if len(v.set) == 0 && len(voters) > 0 {
-		for _, n := range voters {
-			v.set[n] = true
-		}
+		v.adopt(voters, version)
 	}
-	if !v.set[from] {
+	if !v.set[from] && !v.members[from] {
 		return
 	}
-	r := report{at: now, alive: make(map[string]bool, len(alive)), voters: voters}
+	r := report{at: now, alive: make(map[string]bool, len(alive)), voters: sorted(voters), version: version}
 	for _, a := range alive {
 		r.alive[a] = true
 	}
 	v.reports[from] = r
+}
+
+func (v *Voters) adopt(voters []string, version uint64) {
+	v.set = make(map[string]bool, len(voters))
+	for _, n := range voters {
+		v.set[n] = true
+	}
+	v.version = version
 }
 
 // Update applies at most one change the view and the fresh reports agree on, and
@@ -85,21 +99,25 @@ func (v *Voters) Report(from string, alive, voters []string, now int64) {
 // sets (inStep, follow), so that the sets in use stay within one change of each other.
 // Changes come in name order, so nodes that see the same make the same.
 func (v *Voters) Update(view View, now int64) bool {
+	clear(v.members)
+	for _, n := range view.Alive {
+		v.members[n] = true
+	}
 	if len(v.set) == 0 {
 		return false
-	}
-	if v.set[v.self] && len(v.set) > 1 && slices.Contains(view.Leaving, v.self) {
-		// Leaving: this node says so in its reports (the set without it), which lets
-		// the others drop it in step even when it is one of two.
-		delete(v.set, v.self)
-		return true
 	}
 	if v.follow(now) {
 		return true
 	}
+	if v.set[v.self] && len(v.set) > 1 && slices.Contains(view.Leaving, v.self) {
+		// Leaving: this node says so in its reports (the set without it), which lets
+		// the others drop it in step even when it is one of two.
+		v.change(v.self, false)
+		return true
+	}
 	for _, n := range sorted(append(slices.Clone(view.Left), view.Leaving...)) {
 		if v.set[n] && n != v.self && v.inStep(n, false, now) {
-			delete(v.set, n)
+			v.change(n, false)
 			return true
 		}
 	}
@@ -109,7 +127,7 @@ func (v *Voters) Update(view View, now int64) bool {
 	}
 	for _, n := range sorted(view.Alive) {
 		if !v.set[n] && v.agree(n, true, alive[n], now) >= v.Quorum() && v.inStep(n, true, now) {
-			v.set[n] = true
+			v.change(n, true)
 			return true
 		}
 	}
@@ -121,68 +139,71 @@ func (v *Voters) Update(view View, now int64) bool {
 		// A majority of all the voters, the dead one counted against: two voters never
 		// drop each other, or each could become a majority of one.
 		if v.agree(n, false, false, now) >= v.Quorum() && v.inStep(n, false, now) {
-			delete(v.set, n)
+			v.change(n, false)
 			return true
 		}
 	}
 	return false
 }
 
-// follow takes the voter set that a majority of this node's voters report, when it is
-// not this node's own, and reports whether it did: they moved on while this node
-// missed a change (it was cut off, or slow to see what they saw), and a node one change
-// behind them holds the others back (inStep).
+// change adds (or, with add false, drops) name: the next version of the set.
+func (v *Voters) change(name string, add bool) {
+	if add {
+		v.set[name] = true
+	} else {
+		delete(v.set, name)
+	}
+	v.version++
+}
+
+// follow takes the newest voter set a fresh report shows, when it is newer than this
+// node's own (a higher version, or the same version made differently, the greater
+// list first), and reports whether it did: the others changed it while this node
+// missed the change (it was cut off, paused, or slow to see what they saw). Every set
+// was made in step (inStep), so a node that takes a newer one only catches up.
 func (v *Voters) follow(now int64) bool {
-	mine := v.List()
-	count := map[string]int{}
-	sets := map[string][]string{}
-	for voter := range v.set {
-		r, ok := v.reports[voter]
-		if voter == v.self || !ok || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
+	best, bestVersion := v.List(), v.version
+	for from, r := range v.reports {
+		if from == v.self || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
 			continue
 		}
-		got := sorted(r.voters)
-		k := strings.Join(got, "\x00")
-		count[k]++
-		sets[k] = got
-	}
-	for k, n := range count {
-		if n >= v.Quorum() && !slices.Equal(sets[k], mine) {
-			v.set = make(map[string]bool, len(sets[k]))
-			for _, name := range sets[k] {
-				v.set[name] = true
-			}
-			return true
+		if r.version > bestVersion || r.version == bestVersion && slices.Compare(r.voters, best) > 0 {
+			best, bestVersion = r.voters, r.version
 		}
 	}
-	return false
+	if bestVersion == v.version && slices.Equal(best, v.List()) {
+		return false
+	}
+	v.adopt(best, bestVersion)
+	return true
 }
 
-// inStep reports whether adding (or, with add false, dropping) name keeps every
-// majority of the set it makes meeting every majority of the sets the voters use, so
-// that no two nodes can each hold a partition by a majority of their own: a majority
-// of the voters (self included) report sets it meets, and none reports one it does not
-// (compatible). Sets one change apart always meet, so a node that missed a change can
-// still be caught up with.
+// inStep reports whether adding (or, with add false, dropping) name may be done now:
+// a majority of the voters (self included) report this node's set at its version, so
+// the last change has reached them (as a Raft leader waits for a configuration change
+// to commit before the next), and every set any voter or member reports meets the new
+// one (compatible): no two nodes can then each hold a partition by a majority of
+// their own set.
 func (v *Voters) inStep(name string, add bool, now int64) bool {
-	next := slices.DeleteFunc(v.List(), func(n string) bool { return n == name })
+	mine := v.List()
+	next := slices.DeleteFunc(slices.Clone(mine), func(n string) bool { return n == name })
 	if add {
 		next = sorted(append(next, name))
 	}
 	n := 0
-	for voter := range v.set {
-		if voter == v.self {
-			n++
-			continue
-		}
-		r, ok := v.reports[voter]
-		if !ok || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
-			continue
-		}
-		if !compatible(sorted(r.voters), next) {
-			return false
-		}
+	if v.set[v.self] {
 		n++
+	}
+	for from, r := range v.reports {
+		if from == v.self || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
+			continue
+		}
+		if !compatible(r.voters, next) {
+			return false // a member not a voter here may still hold by its own set's majority
+		}
+		if v.set[from] && r.version == v.version && slices.Equal(r.voters, mine) {
+			n++
+		}
 	}
 	return n >= v.Quorum()
 }
@@ -232,10 +253,11 @@ func sorted(names []string) []string {
 	return out
 }
 
-// Forget drops reports older than a minute, and those of members no longer voters.
+// Forget drops reports older than a minute, and those of nodes neither voters nor
+// members alive.
 func (v *Voters) Forget(now int64) {
 	for n, r := range v.reports {
-		if now-r.at > int64(time.Minute) || !v.set[n] {
+		if now-r.at > int64(time.Minute) || !v.set[n] && !v.members[n] {
 			delete(v.reports, n)
 		}
 	}

@@ -49,6 +49,9 @@ func (s *Server) serveLease(frame []byte) ([]byte, error) {
 	if s.lease != nil {
 		rep = s.lease(&req)
 	}
+	if rep != nil {
+		rep.Legacy = req.Legacy // answered in the format it was asked in
+	}
 	return appendLeaseAnswer(nil, id, rep), nil
 }
 
@@ -72,6 +75,9 @@ func appendLeaseAnswer(b []byte, id uint64, rep *lease.Reply) []byte {
 		b = append(b, uint8(rep.Refused))
 		b = appendSet(b, rep.Granted)
 		b = appendNames(appendNames(b, rep.Voters), rep.Alive)
+		if !rep.Legacy {
+			b = binary.AppendUvarint(b, rep.Version)
+		}
 	}
 	finishFrame(b, 0)
 	return b
@@ -82,7 +88,11 @@ func appendLeaseRequest(b []byte, r *lease.Request) []byte {
 	b = binary.AppendUvarint(b, r.Incarnation)
 	b = binary.AppendUvarint(b, r.Round)
 	b = appendSet(appendSet(b, r.Claims), r.Releases)
-	return appendNames(appendNames(b, r.Voters), r.Alive)
+	b = appendNames(appendNames(b, r.Voters), r.Alive)
+	if r.Legacy {
+		return b
+	}
+	return binary.AppendUvarint(b, r.Version)
 }
 
 func appendSet(b []byte, s lease.Set) []byte {
@@ -109,6 +119,16 @@ func (d *decoder) leaseRequest(r *lease.Request) {
 	r.Releases = d.set("releases")
 	r.Voters = d.names("voters")
 	r.Alive = d.names("alive")
+	r.Version, r.Legacy = d.votersVersion()
+}
+
+// votersVersion reads the voters' version, the last field of a heartbeat or its answer,
+// which versions before it do not send (legacy).
+func (d *decoder) votersVersion() (version uint64, legacy bool) {
+	if d.err == nil && len(d.b) == 0 {
+		return 0, true
+	}
+	return d.uvarint("voters version"), false
 }
 
 // leaseAnswer decodes a heartbeat answer: the reply, or the peer's reason for giving
@@ -132,6 +152,7 @@ func (d *decoder) leaseAnswer() (*lease.Reply, error) {
 	rep.Granted = d.set("granted")
 	rep.Voters = d.names("voters")
 	rep.Alive = d.names("alive")
+	rep.Version, rep.Legacy = d.votersVersion()
 	return rep, nil
 }
 

@@ -28,9 +28,9 @@ func testSet(n int, ps ...int) lease.Set {
 func TestExchangeRoundTrip(t *testing.T) {
 	o := startOwner(t, "")
 	req := &lease.Request{From: "n1", Incarnation: 1 << 40, Round: 7, Claims: testSet(256, 0, 63, 64, 130),
-		Releases: testSet(256), Voters: []string{"n1", "n2", "n3"}, Alive: []string{"n1", "n3"}}
+		Releases: testSet(256), Voters: []string{"n1", "n2", "n3"}, Version: 7, Alive: []string{"n1", "n3"}}
 	rep := &lease.Reply{Round: 7, Refused: lease.RefusedNone, Granted: testSet(256, 63, 130),
-		Voters: []string{"n1", "n2", "n3"}, Alive: []string{"n2"}}
+		Voters: []string{"n1", "n2", "n3"}, Version: 9, Alive: []string{"n2"}}
 	var mu sync.Mutex
 	var got *lease.Request
 	o.srv.SetLeaseHandler(func(r *lease.Request) *lease.Reply {
@@ -132,7 +132,8 @@ func namesOf(count, size int) []byte {
 
 func zeroSet(words int) []byte { return append(uv(uint64(words)), make([]byte, words)...) }
 
-// The heartbeat decoder takes everything up to its bounds and nothing beyond.
+// A heartbeat frame: from, incarnation, round, claims, releases, voters, alive, the
+// voters' version (absent in the legacy format). The heartbeat decoder takes everything up to its bounds and nothing beyond.
 func TestDecodeLeaseBounds(t *testing.T) {
 	zero := uv(0)
 	for _, tc := range []struct {
@@ -140,17 +141,18 @@ func TestDecodeLeaseBounds(t *testing.T) {
 		frame []byte
 		ok    bool
 	}{
-		{"empty", leaseFrame(nameOf(0), zero, zero, zero, zero, zero, zero), true},
-		{"longest name", leaseFrame(nameOf(lease.MaxNameBytes), zero, zero, zero, zero, zero, zero), true},
-		{"name too long", leaseFrame(nameOf(lease.MaxNameBytes+1), zero, zero, zero, zero, zero, zero), false},
-		{"most members", leaseFrame(nameOf(1), zero, zero, zero, zero, namesOf(lease.MaxMembers, 1), zero), true},
-		{"too many members", leaseFrame(nameOf(1), zero, zero, zero, zero, zero, namesOf(lease.MaxMembers+1, 1)), false},
-		{"member name too long", leaseFrame(nameOf(1), zero, zero, zero, zero, namesOf(1, lease.MaxNameBytes+1), zero), false},
-		{"largest set", leaseFrame(nameOf(1), zero, zero, zeroSet(lease.MaxPartitions/64), zero, zero, zero), true},
-		{"set too large", leaseFrame(nameOf(1), zero, zero, zero, zeroSet(lease.MaxPartitions/64+1), zero, zero), false},
+		{"empty", leaseFrame(nameOf(0), zero, zero, zero, zero, zero, zero, zero), true},
+		{"longest name", leaseFrame(nameOf(lease.MaxNameBytes), zero, zero, zero, zero, zero, zero, zero), true},
+		{"name too long", leaseFrame(nameOf(lease.MaxNameBytes+1), zero, zero, zero, zero, zero, zero, zero), false},
+		{"most members", leaseFrame(nameOf(1), zero, zero, zero, zero, namesOf(lease.MaxMembers, 1), zero, zero), true},
+		{"too many members", leaseFrame(nameOf(1), zero, zero, zero, zero, zero, namesOf(lease.MaxMembers+1, 1), zero), false},
+		{"legacy: no version", leaseFrame(nameOf(1), zero, zero, zero, zero, zero, zero), true},
+		{"member name too long", leaseFrame(nameOf(1), zero, zero, zero, zero, namesOf(1, lease.MaxNameBytes+1), zero, zero), false},
+		{"largest set", leaseFrame(nameOf(1), zero, zero, zeroSet(lease.MaxPartitions/64), zero, zero, zero, zero), true},
+		{"set too large", leaseFrame(nameOf(1), zero, zero, zero, zeroSet(lease.MaxPartitions/64+1), zero, zero, zero), false},
 		{"count beyond the bytes", leaseFrame(nameOf(1), zero, zero, uv(1<<40)), false},
 		{"truncated", leaseFrame(nameOf(1), zero, zero, zero, zero, zero), false},
-		{"trailing bytes", leaseFrame(nameOf(0), zero, zero, zero, zero, zero, zero, zero), false},
+		{"trailing bytes", leaseFrame(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), false},
 		{"overlong varint", leaseFrame(nameOf(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1}), false},
 	} {
 		var req lease.Request
@@ -160,6 +162,33 @@ func TestDecodeLeaseBounds(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, ErrBadFrame) {
 			t.Errorf("%s: got %v; want ErrBadFrame", tc.name, err)
+		}
+	}
+}
+
+// A heartbeat in the legacy format (no voters' version: a node of an earlier version)
+// is understood and answered in that format, which such a node can read; a node sends
+// its heartbeats to such a peer in it too.
+func TestLegacyHeartbeatsAreAnsweredInKind(t *testing.T) {
+	o := startOwner(t, "")
+	o.srv.SetLeaseHandler(func(r *lease.Request) *lease.Reply {
+		return &lease.Reply{Round: r.Round, Voters: []string{"n1"}, Version: 3}
+	})
+	c := NewClient(Config{})
+	defer c.Close()
+	for _, legacy := range []bool{true, false} {
+		req := &lease.Request{From: "n1", Round: 5, Voters: []string{"n1"}, Version: 3, Legacy: legacy}
+		frame := appendLeaseRequest(appendHeader(nil, frameLease, 1), req)
+		var back lease.Request
+		if _, err := decodeLeaseFrame(frame[4:], &back); err != nil || back.Legacy != legacy {
+			t.Fatalf("legacy=%v: decoded %+v, %v", legacy, back, err)
+		}
+		rep, err := c.Exchange(context.Background(), o.addr, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Legacy != legacy || (!legacy && rep.Version != 3) || (legacy && rep.Version != 0) {
+			t.Fatalf("legacy=%v: answered %+v", legacy, rep)
 		}
 	}
 }
