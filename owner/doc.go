@@ -4,13 +4,13 @@
 //
 // # One state machine
 //
-// Each partition is, on this node, in one State (Idle, Owned, Stale, Releasing, Lent,
-// LentStale), and changes state only through Step: an Event in, the next State and an
-// Action out, with no I/O, clock or lock, so that it is tested by table and by the
-// cluster simulation (package sim). Step's doc holds the transition table. Everything
-// else in the package is what drives it (ring changes, lapses, late-write marks, the
-// outcomes of Redis and rpc calls) and what carries out its actions (releases,
-// reloads).
+// Each partition is, on this node, in one State (Idle, Owned, Stale, Releasing,
+// ReleasingStale, Lent, LentStale), and changes state only through Step: an Event in,
+// the next State and an Action out, with no I/O, clock or lock, so that it is tested by
+// table and by the cluster simulation (package sim). Step's doc holds the transition
+// table. Everything else in the package is what drives it (ring changes, lapses,
+// late-write marks, the outcomes of Redis and rpc calls) and what carries out its
+// actions (releases, reloads).
 //
 // The owner does no I/O of its own and never waits on it: it asks Config.Redis,
 // Config.Peers and Config.Clock, whose calls return at once and whose answers come

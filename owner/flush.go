@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
@@ -38,6 +39,13 @@ type flusher struct {
 	// Redis.Reopened when they did (fresh.go).
 	epoch    string
 	reopened uint64
+
+	// After a flush that failed (Redis down or slow), the next waits for retryAt, with
+	// backoff: ops that wait for a flush ask for one as often as they are woken, and
+	// each failed flush wakes them.
+	failures int
+	retryAt  time.Duration // Clock.Since
+	retrying bool          // a Tick is due at retryAt
 
 	kicked  atomic.Bool   // a Tick is on its way (Owner.kick)
 	rounds  atomic.Uint64 // flushes ended
@@ -104,6 +112,14 @@ next:
 	return dst
 }
 
+// empty reports whether no delta waits to be written: none queued, none in a batch.
+// The caller holds Owner.mu.
+func (f *flusher) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue) == 0 && len(f.batches) == 0
+}
+
 // unref releases one hold on each of refs; a counter none holds is settled.
 func (f *flusher) unref(refs []fallback.CounterRef) {
 	for _, r := range refs {
@@ -156,12 +172,24 @@ func (o *Owner) flushStart() {
 		f.again = true
 		return
 	}
+	if now := o.cfg.Clock.Since(); now < f.retryAt {
+		if !f.retrying {
+			f.retrying = true
+			o.cfg.Clock.AfterFunc(f.retryAt-now, func() {
+				o.mu.Lock()
+				o.flush.retrying = false
+				o.mu.Unlock()
+				o.Tick()
+			})
+		}
+		return
+	}
 	f.inFlight, f.again, f.drained = true, false, false
 	if !o.markLate(func(ok bool) {
 		if ok {
 			o.flushNext()
 		} else {
-			o.flushEnd()
+			o.flushFailed()
 		}
 	}) {
 		o.flushNext()
@@ -186,7 +214,7 @@ func (o *Owner) flushNext() {
 	o.stamp(sb.refs, func(err error) {
 		if err != nil {
 			o.cfg.Logger.Debug("write-behind waits: its partitions' stamps were not written", "err", err)
-			o.flushEnd()
+			o.flushFailed()
 			return
 		}
 		o.cfg.Redis.SendBatch(sb.b, func(err error) {
@@ -262,9 +290,10 @@ func (o *Owner) dropLateResets(ps lease.Set) {
 func (o *Owner) sent(sb *sentBatch, err error) {
 	if err != nil || !sb.b.Confirmed() {
 		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
-		o.flushEnd()
+		o.flushFailed()
 		return
 	}
+	o.flush.failures, o.flush.retryAt = 0, 0
 	o.noteLate(sb.refs)
 	settle := func(bool) { // the marks before the refs go: a load that waited for them must find the mark
 		o.flush.batches = o.flush.batches[1:]
@@ -314,6 +343,21 @@ func (o *Owner) flushEnd() {
 		o.flushStart()
 	}
 }
+
+// flushFailed ends a flush that Redis did not complete, and puts the next off: by
+// FlushInterval, doubling with each failure in a row up to maxFlushBackoff. The caller
+// holds mu.
+func (o *Owner) flushFailed() {
+	f := &o.flush
+	f.failures++
+	wait := o.cfg.FlushInterval << min(f.failures-1, 10)
+	f.retryAt = o.cfg.Clock.Since() + min(wait, maxFlushBackoff)
+	o.flushEnd()
+}
+
+// maxFlushBackoff bounds the wait before a flush after failed ones: once Redis is back,
+// what waits for it resumes within this.
+const maxFlushBackoff = 250 * time.Millisecond
 
 // flushEnded calls what waits for a flush to end, on another goroutine or event: the
 // caller holds mu, which the waiters may take.

@@ -33,7 +33,8 @@ type fakeLeases struct {
 	claims   lease.Set
 	changed  chan struct{}
 	kicks    int
-	onChange func() // the owner's LeasesChanged
+	onChange func()        // the owner's LeasesChanged
+	peerRun  atomic.Uint64 // the run heard of every peer; 0: 1
 }
 
 func newFakeLeases() *fakeLeases {
@@ -44,7 +45,7 @@ func (f *fakeLeases) Now() int64 { return 0 }
 
 func (f *fakeLeases) Quorate(int64) bool { return true }
 
-func (f *fakeLeases) Incarnation(string) uint64 { return 0 }
+func (f *fakeLeases) Incarnation(string) uint64 { return max(f.peerRun.Load(), 1) }
 
 func (f *fakeLeases) LeftRun(string) uint64 { return 0 }
 
@@ -151,6 +152,7 @@ type net struct {
 	flush   time.Duration     // owners' FlushInterval (default 20ms)
 	bounds  *leaparray.Bounds // the bounds of the stores of owners added next; nil: none
 	wrap    func(Redis) Redis // when set, what the owners added next use as Redis
+	run     uint64            // the run (Config.Run) of the owners added next; 0: runs not checked
 }
 
 func (n *net) Handoff(ctx context.Context, addr string, h *rpc.Handoff) error {
@@ -207,7 +209,7 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	if n.wrap != nil && rio != nil {
 		rio = n.wrap(rio)
 	}
-	o := New(Config{Self: name, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
+	o := New(Config{Self: name, Run: n.run, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
 		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)})
 	fl.onChange = o.LeasesChanged

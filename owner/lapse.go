@@ -31,6 +31,7 @@ func (o *Owner) markStale(s lease.Set, e Event) int {
 	}
 	n := 0
 	lapsed := lease.NewSet(len(o.parts.state))
+	var releasing []int
 	o.decide.Lock()
 	s.Each(func(p int) {
 		if p >= len(o.parts.state) {
@@ -42,9 +43,13 @@ func (o *Owner) markStale(s lease.Set, e Event) int {
 		if o.step(p, e)&Reload != 0 {
 			n++
 		}
+		if o.parts.get(p) == ReleasingStale {
+			releasing = append(releasing, p)
+		}
 	})
 	o.decide.Unlock()
 	o.dropLateResets(lapsed)
+	o.releaseStale(releasing)
 	if n > 0 {
 		o.kick()
 	}

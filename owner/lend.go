@@ -3,6 +3,7 @@ package owner
 import (
 	"time"
 
+	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/ring"
 )
 
@@ -87,7 +88,7 @@ func (o *Owner) returned(from string, ps []int) bool {
 
 // expireLends ends the lends older than lentMax. The caller holds mu.
 func (o *Owner) expireLends(now time.Duration) {
-	o.endLends(func(l lend) bool { return now-l.since > lentMax }, "not back within "+lentMax.String())
+	o.endLends(func(l lend) bool { return now-l.since > lentMax || mutate.On(mutate.EndLendEarly) }, "not back within "+lentMax.String())
 }
 
 // left reports whether the member named name is in prev but not in next.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
 )
@@ -259,7 +260,11 @@ func (o *Owner) install(l *load) map[int]error {
 		default:
 			// A no-op if another op loaded it first. A load is a new counter in memory
 			// like any other: within the store's bounds (its state stays in Redis).
-			if _, err := o.cfg.Store.TrySeed(op.Key, spec(op), m.buckets, o.cfg.Now(), l.mark); errors.Is(err, leaparray.ErrResetSince) {
+			mark := l.mark
+			if mutate.On(mutate.SkipResetCheck) {
+				mark = o.cfg.Store.ResetMark()
+			}
+			if _, err := o.cfg.Store.TrySeed(op.Key, spec(op), m.buckets, o.cfg.Now(), mark); errors.Is(err, leaparray.ErrResetSince) {
 				bad[ref] = fmt.Errorf("%w: a counter was reset while %q was loaded", counter.ErrNotOwner, op.Key)
 			} else if err != nil {
 				bad[ref] = counter.StoreError(err)

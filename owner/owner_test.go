@@ -153,6 +153,85 @@ func TestHandoffRetriedAppliesOnce(t *testing.T) {
 	mustCount(t, b.Owner, k, 5)
 }
 
+// A Handoff in doubt whose receiver restarted before answering is taken as delivered:
+// the run it went to may have applied it and handed its counters on (or lost them as
+// it crashed), and sending them again, to the new run or elsewhere, would count them
+// twice (sim seed 17197: 85 counted twice, the receiver left and came back while the
+// sender's answers were lost).
+func TestHandoffInDoubtToARestartedRunIsTakenAsDelivered(t *testing.T) {
+	var n net
+	n.run = 1 // every run heard is 1 (fakeLeases.Incarnation)
+	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	var sends atomic.Int64
+	var restarted atomic.Bool
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if len(h.Counters) > 0 {
+			sends.Add(1)
+		}
+		return false, len(h.Counters) > 0 && !restarted.Load() // applied, and every answer of b's first run lost
+	}
+	b.SetRing(two)
+	a.SetRing(two)
+	eventually(t, "b applied the Handoff", func() error {
+		if b.cfg.Store.Len() == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	n.run = 2
+	b2 := n.add(t, "b", nil) // b restarts: its next run answers at its address
+	b2.SetRing(two)
+	restarted.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.WaitReleased(ctx); err != nil {
+		t.Fatalf("a's release did not end: %v", err)
+	}
+	if b2.cfg.Store.Len() != 0 {
+		t.Fatalf("b's new run took %d counters meant for its earlier run", b2.cfg.Store.Len())
+	}
+	if a.cfg.Store.Len() != 0 {
+		t.Fatalf("a took the counters back: %d", a.cfg.Store.Len())
+	}
+	before := sends.Load()
+	b.leases.grantAll()
+	mustCount(t, b.Owner, k, 5)
+	if got := sends.Load(); got != before {
+		t.Fatalf("%d more Handoffs with counters after a let go", got-before)
+	}
+}
+
+// A Handoff refused at once as meant for another run (the sender had heard the
+// receiver's earlier run) was certainly not applied: it goes again, to the run heard
+// now, and is applied there, not taken as delivered.
+func TestHandoffToAnEarlierRunGoesToTheNextOne(t *testing.T) {
+	var n net
+	a := n.sole(t, "a", nil)
+	n.run = 2
+	b := n.add(t, "b", nil) // a has heard b's run 1 so far
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		if h.ToRun == 1 {
+			a.leases.peerRun.Store(2) // run 2's heartbeat arrives while this one is on its way
+		}
+		return false, false
+	}
+	b.SetRing(two)
+	a.SetRing(two)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.WaitReleased(ctx); err != nil {
+		t.Fatalf("a's release did not end: %v", err)
+	}
+	b.leases.grantAll()
+	mustCount(t, b.Owner, k, 5)
+}
+
 // Without Redis a lapse keeps memory (it is what this node counted); counts another
 // node decided meanwhile come back in its Handoff and add up.
 func TestLapseWithoutRedisKeepsMemory(t *testing.T) {

@@ -134,7 +134,7 @@ func (o *Owner) HandingOn() int {
 	n := 0
 	for p := range o.parts.state {
 		switch o.parts.get(p) {
-		case Releasing, Lent, LentStale:
+		case Releasing, ReleasingStale, Lent, LentStale:
 			n++
 		}
 	}

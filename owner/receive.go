@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -54,7 +55,9 @@ func seenIn(m map[string]*appliedIDs, from string, id uint64) bool {
 	return ok
 }
 
-func (r *received) seen(from string, id uint64) bool { return seenIn(r.applied, from, id) }
+func (r *received) seen(from string, id uint64) bool {
+	return seenIn(r.applied, from, id) && !mutate.On(mutate.ApplyHandoffTwice)
+}
 
 // record remembers that from's Handoff id was applied.
 func (r *received) record(from string, id uint64) { r.remember(r.applied, from, id) }
@@ -110,7 +113,7 @@ func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
 	if h.ToRun != 0 && o.cfg.Run != 0 && h.ToRun != o.cfg.Run {
 		// Meant for an earlier run of this node: whether that one applied it is gone
 		// with it, and its ID means nothing here. Certainly not applied here.
-		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", rpc.ErrHandoffNotOwner, h.ToRun, o.cfg.Self, o.cfg.Run)
+		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", rpc.ErrHandoffOtherRun, h.ToRun, o.cfg.Self, o.cfg.Run)
 	}
 	o.mu.Lock()
 	if o.recv.seen(h.From, h.ID) {

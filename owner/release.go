@@ -287,6 +287,43 @@ func combine(ds []fallback.Delta) ([]leaparray.Bucket, bool) {
 	return out, reset
 }
 
+// releaseStale makes the counters of partitions ps that are on their way to a new owner
+// go as their pending part alone (they became ReleasingStale: another node may have
+// decided them since); a Handoff already sent, or in doubt, goes as it went. The caller
+// holds mu.
+func (o *Owner) releaseStale(ps []int) {
+	rg := o.ring.Load()
+	if len(ps) == 0 || rg == nil {
+		return
+	}
+	set := setOf(rg, ps)
+	for _, rel := range o.releases.jobs {
+		for _, p := range ps {
+			if !containsInt(rel.parts, p) {
+				continue
+			}
+			if rel.partial.stale == nil {
+				rel.partial.stale = map[int]bool{}
+			}
+			rel.partial.stale[p] = true
+			for i := range rel.byPart[p] {
+				rel.byPart[p][i].Buckets = nil
+			}
+		}
+		for _, sd := range rel.sends {
+			from := sd.done
+			if sd.h != nil {
+				from += sd.n
+			}
+			for i := from; i < len(sd.cs); i++ {
+				if set.Has(rg.Partition(sd.cs[i].Key)) {
+					sd.cs[i].Buckets = nil
+				}
+			}
+		}
+	}
+}
+
 // handOnDirectly makes the release send its counters to their new owners.
 func (o *Owner) handOnDirectly(rel *release, rg *ring.Ring) {
 	rel.byPart = map[int][]rpc.HandoffCounter{}
@@ -339,7 +376,7 @@ func (o *Owner) stepHandOn(rel *release) {
 			}
 		}
 		for _, g := range byOwner(o.ring.Load(), idle) {
-			if _, busy := rel.sends[g.m.Name]; !busy && !o.gone(g.m.Name) {
+			if _, busy := rel.sends[g.m.Name]; !busy && o.runHeard(g.m.Name) {
 				o.startSend(rel, g.m, g.parts)
 			}
 		}
@@ -406,12 +443,13 @@ func (o *Owner) reclaim(rel *release) {
 	o.finish(back, rel.lentTo)
 }
 
-// gone reports whether the run of the member named name last heard has left: a
-// Handoff is sent to a run only once one that has not left is heard (a later run's
-// heartbeat comes soon), so that one in doubt is meant for a run that took part.
-func (o *Owner) gone(name string) bool {
+// runHeard reports whether a run of the member named name that has not left was heard:
+// a Handoff is sent only to such a run, and names it (Handoff.ToRun), so that one in
+// doubt is meant for a run that took part, and a later run refuses it as such
+// (rpc.ErrHandoffOtherRun) instead of as one it does not own; a heartbeat comes soon.
+func (o *Owner) runHeard(name string) bool {
 	run := o.cfg.Leases.Incarnation(name)
-	return run != 0 && run == o.cfg.Leases.LeftRun(name)
+	return run != 0 && run != o.cfg.Leases.LeftRun(name)
 }
 
 // startSend starts delivering parts to m.
@@ -463,6 +501,17 @@ func (o *Owner) sentHandoff(rel *release, s *send, h *rpc.Handoff, err error) {
 	now := o.cfg.Clock.Since()
 	switch {
 	case err == nil:
+		o.applied(rel, s)
+	case errors.Is(err, rpc.ErrHandoffOtherRun) && s.inDoubt:
+		// The run it went to is gone (restarted): had it applied the Handoff, it handed
+		// its counters on as it left, or lost them as it crashed; sending them again
+		// would count them twice in the first case. Taken as delivered (README:
+		// Guarantees).
+		o.cfg.Logger.Warn("handoff in doubt to a run of a node that is gone: taken as delivered",
+			"to", s.to.Name, "id", h.ID, "counters", len(h.Counters))
+		if o.cfg.OnAmbiguous != nil {
+			o.cfg.OnAmbiguous(h, true)
+		}
 		o.applied(rel, s)
 	case errors.Is(err, rpc.ErrHandoffRefused) || errors.Is(err, rpc.ErrHandoffNotOwner) ||
 		errors.Is(err, rpc.ErrPeerUnreachable) && !s.inDoubt:

@@ -49,8 +49,15 @@ func (o *Owner) checkEpoch(then func(kept bool)) {
 			// A stamp answered meanwhile: the read may predate it, and says nothing.
 			err = errEpochMoved
 		}
-		kept := err == nil && o.sameEpoch(e)
-		if err == nil && !kept {
+		kept := false
+		switch {
+		case err != nil:
+		case o.flush.epoch == "" && o.epoch.reseeds > 0 && !o.flush.empty():
+			// Being written back: the stamp of that write adopts the new epoch; until
+			// it is confirmed nothing may be dropped to be reloaded.
+		case o.sameEpoch(e):
+			kept = true
+		default:
 			o.reseed()
 		}
 		if then != nil {

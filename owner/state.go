@@ -25,10 +25,15 @@ const (
 	// LentStale: Lent, and its memory went stale meanwhile: reloaded once the counters
 	// are back.
 	LentStale
+	// ReleasingStale: Releasing, and its lease lapsed (or another node's late write
+	// landed) meanwhile: another node may have decided its counters since, so what is
+	// left of them here is only what Redis has not confirmed (their pending part); they
+	// go on as that alone, and are reloaded should the ring give the partition back.
+	ReleasingStale
 )
 
 var stateNames = [...]string{Idle: "idle", Owned: "owned", Stale: "stale", Releasing: "releasing", Lent: "lent",
-	LentStale: "lent-stale"}
+	LentStale: "lent-stale", ReleasingStale: "releasing-stale"}
 
 func (s State) String() string {
 	if int(s) < len(stateNames) {
@@ -109,10 +114,15 @@ const (
 //	owned       redis-back       → stale       reload
 //	lent        lapsed           → lent-stale           (with Redis)
 //	lent        late-write       → lent-stale
+//	releasing   lapsed           → releasing-stale      (with Redis)
+//	releasing   late-write       → releasing-stale
 //	stale       reloaded         → owned
 //	releasing   handed-on        → idle
 //	releasing   handed-back      → owned
 //	releasing   handed-back-lent → lent
+//	releasing-stale handed-on        → idle
+//	releasing-stale handed-back      → stale   reload
+//	releasing-stale handed-back-lent → lent-stale
 //	lent        counters-back    → owned
 //	lent        lend-ended       → owned
 //	lent-stale  counters-back    → stale       reload
@@ -124,12 +134,14 @@ func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
 	switch {
 	case s == Idle && e == Gained:
 		return Owned, 0, true
-	case s != Idle && s != Releasing && e == Lost:
+	case s != Idle && !s.Releasing() && e == Lost:
 		return Releasing, Release, true
 	case s == Owned && (stales || e == RedisBack):
 		return Stale, Reload, true
 	case s == Lent && stales:
 		return LentStale, 0, true
+	case s == Releasing && stales:
+		return ReleasingStale, 0, true
 	case s == Stale && e == Reloaded:
 		return Owned, 0, true
 	case s == Releasing && e == HandedOn:
@@ -138,6 +150,12 @@ func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
 		return Owned, 0, true
 	case s == Releasing && e == HandedBackLent:
 		return Lent, 0, true
+	case s == ReleasingStale && e == HandedOn:
+		return Idle, 0, true
+	case s == ReleasingStale && e == HandedBack:
+		return Stale, Reload, true
+	case s == ReleasingStale && e == HandedBackLent:
+		return LentStale, 0, true
 	case s == Lent && (e == CountersBack || e == LendEnded):
 		return Owned, 0, true
 	case s == LentStale && (e == CountersBack || e == LendEnded):
@@ -150,3 +168,6 @@ func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
 // granted it, either because this node decides it or because its counters are still
 // on their way.
 func (s State) Claimed() bool { return s != Idle }
+
+// Releasing reports whether a partition in state s is being handed on.
+func (s State) Releasing() bool { return s == Releasing || s == ReleasingStale }

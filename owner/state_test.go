@@ -14,26 +14,31 @@ func TestStepTable(t *testing.T) {
 		act Action
 	}
 	table := map[key]to{
-		{Idle, Gained}:              {Owned, 0},
-		{Owned, Lost}:               {Releasing, Release},
-		{Stale, Lost}:               {Releasing, Release},
-		{Lent, Lost}:                {Releasing, Release},
-		{LentStale, Lost}:           {Releasing, Release},
-		{Owned, Lapsed}:             {Stale, Reload},
-		{Owned, LateWrite}:          {Stale, Reload},
-		{Owned, RedisBack}:          {Stale, Reload},
-		{Lent, Lapsed}:              {LentStale, 0},
-		{Lent, LateWrite}:           {LentStale, 0},
-		{Stale, Reloaded}:           {Owned, 0},
-		{Releasing, HandedOn}:       {Idle, 0},
-		{Releasing, HandedBack}:     {Owned, 0},
-		{Releasing, HandedBackLent}: {Lent, 0},
-		{Lent, CountersBack}:        {Owned, 0},
-		{Lent, LendEnded}:           {Owned, 0},
-		{LentStale, CountersBack}:   {Stale, Reload},
-		{LentStale, LendEnded}:      {Stale, Reload},
+		{Idle, Gained}:                   {Owned, 0},
+		{Owned, Lost}:                    {Releasing, Release},
+		{Stale, Lost}:                    {Releasing, Release},
+		{Lent, Lost}:                     {Releasing, Release},
+		{LentStale, Lost}:                {Releasing, Release},
+		{Owned, Lapsed}:                  {Stale, Reload},
+		{Owned, LateWrite}:               {Stale, Reload},
+		{Owned, RedisBack}:               {Stale, Reload},
+		{Lent, Lapsed}:                   {LentStale, 0},
+		{Lent, LateWrite}:                {LentStale, 0},
+		{Stale, Reloaded}:                {Owned, 0},
+		{Releasing, HandedOn}:            {Idle, 0},
+		{Releasing, HandedBack}:          {Owned, 0},
+		{Releasing, HandedBackLent}:      {Lent, 0},
+		{Lent, CountersBack}:             {Owned, 0},
+		{Lent, LendEnded}:                {Owned, 0},
+		{LentStale, CountersBack}:        {Stale, Reload},
+		{LentStale, LendEnded}:           {Stale, Reload},
+		{Releasing, Lapsed}:              {ReleasingStale, 0},
+		{Releasing, LateWrite}:           {ReleasingStale, 0},
+		{ReleasingStale, HandedOn}:       {Idle, 0},
+		{ReleasingStale, HandedBack}:     {Stale, Reload},
+		{ReleasingStale, HandedBackLent}: {LentStale, 0},
 	}
-	for s := Idle; s <= LentStale; s++ {
+	for s := Idle; s <= ReleasingStale; s++ {
 		for e := Gained; e <= RedisBack; e++ {
 			next, act, ok := Step(s, e, true)
 			want, listed := table[key{s, e}]
@@ -46,7 +51,7 @@ func TestStepTable(t *testing.T) {
 		}
 	}
 	// Without Redis a lapse keeps memory: it is what this node counted.
-	for _, s := range []State{Owned, Lent} {
+	for _, s := range []State{Owned, Lent, Releasing} {
 		if next, act, ok := Step(s, Lapsed, false); ok || next != s || act != 0 {
 			t.Errorf("Step(%v, lapsed) without Redis = %v, %d, %v; want no change", s, next, act, ok)
 		}
@@ -58,7 +63,7 @@ func TestStepTable(t *testing.T) {
 
 // TestStateNames: every state and event has a name, and an unknown one says so.
 func TestStateNames(t *testing.T) {
-	for s := Idle; s <= LentStale; s++ {
+	for s := Idle; s <= ReleasingStale; s++ {
 		if s.String() == "" || s.String()[0] == 's' && s.String() != "stale" {
 			t.Errorf("state %d named %q", s, s)
 		}

@@ -40,6 +40,10 @@ var (
 	// partitions: send it to the node that does. A HandoffHandler returns it (wrapped or
 	// not) and the sender gets it back. It wraps ErrHandoffRefused.
 	ErrHandoffNotOwner = fmt.Errorf("%w: receiver does not own the partitions", ErrHandoffRefused)
+	// ErrHandoffOtherRun: the receiver is a later run of the node than the one the
+	// handoff names (Handoff.ToRun): it did not apply it, and whether the earlier run
+	// did is gone with that run. It wraps ErrHandoffRefused.
+	ErrHandoffOtherRun = fmt.Errorf("%w: meant for an earlier run of the receiver", ErrHandoffRefused)
 	// ErrHandoffTooLarge: the handoff's frame would exceed MaxHandoffBytes; it was not
 	// sent. Cut it into smaller chunks (HandoffSize).
 	ErrHandoffTooLarge = errors.New("rpc: handoff too large")

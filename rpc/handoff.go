@@ -20,7 +20,7 @@ type Handoff struct {
 	From string // the sender's member name
 	ID   uint64 // unique per sender run; the receiver applies each ID once
 	// ToRun is the receiver's incarnation the sender means it for (0: whichever
-	// runs): a receiver of another run refuses it (ErrHandoffNotOwner), so that a
+	// runs): a receiver of another run refuses it (ErrHandoffOtherRun), so that a
 	// Handoff in doubt sent again never reaches a restarted node that cannot know its
 	// ID. (Senders before this field sent 0 in its place, which no receiver read.)
 	ToRun      uint64
@@ -74,6 +74,7 @@ const (
 	ackApplied uint8 = iota
 	ackRefused
 	ackNotOwner
+	ackOtherRun
 )
 
 // HandoffSize is how many bytes c takes in a Handoff frame.
@@ -274,6 +275,8 @@ func (s *Server) serveHandoff(ctx context.Context, frame []byte) ([]byte, error)
 	switch {
 	case err == nil:
 		out = append(out, ackApplied)
+	case errors.Is(err, ErrHandoffOtherRun):
+		out = appendMessage(append(out, ackOtherRun), err.Error())
 	case errors.Is(err, ErrHandoffNotOwner):
 		out = appendMessage(append(out, ackNotOwner), err.Error())
 	default:
@@ -299,6 +302,8 @@ func decodeHandoffAck(d *decoder) error {
 	switch status {
 	case ackNotOwner:
 		return fmt.Errorf("%w: %s", ErrHandoffNotOwner, msg)
+	case ackOtherRun:
+		return fmt.Errorf("%w: %s", ErrHandoffOtherRun, msg)
 	case ackRefused:
 		return fmt.Errorf("%w: %s", ErrHandoffRefused, msg)
 	}

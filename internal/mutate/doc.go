@@ -1,0 +1,27 @@
+// Package mutate switches off, on purpose, one safety rule of the ownership code at a
+// time, so that the cluster simulation can show it catches the loss or double count that
+// follows (make sim-mutants). Built without the simmutate tag, On is a constant false
+// and every check of it compiles away: production binaries carry no mutant.
+package mutate
+
+// The mutants: each names the one rule it breaks.
+const (
+	// DecideWithoutLease: an owner decides an owned partition whether or not it holds
+	// the partition's lease (owner.judge).
+	DecideWithoutLease = "decide-without-lease"
+	// IgnoreFence: a partition waiting for another node's write in doubt is decided and
+	// released as if it waited for none (owner fences).
+	IgnoreFence = "ignore-fence"
+	// EndLendEarly: counters lent to another node are taken as back at the next tick,
+	// before that node hands them back (owner.expireLends).
+	EndLendEarly = "end-lend-early"
+	// SkipResetCheck: a counter loaded from Redis is installed even when it was reset
+	// while the load was under way (owner load, leaparray.Store.TrySeed).
+	SkipResetCheck = "skip-reset-check"
+	// ApplyHandoffTwice: a receiver applies a Handoff it applied already (a resend whose
+	// first answer was lost) instead of acknowledging it (owner.received).
+	ApplyHandoffTwice = "apply-handoff-twice"
+)
+
+// All lists every mutant.
+var All = []string{DecideWithoutLease, IgnoreFence, EndLendEarly, SkipResetCheck, ApplyHandoffTwice}
