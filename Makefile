@@ -23,6 +23,13 @@ sim:
 		LEAPCOUNT_SIM_SEEDS=$(SEEDS) LEAPCOUNT_SIM_FIRST=$${LEAPCOUNT_SIM_FIRST:-$$(date +%s%N)} $(GO) test -count=1 -v -run 'TestSimulation$$' ./sim/; \
 	fi
 
+# Each safety rule of the ownership code switched off in turn (internal/mutate, build tag
+# simmutate): the first seed of make test's that catches it. MUTANT_SEEDS: how far to look.
+MUTANT_SEEDS ?= 1000
+.PHONY: sim-mutants
+sim-mutants:
+	LEAPCOUNT_SIM_MUTANT_SEEDS=$(MUTANT_SEEDS) $(GO) test -tags simmutate -count=1 -v -run 'TestMutantsAreCaught$$' ./sim/
+
 tools:
 	./scripts/ensure-redis.sh
 

@@ -135,10 +135,17 @@ func (w *world) crash(n *node, d time.Duration) {
 func (w *world) stopsWith(n *node) {
 	now := n.wall()
 	for _, k := range w.keys.all() {
+		// With Redis, n is behind Redis's loss of its data while it has not written its
+		// memory back since: then all it holds, in memory or on its way, is lost.
+		behind := w.opt.Redis && n.owner.Reseeds() < w.wipes
 		lost := int64(n.owner.InMemory(k, keySpec, now))
-		if w.opt.Redis && n.owner.Reseeds() >= w.wipes {
+		switch {
+		case behind:
+			lost = max(lost, int64(n.owner.Unconfirmed(k, keySpec)))
+		case w.opt.Redis:
 			lost = int64(n.owner.Unconfirmed(k, keySpec))
-		} else if lost > 0 { // (with Redis: it lost its data, and n had not written its memory back yet)
+		}
+		if lost > 0 && (!w.opt.Redis || behind) {
 			w.keys.overAdmit(k, allowLimit)
 		}
 		w.keys.lose(k, lost)

@@ -15,7 +15,7 @@ type traceHandler struct {
 }
 
 func (h traceHandler) Enabled(_ context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn || debugKey != "" && l >= slog.LevelInfo
+	return l >= slog.LevelWarn || debugKey != "" && l >= slog.LevelDebug
 }
 
 func (h traceHandler) Handle(_ context.Context, r slog.Record) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/owner"
 	"github.com/leapcount/leapcount/rpc"
 )
 
@@ -146,6 +147,24 @@ func (w *world) noteWrite(n *node, d fallback.Delta) {
 func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
 	if len(h.Counters) > 0 {
 		w.trace("%s hands %d counters to %s (id %d)", from.name, len(h.Counters), to.name, h.ID)
+	}
+	for _, c := range h.Counters {
+		if debugKey != "" && c.Key == debugKey {
+			var n uint64
+			for _, b := range c.Buckets {
+				n += b.Count
+			}
+			w.trace("DEBUG %s hands %s (%d) to %s in %d", from.name, c.Key, n, to.name, h.ID)
+		}
+		if c.Buckets == nil && from.ring != nil && from.owner.PartitionState(from.ring.Partition(c.Key)) == owner.ReleasingStale {
+			// Counted under a lease that lapsed before they reached Redis: the new owner
+			// may have decided without them meanwhile, as for a late write.
+			var n uint64
+			for _, b := range c.Pending {
+				n += b.Count
+			}
+			w.keys.lateWrite(c.Key, int64(n))
+		}
 	}
 }
 
