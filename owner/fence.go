@@ -22,8 +22,8 @@ import (
 // until Redis shows every fence reached (fallback.Store.Reached), such loads wait, and
 // a release of the partition through Redis waits too, or hands the fences on with the
 // counters. A fence not reached within fenceMax (its writer died before sending the
-// call again, or Redis lost its marks) is dropped: what it carried is lost, as a
-// crashed node's unwritten counts are.
+// call again) is dropped: what it carried is lost, as a crashed node's unwritten counts
+// are. All are dropped when Redis loses its data (reseed), marks included.
 
 // fenceMax bounds how long a fence holds loads back.
 const fenceMax = time.Minute
@@ -90,6 +90,17 @@ func (f *fences) of(ps []int, drop bool) []rpc.HandoffFence {
 		}
 	}
 	return out
+}
+
+// clear drops every fence and returns how many partitions had some: Redis lost its data,
+// the marks that would show them reached with it, and a counter loaded now may lose what
+// Redis lost anyway (README: Redis emptied).
+func (f *fences) clear() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(f.by)
+	clear(f.by)
+	return n
 }
 
 // expire drops the fences older than fenceMax, whatever reads them: a partition never

@@ -225,30 +225,42 @@ func (o *Owner) flushNext() {
 	})
 }
 
-// stripLateResets takes out of sb what this node may no longer write: a reset of a
-// counter whose partition's lease ended after the reset was decided (another node may
-// have decided the counter since, and written it), or whose lease is ending now; a reset
-// landing after the other's writes would erase them. It goes without its reset (what it
-// erased may then come back, README: Guarantees; never what another node counted), and
-// a whole state written back after Redis lost its data (reseed.go) does not go at all
-// (the decider writes its own). The caller holds mu.
+// stripLateResets takes out of sb what this node may not write now: a reset of a
+// counter whose partition's lease lapsed after the reset was decided (another node may
+// have decided the counter since, and written it: a reset landing after the other's
+// writes would erase them) goes without its reset (what it erased may then come back,
+// README: Guarantees; never what another node counted), and a whole state written back
+// after Redis lost its data (reseed.go) does not go at all (the decider writes its own).
+// A reset of a partition this node owns and does not hold the lease of now (its lease
+// is ending, or, for counters handed to it, not granted yet) waits in the queue: written
+// while it is held, or stripped if the lease lapses first (dropLateResets). Any other
+// partition's is stripped. The caller holds mu.
 func (o *Owner) stripLateResets(sb *sentBatch) {
 	rg := o.ring.Load()
 	if rg == nil {
 		return
 	}
 	now := o.cfg.Leases.Now()
+	var later []fallback.Delta
 	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
 		p := rg.Partition(d.Key)
-		if !d.Reset || !sb.lapsed.Has(p) && o.cfg.Leases.Holds(p, now) {
+		lapsed := sb.lapsed.Has(p)
+		switch {
+		case !d.Reset || !lapsed && o.cfg.Leases.Holds(p, now):
 			return d, true
-		}
-		if d.Base {
+		case !lapsed && o.parts.get(p).waitsForLease():
+			later = append(later, d)
+			return d, false
+		case d.Base:
 			return d, false
 		}
 		d.Reset = false
 		return d, true
 	})
+	if len(later) > 0 {
+		o.flush.enqueue(later)
+		n -= len(later)
+	}
 	if n > 0 {
 		o.cfg.Logger.Warn("resets not written before this node's lease ended are dropped: what they erased may come back", "deltas", n)
 	}
@@ -276,9 +288,23 @@ func (o *Owner) dropLateResets(ps lease.Set) {
 	}
 	f := &o.flush
 	f.mu.Lock()
-	for i := range f.queue {
-		if d := &f.queue[i]; ps.Has(rg.Partition(d.Key)) && d.Reset && !d.Base {
+	kept := f.queue[:0]
+	for _, d := range f.queue {
+		switch {
+		case !ps.Has(rg.Partition(d.Key)) || !d.Reset:
+		case d.Base:
+			f.unref([]fallback.CounterRef{refOf(d)})
+			continue // late: another node may decide it now (reseed.go)
+		default:
 			d.Reset = false
+		}
+		kept = append(kept, d)
+	}
+	f.queue = kept
+	clear(f.queued)
+	for i, d := range f.queue {
+		if !d.Base {
+			f.queued[refOf(d)] = i
 		}
 	}
 	f.mu.Unlock()
@@ -295,6 +321,7 @@ func (o *Owner) sent(sb *sentBatch, err error) {
 	}
 	o.flush.failures, o.flush.retryAt = 0, 0
 	o.noteLate(sb.refs)
+	o.noteDeparted(sb.refs)
 	settle := func(bool) { // the marks before the refs go: a load that waited for them must find the mark
 		o.flush.batches = o.flush.batches[1:]
 		o.flush.mu.Lock()
@@ -483,8 +510,10 @@ func (o *Owner) Unconfirmed(key string, sp leaparray.Spec) uint64 {
 	bs, _ := o.cfg.Store.Pending(key, sp)
 	n := sumBuckets(bs)
 	o.flush.mu.Lock()
-	if i, ok := o.flush.queued[ref]; ok {
-		n += sumBuckets(o.flush.queue[i].Buckets)
+	for _, d := range o.flush.queue {
+		if refOf(d) == ref {
+			n += sumBuckets(d.Buckets)
+		}
 	}
 	o.flush.mu.Unlock()
 	for _, sb := range o.flush.batches {

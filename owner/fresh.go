@@ -26,6 +26,12 @@ type decidedSince struct {
 	// got a write of it: fallback.Written) was read, quietAt (0: never written).
 	quietGen atomic.Uint64
 	quietAt  atomic.Int64
+	// departed counts the writes Redis confirmed of p's counters that had left memory
+	// (the pending part of a counter dropped to be reloaded, say): Redis then holds what
+	// memory does not, and a stamp read before such a write says nothing of it.
+	// quietDeparted is departed when the stamp was read.
+	departed      atomic.Uint64
+	quietDeparted atomic.Uint64
 }
 
 // forget makes p's memory count as come from elsewhere (a Handoff installed counters
@@ -67,7 +73,8 @@ func (o *Owner) knowsAllOf(p int, windowMs int64) bool {
 	if now-d.since.Load() > windowMs+freshMargin.Milliseconds() {
 		return true
 	}
-	return d.quietGen.Load() == g && now-d.quietAt.Load() > windowMs+(stampEvery+freshMargin).Milliseconds()
+	return d.quietGen.Load() == g && d.quietDeparted.Load() == d.departed.Load() &&
+		now-d.quietAt.Load() > windowMs+(stampEvery+freshMargin).Milliseconds()
 }
 
 // skipsLoad reports whether op's counter, not in memory, is created without a load: its
@@ -84,14 +91,15 @@ func (o *Owner) skipsLoad(p int, op *counter.Op) bool {
 func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then func()) {
 	seen := lease.NewSet(rg.PartitionCount())
 	var ps []int
-	var gens []uint64
+	var gens, departed []uint64
 	for _, m := range misses {
 		p := rg.Partition(ops[m.op].Key)
-		if seen.Has(p) || o.parts.decided[p].quietGen.Load() == m.gen+1 {
+		d := &o.parts.decided[p]
+		if seen.Has(p) || d.quietGen.Load() == m.gen+1 && d.quietDeparted.Load() == d.departed.Load() {
 			continue
 		}
 		seen.Add(p)
-		ps, gens = append(ps, p), append(gens, m.gen)
+		ps, gens, departed = append(ps, p), append(gens, m.gen), append(departed, d.departed.Load())
 	}
 	if len(ps) == 0 {
 		then()
@@ -102,11 +110,26 @@ func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then 
 			for i, p := range ps {
 				d := &o.parts.decided[p]
 				d.quietAt.Store(at[i])
-				d.quietGen.Store(gens[i] + 1) // a generation since begun is never gens[i]+1
+				d.quietDeparted.Store(departed[i]) // (one confirmed meanwhile leaves it behind)
+				d.quietGen.Store(gens[i] + 1)      // a generation since begun is never gens[i]+1
 			}
 		}
 		then()
 	})
+}
+
+// noteDeparted records, of the deltas just confirmed in Redis, those of counters not in
+// memory (skipsLoad must not trust a stamp read before them). The caller holds mu.
+func (o *Owner) noteDeparted(refs []fallback.CounterRef) {
+	rg := o.ring.Load()
+	if rg == nil {
+		return
+	}
+	for _, r := range refs {
+		if !o.cfg.Store.Has(r.Key, r.Spec) {
+			o.parts.decided[rg.Partition(r.Key)].departed.Add(1)
+		}
+	}
 }
 
 // stampEvery is how often a partition whose deltas this node keeps writing is stamped

@@ -184,6 +184,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	}
 	o.fenced.add(ps, h.Fences, o.cfg.Clock.Since())
 	o.forgetLate(ps)
+	o.tookInEpoch(h.Epoch, ps)
 	return nil
 }
 

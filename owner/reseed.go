@@ -22,6 +22,7 @@ type epochWatch struct {
 	checking bool
 	reseeds  int
 	due      lease.Set // partitions to write back once this node decides them
+	last     string    // the epoch known before the last reseed (Handoff.Epoch meanwhile)
 }
 
 // checkEpoch reads the stamps' epoch (unless a read is under way), reseeds if Redis
@@ -107,12 +108,54 @@ func (o *Owner) reseed() {
 			rel.epochOK = false
 		}
 	}
+	if fenced := o.fenced.clear(); fenced > 0 {
+		o.cfg.Logger.Warn("Redis lost its data: the writes in doubt that held loads back cannot be seen reached any more; loads go on", "partitions", fenced)
+	}
+	if o.flush.epoch != "" {
+		o.epoch.last = o.flush.epoch
+	}
 	o.flush.epoch = "" // the next stamp adopts the new epoch, and stamps every partition
 	o.forgetStamps()
 	o.late.known = false
 	o.epoch.reseeds++
 	o.kick()
 	o.cfg.Logger.Warn("Redis lost its data: the counters in memory are written back in full", "counters", n)
+}
+
+// handoffEpoch is the epoch a Handoff names (Handoff.Epoch): the one this node knows,
+// or, while it writes its memory back after Redis lost its data, the one it knew
+// before. The caller holds mu.
+func (o *Owner) handoffEpoch() string {
+	if o.cfg.Redis == nil {
+		return ""
+	}
+	if o.flush.epoch != "" {
+		return o.flush.epoch
+	}
+	return o.epoch.last
+}
+
+// tookInEpoch is told of counters of partitions ps handed to this node by a sender that
+// knew Redis at epoch e. A node that knew no epoch (it wrote nothing yet) takes e: its
+// next check of Redis's tells whether Redis lost its data since, and then it writes
+// back all it holds. One that knows another writes these partitions back in full once
+// it decides them: Redis may have lost their state between the two epochs, unseen by
+// the sender (it handed them on while Redis was down, say). The caller holds mu.
+func (o *Owner) tookInEpoch(e string, ps []int) {
+	switch {
+	case e == "" || e == o.flush.epoch:
+		return
+	case o.flush.epoch == "" && o.epoch.reseeds == 0:
+		o.flush.epoch = e
+		return
+	}
+	if o.epoch.due == nil {
+		o.epoch.due = lease.NewSet(len(o.parts.state))
+	}
+	for _, p := range ps {
+		o.epoch.due.Add(p)
+	}
+	o.cfg.Logger.Warn("counters handed over from a node that knew Redis at another epoch: they are written back in full", "partitions", len(ps))
 }
 
 // reseedDue writes back the counters of the partitions due a reseed that this node
@@ -128,6 +171,9 @@ func (o *Owner) reseedDue() int {
 		switch {
 		case o.parts.get(p) == Idle:
 			due.Remove(p)
+		case o.fenced.has(p):
+			// A write in doubt may still land: written back before it, its counts would
+			// count twice; it waits until the fence is reached or expires.
 		case o.parts.get(p) == Owned && o.cfg.Leases.Holds(p, o.cfg.Leases.Now()):
 			// This node alone decides it (blind counters aside, which are skipped).
 			ready.Add(p)
@@ -148,6 +194,34 @@ func (o *Owner) reseedDue() int {
 		})
 	o.flush.enqueue(ds)
 	return len(ds)
+}
+
+// BehindRedisLoss reports whether this node saw Redis lose its data fewer than seen
+// times, or has not had Redis confirm its write-back since (a base queued or
+// unconfirmed, or partitions still due one): until then, what it holds exists only in
+// its memory (the simulation bounds what a crash or lapse then loses).
+func (o *Owner) BehindRedisLoss(seen int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.epoch.reseeds < seen || o.epoch.due.Len() > 0 {
+		return true
+	}
+	f := &o.flush
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range f.queue {
+		if d.Base {
+			return true
+		}
+	}
+	for _, sb := range f.batches {
+		for _, d := range sb.b.Unconfirmed() {
+			if d.Base {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Reseeds reports how many times this node found that Redis lost its data.

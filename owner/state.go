@@ -169,5 +169,9 @@ func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
 // on their way.
 func (s State) Claimed() bool { return s != Idle }
 
+// waitsForLease reports whether a partition in state s is this node's, to decide once
+// it holds its lease (or its counters are back): not idle, not being handed on.
+func (s State) waitsForLease() bool { return s != Idle && !s.Releasing() }
+
 // Releasing reports whether a partition in state s is being handed on.
 func (s State) Releasing() bool { return s == Releasing || s == ReleasingStale }

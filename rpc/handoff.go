@@ -32,7 +32,17 @@ type Handoff struct {
 	// until every fence is reached. Encoded only when present, so a Handoff without
 	// them is the frame older nodes read.
 	Fences []HandoffFence
+	// Epoch is the Redis epoch (the partition stamps', fallback) the sender last knew
+	// its counters to be in ("": none, or no Redis). A receiver that knows another
+	// writes them back in full: Redis may have lost their state between the two (an
+	// emptied Redis the sender had not noticed). Encoded only when set, after the
+	// fences (an empty fence section is then sent as a zero count), so a Handoff
+	// without it is the frame older nodes read.
+	Epoch string
 }
+
+// MaxHandoffEpochBytes bounds Handoff.Epoch on the wire.
+const MaxHandoffEpochBytes = 64
 
 // HandoffFence is one writer's call in doubt: Redis has applied it once the writer's
 // high-water mark at WriterKey is at Seq or above.
@@ -149,13 +159,17 @@ func appendHandoff(b []byte, h *Handoff) []byte {
 	for i := range h.Counters {
 		b = appendHandoffCounter(b, &h.Counters[i])
 	}
-	if len(h.Fences) > 0 {
+	if len(h.Fences) > 0 || h.Epoch != "" {
 		b = binary.AppendUvarint(b, uint64(len(h.Fences)))
 		for _, f := range h.Fences {
 			b = binary.AppendUvarint(b, uint64(len(f.WriterKey)))
 			b = append(b, f.WriterKey...)
 			b = binary.AppendUvarint(b, f.Seq)
 		}
+	}
+	if h.Epoch != "" {
+		b = binary.AppendUvarint(b, uint64(len(h.Epoch)))
+		b = append(b, h.Epoch...)
 	}
 	return b
 }
@@ -217,13 +231,23 @@ func (d *decoder) handoff(h *Handoff) {
 		return // no fences: the frame of older senders too
 	}
 	nf := d.count("fence count", 2, MaxHandoffBytes)
-	if nf == 0 {
-		d.fail("fence count") // never sent: an empty section is left out
+	if nf > 0 {
+		h.Fences = make([]HandoffFence, 0, nf)
 	}
-	h.Fences = make([]HandoffFence, 0, nf)
 	for i := 0; i < nf && d.err == nil; i++ {
 		h.Fences = append(h.Fences, HandoffFence{WriterKey: string(d.bytes("writer key")), Seq: d.uvarint("seq")})
 	}
+	if len(d.b) == 0 || d.err != nil {
+		if nf == 0 && d.err == nil {
+			d.fail("fence count") // an empty section is sent only before an epoch
+		}
+		return
+	}
+	e := d.bytes("epoch")
+	if len(e) == 0 || len(e) > MaxHandoffEpochBytes {
+		d.fail("epoch")
+	}
+	h.Epoch = string(e)
 }
 
 // buckets reads at most limit buckets (a counter's own count: a hostile frame cannot

@@ -53,12 +53,19 @@ func TestHandoffRoundTrip(t *testing.T) {
 	}
 	noFences := *h
 	noFences.ID, noFences.Fences = 10, nil // the frame of a sender without fences (and of older nodes)
-	if err := c.Handoff(context.Background(), o.addr, &noFences); err != nil {
-		t.Fatal(err)
+	epochOnly := noFences
+	epochOnly.ID, epochOnly.Epoch = 11, "1a2b" // an empty fence section, then the epoch
+	both := *h
+	both.ID, both.Epoch = 12, "1a2b"
+	want := []*Handoff{h, &noFences, &epochOnly, &both}
+	for _, x := range want[1:] {
+		if err := c.Handoff(context.Background(), o.addr, x); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sink.mu.Lock()
-	if len(sink.got) != 2 || !reflect.DeepEqual(sink.got[0], h) || !reflect.DeepEqual(sink.got[1], &noFences) {
-		t.Fatalf("got %+v; want %+v, %+v", sink.got, h, &noFences)
+	if !reflect.DeepEqual(sink.got, want) {
+		t.Fatalf("got %+v; want %+v", sink.got, want)
 	}
 	sink.mu.Unlock()
 	sink.refuse(errors.New("not expecting it"))
@@ -196,6 +203,11 @@ func TestDecodeHandoffBounds(t *testing.T) {
 		{"a fence", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3), uv(7)), true},
 		{"a fence cut short", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3)), false},
 		{"2^31 fences claimed", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1<<31), nameOf(3), uv(7)), false},
+		{"an epoch", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(8)), true},
+		{"a fence and an epoch", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3), uv(7), nameOf(8)), true},
+		{"an empty epoch", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(0)), false},
+		{"an epoch too long", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(MaxHandoffEpochBytes+1)), false},
+		{"bytes after the epoch", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(8), zero), false},
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
