@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"os"
+	"slices"
 	"time"
 
 	"github.com/leapcount/leapcount/lease"
@@ -10,16 +12,112 @@ import (
 // second of the load to its end; each heals by itself after a while. Cuts last less
 // than the 15 s a Handoff in doubt waits for a node out of the ring (README: counted
 // twice should it come back), which is not what a run checks.
+//
+// Each run injects only some kinds of fault, drawn from its seed (swarm testing): a run
+// whose faults are all of a few kinds reaches states a mix of every kind makes rare
+// (a partition handed on and given back before its counters return; a write in doubt
+// when Redis goes down under a handoff).
 func (w *world) injectFaults() {
+	kinds := w.drawFaultKinds()
 	var next func()
 	next = func() {
 		if w.sched.now >= w.loadEnd-2*time.Second {
 			return
 		}
-		w.inject()
+		w.faults++
+		w.pickFault(kinds).inject(w, w.nodes[w.rng.IntN(len(w.nodes))])
 		w.sched.after(time.Duration(500+w.rng.IntN(2500))*time.Millisecond, nil, next)
 	}
 	w.sched.after(2*time.Second, nil, next)
+}
+
+// faultKind is one kind of fault, with its weight when a run injects it.
+type faultKind struct {
+	name   string
+	weight int
+	redis  bool // only with Redis
+	inject func(w *world, n *node)
+}
+
+var faultKinds = []faultKind{
+	{"isolate", 14, false, func(w *world, n *node) { w.isolate(n, w.span(500*time.Millisecond, 6*time.Second)) }},
+	{"cut-pair", 8, false, func(w *world, n *node) {
+		if m := w.nodes[w.rng.IntN(len(w.nodes))]; m != n {
+			w.cutPair(n, m, w.span(500*time.Millisecond, 5*time.Second))
+		}
+	}},
+	{"lossy", 10, false, func(w *world, n *node) {
+		if m := w.nodes[w.rng.IntN(len(w.nodes))]; m != n {
+			w.lossy(n, m, 0.3+0.7*w.rng.Float64(), w.span(500*time.Millisecond, 4*time.Second))
+		}
+	}},
+	{"spikes", 6, false, func(w *world, _ *node) { w.spikes(w.span(time.Second, 3*time.Second)) }},
+	{"pause", 12, false, func(w *world, n *node) { w.pause(n, w.span(200*time.Millisecond, 4*time.Second)) }},
+	{"crash", 10, false, func(w *world, n *node) { w.crash(n, w.span(time.Second, 5*time.Second)) }},
+	{"join", 6, false, func(w *world, _ *node) { w.join() }},
+	{"leave", 8, false, func(w *world, n *node) { w.leave(n) }},
+	{"clock-step", 6, false, func(w *world, n *node) { w.clockStep(n) }},
+	{"churn", 6, false, func(w *world, _ *node) { w.churn() }},
+	{"redis-down", 6, true, func(w *world, _ *node) { w.redisDown(w.span(500*time.Millisecond, 4*time.Second)) }},
+	{"redis-slow", 5, true, func(w *world, _ *node) { w.redisSlow(w.span(time.Second, 3*time.Second)) }},
+	{"redis-lossy", 6, true, func(w *world, _ *node) { w.redisLossy(w.span(time.Second, 3*time.Second)) }},
+	{"redis-wipe", 3, true, func(w *world, _ *node) { w.redisWipe() }},
+	{"redis-storm", 5, true, func(w *world, n *node) { w.redisStorm(n) }},
+}
+
+// drawFaultKinds picks the kinds of fault this run injects: each with even odds, at
+// least one.
+func (w *world) drawFaultKinds() []faultKind {
+	var all, some []faultKind
+	for _, k := range faultKinds {
+		if k.redis && !w.opt.Redis {
+			continue
+		}
+		all = append(all, k)
+		if w.rng.IntN(2) == 0 {
+			some = append(some, k)
+		}
+	}
+	if len(some) == 0 {
+		some = append(some, all[w.rng.IntN(len(all))])
+	}
+	if !wipeStorms && hasKind(some, "redis-wipe") && hasKind(some, "redis-storm") {
+		// Known gap (README: Guarantees, "Redis emptied"): Redis restarting empty while
+		// counters are handed on directly (it was down) can lose or double count some of
+		// them. LEAPCOUNT_SIM_WIPE_STORMS=1 runs them together.
+		drop := "redis-wipe"
+		if w.rng.IntN(2) == 0 {
+			drop = "redis-storm"
+		}
+		some = slices.DeleteFunc(some, func(k faultKind) bool { return k.name == drop })
+	}
+	names := make([]string, len(some))
+	for i, k := range some {
+		names[i] = k.name
+	}
+	w.trace("faults of this run: %v", names)
+	return some
+}
+
+// wipeStorms runs Redis restarting empty and Redis storms in one run (see drawFaultKinds).
+var wipeStorms = os.Getenv("LEAPCOUNT_SIM_WIPE_STORMS") == "1"
+
+func hasKind(kinds []faultKind, name string) bool {
+	return slices.ContainsFunc(kinds, func(k faultKind) bool { return k.name == name })
+}
+
+func (w *world) pickFault(kinds []faultKind) faultKind {
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
+	}
+	r := w.rng.IntN(total)
+	for _, k := range kinds {
+		if r -= k.weight; r < 0 {
+			return k
+		}
+	}
+	return kinds[len(kinds)-1]
 }
 
 // span is a fault's length: from lo to hi.
@@ -27,49 +125,59 @@ func (w *world) span(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(w.rng.Int64N(int64(hi-lo)))
 }
 
-func (w *world) inject() {
-	w.faults++
-	n := w.nodes[w.rng.IntN(len(w.nodes))]
-	switch r := w.rng.IntN(100); {
-	case r < 14:
-		w.isolate(n, w.span(500*time.Millisecond, 6*time.Second))
-	case r < 22:
-		m := w.nodes[w.rng.IntN(len(w.nodes))]
-		if m != n {
-			w.cutPair(n, m, w.span(500*time.Millisecond, 5*time.Second))
-		}
-	case r < 32:
-		m := w.nodes[w.rng.IntN(len(w.nodes))]
-		if m != n {
-			w.lossy(n, m, 0.3+0.7*w.rng.Float64(), w.span(500*time.Millisecond, 4*time.Second))
-		}
-	case r < 38:
-		w.spikes(w.span(time.Second, 3*time.Second))
-	case r < 50:
-		w.pause(n, w.span(200*time.Millisecond, 4*time.Second))
-	case r < 60:
-		w.crash(n, w.span(time.Second, 5*time.Second))
-	case r < 66:
-		w.join()
-	case r < 74:
-		w.leave(n)
-	case r < 80:
-		w.clockStep(n)
-	case !w.opt.Redis:
-		w.pause(n, w.span(200*time.Millisecond, 2*time.Second))
-	case r < 86:
-		w.redisDown(w.span(500*time.Millisecond, 4*time.Second))
-	case r < 91:
-		w.redisSlow(w.span(time.Second, 3*time.Second))
-	case r < 97:
-		w.redisLossy(w.span(time.Second, 3*time.Second))
-	default:
-		w.redisWipe()
+// churn makes the ring move partitions and move them back soon after: a node joins and
+// soon leaves again or is cut off, or a node is cut off just past detection; with Redis,
+// often while Redis is down. Counters handed
+// on in the first move are still on their way, or held by their new owner, when the
+// second gives their partitions back (lends).
+func (w *world) churn() {
+	if w.opt.Redis && w.rng.IntN(2) == 0 {
+		w.redisDown(w.span(time.Second, 3*time.Second)) // counters go directly
 	}
+	if w.rng.IntN(2) == 0 && len(w.nodes) < 6 {
+		w.join()
+		n := w.nodes[len(w.nodes)-1]
+		for _, m := range w.nodes {
+			if m != n && w.rng.IntN(2) == 0 {
+				w.lossy(n, m, 0.5+0.5*w.rng.Float64(), w.span(300*time.Millisecond, 2*time.Second)) // its answers to handoffs
+			}
+		}
+		w.sched.after(w.span(30*time.Millisecond, time.Second), nil, func() {
+			if w.rng.IntN(3) > 0 {
+				w.leave(n)
+			} else {
+				w.isolate(n, w.span(time.Second, 3*time.Second))
+			}
+		})
+		return
+	}
+	n := w.nodes[w.rng.IntN(len(w.nodes))]
+	w.isolate(n, w.span(700*time.Millisecond, 1500*time.Millisecond))
+	w.sched.after(w.span(200*time.Millisecond, time.Second), nil, func() { w.spikes(time.Second) })
+}
+
+// redisStorm loses Redis's replies (writes go in doubt), then takes Redis down while the
+// ring moves (counters are handed on directly, with the writes in doubt as fences).
+func (w *world) redisStorm(n *node) {
+	w.redisLossy(w.span(500*time.Millisecond, 2*time.Second))
+	w.sched.after(w.span(300*time.Millisecond, 1500*time.Millisecond), nil, func() {
+		w.redisDown(w.span(time.Second, 4*time.Second))
+		w.sched.after(w.span(100*time.Millisecond, 800*time.Millisecond), nil, func() {
+			switch w.rng.IntN(3) {
+			case 0:
+				w.join()
+			case 1:
+				w.leave(n)
+			default:
+				w.isolate(n, w.span(time.Second, 3*time.Second))
+			}
+		})
+	})
 }
 
 func (w *world) isolate(n *node, d time.Duration) {
 	w.trace("isolate %s for %v", n.name, d.Round(time.Millisecond))
+	n.apartUntil = max(n.apartUntil, w.sched.now+d)
 	for _, m := range w.nodes {
 		if m != n {
 			w.net.cut[pair(n, m)] = true
@@ -86,6 +194,7 @@ func (w *world) isolate(n *node, d time.Duration) {
 func (w *world) cutPair(a, b *node, d time.Duration) {
 	w.trace("cut %s-%s for %v", a.name, b.name, d.Round(time.Millisecond))
 	w.net.cut[pair(a, b)] = true
+	a.apartUntil, b.apartUntil = max(a.apartUntil, w.sched.now+d), max(b.apartUntil, w.sched.now+d)
 	w.sched.after(d, nil, func() {
 		w.trace("heal %s-%s", a.name, b.name)
 		delete(w.net.cut, pair(a, b))
@@ -111,6 +220,7 @@ func (w *world) pause(n *node, d time.Duration) {
 	}
 	w.trace("pause %s for %v", n.name, d.Round(time.Millisecond))
 	n.pausedUntil = max(n.pausedUntil, w.sched.now+d)
+	n.apartUntil = max(n.apartUntil, n.pausedUntil)
 }
 
 // crash kills n (if running) and starts it again after d, its memory gone: what it had
@@ -137,7 +247,7 @@ func (w *world) stopsWith(n *node) {
 	for _, k := range w.keys.all() {
 		// With Redis, n is behind Redis's loss of its data while it has not written its
 		// memory back since: then all it holds, in memory or on its way, is lost.
-		behind := w.opt.Redis && n.owner.Reseeds() < w.wipes
+		behind := w.opt.Redis && n.owner.BehindRedisLoss(w.wipes)
 		lost := int64(n.owner.InMemory(k, keySpec, now))
 		switch {
 		case behind:
@@ -258,10 +368,14 @@ func (w *world) redisWipe() {
 // whoever decides them meanwhile starts from nothing, and an allow key there may admit
 // up to its limit again; with or without, a reset there may be undone (resetHistory).
 func (w *world) lapsed(n *node, s lease.Set) {
+	if n.lapsedAt == nil {
+		n.lapsedAt = map[int]time.Duration{}
+	}
+	s.Each(func(p int) { n.lapsedAt[p] = w.sched.now })
 	if n.ring == nil {
 		return
 	}
-	if w.opt.Redis && n.owner.Reseeds() < w.wipes {
+	if w.opt.Redis && n.owner.BehindRedisLoss(w.wipes) {
 		// Redis lost its data and n has not written its memory back yet: its stale
 		// memory is dropped and reloaded from nothing (README: Redis emptied).
 		now := n.wall()
@@ -283,6 +397,11 @@ func (w *world) lapsed(n *node, s lease.Set) {
 	for _, k := range w.keys.allow {
 		if s.Has(n.ring.Partition(k)) {
 			w.keys.overAdmit(k, allowLimit)
+		}
+	}
+	for _, k := range w.keys.incr {
+		if s.Has(n.ring.Partition(k)) {
+			w.keys.reads.mayLack(k, int64(n.owner.InMemory(k, keySpec, n.wall()))) // added back when it returns
 		}
 	}
 }

@@ -29,11 +29,12 @@ type keySet struct {
 	log    history.Log
 	bounds history.Bounds
 	reset  map[string]*resetHistory
+	reads  readLog
 }
 
 func newKeySet(w *world) *keySet {
 	ks := &keySet{w: w, bounds: history.Bounds{KeyLoss: map[string]int64{}, KeyOverAdmit: map[string]int64{}, KeyExtra: map[string]int64{}},
-		reset: map[string]*resetHistory{}}
+		reset: map[string]*resetHistory{}, reads: newReadLog()}
 	for i := range 12 {
 		ks.incr = append(ks.incr, fmt.Sprintf("incr:%d", i))
 	}
@@ -81,6 +82,11 @@ func (ks *keySet) record(o counter.Op, res counter.Result, start time.Duration) 
 	switch o.Kind {
 	case counter.Incr:
 		ks.log.Incr(o.Key, o.N, outcome)
+		ks.reads.incr(o.Key, o.N, outcome, start, ks.w.sched.now)
+	case counter.Count:
+		if outcome == history.OK {
+			ks.reads.read(o.Key, res.Count, start, ks.w.sched.now)
+		}
 	case counter.Allow:
 		ks.log.Allow(o.Key, o.Limit, o.N, res.Allowed, outcome)
 	}
@@ -116,6 +122,7 @@ func (ks *keySet) overAdmit(key string, n int64) {
 // past the limit.
 func (ks *keySet) lateWrite(key string, n int64) {
 	ks.overAdmit(key, n)
+	ks.reads.mayLack(key, n)
 	if h := ks.reset[key]; h != nil {
 		h.erasedBack = true // it lands after what the new owner did meanwhile, resets too
 	}

@@ -5,6 +5,7 @@ package sim
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // ownership code switched off on purpose (package mutate), some seed among those make
 // test runs fails. It runs the seeds in make test's order, in chunks, until one fails,
 // and prints the first caught seed and what broke (make sim-mutants). It looks as far
-// as LEAPCOUNT_SIM_MUTANT_SEEDS (default 1000, make test's).
+// as LEAPCOUNT_SIM_MUTANT_SEEDS (default 1000, make test's); LEAPCOUNT_SIM_MUTANTS=a,b
+// runs only those.
 func TestMutantsAreCaught(t *testing.T) {
 	defer mutate.Set("")
 	const chunk = 100
@@ -23,7 +25,11 @@ func TestMutantsAreCaught(t *testing.T) {
 	if v, err := strconv.ParseUint(os.Getenv("LEAPCOUNT_SIM_MUTANT_SEEDS"), 10, 64); err == nil && v > 0 {
 		last = v
 	}
-	for _, m := range mutate.All {
+	names := mutate.All
+	if v := os.Getenv("LEAPCOUNT_SIM_MUTANTS"); v != "" {
+		names = strings.Split(v, ",")
+	}
+	for _, m := range names {
 		mutate.Set(m)
 		start := time.Now()
 		caught := false

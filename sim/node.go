@@ -44,6 +44,15 @@ type node struct {
 
 	view  map[string]*memberView // what its gossip says of every member it has heard of
 	seeds int                    // members its --join lists (every node known at its start)
+
+	// For telling late writes (world.noteWrite): when each partition's lease last
+	// lapsed here, and when Redis applied this node's two last deltas of each key.
+	lapsedAt map[int]time.Duration
+	applied  map[string][2]time.Duration
+
+	// apartUntil is when the last pause or cut of this node ends (ended): counts split
+	// between it and another node are legitimate only around such a fault (splitCounts).
+	apartUntil time.Duration
 }
 
 // mono is the node's monotonic clock.

@@ -124,7 +124,9 @@ func (w *world) checkDeciders() {
 
 // splitCounts allows, when some node other than d holds counts of a key of partition
 // p, a reset of it to be undone, and, without Redis, an allow key to admit up to its
-// limit again.
+// limit again, if d or that node was paused or cut off lately (README: Guarantees; a
+// lent partition is decided without its counters after lentMax, 15 s): else d should
+// have waited for those counts.
 func (w *world) splitCounts(d *node, p int) {
 	for _, k := range w.keys.resets {
 		if d.ring == nil || d.ring.Partition(k) != p {
@@ -139,17 +141,33 @@ func (w *world) splitCounts(d *node, p int) {
 	if w.opt.Redis {
 		return
 	}
+	for _, k := range w.keys.incr {
+		if d.ring == nil || d.ring.Partition(k) != p {
+			continue
+		}
+		for _, n := range w.nodes {
+			if n != d && n.up {
+				w.keys.reads.mayLack(k, int64(n.owner.InMemory(k, keySpec, n.wall()))) // added back when it returns
+			}
+		}
+	}
 	for _, k := range w.keys.allow {
 		if d.ring == nil || d.ring.Partition(k) != p {
 			continue
 		}
 		for _, n := range w.nodes {
-			if n != d && n.up && n.owner.InMemory(k, keySpec, n.wall()) > 0 {
+			if n != d && n.up && n.owner.InMemory(k, keySpec, n.wall()) > 0 && w.apartLately(n, d) {
 				w.keys.overAdmit(k, allowLimit)
 				break
 			}
 		}
 	}
+}
+
+// apartLately reports whether a or b was paused or cut off within the last 17 s (a
+// lend's 15 s and a lease).
+func (w *world) apartLately(a, b *node) bool {
+	return max(a.apartUntil, b.apartUntil) > w.sched.now-17*time.Second
 }
 
 // heal ends every fault: links, Redis, pauses; nodes that are down start again.
@@ -266,6 +284,9 @@ func (w *world) checkFinal() {
 	ks := w.keys
 	sum := ks.log.Check(final, ks.bounds)
 	for _, v := range sum.Violations {
+		w.fail("%s", v)
+	}
+	for _, v := range ks.reads.check(ks.bounds) {
 		w.fail("%s", v)
 	}
 	for _, k := range ks.allow {

@@ -121,11 +121,20 @@ func (w *world) fail(format string, args ...any) {
 
 // noteWrite is told each delta Redis applies, by the node that wrote it: one written
 // after its writer's lease of the partition ended is a late write, which may admit past
-// a limit until the partition's owner reloads it (README: Guarantees).
+// a limit until the partition's owner reloads it (README: Guarantees). So is one written
+// under a lease granted again after a lapse, if it may hold counts from before the
+// lapse: another node may have decided the partition in between without them. Deltas of
+// a key go one batch at a time, so this one's counts came after the apply before the
+// last one.
 func (w *world) noteWrite(n *node, d fallback.Delta) {
 	if n == nil || n.keeper == nil {
 		return
 	}
+	if n.applied == nil {
+		n.applied = map[string][2]time.Duration{}
+	}
+	last := n.applied[d.Key]
+	n.applied[d.Key] = [2]time.Duration{last[1], w.sched.now}
 	rg := n.ring
 	if rg == nil {
 		return
@@ -134,7 +143,8 @@ func (w *world) noteWrite(n *node, d fallback.Delta) {
 	if h := w.keys.reset[d.Key]; h != nil && !n.keeper.Holds(p, int64(n.mono())) {
 		h.erasedBack = true // its reset, if it had one, was dropped (owner.stripLateResets)
 	}
-	if int64(n.mono()) >= n.keeper.Until(p) {
+	lapsed, ok := n.lapsedAt[p]
+	if int64(n.mono()) >= n.keeper.Until(p) || ok && lapsed >= last[0] {
 		var sum uint64
 		for _, b := range d.Buckets {
 			sum += b.Count
@@ -150,11 +160,14 @@ func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
 	}
 	for _, c := range h.Counters {
 		if debugKey != "" && c.Key == debugKey {
-			var n uint64
+			var n, pending uint64
 			for _, b := range c.Buckets {
 				n += b.Count
 			}
-			w.trace("DEBUG %s hands %s (%d) to %s in %d", from.name, c.Key, n, to.name, h.ID)
+			for _, b := range c.Pending {
+				pending += b.Count
+			}
+			w.trace("DEBUG %s hands %s (%d, pending %d, reset %v, fences %d) to %s in %d", from.name, c.Key, n, pending, c.Reset, len(h.Fences), to.name, h.ID)
 		}
 		if c.Buckets == nil && from.ring != nil && from.owner.PartitionState(from.ring.Partition(c.Key)) == owner.ReleasingStale {
 			// Counted under a lease that lapsed before they reached Redis: the new owner
