@@ -8,7 +8,7 @@ import (
 // Config times leases. Every node of a cluster must use the same values.
 type Config struct {
 	// Duration is how long a holder may decide after the heartbeat that a majority
-	// granted (default 3s). Longer leases survive slower heartbeats; shorter ones let a
+	// granted (default 2s). Longer leases survive slower heartbeats; shorter ones let a
 	// partition move sooner after its holder stops answering.
 	Duration time.Duration
 	// Heartbeat is how often a node renews (default Duration/6: five renewals can fail
@@ -31,7 +31,7 @@ type Config struct {
 
 // Defaults for Config.
 const (
-	DefaultDuration       = 3 * time.Second
+	DefaultDuration       = 2 * time.Second
 	DefaultDrift          = 0.01
 	DefaultMargin         = 50 * time.Millisecond
 	DefaultDeadVoterAfter = 10 * time.Second

@@ -120,6 +120,14 @@ const (
 	DefaultMaxShapes = 256
 	MaxMaxShapes     = 1 << 16
 
+	// The failure detection of --gossip-*: a crashed, frozen or cut-off member is
+	// declared dead in 1-2 s (three nodes), below the lease, so that its partitions move
+	// about when its lease runs out (failover within 3 s). Memberlist's LAN defaults
+	// (1s, 500ms, 4) take about 5 s.
+	DefaultGossipProbeInterval = 300 * time.Millisecond
+	DefaultGossipProbeTimeout  = 150 * time.Millisecond
+	DefaultGossipSuspicionMult = 3
+
 	DefaultHTTPReadTimeout       = 30 * time.Second
 	DefaultHTTPReadHeaderTimeout = 10 * time.Second
 	DefaultHTTPWriteTimeout      = time.Minute
