@@ -195,3 +195,27 @@ func TestAllowsStatsAndAdmitted(t *testing.T) {
 		}
 	}
 }
+
+// A request refused at the connection (a node that is down, which real clients leave)
+// neither starts nor ends a key's outage: only the answers of the nodes reached say
+// whether a counter could be counted. Through a live node and a closed port, no key is
+// ever out.
+func TestOutageLeavesOutUnreachedNodes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	c := nodetest.MakeCluster(t, 1, nil)
+	g := New(Config{Keys: 5, Workers: 2, Seed: seed(t)}, c.Nodes[0].RESPAddr(), closed)
+	defer g.Close()
+	g.Start(time.Minute, 400)
+	st := g.Wait()
+	if st.Failed == 0 || st.Acked == 0 {
+		t.Fatalf("run: %+v; want some refused and some acknowledged", st)
+	}
+	if got := g.LongestOutage(); got != 0 {
+		t.Fatalf("longest outage %v; want 0: every refusal was of the closed port", got)
+	}
+}

@@ -125,7 +125,9 @@ func (g *Gen) work(ctx context.Context, r *run, rng *rand.Rand, pace time.Durati
 		r.stats.sent.Add(1)
 		start := time.Now().UnixNano()
 		err := g.incr(addr, k)
-		g.noteOutage(k, start, err == nil)
+		if !unreached(err) {
+			g.noteOutage(k, start, err == nil)
+		}
 		switch classify(err) {
 		case outcomeAcked:
 			g.acked[k].Add(1)
@@ -159,8 +161,17 @@ func (g *Gen) noteOutage(k int, start int64, ok bool) {
 	}
 }
 
+// unreached reports whether err says the request never reached a node (its port
+// refused the connection: a node that is down, which clients of a real deployment
+// leave): that says nothing of whether the counter could be counted through the others.
+func unreached(err error) bool {
+	var oerr *net.OpError
+	return errors.As(err, &oerr) && oerr.Op == "dial"
+}
+
 // LongestOutage is the longest a key's requests kept failing (or going unanswered)
-// before one succeeded, over every run so far.
+// before one succeeded, over every run so far, through the nodes they reached: a
+// request refused at the connection (unreached) is left out.
 func (g *Gen) LongestOutage() time.Duration { return time.Duration(g.longest.Load()) }
 
 var errNoAddr = errors.New("load: no node to send to")
