@@ -100,9 +100,17 @@ func (o *Owner) Start(ctx context.Context, ops []counter.Op, results []counter.R
 	r := &request{ctx: ctx, ops: ops, results: results, done: done}
 	r.until = o.cfg.Clock.Since() + o.cfg.AcquireWait
 	if d, ok := ctx.Deadline(); ok {
-		r.until = min(r.until, o.cfg.Clock.Since()+time.Until(d))
+		left := time.Until(d)
+		r.until = min(r.until, o.cfg.Clock.Since()+left-answerMargin(left))
 	}
 	o.attempt(r)
+}
+
+// answerMargin is how long before its caller's deadline an op that waits here is
+// answered not decided: an answer that arrives in time is retried (at the new owner,
+// say); one that arrives after the caller gave up is an outcome unknown to it.
+func answerMargin(left time.Duration) time.Duration {
+	return min(max(left/10, 20*time.Millisecond), 200*time.Millisecond)
 }
 
 // attempt decides r now if it can, or parks it until its partitions change, or starts

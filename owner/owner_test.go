@@ -405,3 +405,23 @@ func TestHandoffInDoubtHoldsUpOnlyItsReceiver(t *testing.T) {
 	b.leases.grantAll()
 	mustCount(t, b.Owner, kb, 2)
 }
+
+// An op that waits for its lease is answered not decided before its caller's deadline,
+// with room for the answer's way back: the caller (a forwarding node) then sends it on
+// instead of counting its outcome unknown (make soak: "owner did not answer" during a
+// rolling restart without Redis).
+func TestWaitEndsBeforeTheCallersDeadline(t *testing.T) {
+	var n net
+	a := n.add(t, "a", nil)
+	rg := ringOf("a")
+	a.SetRing(rg)
+	mine := keysOf(rg, "a", 1)[0]
+	deadline := time.Now().Add(150 * time.Millisecond) // within AcquireWait (200ms)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	res := make([]counter.Result, 1)
+	a.Do(ctx, []counter.Op{incr(mine, 1)}, res)
+	if answered := time.Now(); !answered.Before(deadline) || !errors.Is(res[0].Err, counter.ErrNotOwner) {
+		t.Fatalf("answered %v after the deadline with %v; want ErrNotOwner before it", answered.Sub(deadline), res[0].Err)
+	}
+}
