@@ -30,6 +30,14 @@ MUTANT_SEEDS ?= 1000
 sim-mutants:
 	LEAPCOUNT_SIM_MUTANT_SEEDS=$(MUTANT_SEEDS) $(GO) test -tags simmutate -count=1 -v -run 'TestMutantsAreCaught$$' ./sim/
 
+# Long runs that CI runs too (.ci/run): README's ordinary operations (a fresh cluster's
+# first requests, a join, a graceful leave, a rolling restart) under load, TRIES times,
+# every request answered.
+TRIES ?= 20
+.PHONY: soak
+soak: tools
+	LEAPCOUNT_ORDINARY_TRIES=$(TRIES) $(GO) test -count=1 -timeout 60m -v -run 'TestOrdinaryOperationsAnswerNoErrors$$' ./chaos_test/
+
 tools:
 	./scripts/ensure-redis.sh
 
