@@ -57,7 +57,7 @@ var faultKinds = []faultKind{
 	{"join", 6, false, func(w *world, _ *node) { w.join() }},
 	{"leave", 8, false, func(w *world, n *node) { w.leave(n) }},
 	{"clock-step", 6, false, func(w *world, n *node) { w.clockStep(n) }},
-	{"churn", 6, false, func(w *world, _ *node) { w.churn() }},
+	{"churn", 12, false, func(w *world, _ *node) { w.churn() }},
 	{"redis-down", 6, true, func(w *world, _ *node) { w.redisDown(w.span(500*time.Millisecond, 4*time.Second)) }},
 	{"redis-slow", 5, true, func(w *world, _ *node) { w.redisSlow(w.span(time.Second, 3*time.Second)) }},
 	{"redis-lossy", 6, true, func(w *world, _ *node) { w.redisLossy(w.span(time.Second, 3*time.Second)) }},

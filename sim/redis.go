@@ -187,7 +187,7 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 		for _, k := range todo {
 			if k.seq > c.srv.marks[k.writer] {
 				for _, d := range k.deltas {
-					c.srv.w.noteWrite(c.n, d)
+					c.srv.w.noteWrite(c.n, d, k.writer, k.seq)
 					c.srv.apply(d)
 					if d.Key == debugKey {
 						c.srv.w.trace("DEBUG redis applies %s's delta of %s: reset %v buckets %v -> %d", c.n.name, d.Key, d.Reset, d.Buckets, c.srv.count(ref(d.Key), c.n.w.epochMs+int64(c.n.w.sched.now/time.Millisecond)))

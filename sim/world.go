@@ -61,11 +61,12 @@ type world struct {
 
 	keys     *keySet
 	ops      opStats
-	inflight int           // client ops sent and not answered
-	decider  []*node       // each partition's last decider seen (checkDeciders)
-	wipes    int           // times Redis lost its data
-	loadEnd  time.Duration // clients stop, and faults end, at this time
-	log      []string      // the fault trace
+	inflight int               // client ops sent and not answered
+	decider  []*node           // each partition's last decider seen (checkDeciders)
+	wipes    int               // times Redis lost its data
+	fenced   map[string]uint64 // writer key → the highest of its calls a Handoff named a fence
+	loadEnd  time.Duration     // clients stop, and faults end, at this time
+	log      []string          // the fault trace
 	faults   int
 	failures []string // invariants broken while running
 }
@@ -73,7 +74,7 @@ type world struct {
 func newWorld(opt Options) *world {
 	opt = opt.withDefaults()
 	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
-		leaseCfg: lease.Config{Duration: time.Second}.WithDefaults(), epochMs: 1_700_000_000_000}
+		leaseCfg: lease.Config{Duration: time.Second}.WithDefaults(), epochMs: 1_700_000_000_000, fenced: map[string]uint64{}}
 	w.net = newNetwork(w)
 	w.redis = newRedisServer(w)
 	w.keys = newKeySet(w)
@@ -126,10 +127,15 @@ func (w *world) fail(format string, args ...any) {
 // lapse: another node may have decided the partition in between without them. Deltas of
 // a key go one batch at a time, so this one's counts came after the apply before the
 // last one.
-func (w *world) noteWrite(n *node, d fallback.Delta) {
+//
+// A write that a Handoff named as a fence (the call was in doubt when its counters were
+// handed over directly) is not late for the new owner: its counts came in the Handoff,
+// and its loads wait for the write (owner fences), so nothing is allowed for it.
+func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) {
 	if n == nil || n.keeper == nil {
 		return
 	}
+	fenced := seq <= w.fenced[writer]
 	if n.applied == nil {
 		n.applied = map[string][2]time.Duration{}
 	}
@@ -144,7 +150,7 @@ func (w *world) noteWrite(n *node, d fallback.Delta) {
 		h.erasedBack = true // its reset, if it had one, was dropped (owner.stripLateResets)
 	}
 	lapsed, ok := n.lapsedAt[p]
-	if int64(n.mono()) >= n.keeper.Until(p) || ok && lapsed >= last[0] {
+	if !fenced && (int64(n.mono()) >= n.keeper.Until(p) || ok && lapsed >= last[0]) {
 		var sum uint64
 		for _, b := range d.Buckets {
 			sum += b.Count
@@ -155,6 +161,9 @@ func (w *world) noteWrite(n *node, d fallback.Delta) {
 
 // noteHandoff is told each Handoff applied.
 func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
+	for _, f := range h.Fences {
+		w.fenced[f.WriterKey] = max(w.fenced[f.WriterKey], f.Seq)
+	}
 	if len(h.Counters) > 0 {
 		w.trace("%s hands %d counters to %s (id %d)", from.name, len(h.Counters), to.name, h.ID)
 	}
