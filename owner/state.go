@@ -103,30 +103,30 @@ const (
 // hands its counts back to be added). ok is false when e means nothing in s (the state
 // stays). It is pure: no I/O, no clock, no locks.
 //
-//	state       event            → state       action
-//	idle        gained           → owned
-//	owned       lost             → releasing   release
-//	stale       lost             → releasing   release
-//	lent        lost             → releasing   release
-//	lent-stale  lost             → releasing   release
-//	owned       lapsed           → stale       reload   (with Redis)
-//	owned       late-write       → stale       reload
-//	owned       redis-back       → stale       reload
-//	lent        lapsed           → lent-stale           (with Redis)
-//	lent        late-write       → lent-stale
-//	releasing   lapsed           → releasing-stale      (with Redis)
-//	releasing   late-write       → releasing-stale
-//	stale       reloaded         → owned
-//	releasing   handed-on        → idle
-//	releasing   handed-back      → owned
-//	releasing   handed-back-lent → lent
+//	state           event            → state           action
+//	idle            gained           → owned
+//	owned           lost             → releasing       release
+//	stale           lost             → releasing       release
+//	lent            lost             → releasing       release
+//	lent-stale      lost             → releasing       release
+//	owned           lapsed           → stale           reload  (with Redis)
+//	owned           late-write       → stale           reload
+//	owned           redis-back       → stale           reload
+//	lent            lapsed           → lent-stale              (with Redis)
+//	lent            late-write       → lent-stale
+//	releasing       lapsed           → releasing-stale         (with Redis)
+//	releasing       late-write       → releasing-stale
+//	stale           reloaded         → owned
+//	releasing       handed-on        → idle
+//	releasing       handed-back      → owned
+//	releasing       handed-back-lent → lent
 //	releasing-stale handed-on        → idle
-//	releasing-stale handed-back      → stale   reload
+//	releasing-stale handed-back      → stale           reload
 //	releasing-stale handed-back-lent → lent-stale
-//	lent        counters-back    → owned
-//	lent        lend-ended       → owned
-//	lent-stale  counters-back    → stale       reload
-//	lent-stale  lend-ended       → stale       reload
+//	lent            counters-back    → owned
+//	lent            lend-ended       → owned
+//	lent-stale      counters-back    → stale           reload
+//	lent-stale      lend-ended       → stale           reload
 //
 // Every other pair leaves the state as it is.
 func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
