@@ -84,7 +84,7 @@ func (k *Keeper) checkLapses(now int64) Set {
 func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	ctx, cancel := context.WithTimeout(ctx, k.cfg.Heartbeat)
 	defer cancel()
-	if k.speaksLegacy(p.Name) {
+	if k.Legacy(p.Name) {
 		legacy := *req
 		legacy.Legacy = true
 		req = &legacy
@@ -96,10 +96,10 @@ func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	k.Absorb(p.Name, req, rep)
 }
 
-// speaksLegacy reports whether the member named name last sent a heartbeat in the
-// Legacy format: a node of a version before voter-set versions, which would drop a
-// connection that sent it the current one (during a rolling upgrade).
-func (k *Keeper) speaksLegacy(name string) bool {
+// Legacy reports whether the member named name last sent a heartbeat in the Legacy
+// format: a node of the version before voter-set versions (and Handoff.Epoch), which
+// drops a connection that sends it a frame of the current one (a rolling upgrade).
+func (k *Keeper) Legacy(name string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.legacy[name]

@@ -473,7 +473,7 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 		// never reaches a later run, which could not know its ID (receive.go).
 		s.run = o.cfg.Leases.Incarnation(s.to.Name)
 		s.h = &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), ToRun: s.run, Counters: s.cs[s.done : s.done+n], Fences: rel.fences,
-			Epoch: o.handoffEpoch()}
+			Epoch: o.handoffEpoch(s.to.Name)}
 		if s.done+n == len(s.cs) {
 			s.h.Partitions = s.parts
 		}
