@@ -116,7 +116,7 @@ func Start(cfg Config) (*Node, error) {
 			}
 		},
 	})
-	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: fmt.Sprintf("%s.%x", cfg.Name, n.incarnation), Store: n.store,
+	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
 		Redis: owner.RedisIO(n.redis), Leases: n.keeper, Peers: owner.PeersIO(n.rpcClient), Now: cfg.Now, Limits: limits,
 		FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})

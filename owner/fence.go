@@ -23,7 +23,9 @@ import (
 // a release of the partition through Redis waits too, or hands the fences on with the
 // counters. A fence not reached within fenceMax (its writer died before sending the
 // call again) is dropped: what it carried is lost, as a crashed node's unwritten counts
-// are. All are dropped when Redis loses its data (reseed), marks included.
+// are. So is a fence whose writer's run is over (it left, or it restarted): no one will
+// send its call again, and loads would wait fenceMax for nothing. All are dropped when
+// Redis loses its data (reseed), marks included.
 
 // fenceMax bounds how long a fence holds loads back.
 const fenceMax = time.Minute
@@ -103,18 +105,46 @@ func (f *fences) clear() int {
 	return n
 }
 
-// expire drops the fences older than fenceMax, whatever reads them: a partition never
-// loaded again would keep them for good.
-func (f *fences) expire(now time.Duration, log *slog.Logger) {
+// expire drops the fences older than fenceMax, whatever reads them (a partition never
+// loaded again would keep them for good), and those whose writer gone reports over.
+func (f *fences) expire(now time.Duration, gone func(writerKey string) bool, log *slog.Logger) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range sortedKeys(f.by) {
-		if set := f.by[p]; now-set.since > fenceMax {
+		set := f.by[p]
+		if now-set.since > fenceMax {
 			log.Warn("write-behind of counters handed over not confirmed in Redis in time: what it carried is lost",
 				"partition", p, "fences", len(set.fs))
 			delete(f.by, p)
+			continue
+		}
+		n := len(set.fs)
+		set.fs = slices.DeleteFunc(set.fs, func(fe fallback.Fence) bool { return gone(fe.WriterKey) })
+		switch {
+		case len(set.fs) == 0:
+			delete(f.by, p)
+		case len(set.fs) < n:
+			f.by[p] = set
+		}
+		if len(set.fs) < n {
+			log.Warn("write-behind in doubt of a node whose run is over: what it did not apply is lost",
+				"partition", p, "fences", n-len(set.fs))
 		}
 	}
+}
+
+// writerGone reports whether the run that writes as writerKey is over: it left
+// gracefully, or its node has started again since (a crash, a restart). That run will
+// never send its calls in doubt again.
+func (o *Owner) writerGone(writerKey string) bool {
+	name, run, ok := parseWriter(writerKey)
+	switch {
+	case !ok:
+		return false
+	case name == o.cfg.Self:
+		return run < o.cfg.Run
+	}
+	return o.cfg.Leases.LeftRun(name) == run || o.cfg.Leases.Incarnation(name) > run
 }
 
 // reached asks Redis whether partition p has no fence left unreached and calls done

@@ -131,6 +131,10 @@ func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 			continue
 		}
 		switch st := o.parts.get(p); {
+		case st == Stale && o.epoch.due.Has(p):
+			// Redis lost its data since these counters came: memory is all that holds
+			// them, and it is written back in full (reseedDue), not reloaded.
+			o.step(p, Reloaded)
 		case st == Stale:
 			whole.Add(p)
 			o.blind.take(p)

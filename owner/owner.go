@@ -17,7 +17,7 @@ import (
 type Config struct {
 	Self   string           // this node's member name
 	Run    uint64           // this node's incarnation: Handoffs meant for another are refused
-	Writer string           // unique per run: names this run's write-behind (fallback.NewBatch)
+	Writer string           // unique per run: names this run's write-behind (fallback.NewBatch); WriterName(Self, Run)
 	Store  *leaparray.Store // made WithDeltas when Redis is set
 	Redis  Redis            // nil: no persistence; Handoffs carry state (RedisIO wraps a fallback.Store)
 	Peers  Peers            // delivers Handoffs (PeersIO wraps an rpc.Client)
@@ -144,7 +144,7 @@ func (o *Owner) Tick() {
 	}
 	o.cleanStart()
 	o.expireLends(now)
-	o.fenced.expire(now, o.cfg.Logger)
+	o.fenced.expire(now, o.writerGone, o.cfg.Logger)
 	o.stepReleases()
 	o.mu.Unlock()
 	o.wake()
