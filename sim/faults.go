@@ -59,10 +59,11 @@ var faultKinds = []faultKind{
 	{"clock-step", 6, false, func(w *world, n *node) { w.clockStep(n) }},
 	{"churn", 12, false, func(w *world, _ *node) { w.churn() }},
 	{"redis-down", 6, true, func(w *world, _ *node) { w.redisDown(w.span(500*time.Millisecond, 4*time.Second)) }},
-	{"redis-slow", 5, true, func(w *world, _ *node) { w.redisSlow(w.span(time.Second, 3*time.Second)) }},
+	{"redis-slow", 10, true, func(w *world, _ *node) { w.redisSlow(w.span(time.Second, 3*time.Second)) }},
 	{"redis-lossy", 6, true, func(w *world, _ *node) { w.redisLossy(w.span(time.Second, 3*time.Second)) }},
 	{"redis-wipe", 3, true, func(w *world, _ *node) { w.redisWipe() }},
 	{"redis-storm", 5, true, func(w *world, n *node) { w.redisStorm(n) }},
+	{"redis-cut", 10, true, func(w *world, n *node) { w.redisCut(n, w.span(time.Second, 5*time.Second)) }},
 }
 
 // drawFaultKinds picks the kinds of fault this run injects: each with even odds, at
@@ -156,7 +157,7 @@ func (w *world) churn() {
 	w.sched.after(w.span(200*time.Millisecond, time.Second), nil, func() { w.spikes(time.Second) })
 }
 
-// redisStorm loses Redis's replies (writes go in doubt), then takes Redis down while the
+// redisStorm loses Redis's requests and replies (writes go in doubt), then takes Redis down while the
 // ring moves (counters are handed on directly, with the writes in doubt as fences).
 func (w *world) redisStorm(n *node) {
 	w.redisLossy(w.span(500*time.Millisecond, 2*time.Second))
@@ -323,10 +324,42 @@ func (w *world) clockStep(n *node) {
 func (w *world) redisDown(d time.Duration) {
 	w.trace("redis down for %v", d.Round(time.Millisecond))
 	w.redis.down = true
+	w.redis.downUntil = max(w.redis.downUntil, w.sched.now+d)
 	w.sched.after(d, nil, func() {
-		w.trace("redis up")
-		w.redis.down = false
-		w.redis.reopened++
+		if w.redis.down && w.sched.now >= w.redis.downUntil { // (not while a later outage lasts)
+			w.trace("redis up")
+			w.redis.down = false
+			w.redis.reopened++
+		}
+	})
+}
+
+// redisCut cuts n's way to Redis (the other nodes still reach it) for d, after a
+// flaky spell in which half its requests or their replies are lost: its calls then in
+// doubt stay so. Most of the time the ring moves
+// while it lasts: n hands counters on directly, with those calls as fences, to nodes
+// that read Redis, and a second move (two nodes joining one after the other, as when a
+// fleet scales out) may hand them on again through Redis before n can send its calls
+// again.
+func (w *world) redisCut(n *node, d time.Duration) {
+	flaky := w.span(200*time.Millisecond, 800*time.Millisecond)
+	w.trace("%s cut from redis for %v, after %v of lost calls", n.name, d.Round(time.Millisecond), flaky.Round(time.Millisecond))
+	n.redisFlaky = max(n.redisFlaky, w.sched.now+flaky)
+	w.sched.after(flaky, nil, func() {
+		n.redisCut = max(n.redisCut, w.sched.now+d)
+		w.sched.after(d, nil, func() {
+			if w.sched.now >= n.redisCut && n.redis != nil {
+				w.trace("%s reaches redis again", n.name)
+				n.redis.cuts++
+			}
+		})
+		switch w.rng.IntN(3) {
+		case 0:
+			w.sched.after(w.span(100*time.Millisecond, 800*time.Millisecond), nil, w.churn)
+		case 1:
+			w.sched.after(w.span(100*time.Millisecond, 500*time.Millisecond), nil, w.join)
+			w.sched.after(w.span(2200*time.Millisecond, 3500*time.Millisecond), nil, w.join)
+		}
 	})
 }
 
@@ -337,7 +370,7 @@ func (w *world) redisSlow(d time.Duration) {
 }
 
 func (w *world) redisLossy(d time.Duration) {
-	w.trace("redis loses replies for %v", d.Round(time.Millisecond))
+	w.trace("redis loses requests or replies for %v", d.Round(time.Millisecond))
 	w.redis.lose = 0.3
 	w.sched.after(d, nil, func() { w.redis.lose = 0 })
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -28,6 +27,8 @@ type node struct {
 	leaving     bool
 	graceful    bool // stopped by leaving, not by a crash
 	pausedUntil time.Duration
+	redisCut    time.Duration // until when it cannot reach Redis (its way there is cut)
+	redisFlaky  time.Duration // until when half its requests to Redis or their replies are lost
 
 	// Its clocks: monotonic time runs at rate (within the 1% the leases allow), from
 	// monoAt at startAt; the counters' wall clock is the world's epoch plus offset.
@@ -113,7 +114,7 @@ func (n *node) start(found bool) {
 		rc = n.redis
 	}
 	inc := n.inc
-	n.owner = owner.New(owner.Config{Self: n.name, Run: inc, Writer: fmt.Sprintf("%s.%d", n.name, inc), Store: n.store,
+	n.owner = owner.New(owner.Config{Self: n.name, Run: inc, Writer: owner.WriterName(n.name, inc), Store: n.store,
 		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: clock{n}, Now: n.wall,
 		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, AcquireWait: acquireWait,
 		OnAmbiguous: func(h *rpc.Handoff, delivered bool) { w.ambiguous(h, delivered) },

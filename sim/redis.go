@@ -17,11 +17,12 @@ import (
 // partition stamps and the late-write marks. Its faults: down (unreachable), slow,
 // replies lost after the call applied, and a restart that empties it.
 type redisServer struct {
-	w        *world
-	down     bool
-	slow     time.Duration // added to every call's way there
-	lose     float64       // chance a reply is lost (the call applied)
-	reopened uint64        // times it came back after being down
+	w         *world
+	down      bool
+	downUntil time.Duration
+	slow      time.Duration // added to every call's way there
+	lose      float64       // chance a reply is lost (the call applied)
+	reopened  uint64        // times it came back after being down
 
 	counters map[fallback.CounterRef]map[int64]uint64
 	marks    map[string]uint64 // writer key → seq of its last call applied
@@ -84,7 +85,11 @@ type redisClient struct {
 	n      *node
 	seq    uint64 // calls made: each batch call's seq (fallback.Store's)
 	writer string // the writer key of this node's run
+	cuts   uint64 // times its way to Redis healed (Reopened, with the server's restarts)
 }
+
+// cut reports whether this node's way to Redis is cut now.
+func (c *redisClient) cut() bool { return c.srv.w.sched.now < c.n.redisCut }
 
 var errRedisDown = errors.New("sim: redis unreachable")
 
@@ -92,8 +97,11 @@ var errRedisDown = errors.New("sim: redis unreachable")
 const redisTimeout = 300 * time.Millisecond
 
 // call models one round trip: at the server (if it reaches it) apply runs and its
-// result comes back; or, unreachable at once, unsent reports it. lose marks replies
-// that may be lost.
+// result comes back; or, unreachable at once, unsent reports it. As with a real Redis,
+// a call the client gave up on (timeout, lost request or reply) may have applied,
+// may never apply, or may still apply later: a call slower than the timeout applies
+// after its client heard it fail, and lose is the chance that a request or a reply is
+// lost (half each).
 func (c *redisClient) call(apply func() any, back func(v any, err error)) {
 	w := c.srv.w
 	if c.srv.down {
@@ -101,22 +109,40 @@ func (c *redisClient) call(apply func() any, back func(v any, err error)) {
 		return
 	}
 	there := w.jitter(300*time.Microsecond) + c.srv.slow
+	if c.cut() {
+		w.sched.after(redisTimeout, c.n, func() { back(nil, errors.New("sim: redis timeout (cut)")) })
+		return
+	}
+	if there > redisTimeout {
+		w.sched.after(redisTimeout, c.n, func() { back(nil, errors.New("sim: redis timeout")) })
+		w.sched.after(there, nil, func() {
+			if !c.srv.down {
+				apply() // after its client gave up
+			}
+		})
+		return
+	}
 	w.sched.after(there, nil, func() {
-		if c.srv.down {
-			w.sched.after(redisTimeout-min(there, redisTimeout), c.n, func() { back(nil, errors.New("sim: redis timeout")) })
+		lose := c.srv.lose
+		if w.sched.now < c.n.redisFlaky {
+			lose = max(lose, 0.5)
+		}
+		lost := w.rng.Float64() < lose
+		if c.srv.down || lost && w.rng.IntN(2) == 0 {
+			w.sched.after(redisTimeout-there, c.n, func() { back(nil, errors.New("sim: redis timeout")) })
 			return
 		}
 		v := apply()
-		if w.rng.Float64() < c.srv.lose || there > redisTimeout {
-			w.sched.after(max(redisTimeout-there, 0), c.n, func() { back(nil, errors.New("sim: redis reply lost")) })
+		if lost || c.cut() {
+			w.sched.after(redisTimeout-there, c.n, func() { back(nil, errors.New("sim: redis reply lost")) })
 			return
 		}
 		w.sched.after(w.jitter(300*time.Microsecond), c.n, func() { back(v, nil) })
 	})
 }
 
-func (c *redisClient) Healthy() bool    { return !c.srv.down }
-func (c *redisClient) Reopened() uint64 { return c.srv.reopened }
+func (c *redisClient) Healthy() bool    { return !c.srv.down && !c.cut() }
+func (c *redisClient) Reopened() uint64 { return c.srv.reopened + c.cuts }
 
 // simBatch is a batch of write-behind calls, each applied at most once (by its seq).
 type simBatch struct {

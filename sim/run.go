@@ -182,6 +182,12 @@ func (w *world) heal() {
 	}
 	w.redis.slow, w.redis.lose = 0, 0
 	for _, n := range w.nodes {
+		if n.redisCut > w.sched.now {
+			n.redisCut = w.sched.now
+			if n.redis != nil {
+				n.redis.cuts++
+			}
+		}
 		if !n.up && !n.leaving {
 			n.start(false)
 		}

@@ -178,9 +178,10 @@ func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
 			}
 			w.trace("DEBUG %s hands %s (%d, pending %d, reset %v, fences %d) to %s in %d", from.name, c.Key, n, pending, c.Reset, len(h.Fences), to.name, h.ID)
 		}
-		if c.Buckets == nil && from.ring != nil && from.owner.PartitionState(from.ring.Partition(c.Key)) == owner.ReleasingStale {
-			// Counted under a lease that lapsed before they reached Redis: the new owner
-			// may have decided without them meanwhile, as for a late write.
+		if from.ring != nil && from.lateHandoff(from.ring.Partition(c.Key)) {
+			// Counted under a lease that lapsed before they reached Redis (Redis slow or
+			// unreachable from the sender): the new owner may have decided without them
+			// meanwhile, as for a late write.
 			var n uint64
 			for _, b := range c.Pending {
 				n += b.Count
@@ -188,6 +189,17 @@ func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
 			w.keys.lateWrite(c.Key, int64(n))
 		}
 	}
+}
+
+// lateHandoff reports whether n hands on counters of p that it counted under a lease
+// that has lapsed since: it is releasing p stale, or no longer holds p's lease and lost
+// it once.
+func (n *node) lateHandoff(p int) bool {
+	if n.owner.PartitionState(p) == owner.ReleasingStale {
+		return true
+	}
+	_, lapsed := n.lapsedAt[p]
+	return lapsed && !n.keeper.Holds(p, int64(n.mono()))
 }
 
 // ambiguous is told of a Handoff in doubt that a node settled without an answer: taken
