@@ -32,6 +32,9 @@ type decidedSince struct {
 	// quietDeparted is departed when the stamp was read.
 	departed      atomic.Uint64
 	quietDeparted atomic.Uint64
+	// gainedDeparted is departed when this node last gained p: a Handoff's counter
+	// sent from another node's memory lacks what this node wrote of p since (receive.go).
+	gainedDeparted atomic.Uint64
 }
 
 // forget makes p's memory count as come from elsewhere (a Handoff installed counters

@@ -48,6 +48,10 @@ func (o *Owner) step(p int, e Event) Action {
 	}
 	o.parts.state[p].Store(uint32(next))
 	o.parts.gen[p].Add(1)
+	if e == Gained {
+		d := &o.parts.decided[p]
+		d.gainedDeparted.Store(d.departed.Load())
+	}
 	if next == Releasing {
 		o.epoch.due.Remove(p) // its memory leaves: nothing of it to write back (reseed.go)
 	}

@@ -200,7 +200,17 @@ func (o *Owner) installCounter(c *rpc.HandoffCounter) {
 		return
 	}
 	if !st.Has(c.Key, c.Spec) {
-		st.Seed(c.Key, c.Spec, c.Buckets)
+		buckets := c.Buckets
+		if rg := o.ring.Load(); rg != nil {
+			if d := &o.parts.decided[rg.Partition(c.Key)]; d.departed.Load() != d.gainedDeparted.Load() {
+				// This node has decided the partition since it gained it (the sender's
+				// lease ran out first, or never came) and Redis has writes of it that
+				// left this memory: the sender's counts lack them. Its pending part is
+				// written; the rest loads from Redis once that is confirmed.
+				buckets = nil
+			}
+		}
+		st.Seed(c.Key, c.Spec, buckets)
 		if !st.Has(c.Key, c.Spec) {
 			// Nothing left in its window: only what it owes Redis (a reset) remains.
 			if c.Reset || len(c.Pending) > 0 {

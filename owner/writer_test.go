@@ -1,14 +1,12 @@
 package owner
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/rpc"
 )
 
@@ -76,33 +74,4 @@ func TestFencesOfARunThatIsOverAreDropped(t *testing.T) {
 	if f.has(3) {
 		t.Error("partition 3 still fenced once every writer's run is over")
 	}
-}
-
-// A partition due a write-back in full (Redis lost its data since its counters came
-// here) that goes stale keeps its memory instead of reloading it: the emptied Redis
-// lacks what only memory holds (sim seed 696 lost 114 of 146 increments).
-func TestStalePartitionDueAWriteBackKeepsItsMemory(t *testing.T) {
-	_, st := startRedis(t)
-	var n net
-	a := n.sole(t, "a", st)
-	rg := ringOf("a")
-	k := keysOf(rg, "a", 1)[0]
-	do(a.Owner, incr(k, 5))
-	a.flushOnce(context.Background())
-	if err := writeElsewhere(st, k, 100, time.Now().UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
-	p := rg.Partition(k)
-	a.mu.Lock()
-	a.epoch.due = lease.NewSet(len(a.parts.state))
-	a.epoch.due.Add(p)
-	s := lease.NewSet(len(a.parts.state))
-	s.Add(p)
-	if a.markStale(s, LateWrite) != 1 {
-		a.mu.Unlock()
-		t.Fatal("the partition did not go stale")
-	}
-	a.cleanDrop(rg, []int{p}, []bool{false})
-	a.mu.Unlock()
-	mustCount(t, a.Owner, k, 5)
 }

@@ -302,6 +302,9 @@ func (c *redisClient) LoadMany(_ context.Context, refs []fallback.CounterRef, no
 			}
 			slices.SortFunc(bs, func(a, b leaparray.Bucket) int { return int(a.Index - b.Index) })
 			out[i].Buckets = bs
+			if ref.Key == debugKey {
+				c.srv.w.trace("DEBUG %s loads %s from redis: %d", c.n.name, ref.Key, c.srv.count(ref, now))
+			}
 		}
 		return out
 	}, func(v any, err error) {

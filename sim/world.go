@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
@@ -161,8 +162,13 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 
 // noteHandoff is told each Handoff applied.
 func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
+	late := from.ring != nil && slices.ContainsFunc(h.Counters, func(c rpc.HandoffCounter) bool {
+		return from.lateHandoff(from.ring.Partition(c.Key))
+	})
 	for _, f := range h.Fences {
-		w.fenced[f.WriterKey] = max(w.fenced[f.WriterKey], f.Seq)
+		if !late { // (else the receiver may have decided without those counts already)
+			w.fenced[f.WriterKey] = max(w.fenced[f.WriterKey], f.Seq)
+		}
 	}
 	if len(h.Counters) > 0 {
 		w.trace("%s hands %d counters to %s (id %d)", from.name, len(h.Counters), to.name, h.ID)
