@@ -144,7 +144,7 @@ func TestLapseOfALeaseHeldOnlyBetweenRounds(t *testing.T) {
 	a, b := mk("a", true), mk("b", false)
 	now = 10 * int64(time.Second) // past b's grantor's quarantine
 	for _, k := range []*Keeper{a, b} {
-		k.voters.set = map[string]bool{"a": true, "b": true}
+		k.voters.set, k.voters.version = map[string]bool{"a": true, "b": true}, 1
 		k.SetView(View{Alive: []string{"a", "b"}}, nil)
 	}
 	a.SetClaims(claim(4, 2))
@@ -194,6 +194,36 @@ func TestKeeperSpeaksLegacyToLegacyPeers(t *testing.T) {
 		net.mu.Unlock()
 		if sent.Legacy != legacy || req.Legacy {
 			t.Fatalf("b sent legacy=%v; heartbeat to it legacy=%v (the round's own request: %v)", legacy, sent.Legacy, req.Legacy)
+		}
+	}
+}
+
+// A grant counts only toward the voter set its grantor answered under. A node back from
+// a cut two voter changes late still asks under its old set, [a b c] here, and a voter
+// of the new one, [a b c d e], grants what its own table has free: counted under the
+// old set, a and b would be a majority while c, d and e (a majority of the new set)
+// grant the partition to another node (sim seed 7025: two deciders).
+func TestGrantUnderAnotherVoterSetDoesNotCount(t *testing.T) {
+	for _, c := range []struct {
+		voters  []string
+		version uint64
+		holds   bool
+	}{
+		{[]string{"a", "b", "c", "d", "e"}, 5, false},
+		{[]string{"a", "b", "c"}, 3, true},
+	} {
+		var now int64
+		a := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4,
+			Now: func() int64 { return now }})
+		now = 10 * int64(time.Second) // past a's grantor's quarantine
+		a.voters.set, a.voters.version = map[string]bool{"a": true, "b": true, "c": true}, 3
+		a.SetView(View{Alive: []string{"a", "b", "c"}}, nil)
+		a.SetClaims(claim(4, 2))
+		req, _ := a.Begin()
+		a.Absorb("b", req, &Reply{Round: req.Round, Granted: claim(4, 2), Voters: c.voters, Version: c.version,
+			Alive: []string{"a", "b", "c"}})
+		if got := a.Holds(2, now); got != c.holds {
+			t.Fatalf("b granted p under voters %v (version %d): a holds p %v; want %v", c.voters, c.version, got, c.holds)
 		}
 	}
 }

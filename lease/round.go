@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -111,12 +112,21 @@ func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	now := k.now()
 	k.voters.Report(name, rep.Alive, rep.Voters, rep.Version, now)
 	k.heard(name, rep.Voters, now)
-	if rep.Refused == RefusedNone {
+	if rep.Refused == RefusedNone && sameVoters(req, rep) {
 		k.holder.Grant(req.Round, name, rep.Granted)
 		k.noteHeld(rep.Granted, now)
 	}
 	k.mu.Unlock()
 	k.signal()
+}
+
+// sameVoters reports whether rep's grantor answered under the voter set req was sent
+// under. A grant counts only toward a majority of the set its grantor holds: counted
+// under another (a node back from a cut two voter changes late, whose old set has a
+// majority that misses the new one's), two nodes could hold one partition at once (sim
+// seed 7025). The format before versions carries none: its grants count as before.
+func sameVoters(req *Request, rep *Reply) bool {
+	return req.Legacy || rep.Legacy || rep.Version == req.Version && slices.Equal(rep.Voters, req.Voters)
 }
 
 // noteHeld records as held the partitions of granted this node holds now: a lease

@@ -39,7 +39,7 @@ func newSim(t *testing.T, n, partitions int, seed uint64) *sim {
 		s.keepers = append(s.keepers, k)
 	}
 	for _, k := range s.keepers {
-		k.voters.set = map[string]bool{}
+		k.voters.set, k.voters.version = map[string]bool{}, 1 // one set, at one version on every node
 		for _, name := range s.names {
 			k.voters.set[name] = true
 		}
