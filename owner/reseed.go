@@ -96,10 +96,14 @@ func (o *Owner) reseed() {
 		}
 	}
 	n := o.reseedDue()
+	rg := o.ring.Load()
 	for _, rel := range o.releases.jobs {
 		if rel.persist {
 			var ds []fallback.Delta
 			for _, e := range rel.ev {
+				if rg != nil && rel.partial.has(rg.Partition(e.Key), e.Key) {
+					continue // started blind, or stale: its memory lacks what Redis holds
+				}
 				// All its buckets: its pending part is queued ahead of this.
 				ds = append(ds, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Reset: true, Base: true})
 			}
