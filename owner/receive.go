@@ -202,11 +202,13 @@ func (o *Owner) installCounter(c *rpc.HandoffCounter) {
 	if !st.Has(c.Key, c.Spec) {
 		buckets := c.Buckets
 		if rg := o.ring.Load(); rg != nil {
-			if d := &o.parts.decided[rg.Partition(c.Key)]; d.departed.Load() != d.gainedDeparted.Load() {
+			d := &o.parts.decided[rg.Partition(c.Key)]
+			if d.departed.Load() != d.gainedDeparted.Load() || o.flush.unsettledRef(c.Key, c.Spec) {
 				// This node has decided the partition since it gained it (the sender's
-				// lease ran out first, or never came) and Redis has writes of it that
-				// left this memory: the sender's counts lack them. Its pending part is
-				// written; the rest loads from Redis once that is confirmed.
+				// lease ran out first, or never came), and Redis has, or will have,
+				// writes of it that left this memory: the sender's counts lack them. Its
+				// pending part is written; the rest loads from Redis once all that is
+				// confirmed.
 				buckets = nil
 			}
 		}

@@ -216,7 +216,7 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 					c.srv.w.noteWrite(c.n, d, k.writer, k.seq)
 					c.srv.apply(d)
 					if d.Key == debugKey {
-						c.srv.w.trace("DEBUG redis applies %s's delta of %s: reset %v buckets %v -> %d", c.n.name, d.Key, d.Reset, d.Buckets, c.srv.count(ref(d.Key), c.n.w.epochMs+int64(c.n.w.sched.now/time.Millisecond)))
+						c.srv.w.trace("DEBUG redis applies %s's delta of %s (%s #%d): reset %v buckets %v -> %d", c.n.name, d.Key, k.writer, k.seq, d.Reset, d.Buckets, c.srv.count(ref(d.Key), c.n.w.epochMs+int64(c.n.w.sched.now/time.Millisecond)))
 					}
 				}
 				c.srv.marks[k.writer] = k.seq
