@@ -139,7 +139,7 @@ func (w *world) churn() {
 		w.join()
 		n := w.nodes[len(w.nodes)-1]
 		for _, m := range w.nodes {
-			if m != n && w.rng.IntN(2) == 0 {
+			if m != n && w.rng.IntN(4) > 0 {
 				w.lossy(n, m, 0.5+0.5*w.rng.Float64(), w.span(300*time.Millisecond, 2*time.Second)) // its answers to handoffs
 			}
 		}

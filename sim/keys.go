@@ -132,9 +132,9 @@ func (ks *keySet) lateWrite(key string, n int64) {
 // keys, increments and resets.
 func (ks *keySet) pick(rng interface{ IntN(int) int }) counter.Op {
 	switch r := rng.IntN(100); {
-	case r < 50:
+	case r < 45:
 		return op(counter.Incr, ks.incr[rng.IntN(len(ks.incr))], int64(1+rng.IntN(3)))
-	case r < 70:
+	case r < 63:
 		return op(counter.Allow, ks.allow[rng.IntN(len(ks.allow))], 1)
 	case r < 78:
 		return op(counter.Count, ks.incr[rng.IntN(len(ks.incr))], 0)

@@ -49,7 +49,7 @@ type node struct {
 	// For telling late writes (world.noteWrite): when each partition's lease last
 	// lapsed here, and when Redis applied this node's two last deltas of each key.
 	lapsedAt map[int]time.Duration
-	applied  map[string][2]time.Duration
+	applied  map[string]appliedAt
 
 	// apartUntil is when the last pause or cut of this node ends (ended): counts split
 	// between it and another node are legitimate only around such a fault (splitCounts).

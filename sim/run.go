@@ -123,8 +123,9 @@ func (w *world) checkDeciders() {
 }
 
 // splitCounts allows, when some node other than d holds counts of a key of partition
-// p, a reset of it to be undone, and, without Redis, an allow key to admit up to its
-// limit again, if d or that node was paused or cut off lately (README: Guarantees; a
+// p, a reset of it to be undone, and, without Redis, an increment key's counts to be
+// short by what that node holds and an allow key to admit up to its limit again, if d
+// or that node was paused or cut off lately (README: Guarantees; a
 // lent partition is decided without its counters after lentMax, 15 s): else d should
 // have waited for those counts.
 func (w *world) splitCounts(d *node, p int) {
@@ -146,7 +147,7 @@ func (w *world) splitCounts(d *node, p int) {
 			continue
 		}
 		for _, n := range w.nodes {
-			if n != d && n.up {
+			if n != d && n.up && w.apartLately(n, d) {
 				w.keys.reads.mayLack(k, int64(n.owner.InMemory(k, keySpec, n.wall()))) // added back when it returns
 			}
 		}

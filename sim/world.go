@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
@@ -62,12 +61,12 @@ type world struct {
 
 	keys     *keySet
 	ops      opStats
-	inflight int               // client ops sent and not answered
-	decider  []*node           // each partition's last decider seen (checkDeciders)
-	wipes    int               // times Redis lost its data
-	fenced   map[string]uint64 // writer key → the highest of its calls a Handoff named a fence
-	loadEnd  time.Duration     // clients stop, and faults end, at this time
-	log      []string          // the fault trace
+	inflight int                // client ops sent and not answered
+	decider  []*node            // each partition's last decider seen (checkDeciders)
+	wipes    int                // times Redis lost its data
+	fenced   map[fenceAt]uint64 // writer key and partition → the highest of its calls a Handoff of that partition named a fence
+	loadEnd  time.Duration      // clients stop, and faults end, at this time
+	log      []string           // the fault trace
 	faults   int
 	failures []string // invariants broken while running
 }
@@ -75,7 +74,7 @@ type world struct {
 func newWorld(opt Options) *world {
 	opt = opt.withDefaults()
 	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
-		leaseCfg: lease.Config{Duration: time.Second}.WithDefaults(), epochMs: 1_700_000_000_000, fenced: map[string]uint64{}}
+		leaseCfg: lease.Config{Duration: time.Second}.WithDefaults(), epochMs: 1_700_000_000_000, fenced: map[fenceAt]uint64{}}
 	w.net = newNetwork(w)
 	w.redis = newRedisServer(w)
 	w.keys = newKeySet(w)
@@ -136,22 +135,25 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 	if n == nil || n.keeper == nil {
 		return
 	}
-	fenced := seq <= w.fenced[writer]
 	if n.applied == nil {
-		n.applied = map[string][2]time.Duration{}
+		n.applied = map[string]appliedAt{}
 	}
 	last := n.applied[d.Key]
-	n.applied[d.Key] = [2]time.Duration{last[1], w.sched.now}
+	if last.seq != seq || last.writer != writer { // (a call may carry several deltas of a key: one apply)
+		last = appliedAt{at: [2]time.Duration{last.at[1], w.sched.now}, writer: writer, seq: seq, before: last.at[0]}
+		n.applied[d.Key] = last
+	}
 	rg := n.ring
 	if rg == nil {
 		return
 	}
 	p := rg.Partition(d.Key)
+	fenced := seq <= w.fenced[fenceAt{writer, p}]
 	if h := w.keys.reset[d.Key]; h != nil && !n.keeper.Holds(p, int64(n.mono())) {
 		h.erasedBack = true // its reset, if it had one, was dropped (owner.stripLateResets)
 	}
 	lapsed, ok := n.lapsedAt[p]
-	if !fenced && (int64(n.mono()) >= n.keeper.Until(p) || ok && lapsed >= last[0]) {
+	if !fenced && (int64(n.mono()) >= n.keeper.Until(p) || ok && lapsed >= last.before) {
 		var sum uint64
 		for _, b := range d.Buckets {
 			sum += b.Count
@@ -162,12 +164,16 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 
 // noteHandoff is told each Handoff applied.
 func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
-	late := from.ring != nil && slices.ContainsFunc(h.Counters, func(c rpc.HandoffCounter) bool {
-		return from.lateHandoff(from.ring.Partition(c.Key))
-	})
-	for _, f := range h.Fences {
-		if !late { // (else the receiver may have decided without those counts already)
-			w.fenced[f.WriterKey] = max(w.fenced[f.WriterKey], f.Seq)
+	if from.ring != nil {
+		for _, c := range h.Counters {
+			p := from.ring.Partition(c.Key)
+			if from.lateHandoff(p) {
+				continue // the receiver may have decided without those counts already
+			}
+			for _, f := range h.Fences {
+				k := fenceAt{f.WriterKey, p}
+				w.fenced[k] = max(w.fenced[k], f.Seq)
+			}
 		}
 	}
 	if len(h.Counters) > 0 {
@@ -195,6 +201,21 @@ func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
 			w.keys.lateWrite(c.Key, int64(n))
 		}
 	}
+}
+
+// appliedAt is when Redis applied a node's two last calls with deltas of a key, and
+// which the last was.
+type appliedAt struct {
+	at     [2]time.Duration
+	writer string
+	seq    uint64
+	before time.Duration // at[0] before the last call: what its deltas are judged by
+}
+
+// fenceAt is a writer's calls as a fence of one partition's counters.
+type fenceAt struct {
+	writer string
+	p      int
 }
 
 // lateHandoff reports whether n hands on counters of p that it counted under a lease
