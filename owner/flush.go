@@ -403,6 +403,28 @@ func (o *Owner) flushEnded() {
 	}
 }
 
+// withoutLateResets strips from ds, taken out of a batch, the resets of the partitions
+// whose lease lapsed after the batch was made (lapsed, dropLateResets), and drops their
+// whole states (returned, to be unreferenced), as stripLateResets does when the batch
+// goes: out of it, they would go on as if decided under a lease still held.
+func withoutLateResets(ds []fallback.Delta, lapsed lease.Set, rg *ring.Ring) (kept []fallback.Delta, dropped []fallback.CounterRef) {
+	if lapsed == nil || lapsed.Len() == 0 || rg == nil {
+		return ds, nil
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		if d.Reset && lapsed.Has(rg.Partition(d.Key)) {
+			if d.Base {
+				dropped = append(dropped, refOf(d))
+				continue
+			}
+			d.Reset = false
+		}
+		out = append(out, d)
+	}
+	return out, dropped
+}
+
 // takeUnsent removes from the write-behind the deltas of refs that were never sent to
 // Redis, and returns them: their counters travel to another node with them, which
 // writes them. Deltas that were sent and not answered stay: they may have been applied,
@@ -418,9 +440,12 @@ func (o *Owner) takeUnsent(refs []fallback.CounterRef) map[fallback.CounterRef][
 	}
 	out := map[fallback.CounterRef][]fallback.Delta{}
 	var back []fallback.Delta
+	rg := o.ring.Load()
 	for i := range f.batches {
 		taken := f.batches[i].b.TakeUnsent()
 		f.batches[i].refs = without(f.batches[i].refs, taken)
+		taken, dropped := withoutLateResets(taken, f.batches[i].lapsed, rg)
+		f.unref(dropped)
 		for _, d := range taken {
 			if want[refOf(d)] {
 				out[refOf(d)] = append(out[refOf(d)], d)

@@ -131,3 +131,36 @@ func TestHandedCounterLacksThisNodesUnconfirmedWrite(t *testing.T) {
 	b.flushOnce(context.Background())
 	mustCount(t, b.Owner, k, 28)
 }
+
+// A reset decided before its partition's lease lapsed, in a batch Redis never got (its
+// stamps failed), keeps the lapse's mark when the batch gives its deltas back (a
+// release takes the unsent ones out): it goes without its reset, as it would have from
+// the batch, and erases nothing another node counted since (sim seed 8534: a reset
+// written after a pause erased what the next owner had counted).
+func TestUnsentResetKeepsItsLapse(t *testing.T) {
+	srv, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	rg := ringOf("a")
+	k := keysOf(rg, "a", 1)[0]
+	do(a.Owner, incr(k, 2))
+	a.flushOnce(context.Background())
+	stopRedis(t, srv, st, a.Owner)
+	do(a.Owner, reset(k), incr(k, 1))
+	a.flushOnce(context.Background()) // drains a batch with the reset; its stamps fail
+	a.lapse(rg.Partition(k))
+	a.mu.Lock()
+	a.takeUnsent(nil)
+	a.flush.mu.Lock()
+	var resets int
+	for _, d := range a.flush.queue {
+		if d.Key == k && d.Reset {
+			resets++
+		}
+	}
+	a.flush.mu.Unlock()
+	a.mu.Unlock()
+	if resets != 0 {
+		t.Fatalf("the reset decided before the lapse is back in the queue as a reset (%d)", resets)
+	}
+}
