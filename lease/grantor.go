@@ -100,6 +100,15 @@ func (g *Grantor) Forget(before int64) {
 	}
 }
 
+// FreeAt is when p's grant here to another holder than name's run inc runs out, or 0
+// when nothing here stands in the way of granting p to that run at now.
+func (g *Grantor) FreeAt(p int, name string, inc uint64, now int64) int64 {
+	if cur := g.parts[p]; cur.until > now && !cur.is(name, inc) {
+		return cur.until
+	}
+	return 0
+}
+
 // Holder names who holds p here at now ("" if nobody).
 func (g *Grantor) Holder(p int, now int64) string {
 	if p < 0 || p >= len(g.parts) || g.parts[p].until <= now {

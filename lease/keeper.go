@@ -62,6 +62,7 @@ type Keeper struct {
 	released  int // rounds the current releases have been sent in
 	held      Set // claimed partitions seen held at the last check
 	next      uint64
+	retryAt   int64 // see RetryIn
 	lastHeard map[string]int64
 	runs      map[string]uint64 // each member's incarnation, from its last heartbeat
 	leftRuns  map[string]uint64 // the incarnation each member that left gracefully ran
@@ -308,6 +309,17 @@ func (k *Keeper) LastHeard(name string) int64 {
 	return k.lastHeard[name]
 }
 
+// Silent reports whether this node once exchanged heartbeats with the member named
+// name, and no heartbeat passed between them either way for a lease's length before
+// now. Such a member can renew no lease here: whatever it held here has run out or is
+// about to, whether it crashed, froze or was cut off, and whatever gossip says of it yet.
+func (k *Keeper) Silent(name string, now int64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	last := k.lastHeard[name]
+	return name != k.cfg.Self && last != 0 && now-last > int64(k.cfg.Duration)
+}
+
 // Handle answers a peer's heartbeat (the rpc server calls it).
 func (k *Keeper) Handle(req *Request) *Reply {
 	k.mu.Lock()
@@ -325,17 +337,28 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	return &rep
 }
 
-// Run sends a round of heartbeats every Heartbeat (and when kicked) until ctx ends.
+// Run sends a round of heartbeats every Heartbeat, when kicked, and when a claim
+// blocked by another holder's grant can be granted (RetryIn), until ctx ends.
 func (k *Keeper) Run(ctx context.Context) {
 	t := time.NewTicker(k.cfg.Heartbeat)
 	defer t.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
 	for {
 		k.Round(ctx)
+		if d, ok := k.RetryIn(k.now()); ok {
+			retry.Reset(d)
+		} else {
+			retry.Reset(time.Hour) // the ticker comes first
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-k.kick:
+		case <-retry.C:
 		}
 	}
 }
+
+

@@ -227,3 +227,63 @@ func TestGrantUnderAnotherVoterSetDoesNotCount(t *testing.T) {
 		}
 	}
 }
+
+// A claim refused only because a silent holder's grant still runs is retried as that
+// grant runs out, not at the next heartbeat: RetryIn names the moment, just past the
+// grant here (and not before, when the grantors would still refuse).
+func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
+	var now int64
+	cfg := Config{Duration: time.Second}
+	ks := map[string]*Keeper{}
+	for _, name := range []string{"a", "b", "c"} {
+		k := NewKeeper(KeeperConfig{Config: cfg, Self: name, Incarnation: 1, Partitions: 4, Now: func() int64 { return now }})
+		k.voters.set, k.voters.version = map[string]bool{"a": true, "b": true, "c": true}, 1
+		k.SetView(View{Alive: []string{"a", "b", "c"}}, nil)
+		ks[name] = k
+	}
+	a, b, c := ks["a"], ks["b"], ks["c"]
+	now = 10 * int64(time.Second) // past every grantor's quarantine
+	round := func(k *Keeper, to ...*Keeper) {
+		req, _ := k.Begin()
+		for _, g := range to {
+			k.Absorb(g.cfg.Self, req, g.Handle(req))
+		}
+	}
+	c.SetClaims(claim(4, 2))
+	round(c, a, b)
+	if !c.Holds(2, now) {
+		t.Fatal("c does not hold p after a majority granted it")
+	}
+	heardC := now
+	if b.Silent("c", now) || b.Silent("d", now) || b.Silent("b", now) {
+		t.Fatal("silent right after a heartbeat, or for a member never heard, or for itself")
+	}
+	// c goes silent; b gains p and claims it half a lease later.
+	now += int64(cfg.Duration / 2)
+	b.SetClaims(claim(4, 2))
+	round(b, a)
+	if b.Holds(2, now) {
+		t.Fatal("b holds p while c's grant runs")
+	}
+	if _, ok := b.RetryIn(now); ok {
+		t.Fatal("a retry asked for with c's grant running longer than a heartbeat")
+	}
+	free := heardC + cfg.WithDefaults().hold() // when b's and a's grants to c run out
+	now = free - int64(cfg.WithDefaults().Heartbeat)/2
+	round(b, a)
+	d, ok := b.RetryIn(now)
+	if !ok || now+int64(d) <= free {
+		t.Fatalf("RetryIn = %v, %v at %v before c's grant runs out; want a round just after it", d, ok, time.Duration(free-now))
+	}
+	now += int64(d)
+	if !b.Silent("c", now) {
+		t.Fatal("c not silent after a lease's length without a heartbeat")
+	}
+	round(b, a)
+	if !b.Holds(2, now) {
+		t.Fatal("b does not hold p in the round RetryIn asked for")
+	}
+	if _, ok := b.RetryIn(now); ok {
+		t.Fatal("a retry asked for with every claim granted")
+	}
+}

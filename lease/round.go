@@ -51,8 +51,49 @@ func (k *Keeper) begin() (*Request, []Peer, Set) {
 	self := k.grantor.Grant(req, k.voters.Has(k.cfg.Self), now)
 	k.holder.Grant(n, k.cfg.Self, self.Granted)
 	k.noteHeld(self.Granted, now)
+	k.retryAt = k.soonestFree(now)
 	return req, k.targets(), lapsed
 }
+
+// soonestFree is when the first grant here that keeps one of this node's claims from
+// being granted runs out (0: none does). The other grantors got the same holder's last
+// heartbeat within a network delay of this one, so theirs run out then too: a round
+// sent then takes over a partition whose holder went silent without waiting up to a
+// heartbeat more. The caller holds mu.
+func (k *Keeper) soonestFree(now int64) int64 {
+	soonest := int64(0)
+	k.claims.Each(func(p int) {
+		if at := k.grantor.FreeAt(p, k.cfg.Self, k.cfg.Incarnation, now); at != 0 && (soonest == 0 || at < soonest) {
+			soonest = at
+		}
+	})
+	return soonest
+}
+
+// RetryIn is how long after now a round should go, because the last one could not be
+// granted a claim only for another holder's grant that runs out before the next
+// heartbeat; ok is false when no such round is needed. Run sends it; a simulation
+// schedules it.
+func (k *Keeper) RetryIn(now int64) (d time.Duration, ok bool) {
+	k.mu.Lock()
+	at := k.retryAt
+	k.mu.Unlock()
+	if at == 0 {
+		return 0, false
+	}
+	// A grantor frees a grant once its clock passes until: a round a little after finds
+	// every grantor past it, though the holder's last heartbeat reached each at a
+	// slightly different time.
+	d = time.Duration(at-now) + retrySlack
+	if d >= k.cfg.Heartbeat {
+		return 0, false
+	}
+	return max(d, 0), true
+}
+
+// retrySlack is how long after the soonest blocking grant here runs out the retry round
+// goes: about one network delay, for the other grantors to pass it as well.
+const retrySlack = 5 * time.Millisecond
 
 // targets are the peers to send a heartbeat: every reachable member but this one.
 func (k *Keeper) targets() []Peer {
