@@ -190,27 +190,32 @@ func (n *Node) syncMembership() {
 // lease's length fail at once, unsent, rather than wait for a timeout with an unknown
 // outcome: such a peer cannot renew its own leases with this node either.
 func (n *Node) markSilentPeers(peers []lease.Peer, now int64) {
-	silent := int64(n.cfg.Lease.WithDefaults().Duration)
 	for _, p := range peers {
-		if p.Name == n.cfg.Name || p.Addr == "" {
-			continue
-		}
-		if last := n.keeper.LastHeard(p.Name); last != 0 && now-last > silent {
+		if p.Addr != "" && n.keeper.Silent(p.Name, now) {
 			n.rpcClient.MarkDown(p.Addr, time.Now().Add(2*n.keeperTick()))
 		}
 	}
 }
 
-// rebuildRing places partitions on the members that serve now and are voters. Every
-// node computes the same ring from the same members (package ring). A ring is built
-// only when those members changed.
+// rebuildRing places partitions on the members that serve now and are voters, and
+// have not gone silent (lease.Keeper.Silent): a member that renewed no lease here for a
+// lease's length holds none, so its partitions move on as its leases lapse, without
+// waiting for gossip to declare it dead. Every node computes the same ring from the
+// same members (package ring). A ring is built only when those members changed.
 func (n *Node) rebuildRing() {
 	voters := n.keeper.Voters()
+	now := n.keeper.Now()
 	var members []ring.Member
+	var silent []string
 	for _, m := range n.cluster.Alive() {
-		if _, ok := slices.BinarySearch(voters, m.Name); ok {
-			members = append(members, ring.Member{Name: m.Name, RPCAddr: m.RPCAddr})
+		if _, ok := slices.BinarySearch(voters, m.Name); !ok {
+			continue
 		}
+		if n.keeper.Silent(m.Name, now) {
+			silent = append(silent, m.Name)
+			continue
+		}
+		members = append(members, ring.Member{Name: m.Name, RPCAddr: m.RPCAddr})
 	}
 	if len(members) == 0 || slices.Equal(members, n.ringMembers) {
 		return
@@ -226,7 +231,7 @@ func (n *Node) rebuildRing() {
 	// being decided here, before the router sends it ops by the new ring.
 	n.owner.SetRing(rg)
 	n.router.SetRing(rg)
-	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)))
+	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)), "silent", silent)
 }
 
 // RingBuilds is how many times the node has rebuilt its ring (for tests and metrics).

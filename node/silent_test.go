@@ -1,0 +1,58 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/node"
+	"github.com/leapcount/leapcount/node/nodetest"
+)
+
+// An owner cut off from every other node loses its partitions to the others as its
+// leases lapse, though gossip still calls it alive: a member that renewed no lease for
+// a lease's length leaves the ring (lease.Keeper.Silent). Gossip here probes once in a
+// minute, so it declares nobody dead within the test; before, the cut owner's keys
+// stayed unavailable until it did (5-8 s with default timings).
+func TestSilentOwnerLosesItsPartitionsBeforeGossipCallsItDead(t *testing.T) {
+	c := nodetest.MakeNetCluster(t, 3, func(cfg *node.Config) {
+		cfg.GossipTimings.ProbeInterval = time.Minute
+		cfg.GossipTimings.ProbeTimeout = 30 * time.Second
+	})
+	a, cut := c.Nodes[0], c.Nodes[2]
+	rg := a.Router().Ring()
+	key := ""
+	for i := 0; key == ""; i++ {
+		if m, _ := rg.Owner(fmt.Sprint("k", i)); m.Name == cut.Name() {
+			key = fmt.Sprint("k", i)
+		}
+	}
+	op := []counter.Op{{Kind: counter.Incr, Key: key, Window: 60_000, Buckets: 10, N: 1}}
+	res := make([]counter.Result, 1)
+	a.Do(context.Background(), op, res)
+	if res[0].Err != nil {
+		t.Fatalf("incr %q through %s before the cut: %v", key, a.Name(), res[0].Err)
+	}
+	c.Net.Isolate(nodetest.Host(cut.Name()))
+	defer c.Net.HealAll()
+	if err := wait.Until(nodetest.Timeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		a.Do(ctx, op, res)
+		return res[0].Err
+	}); err != nil {
+		t.Fatalf("incr %q through %s after its owner %s was cut off: %v", key, a.Name(), cut.Name(), err)
+	}
+	if m, _ := a.Router().Ring().Owner(key); m.Name == cut.Name() {
+		t.Fatalf("%q answered by its owner %s, cut off", key, m.Name)
+	}
+	for _, m := range a.Cluster().Members() {
+		if m.Name == cut.Name() && m.State != cluster.StateAlive {
+			t.Fatalf("gossip at %s says %s is %v: the test needs it still alive there", a.Name(), m.Name, m.State)
+		}
+	}
+}
