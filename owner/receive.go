@@ -168,19 +168,28 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 			"from", h.From, "counters", len(h.Counters), "err", err)
 		return fmt.Errorf("%w: this node is full: %v", rpc.ErrHandoffRefused, err)
 	}
-	for i := range h.Counters {
-		o.installCounter(&h.Counters[i])
-	}
 	if o.cfg.Redis == nil {
+		for i := range h.Counters {
+			o.installCounter(&h.Counters[i])
+		}
 		return nil
 	}
 	ps := append([]int(nil), h.Partitions...)
 	for i := range h.Counters {
-		p := rg.Partition(h.Counters[i].Key)
-		if !containsInt(ps, p) {
+		if p := rg.Partition(h.Counters[i].Key); !containsInt(ps, p) {
 			ps = append(ps, p)
 		}
-		o.parts.decided[p].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
+	}
+	// A load of these partitions under way read Redis before the Handoff's pending parts,
+	// and the writes its fences stand for, could be there: a new generation, taken
+	// before the counters go in, voids it (install) and its op goes again, to load once
+	// those are settled.
+	for _, p := range ps {
+		o.parts.gen[p].Add(1)
+	}
+	for i := range h.Counters {
+		o.installCounter(&h.Counters[i])
+		o.parts.decided[rg.Partition(h.Counters[i].Key)].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
 	}
 	o.fenced.add(ps, h.Fences, o.cfg.Clock.Since())
 	o.forgetLate(ps)
