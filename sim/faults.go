@@ -132,8 +132,15 @@ func (w *world) span(lo, hi time.Duration) time.Duration {
 // on in the first move are still on their way, or held by their new owner, when the
 // second gives their partitions back (lends).
 func (w *world) churn() {
-	if w.opt.Redis && w.rng.IntN(2) == 0 {
-		w.redisDown(w.span(time.Second, 3*time.Second)) // counters go directly
+	if w.opt.Redis {
+		switch w.rng.IntN(3) {
+		case 0:
+			w.redisDown(w.span(time.Second, 3*time.Second)) // counters go directly
+		case 1:
+			// Counters go directly with writes in doubt that still apply late: their
+			// Handoffs carry fences.
+			w.redisSlow(w.span(time.Second, 3*time.Second))
+		}
 	}
 	if w.rng.IntN(2) == 0 && len(w.nodes) < 6 {
 		w.join()

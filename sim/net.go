@@ -95,8 +95,7 @@ func (nw *network) call(from *node, toName string, dup bool, serve func(respond 
 // silent reports whether from has not heard a heartbeat of to for a lease: it marks to
 // down and sends it nothing but heartbeats (node.markSilentPeers).
 func (nw *network) silent(from, to *node) bool {
-	last := from.keeper.LastHeard(to.name)
-	return last != 0 && int64(from.mono())-last > int64(nw.w.leaseCfg.Duration)
+	return from.keeper.Silent(to.name, int64(from.mono()))
 }
 
 // peers is a node's owner.Peers: Handoffs as rpc calls.

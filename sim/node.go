@@ -42,6 +42,7 @@ type node struct {
 	redis  *redisClient
 	ring   *ring.Ring
 	inRing []string
+	retry  *event // the round lease.Keeper.RetryIn asked for, while pending
 
 	view  map[string]*memberView // what its gossip says of every member it has heard of
 	seeds int                    // members its --join lists (every node known at its start)
@@ -93,7 +94,7 @@ func (n *node) start(found bool) {
 	n.inc = w.nextInc()
 	n.up, n.leaving, n.graceful, n.pausedUntil = true, false, false, 0
 	n.startAt = w.sched.now
-	n.ring, n.inRing = nil, nil
+	n.ring, n.inRing, n.retry = nil, nil, nil
 	n.view = map[string]*memberView{}
 	n.seeds = len(w.nodes)
 	var opts []leaparray.Option
@@ -139,6 +140,7 @@ func (n *node) every(d time.Duration, f func()) {
 // within a heartbeat, or not at all (as the keeper's exchange gives up).
 func (n *node) heartbeat() {
 	req, targets := n.keeper.Begin()
+	n.scheduleRetry()
 	sent := n.w.sched.now
 	for _, p := range targets {
 		to := n.w.byName(p.Addr)
@@ -154,6 +156,19 @@ func (n *node) heartbeat() {
 			})
 		})
 	}
+}
+
+// scheduleRetry sends a round when a claim blocked by another holder's grant can be
+// granted, as lease.Keeper.Run does: one at a time.
+func (n *node) scheduleRetry() {
+	d, ok := n.keeper.RetryIn(int64(n.mono()))
+	if !ok || n.retry != nil {
+		return
+	}
+	n.retry = n.w.sched.after(n.simDur(d), n, func() {
+		n.retry = nil
+		n.heartbeat()
+	})
 }
 
 // crash ends the run at once: memory and everything in flight to it are gone.
@@ -188,12 +203,14 @@ func (n *node) syncMembership() {
 
 func (n *node) simToMono(d time.Duration) time.Duration { return time.Duration(float64(d) * n.rate) }
 
-// rebuildRing places partitions on the members alive (not leaving) that are voters.
+// rebuildRing places partitions on the members alive (not leaving) that are voters
+// and have not gone silent (node.rebuildRing does the same).
 func (n *node) rebuildRing() {
 	voters := n.keeper.Voters()
+	now := int64(n.mono())
 	var names []string
 	for _, name := range sortedViewNames(n.view) {
-		if m := n.view[name]; m.state == alive && slices.Contains(voters, name) {
+		if m := n.view[name]; m.state == alive && slices.Contains(voters, name) && !n.keeper.Silent(name, now) {
 			names = append(names, name)
 		}
 	}
