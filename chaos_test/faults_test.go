@@ -86,7 +86,7 @@ func (f *faultCase) finish(overAdmit int64) {
 		}
 	}
 	t.Logf("incr: %d acked, %d failed, %d unknown (%.0f/s); longest a key was unavailable: %v; errors: %q",
-		st.Acked, st.Failed, st.Unknown, st.Rate(), f.incrs.LongestOutage().Round(time.Millisecond), f.incrs.Errors())
+		st.Acked, st.Failed, st.Unknown, st.Rate(), f.incrs.LongestUnanswered().Round(time.Millisecond), f.incrs.Errors())
 }
 
 // A node cut off from the others stops deciding once its leases run out; its

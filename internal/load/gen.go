@@ -60,7 +60,11 @@ type Gen struct {
 
 	acked, failed, unknown []atomic.Int64
 	failingSince           []atomic.Int64 // per key: unix ns a failing stretch began; 0: none
+	lastFailed             []atomic.Int64 // per key: unix ns the last failing request began
 	longest                atomic.Int64   // ns: the longest stretch so far
+	longestFrom            atomic.Int64   // unix ns the longest stretch began (approximate: set after longest)
+	longestLastFail        atomic.Int64   // unix ns its last failing request began
+	slowest                atomic.Int64   // ns: the slowest answer that succeeded
 
 	addrs atomic.Pointer[[]string]
 
@@ -83,6 +87,7 @@ func New(cfg Config, addrs ...string) *Gen {
 	g.failed = make([]atomic.Int64, cfg.Keys)
 	g.unknown = make([]atomic.Int64, cfg.Keys)
 	g.failingSince = make([]atomic.Int64, cfg.Keys)
+	g.lastFailed = make([]atomic.Int64, cfg.Keys)
 	g.SetAddrs(addrs...)
 	return g
 }

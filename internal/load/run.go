@@ -110,6 +110,7 @@ func (r *run) finish() Stats {
 func (g *Gen) work(ctx context.Context, r *run, rng *rand.Rand, pace time.Duration) {
 	defer r.wg.Done()
 	next := time.Now()
+	retry := -1 // a key whose last request failed: this worker sends it next
 	for ctx.Err() == nil && r.budget.Add(-1) >= 0 {
 		if pace > 0 {
 			next = next.Add(pace)
@@ -122,11 +123,21 @@ func (g *Gen) work(ctx context.Context, r *run, rng *rand.Rand, pace time.Durati
 			}
 		}
 		k, addr := g.pick(rng)
+		if retry >= 0 {
+			k = retry
+		}
 		r.stats.sent.Add(1)
 		start := time.Now().UnixNano()
 		err := g.incr(addr, k)
 		if !unreached(err) {
-			g.noteOutage(k, start, err == nil)
+			g.noteOutage(k, start, time.Now().UnixNano(), err == nil)
+		}
+		// A client retries what failed, through another node as likely as not: a key's
+		// outage then ends when its counter answers again, not when the generator happens
+		// to pick the key again, which for one key among many can take seconds.
+		retry = -1
+		if g.failingSince[k].Load() != 0 {
+			retry = k
 		}
 		switch classify(err) {
 		case outcomeAcked:
@@ -145,18 +156,30 @@ func (g *Gen) work(ctx context.Context, r *run, rng *rand.Rand, pace time.Durati
 }
 
 // noteOutage tracks, per key, how long requests kept failing: from the start of the
-// first request that failed to the start of the next one that succeeded.
-func (g *Gen) noteOutage(k int, start int64, ok bool) {
+// first request that failed to the answer of the next one that succeeded (work retries
+// a failing key until one does), and the slowest answer that succeeded.
+func (g *Gen) noteOutage(k int, start, end int64, ok bool) {
 	if !ok {
 		g.failingSince[k].CompareAndSwap(0, start)
+		g.lastFailed[k].Store(start)
 		return
 	}
-	if since := g.failingSince[k].Swap(0); since != 0 && start > since {
-		for d := start - since; ; {
-			cur := g.longest.Load()
-			if d <= cur || g.longest.CompareAndSwap(cur, d) {
-				break
-			}
+	storeMax(&g.slowest, end-start)
+	if since := g.failingSince[k].Swap(0); since != 0 && end > since && storeMax(&g.longest, end-since) {
+		g.longestFrom.Store(since)
+		g.longestLastFail.Store(g.lastFailed[k].Load())
+	}
+}
+
+// storeMax raises v to d if d is above it, and reports whether it did.
+func storeMax(v *atomic.Int64, d int64) bool {
+	for {
+		cur := v.Load()
+		if d <= cur {
+			return false
+		}
+		if v.CompareAndSwap(cur, d) {
+			return true
 		}
 	}
 }
@@ -169,10 +192,28 @@ func unreached(err error) bool {
 	return errors.As(err, &oerr) && oerr.Op == "dial"
 }
 
-// LongestOutage is the longest a key's requests kept failing (or going unanswered)
-// before one succeeded, over every run so far, through the nodes they reached: a
-// request refused at the connection (unreached) is left out.
+// LongestOutage is the longest a key's requests kept failing, from the first failure
+// to the answer of the request that then succeeded, over every run so far, through the
+// nodes they reached: a request refused at the connection (unreached) is left out.
 func (g *Gen) LongestOutage() time.Duration { return time.Duration(g.longest.Load()) }
+
+// SlowestAnswer is the longest a request that succeeded waited for its answer (one
+// held while its counter's owner changed, say).
+func (g *Gen) SlowestAnswer() time.Duration { return time.Duration(g.slowest.Load()) }
+
+// LongestUnanswered is the longest a client went without an answer for a key, retrying
+// what failed: the longer of LongestOutage and SlowestAnswer.
+func (g *Gen) LongestUnanswered() time.Duration { return max(g.LongestOutage(), g.SlowestAnswer()) }
+
+// LongestOutageSpan is when the longest outage began and when its last failing
+// request began (zero: none yet), to tell which moment of a fault it belongs to and how
+// much of it is the wait for the key's next request.
+func (g *Gen) LongestOutageSpan() (from, lastFail time.Time) {
+	if ns := g.longestFrom.Load(); ns != 0 {
+		return time.Unix(0, ns), time.Unix(0, g.longestLastFail.Load())
+	}
+	return time.Time{}, time.Time{}
+}
 
 var errNoAddr = errors.New("load: no node to send to")
 
