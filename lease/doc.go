@@ -16,6 +16,14 @@
 // the holder measures from when it sent the heartbeat, before the grant: no clocks
 // need to agree, only to run at about the same rate.
 //
+// A claim refused only because another holder's grant runs here is claimed again in a
+// round sent as that grant runs out (Keeper.RetryIn), not at the next heartbeat: the
+// other grantors heard the holder's last heartbeat within a network delay of this one.
+// A member that exchanged no heartbeat with this node for a lease's length is silent
+// (Keeper.Silent): it can renew nothing here, and the ring leaves it (package node)
+// whether or not gossip has declared it dead yet, so its partitions move as its grants
+// run out.
+//
 // A holder stops deciding Config.Grace before its lease runs out (Holder.DecideUntil),
 // so that it has that long to write its counters' deltas to Redis before any other node
 // can be granted the partition. A grantor that starts refuses every grant for one

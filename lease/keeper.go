@@ -360,5 +360,3 @@ func (k *Keeper) Run(ctx context.Context) {
 		}
 	}
 }
-
-
