@@ -63,6 +63,8 @@ type Keeper struct {
 	held      Set // claimed partitions seen held at the last check
 	next      uint64
 	retryAt   int64 // see RetryIn
+	lastRound int64 // when the last round began
+	awake     int64 // when this node last began a round after missing some (frozen): see Silent
 	lastHeard map[string]int64
 	runs      map[string]uint64 // each member's incarnation, from its last heartbeat
 	leftRuns  map[string]uint64 // the incarnation each member that left gracefully ran
@@ -313,11 +315,18 @@ func (k *Keeper) LastHeard(name string) int64 {
 // name, and no heartbeat passed between them either way for a lease's length before
 // now. Such a member can renew no lease here: whatever it held here has run out or is
 // about to, whether it crashed, froze or was cut off, and whatever gossip says of it yet.
+//
+// Only the time this node itself ran counts: one that was frozen (or starved) for a
+// while finds every peer unheard when it runs again, through no fault of theirs, and
+// gives them a lease's length from then.
 func (k *Keeper) Silent(name string, now int64) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	last := k.lastHeard[name]
-	return name != k.cfg.Self && last != 0 && now-last > int64(k.cfg.Duration)
+	last, awake := k.lastHeard[name], k.awake
+	if now-k.lastRound > 2*int64(k.cfg.Heartbeat) {
+		awake = now // it has just run again, and not begun a round yet
+	}
+	return name != k.cfg.Self && last != 0 && now-max(last, awake) > int64(k.cfg.Duration)
 }
 
 // Handle answers a peer's heartbeat (the rpc server calls it).

@@ -249,6 +249,7 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 			k.Absorb(g.cfg.Self, req, g.Handle(req))
 		}
 	}
+	round(b, a) // b runs all along (a node that did not run counts no silence: Silent)
 	c.SetClaims(claim(4, 2))
 	round(c, a, b)
 	if !c.Holds(2, now) {
@@ -259,7 +260,11 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 		t.Fatal("silent right after a heartbeat, or for a member never heard, or for itself")
 	}
 	// c goes silent; b gains p and claims it half a lease later.
-	now += int64(cfg.Duration / 2)
+	for hb := int64(cfg.WithDefaults().Heartbeat); now+hb <= heardC+int64(cfg.Duration/2); {
+		now += hb
+		round(b, a)
+	}
+	now = heardC + int64(cfg.Duration/2)
 	b.SetClaims(claim(4, 2))
 	round(b, a)
 	if b.Holds(2, now) {
@@ -269,6 +274,10 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 		t.Fatal("a retry asked for with c's grant running longer than a heartbeat")
 	}
 	free := heardC + cfg.WithDefaults().hold() // when b's and a's grants to c run out
+	for hb := int64(cfg.WithDefaults().Heartbeat); now+hb < free-hb/2; { // b's rounds go on
+		now += hb
+		round(b, a)
+	}
 	now = free - int64(cfg.WithDefaults().Heartbeat)/2
 	round(b, a)
 	d, ok := b.RetryIn(now)
@@ -285,5 +294,33 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 	}
 	if _, ok := b.RetryIn(now); ok {
 		t.Fatal("a retry asked for with every claim granted")
+	}
+}
+
+// A node that did not run for a while (frozen, starved) heard nobody meanwhile: its peers
+// are not silent to it until a lease's length after it runs again, or it would leave
+// them out of its ring at once and claim their partitions for nothing.
+func TestPeersAreNotSilentToANodeThatWasFrozen(t *testing.T) {
+	var now int64
+	cfg := Config{Duration: time.Second}
+	a := NewKeeper(KeeperConfig{Config: cfg, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Now: func() int64 { return now }})
+	a.SetView(View{Alive: []string{"a", "b"}}, nil)
+	now = 10 * int64(time.Second)
+	a.Begin()
+	a.Handle(&Request{From: "b", Incarnation: 1, Round: 1})
+	now += 5 * int64(time.Second) // a frozen: no round, nothing heard
+	if a.Silent("b", now) {
+		t.Fatal("b silent to a before a's first round after the freeze")
+	}
+	a.Begin()
+	if a.Silent("b", now) {
+		t.Fatal("b silent to a right after a ran again")
+	}
+	for range 7 { // rounds go on, b answers none of them
+		now += int64(cfg.WithDefaults().Heartbeat)
+		a.Begin()
+	}
+	if !a.Silent("b", now) {
+		t.Fatal("b not silent after a ran a lease's length without hearing it")
 	}
 }

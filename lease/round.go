@@ -34,6 +34,10 @@ func (k *Keeper) begin() (*Request, []Peer, Set) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
+	if now-k.lastRound > 2*int64(k.cfg.Heartbeat) {
+		k.awake = now // rounds were missed: this node did not run
+	}
+	k.lastRound = now
 	lapsed := k.checkLapses(now)
 	k.voters.Update(k.view, now)
 	k.voters.Forget(now)
