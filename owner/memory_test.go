@@ -204,3 +204,35 @@ func TestHandoffDuringALoadVoidsTheLoad(t *testing.T) {
 	b.flushOnce(context.Background())
 	mustCount(t, b.Owner, k, 16)
 }
+
+// A counter handed on is loaded from Redis, not taken as it arrived, when Redis answers
+// at the sender's epoch: the sender's counts are only as new as its last decision, and
+// this node may have written newer ones since in an earlier turn as owner (sim seed
+// 3390: a Handoff of 58, sent when Redis was down and delivered much later, was taken
+// over the 64 this node had written before it dropped its memory).
+func TestHandedCounterOlderThanRedisLoadsFromRedis(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	b := n.sole(t, "b", st)
+	rg := ringOf("b")
+	k := keysOf(rg, "b", 1)[0]
+	do(b.Owner, incr(k, 64))
+	b.flushOnce(context.Background())
+	b.cfg.Store.Evict(func(key string) bool { return key == k }) // its memory dropped (stale)
+	b.mu.Lock()
+	epoch := b.flush.epoch
+	b.mu.Unlock()
+	if epoch == "" {
+		t.Fatal("b knows no epoch after a flush: the test needs one")
+	}
+	idx := sp.Bucket(n.now())
+	h := &rpc.Handoff{From: "a", ID: 1, Epoch: epoch, Counters: []rpc.HandoffCounter{{Key: k, Spec: sp,
+		Buckets: []leaparray.Bucket{{Index: idx, Count: 58}}}}}
+	b.mu.Lock()
+	err := b.takeIn(h)
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCount(t, b.Owner, k, 64)
+}

@@ -170,7 +170,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	}
 	if o.cfg.Redis == nil {
 		for i := range h.Counters {
-			o.installCounter(&h.Counters[i])
+			o.installCounter(&h.Counters[i], false)
 		}
 		return nil
 	}
@@ -187,8 +187,10 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	for _, p := range ps {
 		o.parts.gen[p].Add(1)
 	}
+	fromRedis := o.cfg.Redis.Healthy() && h.Epoch != "" &&
+		(h.Epoch == o.flush.epoch || o.flush.epoch == "" && o.epoch.reseeds == 0)
 	for i := range h.Counters {
-		o.installCounter(&h.Counters[i])
+		o.installCounter(&h.Counters[i], fromRedis)
 		o.parts.decided[rg.Partition(h.Counters[i].Key)].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
 	}
 	o.fenced.add(ps, h.Fences, o.cfg.Clock.Since())
@@ -198,11 +200,16 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 }
 
 // installCounter takes a counter handed on into memory. Without Redis its buckets are
-// added (each node's memory is what it counted; the sum is the count). With Redis, a
-// counter not in memory is created from the state it arrived with, whose pending part
-// this node writes behind; a counter already in memory was loaded from Redis, which has
-// all but the pending part, so only that is added.
-func (o *Owner) installCounter(c *rpc.HandoffCounter) {
+// added (each node's memory is what it counted; the sum is the count). With Redis, its
+// pending part is written behind, and a counter already in memory was loaded from
+// Redis, which has all but that part, so only that is added. One not in memory loads
+// from Redis on first use, once the pending part is confirmed, when fromRedis says
+// Redis answers and holds the sender's epoch: the sender's counts are only as new as
+// its last decision, and this node may have written newer ones since, in an earlier
+// turn as owner (sim seed 3390: a Handoff of 58 delivered after the receiver had
+// written 64 and dropped its memory). Otherwise it is created from the state it
+// arrived with, the best there is.
+func (o *Owner) installCounter(c *rpc.HandoffCounter, fromRedis bool) {
 	st := o.cfg.Store
 	if o.cfg.Redis == nil {
 		st.Merge(c.Key, c.Spec, c.Buckets)
@@ -210,7 +217,9 @@ func (o *Owner) installCounter(c *rpc.HandoffCounter) {
 	}
 	if !st.Has(c.Key, c.Spec) {
 		buckets := c.Buckets
-		if rg := o.ring.Load(); rg != nil {
+		if fromRedis {
+			buckets = nil
+		} else if rg := o.ring.Load(); rg != nil {
 			d := &o.parts.decided[rg.Partition(c.Key)]
 			if d.departed.Load() != d.gainedDeparted.Load() || o.flush.unsettledRef(c.Key, c.Spec) {
 				// This node has decided the partition since it gained it (the sender's

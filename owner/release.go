@@ -435,7 +435,7 @@ func (o *Owner) reclaim(rel *release) {
 	rel.parts = rest
 	for _, p := range back {
 		for _, c := range rel.byPart[p] {
-			o.installCounter(&c)
+			o.installCounter(&c, false) // its own counts, as they left
 		}
 		delete(rel.byPart, p)
 	}
