@@ -273,7 +273,7 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 	if _, ok := b.RetryIn(now); ok {
 		t.Fatal("a retry asked for with c's grant running longer than a heartbeat")
 	}
-	free := heardC + cfg.WithDefaults().hold() // when b's and a's grants to c run out
+	free := heardC + cfg.WithDefaults().hold()                           // when b's and a's grants to c run out
 	for hb := int64(cfg.WithDefaults().Heartbeat); now+hb < free-hb/2; { // b's rounds go on
 		now += hb
 		round(b, a)
