@@ -56,7 +56,9 @@
 // released: the new owner loads each counter from Redis on first use. Without Redis, or
 // when Redis does not confirm within persistWait, the counters themselves go to the new
 // owner in Handoffs (cut by bytes), each with the part of it not yet in Redis, which the
-// new owner then writes behind; a Handoff is applied once (by ID), refused by a node
+// new owner then writes behind (while Redis answers it at the sender's epoch, the rest
+// it loads from Redis once that part is confirmed: it may hold newer counts than the
+// sender's); a Handoff is applied once (by ID), refused by a node
 // that does not own its partitions (sent again where the ring says, as it changes), and
 // a counter leaves this node only once a Handoff carrying it was applied. A Handoff
 // whose answer was lost goes again, with its ID, to the same node, until it answers. A
