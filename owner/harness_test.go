@@ -124,14 +124,17 @@ func (f *fakeLeases) claimed(p int) bool {
 // grant holds (or, with false, stops holding) the partitions ps.
 func (f *fakeLeases) grant(hold bool, ps ...int) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, p := range ps {
 		f.held[p] = hold
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
-	if f.onChange != nil {
-		defer f.onChange() // after the lock: the owner asks Holds
+	onChange := f.onChange
+	f.mu.Unlock()
+	// After the unlock: the owner asks Holds. (A deferred call here ran before the
+	// deferred unlock, and deadlocked whenever an op was waiting for the grant.)
+	if onChange != nil {
+		onChange()
 	}
 }
 
