@@ -316,17 +316,19 @@ func (k *Keeper) LastHeard(name string) int64 {
 // now. Such a member can renew no lease here: whatever it held here has run out or is
 // about to, whether it crashed, froze or was cut off, and whatever gossip says of it yet.
 //
-// Only the time this node itself ran counts: one that was frozen (or starved) for a
-// while finds every peer unheard when it runs again, through no fault of theirs, and
-// gives them a lease's length from then.
-func (k *Keeper) Silent(name string, now int64) bool {
+// Only the time since both could talk counts: since is when this node last saw the
+// member appear (its gossip state or run began then; 0: unknown), and one that was
+// frozen (or starved) itself hears nobody meanwhile, through no fault of theirs. Each
+// gets a lease's length from then: a member that restarts is not silent before its
+// first heartbeat could come.
+func (k *Keeper) Silent(name string, since, now int64) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	last, awake := k.lastHeard[name], k.awake
 	if now-k.lastRound > 2*int64(k.cfg.Heartbeat) {
 		awake = now // it has just run again, and not begun a round yet
 	}
-	return name != k.cfg.Self && last != 0 && now-max(last, awake) > int64(k.cfg.Duration)
+	return name != k.cfg.Self && last != 0 && now-max(last, awake, since) > int64(k.cfg.Duration)
 }
 
 // Handle answers a peer's heartbeat (the rpc server calls it).

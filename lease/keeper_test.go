@@ -256,7 +256,7 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 		t.Fatal("c does not hold p after a majority granted it")
 	}
 	heardC := now
-	if b.Silent("c", now) || b.Silent("d", now) || b.Silent("b", now) {
+	if b.Silent("c", 0, now) || b.Silent("d", 0, now) || b.Silent("b", 0, now) {
 		t.Fatal("silent right after a heartbeat, or for a member never heard, or for itself")
 	}
 	// c goes silent; b gains p and claims it half a lease later.
@@ -285,8 +285,11 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 		t.Fatalf("RetryIn = %v, %v at %v before c's grant runs out; want a round just after it", d, ok, time.Duration(free-now))
 	}
 	now += int64(d)
-	if !b.Silent("c", now) {
+	if !b.Silent("c", 0, now) {
 		t.Fatal("c not silent after a lease's length without a heartbeat")
+	}
+	if b.Silent("c", now-int64(time.Millisecond), now) {
+		t.Fatal("c silent though gossip saw it (re)appear a moment ago: it has had no time to heartbeat")
 	}
 	round(b, a)
 	if !b.Holds(2, now) {
@@ -309,18 +312,18 @@ func TestPeersAreNotSilentToANodeThatWasFrozen(t *testing.T) {
 	a.Begin()
 	a.Handle(&Request{From: "b", Incarnation: 1, Round: 1})
 	now += 5 * int64(time.Second) // a frozen: no round, nothing heard
-	if a.Silent("b", now) {
+	if a.Silent("b", 0, now) {
 		t.Fatal("b silent to a before a's first round after the freeze")
 	}
 	a.Begin()
-	if a.Silent("b", now) {
+	if a.Silent("b", 0, now) {
 		t.Fatal("b silent to a right after a ran again")
 	}
 	for range 7 { // rounds go on, b answers none of them
 		now += int64(cfg.WithDefaults().Heartbeat)
 		a.Begin()
 	}
-	if !a.Silent("b", now) {
+	if !a.Silent("b", 0, now) {
 		t.Fatal("b not silent after a ran a lease's length without hearing it")
 	}
 }

@@ -182,17 +182,23 @@ func (n *Node) syncMembership() {
 			n.rpcClient.Forget(m.RPCAddr)
 		}
 	}
-	n.markSilentPeers(peers, now)
+	n.markSilentPeers(members, now)
 	n.rebuildRing()
+}
+
+// silent reports whether m has gone silent (lease.Keeper.Silent), counting from when
+// gossip last saw its state or run begin.
+func (n *Node) silent(m cluster.Member, now int64) bool {
+	return n.keeper.Silent(m.Name, now-int64(time.Since(m.Since)), now)
 }
 
 // markSilentPeers makes forwards to a peer that has not answered a heartbeat for a
 // lease's length fail at once, unsent, rather than wait for a timeout with an unknown
 // outcome: such a peer cannot renew its own leases with this node either.
-func (n *Node) markSilentPeers(peers []lease.Peer, now int64) {
-	for _, p := range peers {
-		if p.Addr != "" && n.keeper.Silent(p.Name, now) {
-			n.rpcClient.MarkDown(p.Addr, time.Now().Add(2*n.keeperTick()))
+func (n *Node) markSilentPeers(members []cluster.Member, now int64) {
+	for _, m := range members {
+		if (m.State == cluster.StateAlive || m.State == cluster.StateLeaving) && m.RPCAddr != "" && n.silent(m, now) {
+			n.rpcClient.MarkDown(m.RPCAddr, time.Now().Add(2*n.keeperTick()))
 		}
 	}
 }
@@ -211,7 +217,7 @@ func (n *Node) rebuildRing() {
 		if _, ok := slices.BinarySearch(voters, m.Name); !ok {
 			continue
 		}
-		if n.keeper.Silent(m.Name, now) {
+		if n.silent(m, now) {
 			silent = append(silent, m.Name)
 			continue
 		}

@@ -201,6 +201,16 @@ func (n *node) syncMembership() {
 	n.rebuildRing()
 }
 
+// silent reports whether the member named name has gone silent (lease.Keeper.Silent),
+// counting from when this node's view of it last changed (node.silent does the same).
+func (n *node) silent(name string, now int64) bool {
+	var since int64
+	if m := n.view[name]; m != nil {
+		since = now - int64(n.simToMono(n.w.sched.now-m.since))
+	}
+	return n.keeper.Silent(name, since, now)
+}
+
 func (n *node) simToMono(d time.Duration) time.Duration { return time.Duration(float64(d) * n.rate) }
 
 // rebuildRing places partitions on the members alive (not leaving) that are voters
@@ -210,7 +220,7 @@ func (n *node) rebuildRing() {
 	now := int64(n.mono())
 	var names []string
 	for _, name := range sortedViewNames(n.view) {
-		if m := n.view[name]; m.state == alive && slices.Contains(voters, name) && !n.keeper.Silent(name, now) {
+		if m := n.view[name]; m.state == alive && slices.Contains(voters, name) && !n.silent(name, now) {
 			names = append(names, name)
 		}
 	}
