@@ -16,7 +16,7 @@ import (
 // ownership code switched off on purpose (package mutate), some seed fails. It runs the
 // seeds in make test's order, in chunks, until one fails, and prints the first caught
 // seed and what broke (make sim-mutants). It looks as far as LEAPCOUNT_SIM_MUTANT_SEEDS
-// (default 1000, make test's; make sim-mutants looks further); LEAPCOUNT_SIM_MUTANTS=a,b
+// (default 1000, make test's); LEAPCOUNT_SIM_MUTANTS=a,b
 // runs only those.
 func TestMutantsAreCaught(t *testing.T) {
 	defer mutate.Set("")
