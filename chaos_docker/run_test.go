@@ -156,7 +156,7 @@ func (r *run) finish() row {
 		}
 	}
 	t.Logf("%s: incr %d acked, %d failed, %d unknown; errors seen: %q", r.name, st.Acked, st.Failed, st.Unknown, r.incrs.Errors())
-	if from, last := r.incrs.LongestOutageSpan(); !from.IsZero() {
+	if from, last := r.incrs.LongestOutageSpan(); !from.IsZero() && !r.faultAt.IsZero() {
 		t.Logf("%s: the longest outage (%v) began %v after the fault; its last failing request began %v after it", r.name,
 			r.incrs.LongestOutage().Round(time.Millisecond), from.Sub(r.faultAt).Round(time.Millisecond), last.Sub(r.faultAt).Round(time.Millisecond))
 	}
