@@ -37,8 +37,11 @@
 // gracefully, or when they have been dead for Config.DeadVoterAfter and a majority of
 // the other voters see them dead: one change at a time, each agreed by a majority, so
 // a minority can neither shrink the voters to make itself a majority nor grow them with
-// members only it can see. A grantor refuses every grant to a node it does not count as
-// a voter.
+// members only it can see. A grant counts only toward a majority of the set its grantor
+// holds, and a change waits until a majority of the voters have held the set it starts
+// from for a grant's length: by then no lease granted under the set before that one
+// runs, and the two sets apart, whose majorities need not meet, are never both in use.
+// A grantor refuses every grant to a node it does not count as a voter.
 //
 // The package is pure state: it does no I/O and never reads the clock; times are
 // monotonic nanoseconds passed in. Keeper drives it over an Exchanger.

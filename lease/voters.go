@@ -12,12 +12,14 @@ type Voters struct {
 	self    string
 	set     map[string]bool
 	version uint64            // changes made to the set since the cluster was founded (0: none known)
+	since   int64             // when this node took the set it has (monotonic ns)
 	members map[string]bool   // the members alive at the last Update: their reports are kept too
 	reports map[string]report // latest report of each voter and member: what it sees alive, and its voters
 }
 
 type report struct {
 	at      int64
+	since   int64 // when a report of this sender first showed this voter set
 	alive   map[string]bool
 	voters  []string
 	version uint64
@@ -71,24 +73,27 @@ func (v *Voters) Quorum() int { return len(v.set)/2 + 1 }
 // may send one.
 func (v *Voters) Report(from string, alive, voters []string, version uint64, now int64) {
 	if len(v.set) == 0 && len(voters) > 0 {
-		v.adopt(voters, version)
+		v.adopt(voters, version, now)
 	}
 	if !v.set[from] && !v.members[from] {
 		return
 	}
-	r := report{at: now, alive: make(map[string]bool, len(alive)), voters: sorted(voters), version: version}
+	r := report{at: now, since: now, alive: make(map[string]bool, len(alive)), voters: sorted(voters), version: version}
+	if old, ok := v.reports[from]; ok && old.version == version && slices.Equal(old.voters, r.voters) {
+		r.since = old.since
+	}
 	for _, a := range alive {
 		r.alive[a] = true
 	}
 	v.reports[from] = r
 }
 
-func (v *Voters) adopt(voters []string, version uint64) {
+func (v *Voters) adopt(voters []string, version uint64, now int64) {
 	v.set = make(map[string]bool, len(voters))
 	for _, n := range voters {
 		v.set[n] = true
 	}
-	v.version = version
+	v.version, v.since = version, now
 }
 
 // Update applies at most one change the view and the fresh reports agree on, and
@@ -109,15 +114,15 @@ func (v *Voters) Update(view View, now int64) bool {
 	if v.follow(now) {
 		return true
 	}
-	if v.set[v.self] && len(v.set) > 1 && slices.Contains(view.Leaving, v.self) {
+	if v.set[v.self] && len(v.set) > 1 && slices.Contains(view.Leaving, v.self) && v.inStep(v.self, false, now) {
 		// Leaving: this node says so in its reports (the set without it), which lets
 		// the others drop it in step even when it is one of two.
-		v.change(v.self, false)
+		v.change(v.self, false, now)
 		return true
 	}
 	for _, n := range sorted(append(slices.Clone(view.Left), view.Leaving...)) {
 		if v.set[n] && n != v.self && v.inStep(n, false, now) {
-			v.change(n, false)
+			v.change(n, false, now)
 			return true
 		}
 	}
@@ -126,8 +131,11 @@ func (v *Voters) Update(view View, now int64) bool {
 		alive[n] = true
 	}
 	for _, n := range sorted(view.Alive) {
+		if slices.Contains(view.Leaving, n) {
+			continue // on its way out: adding it back would undo its drop
+		}
 		if !v.set[n] && v.agree(n, true, alive[n], now) >= v.Quorum() && v.inStep(n, true, now) {
-			v.change(n, true)
+			v.change(n, true, now)
 			return true
 		}
 	}
@@ -139,7 +147,7 @@ func (v *Voters) Update(view View, now int64) bool {
 		// A majority of all the voters, the dead one counted against: two voters never
 		// drop each other, or each could become a majority of one.
 		if v.agree(n, false, false, now) >= v.Quorum() && v.inStep(n, false, now) {
-			v.change(n, false)
+			v.change(n, false, now)
 			return true
 		}
 	}
@@ -147,13 +155,14 @@ func (v *Voters) Update(view View, now int64) bool {
 }
 
 // change adds (or, with add false, drops) name: the next version of the set.
-func (v *Voters) change(name string, add bool) {
+func (v *Voters) change(name string, add bool, now int64) {
 	if add {
 		v.set[name] = true
 	} else {
 		delete(v.set, name)
 	}
 	v.version++
+	v.since = now
 }
 
 // follow takes the newest voter set a fresh report shows, when it is newer than this
@@ -174,16 +183,17 @@ func (v *Voters) follow(now int64) bool {
 	if bestVersion == v.version && slices.Equal(best, v.List()) {
 		return false
 	}
-	v.adopt(best, bestVersion)
+	v.adopt(best, bestVersion, now)
 	return true
 }
 
 // inStep reports whether adding (or, with add false, dropping) name may be done now:
-// a majority of the voters (self included) report this node's set at its version, so
-// the last change has reached them (as a Raft leader waits for a configuration change
-// to commit before the next), and every set any voter or member reports meets the new
-// one (compatible): no two nodes can then each hold a partition by a majority of
-// their own set.
+// a majority of the voters (self included) have reported this node's set at its
+// version for a grant's length (settled), so the last change has reached them (as a
+// Raft leader waits for a configuration change to commit before the next) and every
+// lease granted under the set before it has run out; and every set any voter or member
+// reports meets the new one (compatible): no two nodes can then each hold a partition
+// by a majority of their own set.
 func (v *Voters) inStep(name string, add bool, now int64) bool {
 	mine := v.List()
 	next := slices.DeleteFunc(slices.Clone(mine), func(n string) bool { return n == name })
@@ -191,7 +201,7 @@ func (v *Voters) inStep(name string, add bool, now int64) bool {
 		next = sorted(append(next, name))
 	}
 	n := 0
-	if v.set[v.self] {
+	if v.set[v.self] && v.settled(v.since, now) {
 		n++
 	}
 	for from, r := range v.reports {
@@ -201,11 +211,22 @@ func (v *Voters) inStep(name string, add bool, now int64) bool {
 		if !compatible(r.voters, next) {
 			return false // a member not a voter here may still hold by its own set's majority
 		}
-		if v.set[from] && r.version == v.version && slices.Equal(r.voters, mine) {
+		if v.set[from] && r.version == v.version && slices.Equal(r.voters, mine) && v.settled(r.since, now) {
 			n++
 		}
 	}
 	return n >= v.Quorum()
+}
+
+// settled reports whether a voter that took this node's set at since (or was first
+// seen with it then) has had it for a grant's length at now. Grants count only under
+// the set their grantor holds (sameVoters), and a voter never goes back to an older
+// set: by now none of its grants under the set before this one runs. Every majority of
+// that set meets a majority of this one, so no lease granted under it runs either, and
+// the next set, which may share no majority with it, can be made. The first set
+// (version 1) had none before it.
+func (v *Voters) settled(since, now int64) bool {
+	return v.version <= 1 || now-since >= v.cfg.hold()
 }
 
 // compatible reports whether every majority of the sorted set a meets every majority

@@ -89,10 +89,14 @@ func TestVotersOneChangeAtATime(t *testing.T) {
 		t.Fatalf("second update before b took c's change: %v; want no change (the last one has not reached a majority)", v.List())
 	}
 	v.Report("b", view.Alive, []string{"a", "b", "d"}, 2, 0)
-	if !v.Update(view, 0) || v.Has("d") || v.Version() != 3 {
+	if v.Update(view, 0) {
+		t.Fatalf("second update as b took c's change: %v; want no change before leases under the set before it ran out", v.List())
+	}
+	settled := v.cfg.hold()
+	if !v.Update(view, settled) || v.Has("d") || v.Version() != 3 {
 		t.Fatalf("second update: %v version %d; want d gone, version 3", v.List(), v.Version())
 	}
-	if v.Update(view, 0) {
+	if v.Update(view, settled) {
 		t.Fatalf("third update changed something: %v", v.List())
 	}
 }
@@ -112,7 +116,7 @@ func TestVoterChangeKeepsMajoritiesMeeting(t *testing.T) {
 		t.Fatalf("changed the voters while m uses [a m z]: %v", v.List())
 	}
 	v.Report("m", view.Alive, []string{"a", "b"}, 3, 0)
-	if !v.Update(view, 0) || v.Version() != 4 {
+	if !v.Update(view, v.cfg.hold()) || v.Version() != 4 {
 		t.Fatalf("no change once m took [a b]: %v", v.List())
 	}
 }
@@ -180,5 +184,48 @@ func TestVoterChangeWaitsForTheLastOneToBeAdopted(t *testing.T) {
 	v.Report("c", view.Alive, []string{"a", "b", "c", "d"}, 1, 0)
 	if !v.Update(view, 0) || !v.Has("e") {
 		t.Fatalf("did not add e once a majority had [a b c d]: %v", v.List())
+	}
+}
+
+// A change waits until a majority of the voters have had the set it starts from for a
+// grant's length: a lease granted under the set before may run until then, and the
+// next set need share no majority with that one. Found by the cluster simulation (seed
+// 2109): [n0 n1 n2] became [n0 n1] as n2 left, then [n1] as n0 left, within 0.3 s,
+// while n0 still held partitions granted by n0 and n2; n1 alone granted them too.
+func TestVoterChangeWaitsForLeasesOfTheSetBeforeToRunOut(t *testing.T) {
+	v := votersOf("a", "a", "b", "c")
+	v.version = 2 // [a b c] came from another set, whose leases may still run
+	view := View{Alive: []string{"a", "b", "c"}, Leaving: []string{"a"}}
+	v.Report("b", view.Alive, []string{"a", "b", "c"}, 2, 0)
+	v.Report("c", view.Alive, []string{"a", "b", "c"}, 2, 0)
+	settled := v.cfg.hold()
+	if v.Update(view, settled-1) {
+		t.Fatalf("a dropped itself %v after the voters took [a b c]: %v; want it to wait a grant's length", time.Duration(settled-1), v.List())
+	}
+	if !v.Update(view, settled) || v.Has("a") {
+		t.Fatalf("a did not drop itself a grant's length after b and c took [a b c]: %v", v.List())
+	}
+	// b takes [b c] at once (a newer set is followed); c's report of it comes later.
+	b := votersOf("b", "b", "c")
+	b.version = 3
+	b.since = settled
+	b.Report("c", view.Alive, []string{"b", "c"}, 3, settled+int64(time.Millisecond))
+	dropC := View{Alive: []string{"b", "c"}, Leaving: []string{"c"}}
+	if b.Update(dropC, settled+int64(time.Millisecond)) {
+		t.Fatalf("b dropped c right after [b c] was made: %v; n could still hold by a and c's grants under [a b c]", b.List())
+	}
+	if !b.Update(dropC, settled+int64(time.Millisecond)+b.cfg.hold()) || !slices.Equal(b.List(), []string{"b"}) {
+		t.Fatalf("b did not drop the leaving c once [b c] settled: %v", b.List())
+	}
+}
+
+// A member leaving is not taken back as a voter because it is still alive: the voters
+// went back and forth between dropping and adding it (sim seed 2109).
+func TestLeavingMemberIsNotAddedBack(t *testing.T) {
+	v := votersOf("a", "a", "b")
+	view := View{Alive: []string{"a", "b", "c"}, Leaving: []string{"c"}}
+	v.Report("b", view.Alive, []string{"a", "b"}, 1, 0)
+	if v.Update(view, 0) || v.Has("c") {
+		t.Fatalf("added c, which is leaving: %v", v.List())
 	}
 }
