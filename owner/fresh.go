@@ -32,6 +32,10 @@ type decidedSince struct {
 	// quietDeparted is departed when the stamp was read.
 	departed      atomic.Uint64
 	quietDeparted atomic.Uint64
+	// departedAt is when (counters' clock, ms) Redis last confirmed such a write: Redis
+	// holds it whatever the stamps say (a write landing after Redis lost the stamp that
+	// came before it is stamped again only within stampEvery).
+	departedAt atomic.Int64
 	// gainedDeparted is departed when this node last gained p: a Handoff's counter
 	// sent from another node's memory lacks what this node wrote of p since (receive.go).
 	gainedDeparted atomic.Uint64
@@ -73,6 +77,9 @@ func (o *Owner) knowsAllOf(p int, windowMs int64) bool {
 		return false
 	}
 	now := o.cfg.Now()
+	if now-d.departedAt.Load() <= windowMs+freshMargin.Milliseconds() {
+		return false // Redis holds, in the window, writes of p's counters memory lacks
+	}
 	if now-d.since.Load() > windowMs+freshMargin.Milliseconds() {
 		return true
 	}
@@ -130,7 +137,9 @@ func (o *Owner) noteDeparted(refs []fallback.CounterRef) {
 	}
 	for _, r := range refs {
 		if !o.cfg.Store.Has(r.Key, r.Spec) {
-			o.parts.decided[rg.Partition(r.Key)].departed.Add(1)
+			d := &o.parts.decided[rg.Partition(r.Key)]
+			d.departedAt.Store(o.cfg.Now()) // before departed: who sees the count sees this
+			d.departed.Add(1)
 		}
 	}
 }
@@ -139,8 +148,9 @@ func (o *Owner) noteDeparted(refs []fallback.CounterRef) {
 // again: the stamps trail the writes by at most this. Redis that loses the stamps (an
 // emptied or restarted Redis, one restored from an older snapshot) may get up to this
 // much of a partition's deltas before it is stamped again, unless the write-behind saw
-// Redis go away meanwhile (then everything is stamped again first): a new owner may then
+// Redis go away meanwhile (then everything is stamped again first): another node may then
 // skip the load of those counters, a loss within what losing Redis's data loses anyway.
+// This node loads its own (departedAt).
 const stampEvery = time.Second
 
 // stamp stamps, before their deltas are sent, the partitions of refs not stamped by

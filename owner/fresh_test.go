@@ -117,3 +117,26 @@ func BenchmarkNewCounters(b *testing.B) {
 		})
 	}
 }
+
+// A counter whose write this node confirmed after it left memory is loaded, even when
+// its partition's stamp says Redis never got a write of it: Redis restarted empty
+// between the stamp and the write, and the write landed all the same (sim seed 660:
+// 12 acknowledged increments skipped, the counter created again at 0).
+func TestDepartedWriteIsLoadedWhateverTheStamp(t *testing.T) {
+	_, st := startRedis(t)
+	var n net
+	a := n.sole(t, "a", st)
+	k := "{departed}k"
+	if _, err := st.Incr(context.Background(), k, sp, 12, t0); err != nil { // no stamp: it was lost
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.noteDeparted([]fallback.CounterRef{{Key: k, Spec: sp}})
+	a.mu.Unlock()
+	if r := do(a.Owner, incr(k, 1))[0]; r.Err != nil || r.Count != 13 {
+		t.Fatalf("incr after a departed write Redis holds: got %d, %v; want 13", r.Count, r.Err)
+	}
+	if loaded, skipped := a.Loads(); loaded != 1 || skipped != 0 {
+		t.Fatalf("loaded %d, skipped %d; want 1, 0", loaded, skipped)
+	}
+}
