@@ -58,6 +58,10 @@ type sentBatch struct {
 	// lapsed are the partitions whose lease ended after this batch was made: its
 	// resets of their counters are dropped before it goes again (dropLateResets).
 	lapsed lease.Set
+	// handed are the partitions whose deltas in this batch were handed on directly
+	// under a fence (ownFences) since Redis last lost its data; orphaned those handed
+	// on before it did (reseed): see dropHandedOn.
+	handed, orphaned lease.Set
 }
 
 func (f *flusher) init() {
@@ -211,12 +215,18 @@ func (o *Owner) flushNext() {
 	}
 	sb := f.batches[0]
 	o.stripLateResets(sb)
+	if sb.b.InDoubt() {
+		// Its stamps read the epoch before it goes again: Redis that lost its data
+		// meanwhile lost the record that makes each call apply once (dropHandedOn).
+		o.forgetStamps()
+	}
 	o.stamp(sb.refs, func(err error) {
 		if err != nil {
 			o.cfg.Logger.Debug("write-behind waits: its partitions' stamps were not written", "err", err)
 			o.flushFailed()
 			return
 		}
+		o.dropHandedOn(sb) // (the stamp may have just found Redis emptied)
 		o.cfg.Redis.SendBatch(sb.b, func(err error) {
 			o.mu.Lock()
 			defer o.mu.Unlock()

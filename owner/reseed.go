@@ -112,6 +112,9 @@ func (o *Owner) reseed() {
 			rel.epochOK = false
 		}
 	}
+	for _, sb := range o.flush.batches {
+		orphanHandedOn(sb)
+	}
 	if fenced := o.fenced.clear(); fenced > 0 {
 		o.cfg.Logger.Warn("Redis lost its data: the writes in doubt that held loads back cannot be seen reached any more; loads go on", "partitions", fenced)
 	}
