@@ -325,6 +325,9 @@ func (c *redisClient) Written(_ int, ps []int, done func([]int64, error)) {
 		out := make([]int64, len(ps))
 		for i, p := range ps {
 			out[i] = c.srv.stamps[p]
+			if debugKey != "" && c.n.ring != nil && c.n.ring.Partition(debugKey) == p {
+				c.srv.w.trace("DEBUG %s reads stamp of %d: %d", c.n.name, p, out[i])
+			}
 		}
 		return out
 	}, func(v any, err error) {
@@ -343,6 +346,9 @@ func (c *redisClient) StampWritten(_ int, ps []int, now int64, epoch string, don
 		}
 		for _, p := range ps {
 			c.srv.stamps[p] = max(c.srv.stamps[p], now)
+			if debugKey != "" && c.n.ring != nil && c.n.ring.Partition(debugKey) == p {
+				c.srv.w.trace("DEBUG %s stamps %d: %d", c.n.name, p, now)
+			}
 		}
 		return c.srv.epoch
 	}, func(v any, err error) {

@@ -190,10 +190,11 @@ func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
 			}
 			w.trace("DEBUG %s hands %s (%d, pending %d, reset %v, fences %d) to %s in %d", from.name, c.Key, n, pending, c.Reset, len(h.Fences), to.name, h.ID)
 		}
-		if from.ring != nil && from.lateHandoff(from.ring.Partition(c.Key)) {
-			// Counted under a lease that lapsed before they reached Redis (Redis slow or
-			// unreachable from the sender): the new owner may have decided without them
-			// meanwhile, as for a late write.
+		if from.ring != nil && from.lapsedOnce(from.ring.Partition(c.Key)) {
+			// Counted, some of them perhaps, under a lease that lapsed before they reached
+			// Redis (Redis slow or unreachable from the sender), though the sender may hold
+			// the partition again: another node may have decided without them meanwhile,
+			// as for a late write (seed 92).
 			var n uint64
 			for _, b := range c.Pending {
 				n += b.Count
@@ -201,6 +202,12 @@ func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
 			w.keys.lateWrite(c.Key, int64(n))
 		}
 	}
+}
+
+// lapsedOnce reports whether n's lease of p lapsed in this run.
+func (n *node) lapsedOnce(p int) bool {
+	_, ok := n.lapsedAt[p]
+	return ok
 }
 
 // appliedAt is when Redis applied a node's two last calls with deltas of a key, and
