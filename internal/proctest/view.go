@@ -36,6 +36,7 @@ type Member struct {
 	State      string `json:"state"`
 	RPC        string `json:"rpc"`
 	Partitions int    `json:"partitions"`
+	Voter      bool   `json:"voter"`
 }
 
 // Alive are the names of the members in state "alive", sorted.
@@ -128,14 +129,20 @@ func (c *Cluster) Converged() error {
 }
 
 // CheckViews returns nil when every view (one per node) lists exactly the members
-// named in want as alive, their partition shares adding up to the partition count,
-// holds the lease of every partition it owns, and has the same ring epoch as the
-// others.
+// named in want as alive, each a voter with partitions of its own (a member joins the
+// ring as it becomes a voter, up to a lease after the voters last changed), their
+// shares adding up to the partition count, holds the lease of every partition it owns,
+// and has the same ring epoch as the others.
 func CheckViews(want []string, views []View) error {
 	want = slices.Sorted(slices.Values(want))
 	for i, v := range views {
 		if got := v.Alive(); !slices.Equal(got, want) {
 			return fmt.Errorf("%s sees alive %v; want %v", v.Self, got, want)
+		}
+		for _, m := range v.Members {
+			if m.State == "alive" && (!m.Voter || m.Partitions == 0) {
+				return fmt.Errorf("%s: member %s is a voter %v with %d partitions; want a voter with some", v.Self, m.Name, m.Voter, m.Partitions)
+			}
 		}
 		if v.Partitions == 0 || v.Shares() != v.Partitions {
 			return fmt.Errorf("%s: alive members own %d partitions; want all %d", v.Self, v.Shares(), v.Partitions)
