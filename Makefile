@@ -26,7 +26,7 @@ sim:
 # Each safety rule of the ownership code switched off in turn (internal/mutate, build tag
 # simmutate): the first seed, in make test's order, that catches it. MUTANT_SEEDS: how far
 # to look (make test's 1000).
-MUTANT_SEEDS ?= 1000
+MUTANT_SEEDS ?= 2000
 .PHONY: sim-mutants
 sim-mutants:
 	LEAPCOUNT_SIM_MUTANT_SEEDS=$(MUTANT_SEEDS) $(GO) test -tags simmutate -count=1 -v -run 'TestMutantsAreCaught$$' ./sim/
