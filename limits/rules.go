@@ -1,0 +1,123 @@
+package limits
+
+import (
+	"strings"
+	"time"
+)
+
+// Limit is one limit of a rule: at most RequestsPerUnit in each Window.
+type Limit struct {
+	Name            string
+	RequestsPerUnit uint32
+	Unit            Unit          // UnitUnknown when only window was given
+	Window          time.Duration // Unit's length, or the window extension's
+	Buckets         int           // how finely the window slides (0: the server's default)
+}
+
+// Rule is the rule a descriptor matched.
+type Rule struct {
+	// Key names the rule as envoyproxy/ratelimit's stats do: the domain and the
+	// configured key (and value) of each level, joined by dots ("d.k1_v1.k2").
+	Key            string
+	Limits         []Limit // none when Unlimited
+	Unlimited      bool
+	ShadowMode     bool
+	QuotaMode      bool
+	DetailedMetric bool
+	Replaces       []string
+	File           string // where it was configured
+	Line           int
+}
+
+// Entry is one entry of a request's descriptor.
+type Entry struct{ Key, Value string }
+
+// Rules are the rules of every domain loaded. They never change: a reload builds new
+// Rules.
+type Rules struct {
+	domains map[string]*level
+}
+
+// level is one level of a domain's descriptor tree.
+type level struct {
+	next      map[string]*level // by "key" or "key_value"
+	wildcards []wildcard        // values with '*', in the file's order
+	rule      *Rule
+}
+
+type wildcard struct {
+	key   string   // "key_value" as configured
+	parts []string // key split at each '*'
+}
+
+// Domains lists the domains configured.
+func (rs *Rules) Domains() []string {
+	out := make([]string, 0, len(rs.domains))
+	for d := range rs.domains {
+		out = append(out, d)
+	}
+	return out
+}
+
+// HasDomain reports whether domain is configured.
+func (rs *Rules) HasDomain(domain string) bool {
+	_, ok := rs.domains[domain]
+	return ok
+}
+
+// Lookup returns the rule a request's descriptor matches in domain, or nil (no limit):
+// at each level the entry's key and value, else the first wildcard value that matches,
+// else the key alone; a rule applies only if it is at the descriptor's last entry.
+func (rs *Rules) Lookup(domain string, entries []Entry) *Rule {
+	cur := rs.domains[domain]
+	if cur == nil {
+		return nil
+	}
+	var found *Rule
+	for i, e := range entries {
+		next := cur.next[e.Key+"_"+e.Value]
+		if next == nil {
+			for _, w := range cur.wildcards {
+				if matchWildcard(w.parts, e.Key+"_"+e.Value) {
+					next = cur.next[w.key]
+					break
+				}
+			}
+		}
+		if next == nil {
+			next = cur.next[e.Key]
+		}
+		if next == nil {
+			return nil
+		}
+		if next.rule != nil && i == len(entries)-1 {
+			found = next.rule
+		}
+		if len(next.next) == 0 {
+			break
+		}
+		cur = next
+	}
+	return found
+}
+
+// matchWildcard reports whether s matches a pattern split at its '*'s: each '*' stands
+// for any run of characters, none included.
+func matchWildcard(parts []string, s string) bool {
+	if len(parts) == 1 {
+		return parts[0] == s
+	}
+	first, last := parts[0], parts[len(parts)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	rest := s[len(first) : len(s)-len(last)]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return true
+}
