@@ -22,14 +22,14 @@ func Build(files []*File, merge bool) (*Rules, error) {
 			top = &level{next: map[string]*level{}}
 			rs.domains[f.Domain] = top
 		}
-		if err := top.add(f, f.Domain, f.Descriptors); err != nil {
+		if err := top.add(f, f.Domain, f.Domain, f.Descriptors); err != nil {
 			return nil, err
 		}
 	}
 	return rs, nil
 }
 
-func (lv *level) add(f *File, parent string, ds []Descriptor) error {
+func (lv *level) add(f *File, domain, parent string, ds []Descriptor) error {
 	for _, d := range ds {
 		key := compositeKey(d.Key, d.Value)
 		full := parent + "." + key
@@ -37,15 +37,18 @@ func (lv *level) add(f *File, parent string, ds []Descriptor) error {
 			return &Error{File: f.Name, Line: d.Line, Msg: fmt.Sprintf("duplicate descriptor composite key '%s'", full)}
 		}
 		next := &level{next: map[string]*level{}}
+		if d.ShareThreshold {
+			next.shared = d.Value
+		}
 		if d.Rule != nil {
 			r := *d.Rule
-			r.Key = full
+			r.Key, r.Domain = full, domain
 			next.rule = &r
 		}
 		if strings.Contains(key, "*") {
 			lv.wildcards = append(lv.wildcards, wildcard{key: key, parts: strings.Split(key, "*")})
 		}
-		if err := next.add(f, full, d.Descriptors); err != nil {
+		if err := next.add(f, domain, full, d.Descriptors); err != nil {
 			return err
 		}
 		lv.next[key] = next

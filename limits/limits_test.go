@@ -91,7 +91,7 @@ type lookup struct {
 func checkLookups(t *testing.T, rs *Rules, domain string, cases []lookup) {
 	t.Helper()
 	for _, c := range cases {
-		r := rs.Lookup(domain, c.entries)
+		r, _ := rs.Lookup(domain, c.entries)
 		if c.key == "" {
 			if r != nil {
 				t.Errorf("%v: rule %s; want none", c.entries, r.Key)
@@ -118,7 +118,10 @@ func checkLookups(t *testing.T, rs *Rules, domain string, cases []lookup) {
 // the answers its tests expect.
 func TestLookupMatchesAsRatelimitDoes(t *testing.T) {
 	rs := mustBuild(t, false, "basic_config.yaml")
-	if rs.Lookup("foo_domain", nil) != nil || rs.Lookup("test-domain", nil) != nil {
+	if r, _ := rs.Lookup("foo_domain", nil); r != nil {
+		t.Fatal("a rule for an unknown domain")
+	}
+	if r, _ := rs.Lookup("test-domain", nil); r != nil {
 		t.Fatal("a rule for an unknown domain or an empty descriptor")
 	}
 	e := func(kv ...string) []Entry {
@@ -185,12 +188,12 @@ descriptors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rs.Lookup("d", []Entry{{"user", "u1"}})
+	r, _ := rs.Lookup("d", []Entry{{"user", "u1"}})
 	if r == nil || len(r.Limits) != 2 || r.Limits[0].Window != time.Second || r.Limits[1].Window != 90*time.Second ||
 		r.Limits[1].Buckets != 30 || r.Limits[1].Unit != UnitUnknown || r.Limits[1].Name != "sustained" {
 		t.Fatalf("user: %+v; want a 10/s burst and 300 per 90s in 30 buckets", r)
 	}
-	if r := rs.Lookup("d", []Entry{{"ip", "x"}}); r == nil || r.Limits[0].Buckets != 1 || r.Limits[0].Window != time.Minute {
+	if r, _ := rs.Lookup("d", []Entry{{"ip", "x"}}); r == nil || r.Limits[0].Buckets != 1 || r.Limits[0].Window != time.Minute {
 		t.Fatalf("ip: %+v; want 5 a minute in 1 bucket", r)
 	}
 	for _, c := range []struct{ yaml, want string }{
@@ -242,7 +245,29 @@ func TestLoadPathReadsADirectoryAsAConfigMapMountsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 2 || !rs.HasDomain("a") || !rs.HasDomain("b") || rs.Lookup("a", []Entry{{"k", "v"}}) == nil {
+	if len(files) != 2 || !rs.HasDomain("a") || !rs.HasDomain("b") || !hasRule(rs, "a", Entry{"k", "v"}) {
 		t.Fatalf("read %v, domains %v; want a.yaml and b.yml, domains a and b", files, rs.Domains())
+	}
+}
+
+func hasRule(rs *Rules, domain string, entries ...Entry) bool {
+	r, _ := rs.Lookup(domain, entries)
+	return r != nil
+}
+
+// A wildcard value with share_threshold counts as its pattern: every value it matches
+// shares one counter (envoyproxy/ratelimit's share_threshold.yaml).
+func TestShareThresholdNamesThePatternCountedAs(t *testing.T) {
+	rs := mustBuild(t, false, "share_threshold.yaml")
+	r, shared := rs.Lookup("test-domain", []Entry{{"files", "files/a.txt"}})
+	if r == nil || len(shared) != 1 || shared[0] != "files/*" {
+		t.Fatalf("files/a.txt: rule %v shared %q; want the files/* rule, shared as files/*", r, shared)
+	}
+	r, shared = rs.Lookup("test-domain", []Entry{{"nested", "parent"}, {"files", "nested/x"}})
+	if r == nil || len(shared) != 2 || shared[0] != "" || shared[1] != "nested/*" {
+		t.Fatalf("nested: rule %v shared %q; want shared [\"\" nested/*]", r, shared)
+	}
+	if _, shared := rs.Lookup("test-domain", []Entry{{"route", "api/v1"}, {"method", "GET"}}); len(shared) != 2 || shared[0] != "api/*" {
+		t.Fatalf("route: shared %q; want api/* first", shared)
 	}
 }

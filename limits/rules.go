@@ -19,6 +19,7 @@ type Rule struct {
 	// Key names the rule as envoyproxy/ratelimit's stats do: the domain and the
 	// configured key (and value) of each level, joined by dots ("d.k1_v1.k2").
 	Key            string
+	Domain         string
 	Limits         []Limit // none when Unlimited
 	Unlimited      bool
 	ShadowMode     bool
@@ -43,6 +44,7 @@ type level struct {
 	next      map[string]*level // by "key" or "key_value"
 	wildcards []wildcard        // values with '*', in the file's order
 	rule      *Rule
+	shared    string // share_threshold: the wildcard value every value it matches counts as
 }
 
 type wildcard struct {
@@ -68,12 +70,13 @@ func (rs *Rules) HasDomain(domain string) bool {
 // Lookup returns the rule a request's descriptor matches in domain, or nil (no limit):
 // at each level the entry's key and value, else the first wildcard value that matches,
 // else the key alone; a rule applies only if it is at the descriptor's last entry.
-func (rs *Rules) Lookup(domain string, entries []Entry) *Rule {
+// shared holds, per entry, the wildcard value it counts as (share_threshold), or ""
+// where the entry counts by its own value; nil when none is shared.
+func (rs *Rules) Lookup(domain string, entries []Entry) (rule *Rule, shared []string) {
 	cur := rs.domains[domain]
 	if cur == nil {
-		return nil
+		return nil, nil
 	}
-	var found *Rule
 	for i, e := range entries {
 		next := cur.next[e.Key+"_"+e.Value]
 		if next == nil {
@@ -83,22 +86,47 @@ func (rs *Rules) Lookup(domain string, entries []Entry) *Rule {
 					break
 				}
 			}
+			if next != nil && next.shared != "" {
+				if shared == nil {
+					shared = make([]string, len(entries))
+				}
+				shared[i] = next.shared
+			}
 		}
 		if next == nil {
 			next = cur.next[e.Key]
 		}
 		if next == nil {
-			return nil
+			return nil, nil
 		}
 		if next.rule != nil && i == len(entries)-1 {
-			found = next.rule
+			rule = next.rule
 		}
 		if len(next.next) == 0 {
 			break
 		}
 		cur = next
 	}
-	return found
+	if rule == nil {
+		return nil, nil
+	}
+	return rule, shared
+}
+
+// Each calls f for every rule, in no particular order.
+func (rs *Rules) Each(f func(*Rule)) {
+	for _, top := range rs.domains {
+		top.each(f)
+	}
+}
+
+func (lv *level) each(f func(*Rule)) {
+	if lv.rule != nil {
+		f(lv.rule)
+	}
+	for _, n := range lv.next {
+		n.each(f)
+	}
 }
 
 // matchWildcard reports whether s matches a pattern split at its '*'s: each '*' stands

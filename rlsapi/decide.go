@@ -1,0 +1,241 @@
+package rlsapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/limits"
+)
+
+// check is one descriptor of a request on its way to an answer.
+type check struct {
+	rule   *limits.Rule
+	shared []string
+	hits   int64
+	ops    int // index of its first op; it has len(rule.Limits)
+}
+
+// decide answers req from rules, counting with doer at now (wall clock).
+func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules *limits.Rules, now time.Time) (*rlspb.RateLimitResponse, error) {
+	if err := s.validate(req); err != nil {
+		return nil, err
+	}
+	checks := make([]check, len(req.Descriptors))
+	replaced := map[string]bool{}
+	for i, d := range req.Descriptors {
+		c := &checks[i]
+		c.hits = hitsOf(req, d)
+		c.rule, c.shared = s.ruleOf(req.Domain, d, rules)
+		if c.rule != nil {
+			for _, name := range c.rule.Replaces {
+				replaced[name] = true
+			}
+		}
+	}
+	var ops []counter.Op
+	for i := range checks {
+		c := &checks[i]
+		if c.rule != nil && c.rule.Unlimited {
+			continue
+		}
+		if c.rule != nil && len(c.rule.Limits) > 0 && c.rule.Limits[0].Name != "" && replaced[c.rule.Limits[0].Name] {
+			c.rule = nil // replaced by another descriptor's rule (replaces)
+		}
+		if c.rule == nil {
+			continue
+		}
+		c.ops = len(ops)
+		entries := entriesOf(req.Descriptors[i])
+		for j, l := range c.rule.Limits {
+			ops = append(ops, counter.Op{Kind: counter.Incr, Key: CounterKey(req.Domain, entries, c.shared, j, s.maxKey()),
+				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits})
+		}
+	}
+	results := make([]counter.Result, len(ops))
+	if len(ops) > 0 {
+		s.cfg.Doer.Do(ctx, ops, results)
+	}
+	for i := range results {
+		if err := results[i].Err; err != nil {
+			s.undecided.Add(1)
+			return nil, status.Errorf(undecidedCode(err), "rate limit not decided: %v", err)
+		}
+	}
+	return s.answer(req.Domain, checks, ops, results, now), nil
+}
+
+// undecidedCode is the gRPC code of an op that was not decided: bad input is the
+// client's to fix; everything else is UNAVAILABLE, which Envoy answers with its
+// failure_mode_deny.
+func undecidedCode(err error) codes.Code {
+	if errors.Is(err, counter.ErrKeyTooLong) || errors.Is(err, counter.ErrBadN) {
+		return codes.InvalidArgument
+	}
+	return codes.Unavailable
+}
+
+func (s *Server) validate(req *rlspb.RateLimitRequest) error {
+	switch {
+	case req.Domain == "":
+		return status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
+	case len(req.Descriptors) == 0:
+		return status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
+	case len(req.Descriptors) > s.cfg.MaxDescriptors:
+		return status.Errorf(codes.InvalidArgument, "%d descriptors: at most %d", len(req.Descriptors), s.cfg.MaxDescriptors)
+	}
+	for _, d := range req.Descriptors {
+		switch {
+		case d.IsNegativeHits:
+			return status.Error(codes.InvalidArgument, "is_negative_hits is not supported")
+		case len(d.Entries) == 0:
+			return status.Error(codes.InvalidArgument, "a descriptor has no entries")
+		case d.Limit != nil && (d.Limit.Unit == 0 || limits.Unit(d.Limit.Unit).Duration() == 0):
+			return status.Errorf(codes.InvalidArgument, "descriptor limit override: unit %v is not one of SECOND to WEEK", d.Limit.Unit)
+		}
+	}
+	return nil
+}
+
+// hitsOf is what the descriptor adds: its own hits_addend, else the request's; 0 or
+// unset means 1.
+func hitsOf(req *rlspb.RateLimitRequest, d *commonpb.RateLimitDescriptor) int64 {
+	if h := d.GetHitsAddend(); h != nil && h.Value > 0 {
+		return int64(min(h.Value, counter.MaxN))
+	}
+	if req.HitsAddend > 0 {
+		return int64(req.HitsAddend)
+	}
+	return 1
+}
+
+// ruleOf is the rule of descriptor d: its limit override, as envoyproxy/ratelimit takes
+// it (no shadow mode, no name), else the configured rule it matches (nil: none).
+func (s *Server) ruleOf(domain string, d *commonpb.RateLimitDescriptor, rules *limits.Rules) (*limits.Rule, []string) {
+	if o := d.Limit; o != nil {
+		u := limits.Unit(o.Unit)
+		return &limits.Rule{Limits: []limits.Limit{{RequestsPerUnit: o.RequestsPerUnit, Unit: u, Window: u.Duration()}}}, nil
+	}
+	if rules == nil {
+		return nil, nil
+	}
+	return rules.Lookup(domain, entriesOf(d))
+}
+
+func entriesOf(d *commonpb.RateLimitDescriptor) []limits.Entry {
+	out := make([]limits.Entry, len(d.Entries))
+	for i, e := range d.Entries {
+		out[i] = limits.Entry{Key: e.Key, Value: e.Value}
+	}
+	return out
+}
+
+// bucketsOf is a limit's buckets: as configured, else DefaultBuckets where they divide
+// its window evenly, else one per second of it, else 1.
+func (s *Server) bucketsOf(l limits.Limit) int {
+	if l.Buckets > 0 {
+		return l.Buckets
+	}
+	w := l.Window.Milliseconds()
+	if b := s.cfg.DefaultBuckets; w%int64(b) == 0 {
+		return b
+	}
+	if w%1000 == 0 && w/1000 <= counter.MaxBuckets {
+		return int(w / 1000)
+	}
+	return 1
+}
+
+// answer builds the response from the counts.
+func (s *Server) answer(domain string, checks []check, ops []counter.Op, results []counter.Result, now time.Time) *rlspb.RateLimitResponse {
+	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK, Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(checks))}
+	var closest *rlspb.RateLimitResponse_DescriptorStatus
+	over, quota, quotaOver := 0, 0, 0
+	for i, c := range checks {
+		st := &rlspb.RateLimitResponse_DescriptorStatus{Code: rlspb.RateLimitResponse_OK}
+		resp.Statuses[i] = st
+		switch {
+		case c.rule == nil:
+			continue
+		case c.rule.Unlimited:
+			st.LimitRemaining = math.MaxUint32
+			continue
+		}
+		s.statusOf(st, c, ops, results, now)
+		s.metrics.note(domain, c.rule, st, c.hits)
+		if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && c.rule.ShadowMode {
+			st.Code = rlspb.RateLimitResponse_OK
+		}
+		if c.rule.QuotaMode {
+			quota++
+			if st.Code == rlspb.RateLimitResponse_OVER_LIMIT {
+				quotaOver++
+			}
+		} else if st.Code == rlspb.RateLimitResponse_OVER_LIMIT {
+			over++
+		}
+		if closest == nil || st.LimitRemaining < closest.LimitRemaining || st.Code == rlspb.RateLimitResponse_OVER_LIMIT && closest.Code != st.Code {
+			closest = st
+		}
+	}
+	if over > 0 || quota > 0 && quota == quotaOver {
+		resp.OverallCode = rlspb.RateLimitResponse_OVER_LIMIT
+	}
+	if s.cfg.ResponseHeaders && closest != nil {
+		resp.ResponseHeadersToAdd = []*corepb.HeaderValue{
+			{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(closest.CurrentLimit.RequestsPerUnit), 10)},
+			{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(closest.LimitRemaining), 10)},
+			{Key: "RateLimit-Reset", Value: strconv.FormatInt(closest.DurationUntilReset.GetSeconds(), 10)},
+		}
+	}
+	return resp
+}
+
+// statusOf fills st from the counts of c's limits: the first limit over, else the one
+// with the least remaining.
+func (s *Server) statusOf(st *rlspb.RateLimitResponse_DescriptorStatus, c check, ops []counter.Op, results []counter.Result, now time.Time) {
+	first := true
+	for j, l := range c.rule.Limits {
+		count := results[c.ops+j].Count
+		remaining := int64(l.RequestsPerUnit) - count
+		code := rlspb.RateLimitResponse_OK
+		if remaining < 0 {
+			code, remaining = rlspb.RateLimitResponse_OVER_LIMIT, 0
+		}
+		if !first && !(code == rlspb.RateLimitResponse_OVER_LIMIT && st.Code == rlspb.RateLimitResponse_OK ||
+			code == st.Code && uint32(remaining) < st.LimitRemaining) {
+			continue
+		}
+		first = false
+		op := ops[c.ops+j]
+		st.Code = code
+		st.LimitRemaining = uint32(remaining)
+		st.CurrentLimit = &rlspb.RateLimitResponse_RateLimit{Name: l.Name, RequestsPerUnit: l.RequestsPerUnit,
+			Unit: rlspb.RateLimitResponse_RateLimit_Unit(l.Unit)}
+		st.DurationUntilReset = untilReset(op.Window, op.Buckets, now)
+	}
+}
+
+// untilReset is how long until the window next moves on: the end of the current
+// bucket (with one bucket, the epoch-aligned window's end, as envoyproxy/ratelimit
+// answers), whole seconds as there, at least 1.
+func untilReset(windowMs int64, buckets int, now time.Time) *durationpb.Duration {
+	bucketMs := windowMs / int64(buckets)
+	ms := now.UnixMilli()
+	left := bucketMs - ms%bucketMs
+	return &durationpb.Duration{Seconds: max(1, (left+999)/1000)}
+}
+
+// errNoConfig answers requests while no rules are loaded.
+var errNoConfig = fmt.Errorf("no rate limit configuration loaded")

@@ -1,0 +1,218 @@
+package rlsapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/limits"
+)
+
+// Config is what a Server needs.
+type Config struct {
+	Doer  counter.Doer
+	Rules func() *limits.Rules // the rules in force (nil: none loaded)
+	// Token, when not empty, is required in the "authorization" metadata as
+	// "Bearer <token>"; health checks go without it.
+	Token       string
+	AuthLimiter *authlimit.Limiter // wrong guesses per source (nil: one of its own)
+	// ResponseHeaders adds RateLimit-Limit, -Remaining and -Reset of the descriptor
+	// closest to its limit (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED).
+	ResponseHeaders bool
+	DefaultBuckets  int              // buckets of a limit that names none (default counter.DefaultBuckets)
+	MaxDescriptors  int              // per request (default 64)
+	MaxMessageBytes int              // a request's size cap (default 64 KiB)
+	MaxStreams      uint32           // concurrent calls per connection (default 128)
+	Timeout         time.Duration    // a call's longest decision, whatever its deadline (default 5s)
+	MaxKeyBytes     int              // the counters' key bound (default counter.DefaultMaxKeyBytes)
+	Ready           func() bool      // health: SERVING while it reports true (nil: always)
+	Now             func() time.Time // the wall clock of duration_until_reset (nil: time.Now)
+	Registerer      prometheus.Registerer
+	Logger          *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.DefaultBuckets <= 0 {
+		c.DefaultBuckets = counter.DefaultBuckets
+	}
+	if c.MaxDescriptors <= 0 {
+		c.MaxDescriptors = 64
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 64 << 10
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = 128
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.MaxKeyBytes <= 0 {
+		c.MaxKeyBytes = counter.DefaultMaxKeyBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.AuthLimiter == nil {
+		c.AuthLimiter = authlimit.New(authlimit.Config{})
+	}
+	return c
+}
+
+// Server is the gRPC front end.
+type Server struct {
+	rlspb.UnimplementedRateLimitServiceServer
+	cfg       Config
+	grpc      *grpc.Server
+	health    *health.Server
+	metrics   *metrics
+	undecided atomic.Int64
+	stop      chan struct{}
+}
+
+// New returns a Server; Serve runs it.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Doer == nil || cfg.Rules == nil {
+		return nil, errors.New("rlsapi: Config needs Doer and Rules")
+	}
+	s := &Server{cfg: cfg, health: health.NewServer(), stop: make(chan struct{})}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.MaxConcurrentStreams(cfg.MaxStreams),
+		grpc.ConnectionTimeout(10*time.Second),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.UnaryInterceptor(s.authorize),
+	)
+	rlspb.RegisterRateLimitServiceServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	return s, nil
+}
+
+// Serve answers on ln until Stop; it returns nil after Stop.
+func (s *Server) Serve(ln net.Listener) error {
+	go s.watchReady()
+	err := s.grpc.Serve(ln)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// watchReady keeps the health status in step with Ready.
+func (s *Server) watchReady() {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st := healthpb.HealthCheckResponse_SERVING
+		if s.cfg.Ready != nil && !s.cfg.Ready() {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		s.health.SetServingStatus("", st)
+		s.health.SetServingStatus(rlspb.RateLimitService_ServiceDesc.ServiceName, st)
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Stop ends the calls in flight within ctx, then closes every connection.
+func (s *Server) Stop(ctx context.Context) {
+	select {
+	case <-s.stop:
+		return
+	default:
+		close(s.stop)
+	}
+	s.health.Shutdown()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.grpc.Stop()
+	}
+}
+
+// ShouldRateLimit answers one request (rls.proto).
+func (s *Server) ShouldRateLimit(ctx context.Context, req *rlspb.RateLimitRequest) (*rlspb.RateLimitResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	rules := s.cfg.Rules()
+	if rules == nil && !hasOverrides(req) {
+		return nil, status.Error(codes.Unavailable, errNoConfig.Error())
+	}
+	return s.decide(ctx, req, rules, s.cfg.Now())
+}
+
+func hasOverrides(req *rlspb.RateLimitRequest) bool {
+	for _, d := range req.Descriptors {
+		if d.Limit == nil {
+			return false
+		}
+	}
+	return len(req.Descriptors) > 0
+}
+
+// Undecided counts the calls answered UNAVAILABLE because a counter was not decided.
+func (s *Server) Undecided() int64 { return s.undecided.Load() }
+
+func (s *Server) maxKey() int { return s.cfg.MaxKeyBytes }
+
+// authorize checks the bearer token of every call but health checks, within the
+// caller's budget of wrong guesses.
+func (s *Server) authorize(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if s.cfg.Token == "" || strings.HasPrefix(info.FullMethod, "/grpc.health.v1.") {
+		return next(ctx, req)
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	var guess string
+	if v := md.Get("authorization"); len(v) > 0 {
+		scheme, tok, _ := strings.Cut(v[0], " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			guess = strings.TrimSpace(tok)
+		}
+	}
+	if guess == "" {
+		return nil, status.Error(codes.Unauthenticated, "missing bearer token (authorization metadata)")
+	}
+	src := peerSource(ctx)
+	if ok, _ := s.cfg.AuthLimiter.Take(src); !ok {
+		return nil, status.Error(codes.ResourceExhausted, "too many failed authentication attempts; retry later")
+	}
+	if subtle.ConstantTimeCompare([]byte(guess), []byte(s.cfg.Token)) != 1 {
+		return nil, status.Error(codes.Unauthenticated, "wrong bearer token")
+	}
+	s.cfg.AuthLimiter.Refund(src)
+	return next(ctx, req)
+}
