@@ -37,7 +37,7 @@ type fixture struct {
 }
 
 func (f *fixture) advance(d time.Duration) { f.clock.Add(d.Milliseconds()) }
-func (f *fixture) now() time.Time           { return time.UnixMilli(f.clock.Load()) }
+func (f *fixture) now() time.Time          { return time.UnixMilli(f.clock.Load()) }
 
 // start serves config (envoyproxy/ratelimit YAML) on a real socket with an in-process
 // store on the fixture's clock, and dials it with go-control-plane's generated client.
