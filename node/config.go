@@ -41,6 +41,12 @@ type Config struct {
 
 	RESPIdleTimeout time.Duration // --resp-idle-timeout: a RESP connection that sends nothing this long is closed; 0: never
 
+	// Envoy's rate limit service (package rlsapi).
+	GRPCAddr    string // --grpc: its listen address; empty: off
+	Limits      string // --limits: envoyproxy/ratelimit YAML, a file or a directory of them
+	LimitsMerge bool   // --limits-merge: a domain in several files merges (MERGE_DOMAIN_CONFIG)
+	RLSHeaders  bool   // --rls-headers: RateLimit-* response headers (LIMIT_RESPONSE_HEADERS_ENABLED)
+
 	// The cluster plane (see README, Security, and package peerauth).
 	TLSCertFile string   // --tls-cert: this node's certificate (PEM), for mutual TLS between nodes
 	TLSKeyFile  string   // --tls-key: its private key (PEM)
@@ -153,6 +159,14 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(a.v); err != nil {
 			return &ConfigError{a.flag, err.Error()}
 		}
+	}
+	if c.GRPCAddr != "" {
+		if err := checkHostPort(c.GRPCAddr); err != nil {
+			return &ConfigError{"grpc", err.Error()}
+		}
+	}
+	if c.Limits != "" && c.GRPCAddr == "" {
+		return &ConfigError{"limits", "serves only the gRPC front end: set --grpc too"}
 	}
 	if c.RESPCluster != "" {
 		if err := checkHostPort(c.RESPCluster); err != nil {

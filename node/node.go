@@ -25,6 +25,7 @@ import (
 	"github.com/leapcount/leapcount/owner"
 	"github.com/leapcount/leapcount/peerauth"
 	"github.com/leapcount/leapcount/respapi"
+	"github.com/leapcount/leapcount/rlsapi"
 	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/route"
 	"github.com/leapcount/leapcount/rpc"
@@ -58,6 +59,9 @@ type Node struct {
 	resp          *respapi.Server
 	respLn        net.Listener
 	respClusterLn net.Listener // nil without --resp-cluster
+	grpcLn        net.Listener // nil without --grpc
+	grpc          *rlsapi.Server
+	limits        atomic.Pointer[limitsState] // --limits in force
 	redisCluster  *redisCluster
 	rpcSrv        *rpc.Server
 	rpcClient     *rpc.Client
@@ -203,7 +207,7 @@ func (n *Node) listen(limits counter.Limits) error {
 		ReadHeaderTimeout: min(DefaultHTTPReadHeaderTimeout, n.cfg.HTTPReadTimeout),
 		WriteTimeout:      n.cfg.HTTPWriteTimeout, IdleTimeout: DefaultHTTPIdleTimeout,
 		MaxHeaderBytes: n.cfg.HTTPMaxHeaderBytes}
-	return nil
+	return n.listenGRPC()
 }
 
 func (n *Node) serve() {
@@ -226,6 +230,7 @@ func (n *Node) serve() {
 			n.cfg.Logger.Debug("resp server stopped", "err", err)
 		}
 	}()
+	n.serveGRPC()
 	if n.respClusterLn != nil {
 		n.serving.Add(1)
 		go func() {
@@ -247,7 +252,7 @@ func (n *Node) closeListeners() {
 	if n.httpLn != nil {
 		n.httpLn.Close()
 	}
-	for _, ln := range []net.Listener{n.respLn, n.respClusterLn, n.rpcLn} {
+	for _, ln := range []net.Listener{n.respLn, n.respClusterLn, n.rpcLn, n.grpcLn} {
 		if ln != nil {
 			ln.Close()
 		}
@@ -330,6 +335,9 @@ func (n *Node) stop(ctx context.Context) error {
 	// Client requests first: HTTP Shutdown waits for in-flight requests; the gate then
 	// refuses whatever still arrives on open RESP connections until they close.
 	err := n.httpSrv.Shutdown(ctx)
+	if n.grpc != nil {
+		n.grpc.Stop(ctx)
+	}
 	n.doer.close()
 	// RESP takes no new connections. Redis Cluster clients keep theirs until the drain
 	// is done: their ops are answered -TRYAGAIN while this node still owns their keys,

@@ -239,3 +239,19 @@ func untilReset(windowMs int64, buckets int, now time.Time) *durationpb.Duration
 
 // errNoConfig answers requests while no rules are loaded.
 var errNoConfig = fmt.Errorf("no rate limit configuration loaded")
+
+// Check reports the first rule of rules whose limits the counters cannot keep (a window
+// over counter.MaxWindowMs, or one its buckets do not divide evenly), naming its file
+// and line; defaultBuckets is Config.DefaultBuckets (0: counter.DefaultBuckets).
+func Check(rules *limits.Rules, defaultBuckets int) error {
+	s := &Server{cfg: Config{DefaultBuckets: defaultBuckets}.withDefaults()}
+	var first error
+	rules.Each(func(r *limits.Rule) {
+		for _, l := range r.Limits {
+			if err := counter.ValidateSpec(l.Window.Milliseconds(), s.bucketsOf(l)); err != nil && first == nil {
+				first = &limits.Error{File: r.File, Line: r.Line, Msg: fmt.Sprintf("rule %s: %v", r.Key, err)}
+			}
+		}
+	})
+	return first
+}

@@ -1,0 +1,169 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leapcount/leapcount/internal/connlimit"
+	"github.com/leapcount/leapcount/limits"
+	"github.com/leapcount/leapcount/rlsapi"
+)
+
+// The gRPC front end (--grpc): Envoy's rate limit service over the rules of --limits,
+// read again whenever its files change (limitsWatch).
+
+// limitsState is the rules in force and what they were read from.
+type limitsState struct {
+	rules       *limits.Rules
+	fingerprint [32]byte
+}
+
+// loadLimits reads --limits; a bad config is an error naming its file and line.
+func (n *Node) loadLimits() (*limitsState, error) {
+	fp, err := limitsFingerprint(n.cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	rules, _, err := limits.LoadPath(n.cfg.Limits, n.cfg.LimitsMerge)
+	if err != nil {
+		return nil, err
+	}
+	if err := rlsapi.Check(rules, 0); err != nil {
+		return nil, err
+	}
+	return &limitsState{rules: rules, fingerprint: fp}, nil
+}
+
+// limitsFingerprint hashes the names and contents of the config files at path (links
+// followed): an edit in place, a file replaced by a rename, or a linked directory
+// swapped (a Kubernetes ConfigMap) each change it.
+func limitsFingerprint(path string) ([32]byte, error) {
+	h := sha256.New()
+	names := []string{path}
+	if st, err := os.Stat(path); err != nil {
+		return [32]byte{}, err
+	} else if st.IsDir() {
+		matches, _ := filepath.Glob(filepath.Join(path, "*.y*ml"))
+		names = matches
+	}
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			continue // gone meanwhile: the next look sees the new set
+		}
+		io.WriteString(h, name+"\x00")
+		_, err = io.Copy(h, io.LimitReader(f, maxLimitsFile))
+		f.Close()
+		if err != nil {
+			return [32]byte{}, err
+		}
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// maxLimitsFile bounds what a config file is read for its fingerprint.
+const maxLimitsFile = 16 << 20
+
+// limitsPoll is how often --limits is looked at for changes.
+const limitsPoll = time.Second
+
+// watchLimits reloads --limits when its files change; a bad one is logged and counted,
+// and the rules in force stay.
+func (n *Node) watchLimits(reloads *prometheus.CounterVec) {
+	defer n.loops.Done()
+	t := time.NewTicker(limitsPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-t.C:
+		}
+		cur := n.limits.Load()
+		fp, err := limitsFingerprint(n.cfg.Limits)
+		if err == nil && fp == cur.fingerprint {
+			continue
+		}
+		next, err := n.loadLimits()
+		if err != nil {
+			reloads.WithLabelValues("error").Inc()
+			n.cfg.Logger.Error("rate limit config not reloaded: the rules in force stay", "path", n.cfg.Limits, "err", err)
+			n.limits.Store(&limitsState{rules: cur.rules, fingerprint: fp}) // not again until it changes
+			continue
+		}
+		n.limits.Store(next)
+		reloads.WithLabelValues("ok").Inc()
+		n.cfg.Logger.Info("rate limit config reloaded", "path", n.cfg.Limits, "domains", len(next.rules.Domains()))
+	}
+}
+
+// listenGRPC starts the gRPC front end when --grpc is set.
+func (n *Node) listenGRPC() error {
+	if n.cfg.GRPCAddr == "" {
+		return nil
+	}
+	if n.cfg.Limits != "" {
+		st, err := n.loadLimits()
+		if err != nil {
+			return &ConfigError{"limits", err.Error()}
+		}
+		n.limits.Store(st)
+	}
+	srv, err := rlsapi.New(rlsapi.Config{Doer: n.doer, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
+		ResponseHeaders: n.cfg.RLSHeaders, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.Ready, Registerer: n.reg, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	ln, err := n.cfg.Listen("tcp", n.cfg.GRPCAddr)
+	if err != nil {
+		return &ConfigError{"grpc", err.Error()}
+	}
+	n.grpcLn, n.grpc = connlimit.New(ln, n.cfg.MaxClients, ""), srv
+	return nil
+}
+
+// rules is the rules in force (nil: none loaded).
+func (n *Node) rules() *limits.Rules {
+	if st := n.limits.Load(); st != nil {
+		return st.rules
+	}
+	return nil
+}
+
+// serveGRPC runs the gRPC front end and the config's reloads.
+func (n *Node) serveGRPC() {
+	if n.grpc == nil {
+		return
+	}
+	n.serving.Add(1)
+	go func() {
+		defer n.serving.Done()
+		if err := n.grpc.Serve(n.grpcLn); err != nil && !errors.Is(err, context.Canceled) {
+			n.cfg.Logger.Debug("grpc server stopped", "err", err)
+		}
+	}()
+	if n.cfg.Limits != "" {
+		reloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leapcount_rls_config_reloads_total",
+			Help: "Reloads of --limits after its files changed, by result (ok, error: the rules in force stayed)."}, []string{"result"})
+		n.reg.MustRegister(reloads)
+		n.loops.Add(1)
+		go n.watchLimits(reloads)
+	}
+}
+
+// GRPCAddr is the address the gRPC front end listens on ("" without --grpc).
+func (n *Node) GRPCAddr() string {
+	if n.grpcLn == nil {
+		return ""
+	}
+	return n.grpcLn.Addr().String()
+}
