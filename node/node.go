@@ -25,8 +25,8 @@ import (
 	"github.com/leapcount/leapcount/owner"
 	"github.com/leapcount/leapcount/peerauth"
 	"github.com/leapcount/leapcount/respapi"
-	"github.com/leapcount/leapcount/rlsapi"
 	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rlsapi"
 	"github.com/leapcount/leapcount/route"
 	"github.com/leapcount/leapcount/rpc"
 )
