@@ -41,7 +41,7 @@ func (f *fixture) now() time.Time          { return time.UnixMilli(f.clock.Load(
 
 // start serves config (envoyproxy/ratelimit YAML) on a real socket with an in-process
 // store on the fixture's clock, and dials it with go-control-plane's generated client.
-func start(t *testing.T, config string, tune func(*Config)) *fixture {
+func start(t testing.TB, config string, tune func(*Config)) *fixture {
 	t.Helper()
 	file, err := limits.Parse("test.yaml", []byte(config))
 	if err != nil {

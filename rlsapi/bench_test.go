@@ -1,0 +1,52 @@
+package rlsapi
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+)
+
+// BenchmarkShouldRateLimit is one ShouldRateLimit call over a loopback socket, with 1
+// and 3 descriptors (distinct users, so every call counts in new counters as well as
+// old), decided by an in-process store: the front end's own cost, gRPC included.
+func BenchmarkShouldRateLimit(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("descriptors=%d", n), func(b *testing.B) {
+			f := start(b, `domain: bench
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1000000}
+  - key: path
+    rate_limit: {unit: second, requests_per_unit: 1000000}
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 1000000}
+`, nil)
+			keys := []string{"user", "path", "ip"}
+			reqs := make([]*rlspb.RateLimitRequest, 1024)
+			for i := range reqs {
+				req := &rlspb.RateLimitRequest{Domain: "bench"}
+				for j := 0; j < n; j++ {
+					req.Descriptors = append(req.Descriptors, &commonpb.RateLimitDescriptor{
+						Entries: []*commonpb.RateLimitDescriptor_Entry{{Key: keys[j], Value: fmt.Sprintf("v%d", i)}}})
+				}
+				reqs[i] = req
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if _, err := f.client.ShouldRateLimit(ctx, reqs[i%len(reqs)]); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+				}
+			})
+		})
+	}
+}
