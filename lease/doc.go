@@ -41,9 +41,6 @@
 // holds, and a change waits until a majority of the voters have held the set it starts
 // from for a grant's length: by then no lease granted under the set before that one
 // runs, and the two sets apart, whose majorities need not meet, are never both in use.
-// Only one node makes changes, the proposer (the first voter by name that has neither
-// left nor been dead for DeadVoterAfter); the others follow the sets it makes. Two nodes
-// each making a different change from one set would make two sets of one version.
 // A grantor refuses every grant to a node it does not count as a voter.
 //
 // The package is pure state: it does no I/O and never reads the clock; times are

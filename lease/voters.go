@@ -101,8 +101,8 @@ func (v *Voters) adopt(voters []string, version uint64, now int64) {
 // that leaves drops itself first); a member that a majority of the voters see alive
 // becomes one; a member dead for DeadVoterAfter that a majority of the voters (it
 // counted against) do not see alive stops being one. Each in step with the voters' own
-// sets (inStep, follow), so that the sets in use stay within one change of each other,
-// and only by the proposer; other nodes only follow.
+// sets (inStep, follow), so that the sets in use stay within one change of each other.
+// Changes come in name order, so nodes that see the same make the same.
 func (v *Voters) Update(view View, now int64) bool {
 	clear(v.members)
 	for _, n := range view.Alive {
@@ -114,10 +114,7 @@ func (v *Voters) Update(view View, now int64) bool {
 	if v.follow(now) {
 		return true
 	}
-	if v.proposer(view, now) != v.self {
-		return false
-	}
-	if len(v.set) > 1 && slices.Contains(view.Leaving, v.self) && v.inStep(v.self, false, now) {
+	if v.set[v.self] && len(v.set) > 1 && slices.Contains(view.Leaving, v.self) && v.inStep(v.self, false, now) {
 		// Leaving: this node says so in its reports (the set without it), which lets
 		// the others drop it in step even when it is one of two.
 		v.change(v.self, false, now)
@@ -155,23 +152,6 @@ func (v *Voters) Update(view View, now int64) bool {
 		}
 	}
 	return false
-}
-
-// proposer names the one voter that may change the set: the first by name that has not
-// left and has not been dead for DeadVoterAfter. Two nodes that each made a different
-// change from one set would make two sets of one version, whose majorities need not
-// meet; nodes that see the same members name the same proposer, and when one does not
-// see another that a majority sees dead for that long, the first cannot gather the
-// fresh reports a change needs (inStep).
-func (v *Voters) proposer(view View, now int64) string {
-	for _, n := range v.List() {
-		since, dead := view.DeadSince[n]
-		if slices.Contains(view.Left, n) || dead && now-since >= int64(v.cfg.DeadVoterAfter) {
-			continue
-		}
-		return n
-	}
-	return ""
 }
 
 // change adds (or, with add false, drops) name: the next version of the set.

@@ -229,31 +229,3 @@ func TestLeavingMemberIsNotAddedBack(t *testing.T) {
 		t.Fatalf("added c, which is leaving: %v", v.List())
 	}
 }
-
-// Only one voter changes the set, the first by name not left or dead for
-// DeadVoterAfter: two nodes that made different changes from one set (one saw a member
-// leave, the other a member join) would make two sets of one version, and in a set of
-// four a majority of one ([a b] of [a b c]) need not meet a majority of the other
-// ([c d e] of [a b c d e]).
-func TestOnlyTheProposerChangesTheVoters(t *testing.T) {
-	view := View{Alive: []string{"a", "b", "c", "d", "e"}, Leaving: []string{"d"}}
-	b := votersOf("b", "a", "b", "c", "d")
-	for _, r := range []string{"a", "c", "d"} {
-		b.Report(r, view.Alive, []string{"a", "b", "c", "d"}, 1, 0)
-	}
-	if b.Update(view, 0) {
-		t.Fatalf("b, not the proposer while a is alive, changed the voters to %v", b.List())
-	}
-	a := votersOf("a", "a", "b", "c", "d")
-	for _, r := range []string{"b", "c", "d"} {
-		a.Report(r, view.Alive, []string{"a", "b", "c", "d"}, 1, 0)
-	}
-	if !a.Update(view, 0) || a.Has("d") {
-		t.Fatalf("a, the proposer, did not drop the leaving d: %v", a.List())
-	}
-	// a left: b proposes, and drops it.
-	gone := View{Alive: []string{"b", "c", "d"}, Left: []string{"a"}}
-	if !b.Update(gone, 0) || b.Has("a") {
-		t.Fatalf("b did not drop a once a left: %v", b.List())
-	}
-}
