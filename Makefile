@@ -42,6 +42,17 @@ soak: tools
 tools:
 	./scripts/ensure-redis.sh
 
+# The side-by-side run against envoyproxy/ratelimit (package rlscompare): builds its
+# service from a checkout at RATELIMIT_SRC (git clone https://github.com/envoyproxy/ratelimit;
+# its Go modules come from the module proxy), then sends one request stream to it (with
+# its Redis) and to leapcount, comparing every answer.
+RATELIMIT_SRC ?=
+.PHONY: compare-ratelimit
+compare-ratelimit: tools
+	@test -n "$(RATELIMIT_SRC)" || { echo "set RATELIMIT_SRC to a checkout of envoyproxy/ratelimit"; exit 2; }
+	cd $(RATELIMIT_SRC) && GOFLAGS=-mod=mod $(GO) build -o $(CURDIR)/bin/ratelimit ./src/service_cmd
+	LEAPCOUNT_RATELIMIT_BIN=$(CURDIR)/bin/ratelimit $(GO) test -tags ratelimitcompare -count=1 -v ./rlscompare/
+
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/node
 

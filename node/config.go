@@ -46,6 +46,9 @@ type Config struct {
 	Limits      string // --limits: envoyproxy/ratelimit YAML, a file or a directory of them
 	LimitsMerge bool   // --limits-merge: a domain in several files merges (MERGE_DOMAIN_CONFIG)
 	RLSHeaders  bool   // --rls-headers: RateLimit-* response headers (LIMIT_RESPONSE_HEADERS_ENABLED)
+	// LimitsBuckets (--limits-buckets) is the buckets of a limit that names none (0:
+	// counter.DefaultBuckets); 1 makes every such window fixed, as envoyproxy/ratelimit's.
+	LimitsBuckets int
 
 	// The cluster plane (see README, Security, and package peerauth).
 	TLSCertFile string   // --tls-cert: this node's certificate (PEM), for mutual TLS between nodes
@@ -164,6 +167,9 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.GRPCAddr); err != nil {
 			return &ConfigError{"grpc", err.Error()}
 		}
+	}
+	if c.LimitsBuckets < 0 || c.LimitsBuckets > counter.MaxBuckets {
+		return &ConfigError{"limits-buckets", fmt.Sprintf("must be from 1 to %d (0: the default)", counter.MaxBuckets)}
 	}
 	if c.Limits != "" && c.GRPCAddr == "" {
 		return &ConfigError{"limits", "serves only the gRPC front end: set --grpc too"}

@@ -35,7 +35,7 @@ func (n *Node) loadLimits() (*limitsState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := rlsapi.Check(rules, 0); err != nil {
+	if err := rlsapi.Check(rules, n.cfg.LimitsBuckets); err != nil {
 		return nil, err
 	}
 	return &limitsState{rules: rules, fingerprint: fp}, nil
@@ -119,7 +119,7 @@ func (n *Node) listenGRPC() error {
 		n.limits.Store(st)
 	}
 	srv, err := rlsapi.New(rlsapi.Config{Doer: n.doer, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
-		ResponseHeaders: n.cfg.RLSHeaders, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.Ready, Registerer: n.reg, Logger: n.cfg.Logger})
+		ResponseHeaders: n.cfg.RLSHeaders, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.Ready, Registerer: n.reg, Logger: n.cfg.Logger})
 	if err != nil {
 		return err
 	}
