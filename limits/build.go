@@ -12,7 +12,7 @@ import (
 // set (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG): then their descriptors join, and a
 // key configured twice at one level is still an error.
 func Build(files []*File, merge bool) (*Rules, error) {
-	rs := &Rules{domains: map[string]*level{}}
+	rs := &Rules{domains: map[string]*level{}, consumeNoDeny: map[string]bool{}}
 	for _, f := range files {
 		top, ok := rs.domains[f.Domain]
 		switch {
@@ -21,6 +21,9 @@ func Build(files []*File, merge bool) (*Rules, error) {
 		case !ok:
 			top = &level{next: map[string]*level{}}
 			rs.domains[f.Domain] = top
+		}
+		if f.DeniedConsumesNothing {
+			rs.consumeNoDeny[f.Domain] = true
 		}
 		if err := top.add(f, f.Domain, f.Domain, f.Descriptors); err != nil {
 			return nil, err

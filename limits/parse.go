@@ -16,6 +16,9 @@ type File struct {
 	Name        string
 	Domain      string
 	Descriptors []Descriptor
+	// DeniedConsumesNothing (leapcount: denied_consumes_nothing) makes a request that
+	// one descriptor denies count in none of its others.
+	DeniedConsumesNothing bool
 }
 
 // Descriptor is one configured descriptor.
@@ -59,8 +62,10 @@ func Parse(name string, data []byte) (*File, error) {
 			return p.str(v, &f.Domain)
 		case "descriptors":
 			return p.descriptors(v, &f.Descriptors)
+		case "denied_consumes_nothing":
+			return p.boolean(v, &f.DeniedConsumesNothing)
 		}
-		return p.unknown(key, v, "domain, descriptors")
+		return p.unknown(key, v, "domain, descriptors, denied_consumes_nothing")
 	})
 	if err != nil {
 		return nil, err

@@ -36,8 +36,13 @@ type Entry struct{ Key, Value string }
 // Rules are the rules of every domain loaded. They never change: a reload builds new
 // Rules.
 type Rules struct {
-	domains map[string]*level
+	domains       map[string]*level
+	consumeNoDeny map[string]bool // domains whose denied requests count nothing
 }
+
+// DeniedConsumesNothing reports whether a request of domain that one descriptor denies
+// counts in none of its others (denied_consumes_nothing in any of its files).
+func (rs *Rules) DeniedConsumesNothing(domain string) bool { return rs.consumeNoDeny[domain] }
 
 // level is one level of a domain's descriptor tree.
 type level struct {

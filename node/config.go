@@ -46,6 +46,9 @@ type Config struct {
 	Limits      string // --limits: envoyproxy/ratelimit YAML, a file or a directory of them
 	LimitsMerge bool   // --limits-merge: a domain in several files merges (MERGE_DOMAIN_CONFIG)
 	RLSHeaders  bool   // --rls-headers: RateLimit-* response headers (LIMIT_RESPONSE_HEADERS_ENABLED)
+	// RLSDeniedConsumesNothing (--rls-denied-consumes-nothing): a request one descriptor
+	// denies counts in none of its others, in every domain.
+	RLSDeniedConsumesNothing bool
 	// LimitsBuckets (--limits-buckets) is the buckets of a limit that names none (0:
 	// counter.DefaultBuckets); 1 makes every such window fixed, as envoyproxy/ratelimit's.
 	LimitsBuckets int

@@ -63,6 +63,21 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits})
 		}
 	}
+	var results []counter.Result
+	var err error
+	if s.cfg.DeniedConsumesNothing || rules != nil && rules.DeniedConsumesNothing(req.Domain) {
+		results, err = s.countAllOrNothing(ctx, checks, ops)
+	} else {
+		results, err = s.do(ctx, ops)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.answer(req.Domain, checks, ops, results, now), nil
+}
+
+// do decides ops; an op not decided makes the call's error.
+func (s *Server) do(ctx context.Context, ops []counter.Op) ([]counter.Result, error) {
 	results := make([]counter.Result, len(ops))
 	if len(ops) > 0 {
 		s.cfg.Doer.Do(ctx, ops, results)
@@ -73,7 +88,7 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 			return nil, status.Errorf(undecidedCode(err), "rate limit not decided: %v", err)
 		}
 	}
-	return s.answer(req.Domain, checks, ops, results, now), nil
+	return results, nil
 }
 
 // undecidedCode is the gRPC code of an op that was not decided: bad input is the

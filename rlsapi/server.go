@@ -37,16 +37,20 @@ type Config struct {
 	// ResponseHeaders adds RateLimit-Limit, -Remaining and -Reset of the descriptor
 	// closest to its limit (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED).
 	ResponseHeaders bool
-	DefaultBuckets  int              // buckets of a limit that names none (default counter.DefaultBuckets)
-	MaxDescriptors  int              // per request (default 64)
-	MaxMessageBytes int              // a request's size cap (default 64 KiB)
-	MaxStreams      uint32           // concurrent calls per connection (default 128)
-	Timeout         time.Duration    // a call's longest decision, whatever its deadline (default 5s)
-	MaxKeyBytes     int              // the counters' key bound (default counter.DefaultMaxKeyBytes)
-	Ready           func() bool      // health: SERVING while it reports true (nil: always)
-	Now             func() time.Time // the wall clock of duration_until_reset (nil: time.Now)
-	Registerer      prometheus.Registerer
-	Logger          *slog.Logger
+	// DeniedConsumesNothing makes a request that one descriptor denies count in none of
+	// its others, in every domain (a domain's denied_consumes_nothing does it for that
+	// domain alone).
+	DeniedConsumesNothing bool
+	DefaultBuckets        int              // buckets of a limit that names none (default counter.DefaultBuckets)
+	MaxDescriptors        int              // per request (default 64)
+	MaxMessageBytes       int              // a request's size cap (default 64 KiB)
+	MaxStreams            uint32           // concurrent calls per connection (default 128)
+	Timeout               time.Duration    // a call's longest decision, whatever its deadline (default 5s)
+	MaxKeyBytes           int              // the counters' key bound (default counter.DefaultMaxKeyBytes)
+	Ready                 func() bool      // health: SERVING while it reports true (nil: always)
+	Now                   func() time.Time // the wall clock of duration_until_reset (nil: time.Now)
+	Registerer            prometheus.Registerer
+	Logger                *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

@@ -331,3 +331,40 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("health without a token: %v, %v; want SERVING", h, err)
 	}
 }
+
+// With denied_consumes_nothing a request that one descriptor denies counts in none of
+// its others (envoyproxy/ratelimit#1060); without it, as there, it counts in all.
+func TestDeniedRequestConsumesNothing(t *testing.T) {
+	const rules = `descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: ip
+    rate_limit: {unit: minute, requests_per_unit: 1}
+`
+	for _, c := range []struct {
+		name      string
+		config    string
+		global    bool
+		remaining uint32 // user's, after an allowed and a denied request and one more
+	}{
+		{"as envoyproxy/ratelimit", "domain: d\n" + rules, false, 0},
+		{"per domain", "domain: d\ndenied_consumes_nothing: true\n" + rules, false, 1},
+		{"global", "domain: d\n" + rules, true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := start(t, c.config, func(cfg *Config) { cfg.DeniedConsumesNothing = c.global })
+			both := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "a"), desc("ip", "x")}}
+			if r := f.ask(t, both); r.OverallCode != rlspb.RateLimitResponse_OK {
+				t.Fatalf("first: %v; want OK", r)
+			}
+			r := f.ask(t, both)
+			if r.OverallCode != rlspb.RateLimitResponse_OVER_LIMIT || r.Statuses[1].Code != rlspb.RateLimitResponse_OVER_LIMIT {
+				t.Fatalf("second: %v; want OVER_LIMIT by ip", r)
+			}
+			r = f.ask(t, &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "a")}})
+			if r.OverallCode != rlspb.RateLimitResponse_OK || r.Statuses[0].LimitRemaining != c.remaining {
+				t.Fatalf("user alone after the denied request: %v; want OK with %d remaining", r, c.remaining)
+			}
+		})
+	}
+}
