@@ -3,7 +3,7 @@
 GO ?= go
 BIN ?= bin/leapcount-node
 
-.PHONY: test build bench bench-short gobench fuzz tools clean chart
+.PHONY: test build bench bench-short bench-rls gobench fuzz tools clean chart
 
 # Installs redis-server if missing (the tests start their own, on free ports), then vets
 # and runs every test under the race detector.
@@ -67,6 +67,14 @@ bench: tools
 bench-short: tools
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
 	bin/bench -short -node bin/node
+
+# Envoy's rate limit service, ShouldRateLimit with 1 and 3 descriptors: envoyproxy/ratelimit
+# with its Redis (built from RATELIMIT_SRC when set) against leapcount on 1 and 3 nodes, same
+# machine, one load generator: requests a second and server CPU per request.
+bench-rls: tools
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/rlsbench ./cmd/node
+	@if [ -n "$(RATELIMIT_SRC)" ]; then cd $(RATELIMIT_SRC) && GOFLAGS=-mod=mod $(GO) build -o $(CURDIR)/bin/ratelimit ./src/service_cmd; fi
+	bin/rlsbench -node bin/node $(if $(RATELIMIT_SRC),-ratelimit bin/ratelimit)
 
 # Every Go benchmark (go test -bench).
 gobench:
