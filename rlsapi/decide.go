@@ -83,7 +83,13 @@ func (s *Server) do(ctx context.Context, ops []counter.Op) ([]counter.Result, er
 		s.cfg.Doer.Do(ctx, ops, results)
 	}
 	for i := range results {
-		if err := results[i].Err; err != nil {
+		err := results[i].Err
+		if err == nil {
+			// An allow answered by the router's fail policy (--fail-open) is not a
+			// decision: Envoy applies its own failure_mode_deny instead.
+			err = results[i].Undecided
+		}
+		if err != nil {
 			s.undecided.Add(1)
 			return nil, status.Errorf(undecidedCode(err), "rate limit not decided: %v", err)
 		}

@@ -24,6 +24,9 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/limits"
+	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/route"
+	"github.com/leapcount/leapcount/rpc"
 )
 
 // epoch is a wall-clock instant on a day's boundary: the tests' clocks start there.
@@ -366,5 +369,29 @@ func TestDeniedRequestConsumesNothing(t *testing.T) {
 				t.Fatalf("user alone after the denied request: %v; want OK with %d remaining", r, c.remaining)
 			}
 		})
+	}
+}
+
+// An allow the router answers by its fail policy (--fail-open) is no decision: with
+// denied_consumes_nothing, whose counting uses allows, the call is UNAVAILABLE, not a
+// made-up OK (the router, over a store with room for one counter, cannot admit a
+// second).
+func TestFailPolicyAnswerIsNotADecision(t *testing.T) {
+	f := start(t, "domain: d\ndenied_consumes_nothing: true\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5}\n", func(c *Config) {
+		local := &counter.Local{Store: leaparray.NewStore(leaparray.WithBounds(leaparray.Bounds{MaxUnits: 1})), Now: func() int64 { return epoch.UnixMilli() }}
+		r := route.New("n0", local, rpc.NewClient(rpc.Config{}), counter.Limits{})
+		r.SetRing(ring.New([]ring.Member{{Name: "n0", RPCAddr: "127.0.0.1:1"}}, ring.Config{}))
+		r.FailOpen = true
+		c.Doer = r
+	})
+	ask := func(v string) codes.Code {
+		_, err := f.client.ShouldRateLimit(context.Background(), &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("k", v)}})
+		return status.Code(err)
+	}
+	if c := ask("1"); c != codes.OK {
+		t.Fatalf("the first counter: %v; want OK", c)
+	}
+	if c := ask("2"); c != codes.Unavailable {
+		t.Fatalf("a counter the store has no room for, fail-open: %v; want Unavailable", c)
 	}
 }
