@@ -21,10 +21,11 @@ import (
 
 // check is one descriptor of a request on its way to an answer.
 type check struct {
-	rule   *limits.Rule
-	shared []string
-	hits   int64
-	ops    int // index of its first op; it has len(rule.Limits)
+	entries []limits.Entry
+	rule    *limits.Rule
+	shared  []string
+	hits    int64
+	ops     int // index of its first op; it has len(rule.Limits)
 }
 
 // decide answers req from rules, counting with doer at now (wall clock).
@@ -37,7 +38,8 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 	for i, d := range req.Descriptors {
 		c := &checks[i]
 		c.hits = hitsOf(req, d)
-		c.rule, c.shared = s.ruleOf(req.Domain, d, rules)
+		c.entries = entriesOf(d)
+		c.rule, c.shared = s.ruleOf(req.Domain, c.entries, d.Limit, rules)
 		if c.rule != nil {
 			for _, name := range c.rule.Replaces {
 				replaced[name] = true
@@ -57,9 +59,8 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 			continue
 		}
 		c.ops = len(ops)
-		entries := entriesOf(req.Descriptors[i])
 		for j, l := range c.rule.Limits {
-			ops = append(ops, counter.Op{Kind: counter.Incr, Key: CounterKey(req.Domain, entries, c.shared, j, s.maxKey()),
+			ops = append(ops, counter.Op{Kind: counter.Incr, Key: CounterKey(req.Domain, c.entries, c.shared, j, s.maxKey()),
 				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits})
 		}
 	}
@@ -143,15 +144,15 @@ func hitsOf(req *rlspb.RateLimitRequest, d *commonpb.RateLimitDescriptor) int64 
 
 // ruleOf is the rule of descriptor d: its limit override, as envoyproxy/ratelimit takes
 // it (no shadow mode, no name), else the configured rule it matches (nil: none).
-func (s *Server) ruleOf(domain string, d *commonpb.RateLimitDescriptor, rules *limits.Rules) (*limits.Rule, []string) {
-	if o := d.Limit; o != nil {
+func (s *Server) ruleOf(domain string, entries []limits.Entry, o *commonpb.RateLimitDescriptor_RateLimitOverride, rules *limits.Rules) (*limits.Rule, []string) {
+	if o != nil {
 		u := limits.Unit(o.Unit)
 		return &limits.Rule{Limits: []limits.Limit{{RequestsPerUnit: o.RequestsPerUnit, Unit: u, Window: u.Duration()}}}, nil
 	}
 	if rules == nil {
 		return nil, nil
 	}
-	return rules.Lookup(domain, entriesOf(d))
+	return rules.Lookup(domain, entries)
 }
 
 func entriesOf(d *commonpb.RateLimitDescriptor) []limits.Entry {
@@ -194,7 +195,7 @@ func (s *Server) answer(domain string, checks []check, ops []counter.Op, results
 			continue
 		}
 		s.statusOf(st, c, ops, results, now)
-		s.metrics.note(domain, c.rule, st, c.hits)
+		s.metrics.note(domain, c.rule, c.entries, st, c.hits)
 		if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && c.rule.ShadowMode {
 			st.Code = rlspb.RateLimitResponse_OK
 		}

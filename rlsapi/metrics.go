@@ -3,6 +3,8 @@ package rlsapi
 import (
 	"context"
 	"net/netip"
+	"strings"
+	"sync"
 
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,12 +14,20 @@ import (
 	"github.com/leapcount/leapcount/limits"
 )
 
-// metrics are envoyproxy/ratelimit's per-rule stats, labelled by domain and rule (the
-// rule's configured key: bounded by the config, never by request values; a limit
-// override from Envoy counts as rule "override").
+// metrics are envoyproxy/ratelimit's per-rule stats, labelled by domain and rule: the
+// rule's configured key, bounded by the config. A rule with detailed_metric is labelled
+// by the request's own keys and values instead, as envoyproxy/ratelimit names it, for
+// the first maxDetailed such labels; later ones count under the configured key. A limit
+// override from Envoy counts as domain "*", rule "override": its domain is the client's.
 type metrics struct {
 	hits *prometheus.CounterVec
+
+	mu       sync.Mutex
+	detailed map[string]bool // detailed labels in use
 }
+
+// maxDetailed bounds the detailed_metric labels of a node.
+const maxDetailed = 1000
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{hits: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -32,12 +42,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// note counts one descriptor's hits under its rule (overrides have no configured rule
-// and are counted under "override").
-func (m *metrics) note(domain string, r *limits.Rule, st *rlspb.RateLimitResponse_DescriptorStatus, hits int64) {
+// note counts one descriptor's hits under its rule.
+func (m *metrics) note(domain string, r *limits.Rule, entries []limits.Entry, st *rlspb.RateLimitResponse_DescriptorStatus, hits int64) {
 	key := r.Key
-	if key == "" {
-		key = "override"
+	switch {
+	case key == "":
+		domain, key = "*", "override"
+	case r.DetailedMetric:
+		key = m.detailedKey(domain, entries, key)
 	}
 	h := float64(hits)
 	count := func(result string) { m.hits.WithLabelValues(domain, key, result).Add(h) }
@@ -63,4 +75,30 @@ func peerSource(ctx context.Context) netip.Addr {
 		return authlimit.Source(p.Addr)
 	}
 	return netip.Addr{}
+}
+
+// detailedKey is envoyproxy/ratelimit's detailed stats name of a request's descriptor
+// (domain.key_value.key_value...), or fallback once maxDetailed names are in use.
+func (m *metrics) detailedKey(domain string, entries []limits.Entry, fallback string) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	for _, e := range entries {
+		b.WriteByte('.')
+		b.WriteString(e.Key)
+		b.WriteByte('_')
+		b.WriteString(e.Value)
+	}
+	k := b.String()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.detailed == nil {
+		m.detailed = map[string]bool{}
+	}
+	if !m.detailed[k] {
+		if len(m.detailed) >= maxDetailed {
+			return fallback
+		}
+		m.detailed[k] = true
+	}
+	return k
 }

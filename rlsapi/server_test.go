@@ -12,6 +12,7 @@ import (
 
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -393,5 +394,47 @@ func TestFailPolicyAnswerIsNotADecision(t *testing.T) {
 	}
 	if c := ask("2"); c != codes.Unavailable {
 		t.Fatalf("a counter the store has no room for, fail-open: %v; want Unavailable", c)
+	}
+}
+
+// Hits are counted per rule under its configured key (never a request's value), under
+// the request's own keys and values for a detailed_metric rule (the first maxDetailed
+// of them), and under domain "*", rule "override" for a limit override (its domain is
+// the client's).
+func TestHitsAreCountedPerRuleWithBoundedLabels(t *testing.T) {
+	f := start(t, `domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: path
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`, nil)
+	ask := func(ds ...*commonpb.RateLimitDescriptor) {
+		f.ask(t, &rlspb.RateLimitRequest{Domain: "d", Descriptors: ds})
+	}
+	ask(desc("user", "a"))
+	ask(desc("user", "b"))
+	ask(desc("user", "b"))
+	ask(desc("path", "/x"))
+	over := &commonpb.RateLimitDescriptor{Entries: desc("any", "v").Entries, Limit: &commonpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: 2}}
+	f.ask(t, &rlspb.RateLimitRequest{Domain: "client-chosen", Descriptors: []*commonpb.RateLimitDescriptor{over}})
+	hits := f.srv.metrics.hits
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"d", "d.user", "total"}, 3},
+		{[]string{"d", "d.user", "over_limit"}, 1},
+		{[]string{"d", "d.user", "within_limit"}, 2},
+		{[]string{"d", "d.path_/x", "total"}, 1},
+		{[]string{"*", "override", "total"}, 1},
+	} {
+		if got := testutil.ToFloat64(hits.WithLabelValues(c.labels...)); got != c.want {
+			t.Errorf("hits %v = %v; want %v", c.labels, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(hits); n != 8 {
+		t.Errorf("%d label sets; want 8 (d.user, d.path_/x and the override, each total and within_limit, and d.user over_limit: no request value but the detailed rule's, no client domain)", n)
 	}
 }
