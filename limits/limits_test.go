@@ -271,3 +271,21 @@ func TestShareThresholdNamesThePatternCountedAs(t *testing.T) {
 		t.Fatalf("route: shared %q; want api/* first", shared)
 	}
 }
+
+// The example README points to loads, and answers as its comments say.
+func TestTheExampleConfigLoads(t *testing.T) {
+	rs, _, err := LoadPath(filepath.Join("..", "examples", "ratelimit.yaml"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := rs.Lookup("edge", []Entry{{"path", "/api/login"}})
+	if r == nil || len(r.Limits) != 2 || r.Limits[1].Window != 90*time.Second {
+		t.Fatalf("/api/login: %+v; want a burst and a 90 s limit", r)
+	}
+	if r, _ := rs.Lookup("edge", []Entry{{"path", "/api/orders"}}); r == nil || r.Limits[0].Buckets != 1 {
+		t.Fatalf("/api/orders: %+v; want the fixed 1000 a minute", r)
+	}
+	if r, _ := rs.Lookup("edge", []Entry{{"path", "/healthz"}}); r == nil || !r.Unlimited {
+		t.Fatalf("/healthz: %+v; want unlimited", r)
+	}
+}

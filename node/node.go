@@ -155,7 +155,7 @@ func Start(cfg Config) (*Node, error) {
 	go n.sweepLoop()
 	go func() { defer n.loops.Done(); n.owner.Run() }()
 	cfg.Logger.Info("node serving", "name", cfg.Name, "http", n.HTTPAddr(), "resp", n.RESPAddr(), "resp_cluster", n.RESPClusterAddr(),
-		"rpc", n.rpcLn.Addr().String(), "gossip", n.cluster.LocalAddr())
+		"rpc", n.rpcLn.Addr().String(), "gossip", n.cluster.LocalAddr(), "grpc", n.GRPCAddr())
 	return n, nil
 }
 
