@@ -43,14 +43,15 @@ tools:
 	./scripts/ensure-redis.sh
 
 # The side-by-side run against envoyproxy/ratelimit (package rlscompare): builds its
-# service from a checkout at RATELIMIT_SRC (git clone https://github.com/envoyproxy/ratelimit;
-# its Go modules come from the module proxy), then sends one request stream to it (with
-# its Redis) and to leapcount, comparing every answer.
+# service (scripts/ensure-ratelimit.sh: the pinned module from the Go module proxy, or a
+# checkout at RATELIMIT_SRC), then sends one request stream to it (with its Redis) and to
+# leapcount, comparing every answer.
 RATELIMIT_SRC ?=
-.PHONY: compare-ratelimit
-compare-ratelimit: tools
-	@test -n "$(RATELIMIT_SRC)" || { echo "set RATELIMIT_SRC to a checkout of envoyproxy/ratelimit"; exit 2; }
-	cd $(RATELIMIT_SRC) && GOFLAGS=-mod=mod $(GO) build -o $(CURDIR)/bin/ratelimit ./src/service_cmd
+.PHONY: compare-ratelimit ratelimit
+ratelimit:
+	GO=$(GO) RATELIMIT_SRC=$(RATELIMIT_SRC) ./scripts/ensure-ratelimit.sh bin/ratelimit
+
+compare-ratelimit: tools ratelimit
 	LEAPCOUNT_RATELIMIT_BIN=$(CURDIR)/bin/ratelimit $(GO) test -tags ratelimitcompare -count=1 -v ./rlscompare/
 
 build:
@@ -60,9 +61,9 @@ build:
 # them with one load generator and writes BENCHMARKS.md (about 7 minutes here). bench-short
 # checks the whole harness in under two minutes; its report goes to $TMPDIR, not the tree.
 # One go build for both binaries: their shared packages compile once, in parallel.
-bench: tools
+bench: tools ratelimit
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
-	bin/bench -node bin/node
+	bin/bench -node bin/node -ratelimit bin/ratelimit
 
 bench-short: tools
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
@@ -71,10 +72,9 @@ bench-short: tools
 # Envoy's rate limit service, ShouldRateLimit with 1 and 3 descriptors: envoyproxy/ratelimit
 # with its Redis (built from RATELIMIT_SRC when set) against leapcount on 1 and 3 nodes, same
 # machine, one load generator: requests a second and server CPU per request.
-bench-rls: tools
+bench-rls: tools ratelimit
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/rlsbench ./cmd/node
-	@if [ -n "$(RATELIMIT_SRC)" ]; then cd $(RATELIMIT_SRC) && GOFLAGS=-mod=mod $(GO) build -o $(CURDIR)/bin/ratelimit ./src/service_cmd; fi
-	bin/rlsbench -node bin/node $(if $(RATELIMIT_SRC),-ratelimit bin/ratelimit)
+	bin/rlsbench -node bin/node -ratelimit bin/ratelimit
 
 # Every Go benchmark (go test -bench).
 gobench:

@@ -25,33 +25,35 @@ func Build(files []*File, merge bool) (*Rules, error) {
 		if f.DeniedConsumesNothing {
 			rs.consumeNoDeny[f.Domain] = true
 		}
-		if err := top.add(f, f.Domain, f.Domain, f.Descriptors); err != nil {
+		if err := top.add(f, f.Domain, f.Domain, f.Descriptors, false); err != nil {
 			return nil, err
 		}
 	}
 	return rs, nil
 }
 
-func (lv *level) add(f *File, domain, parent string, ds []Descriptor) error {
+// add adds ds below lv; valueToMetric is whether a level above has value_to_metric.
+func (lv *level) add(f *File, domain, parent string, ds []Descriptor, valueToMetric bool) error {
 	for _, d := range ds {
 		key := compositeKey(d.Key, d.Value)
 		full := parent + "." + key
 		if _, dup := lv.next[key]; dup {
 			return &Error{File: f.Name, Line: d.Line, Msg: fmt.Sprintf("duplicate descriptor composite key '%s'", full)}
 		}
-		next := &level{next: map[string]*level{}}
+		next := &level{next: map[string]*level{}, valueToMetric: d.ValueToMetric}
 		if d.ShareThreshold {
 			next.shared = d.Value
 		}
 		if d.Rule != nil {
 			r := *d.Rule
 			r.Key, r.Domain = full, domain
+			r.ValueToMetric = valueToMetric || d.ValueToMetric
 			next.rule = &r
 		}
 		if strings.Contains(key, "*") {
 			lv.wildcards = append(lv.wildcards, wildcard{key: key, parts: strings.Split(key, "*")})
 		}
-		if err := next.add(f, domain, full, d.Descriptors); err != nil {
+		if err := next.add(f, domain, full, d.Descriptors, valueToMetric || d.ValueToMetric); err != nil {
 			return err
 		}
 		lv.next[key] = next

@@ -289,3 +289,79 @@ func TestTheExampleConfigLoads(t *testing.T) {
 		t.Fatalf("/healthz: %+v; want unlimited", r)
 	}
 }
+
+// value_to_metric names a rule's stats as envoyproxy/ratelimit's tests expect
+// (test/config/config_test.go, TestValueToMetric_*): the request's value where a level
+// with the flag matched by key alone or by wildcard, the configured value elsewhere.
+func TestMetricKeyNamesValuesAsRatelimitDoes(t *testing.T) {
+	f, err := Parse("v2m.yaml", []byte(`domain: domain
+descriptors:
+  - key: route
+    value_to_metric: true
+    descriptors:
+      - key: http_method
+        value_to_metric: true
+        descriptors:
+          - key: subject_id
+            rate_limit: {unit: minute, requests_per_unit: 60}
+  - key: user
+    value_to_metric: true
+    descriptors:
+      - key: action
+        value: read*
+        value_to_metric: true
+        descriptors:
+          - key: resource
+            rate_limit: {unit: minute, requests_per_unit: 100}
+  - key: api
+    descriptors:
+      - key: method
+        value: GET
+        rate_limit: {unit: minute, requests_per_unit: 1}
+      - key: path
+        value: /v1/*
+        rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: mixed
+    value_to_metric: true
+    descriptors:
+      - key: http_method
+        value: GET
+        descriptors:
+          - key: subject_id
+            rate_limit: {unit: minute, requests_per_unit: 60}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Build([]*File{f}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		entries []Entry
+		want    string
+	}{
+		{[]Entry{{"route", "draw"}, {"http_method", "GET"}, {"subject_id", "123"}}, "domain.route_draw.http_method_GET.subject_id"},
+		{[]Entry{{"user", "alice"}, {"action", "readfile"}, {"resource", "documents"}}, "domain.user_alice.action_readfile.resource"},
+		{[]Entry{{"mixed", "api"}, {"http_method", "GET"}, {"subject_id", "u1"}}, "domain.mixed_api.http_method_GET.subject_id"},
+	} {
+		r, _ := rs.Lookup("domain", c.entries)
+		if r == nil || !r.ValueToMetric {
+			t.Fatalf("%v: rule %+v; want one with ValueToMetric", c.entries, r)
+		}
+		if got := rs.MetricKey("domain", c.entries); got != c.want {
+			t.Errorf("MetricKey(%v) = %q, want %q", c.entries, got, c.want)
+		}
+	}
+	// Without the flag on its path a rule keeps its configured name, which MetricKey
+	// gives too.
+	for _, es := range [][]Entry{{{"api", "x"}, {"method", "GET"}}, {{"api", "x"}, {"path", "/v1/users"}}} {
+		r, _ := rs.Lookup("domain", es)
+		if r == nil || r.ValueToMetric {
+			t.Fatalf("%v: rule %+v; want one without ValueToMetric", es, r)
+		}
+		if got := rs.MetricKey("domain", es); got != r.Key {
+			t.Errorf("MetricKey(%v) = %q, want the rule's key %q", es, got, r.Key)
+		}
+	}
+}

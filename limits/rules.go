@@ -25,6 +25,7 @@ type Rule struct {
 	ShadowMode     bool
 	QuotaMode      bool
 	DetailedMetric bool
+	ValueToMetric  bool // a level on its path has value_to_metric: its stats are named by MetricKey
 	Replaces       []string
 	File           string // where it was configured
 	Line           int
@@ -50,6 +51,9 @@ type level struct {
 	wildcards []wildcard        // values with '*', in the file's order
 	rule      *Rule
 	shared    string // share_threshold: the wildcard value every value it matches counts as
+	// valueToMetric: stats name this level by the request's value when it matched by
+	// wildcard or by key alone (value_to_metric).
+	valueToMetric bool
 }
 
 type wildcard struct {
@@ -83,23 +87,12 @@ func (rs *Rules) Lookup(domain string, entries []Entry) (rule *Rule, shared []st
 		return nil, nil
 	}
 	for i, e := range entries {
-		next := cur.next[e.Key+"_"+e.Value]
-		if next == nil {
-			for _, w := range cur.wildcards {
-				if matchWildcard(w.parts, e.Key+"_"+e.Value) {
-					next = cur.next[w.key]
-					break
-				}
+		next, wild := cur.step(e)
+		if wild != "" && next.shared != "" {
+			if shared == nil {
+				shared = make([]string, len(entries))
 			}
-			if next != nil && next.shared != "" {
-				if shared == nil {
-					shared = make([]string, len(entries))
-				}
-				shared[i] = next.shared
-			}
-		}
-		if next == nil {
-			next = cur.next[e.Key]
+			shared[i] = next.shared
 		}
 		if next == nil {
 			return nil, nil
@@ -116,6 +109,60 @@ func (rs *Rules) Lookup(domain string, entries []Entry) (rule *Rule, shared []st
 		return nil, nil
 	}
 	return rule, shared
+}
+
+// step is the level an entry leads to from lv: its key and value, else the first
+// wildcard value that matches (wild: that "key_value" as configured), else its key
+// alone; nil when none does.
+func (lv *level) step(e Entry) (next *level, wild string) {
+	kv := e.Key + "_" + e.Value
+	if next = lv.next[kv]; next != nil {
+		return next, ""
+	}
+	for _, w := range lv.wildcards {
+		if matchWildcard(w.parts, kv) {
+			return lv.next[w.key], w.key
+		}
+	}
+	return lv.next[e.Key], ""
+}
+
+// MetricKey is the stats name of a request's descriptor whose rule has ValueToMetric,
+// as envoyproxy/ratelimit names it: at each level the value configured, or, where that
+// level has value_to_metric and matched by wildcard or by key alone, the request's
+// own value (share_threshold keeps its pattern).
+func (rs *Rules) MetricKey(domain string, entries []Entry) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	cur := rs.domains[domain]
+	for _, e := range entries {
+		b.WriteByte('.')
+		b.WriteString(e.Key)
+		var next *level
+		var wild string
+		if cur != nil {
+			next, wild = cur.step(e)
+		}
+		if next == nil {
+			cur = nil
+			continue
+		}
+		value := ""
+		switch {
+		case wild != "" && next.shared != "":
+			value = next.shared
+		case wild != "" && !next.valueToMetric:
+			value = strings.TrimPrefix(wild, e.Key+"_")
+		case wild != "" || next.valueToMetric || next == cur.next[e.Key+"_"+e.Value]:
+			value = e.Value
+		}
+		if value != "" {
+			b.WriteByte('_')
+			b.WriteString(value)
+		}
+		cur = next
+	}
+	return b.String()
 }
 
 // Each calls f for every rule, in no particular order.

@@ -7,6 +7,8 @@ import (
 
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/leapcount/leapcount/internal/rlsbench"
 )
 
 // BenchmarkShouldRateLimit is one ShouldRateLimit call over a loopback socket, with 1
@@ -15,15 +17,7 @@ import (
 func BenchmarkShouldRateLimit(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("descriptors=%d", n), func(b *testing.B) {
-			f := start(b, `domain: bench
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 1000000}
-  - key: path
-    rate_limit: {unit: second, requests_per_unit: 1000000}
-  - key: ip
-    rate_limit: {unit: hour, requests_per_unit: 1000000}
-`, nil)
+			f := start(b, rlsbench.Config, nil) // limits never reached
 			keys := []string{"user", "path", "ip"}
 			reqs := make([]*rlspb.RateLimitRequest, 1024)
 			for i := range reqs {

@@ -25,7 +25,8 @@ type check struct {
 	rule    *limits.Rule
 	shared  []string
 	hits    int64
-	ops     int // index of its first op; it has len(rule.Limits)
+	ops     int    // index of its first op; it has len(rule.Limits)
+	metric  string // value_to_metric's stats name (rule.ValueToMetric), else ""
 }
 
 // decide answers req from rules, counting with doer at now (wall clock).
@@ -40,6 +41,9 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 		c.hits = hitsOf(req, d)
 		c.entries = entriesOf(d)
 		c.rule, c.shared = s.ruleOf(req.Domain, c.entries, d.Limit, rules)
+		if c.rule != nil && c.rule.ValueToMetric && !c.rule.DetailedMetric {
+			c.metric = rules.MetricKey(req.Domain, c.entries)
+		}
 		if c.rule != nil {
 			for _, name := range c.rule.Replaces {
 				replaced[name] = true
@@ -195,7 +199,7 @@ func (s *Server) answer(domain string, checks []check, ops []counter.Op, results
 			continue
 		}
 		s.statusOf(st, c, ops, results, now)
-		s.metrics.note(domain, c.rule, c.entries, st, c.hits)
+		s.metrics.note(domain, &checks[i], st)
 		if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && c.rule.ShadowMode {
 			st.Code = rlspb.RateLimitResponse_OK
 		}

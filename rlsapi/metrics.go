@@ -16,17 +16,18 @@ import (
 
 // metrics are envoyproxy/ratelimit's per-rule stats, labelled by domain and rule: the
 // rule's configured key, bounded by the config. A rule with detailed_metric is labelled
-// by the request's own keys and values instead, as envoyproxy/ratelimit names it, for
-// the first maxDetailed such labels; later ones count under the configured key. A limit
+// by the request's own keys and values instead, and one under value_to_metric by the
+// values its flags name (limits.Rules.MetricKey), as envoyproxy/ratelimit names them,
+// for the first maxDetailed such labels; later ones count under the configured key. A limit
 // override from Envoy counts as domain "*", rule "override": its domain is the client's.
 type metrics struct {
 	hits *prometheus.CounterVec
 
 	mu       sync.Mutex
-	detailed map[string]bool // detailed labels in use
+	detailed map[string]bool // labels from requests' values in use
 }
 
-// maxDetailed bounds the detailed_metric labels of a node.
+// maxDetailed bounds the labels from requests' values of a node.
 const maxDetailed = 1000
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,15 +44,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 // note counts one descriptor's hits under its rule.
-func (m *metrics) note(domain string, r *limits.Rule, entries []limits.Entry, st *rlspb.RateLimitResponse_DescriptorStatus, hits int64) {
+func (m *metrics) note(domain string, c *check, st *rlspb.RateLimitResponse_DescriptorStatus) {
+	r := c.rule
 	key := r.Key
 	switch {
 	case key == "":
 		domain, key = "*", "override"
 	case r.DetailedMetric:
-		key = m.detailedKey(domain, entries, key)
+		key = m.capped(detailedKey(domain, c.entries), key)
+	case c.metric != "":
+		key = m.capped(c.metric, key)
 	}
-	h := float64(hits)
+	h := float64(c.hits)
 	count := func(result string) { m.hits.WithLabelValues(domain, key, result).Add(h) }
 	count("total")
 	limit := uint64(st.CurrentLimit.GetRequestsPerUnit())
@@ -78,8 +82,8 @@ func peerSource(ctx context.Context) netip.Addr {
 }
 
 // detailedKey is envoyproxy/ratelimit's detailed stats name of a request's descriptor
-// (domain.key_value.key_value...), or fallback once maxDetailed names are in use.
-func (m *metrics) detailedKey(domain string, entries []limits.Entry, fallback string) string {
+// (domain.key_value.key_value...).
+func detailedKey(domain string, entries []limits.Entry) string {
 	var b strings.Builder
 	b.WriteString(domain)
 	for _, e := range entries {
@@ -88,7 +92,11 @@ func (m *metrics) detailedKey(domain string, entries []limits.Entry, fallback st
 		b.WriteByte('_')
 		b.WriteString(e.Value)
 	}
-	k := b.String()
+	return b.String()
+}
+
+// capped is label k, or fallback once maxDetailed labels from values are in use.
+func (m *metrics) capped(k, fallback string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.detailed == nil {

@@ -45,6 +45,7 @@ type Config struct {
 	MaxDescriptors        int              // per request (default 64)
 	MaxMessageBytes       int              // a request's size cap (default 64 KiB)
 	MaxStreams            uint32           // concurrent calls per connection (default 128)
+	StreamWorkers         uint32           // goroutines kept to serve calls (default 64; see New)
 	Timeout               time.Duration    // a call's longest decision, whatever its deadline (default 5s)
 	MaxKeyBytes           int              // the counters' key bound (default counter.DefaultMaxKeyBytes)
 	Ready                 func() bool      // health: SERVING while it reports true (nil: always)
@@ -65,6 +66,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxStreams == 0 {
 		c.MaxStreams = 128
+	}
+	if c.StreamWorkers == 0 {
+		c.StreamWorkers = 64
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 5 * time.Second
@@ -114,6 +118,9 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.UnaryInterceptor(s.authorize),
+		// A call on a fresh goroutine grows its stack by copying, several times; kept
+		// workers keep their grown stacks (BenchmarkShouldRateLimit, make bench-rls).
+		grpc.NumStreamWorkers(cfg.StreamWorkers),
 	)
 	rlspb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)

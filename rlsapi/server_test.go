@@ -399,8 +399,8 @@ func TestFailPolicyAnswerIsNotADecision(t *testing.T) {
 
 // Hits are counted per rule under its configured key (never a request's value), under
 // the request's own keys and values for a detailed_metric rule (the first maxDetailed
-// of them), and under domain "*", rule "override" for a limit override (its domain is
-// the client's).
+// of them), under the values its flags name for a value_to_metric rule, and under
+// domain "*", rule "override" for a limit override (its domain is the client's).
 func TestHitsAreCountedPerRuleWithBoundedLabels(t *testing.T) {
 	f := start(t, `domain: d
 descriptors:
@@ -409,6 +409,11 @@ descriptors:
   - key: path
     detailed_metric: true
     rate_limit: {unit: minute, requests_per_unit: 100}
+  - key: route
+    value_to_metric: true
+    descriptors:
+      - key: method
+        rate_limit: {unit: minute, requests_per_unit: 100}
 `, nil)
 	ask := func(ds ...*commonpb.RateLimitDescriptor) {
 		f.ask(t, &rlspb.RateLimitRequest{Domain: "d", Descriptors: ds})
@@ -417,6 +422,7 @@ descriptors:
 	ask(desc("user", "b"))
 	ask(desc("user", "b"))
 	ask(desc("path", "/x"))
+	ask(&commonpb.RateLimitDescriptor{Entries: []*commonpb.RateLimitDescriptor_Entry{{Key: "route", Value: "api"}, {Key: "method", Value: "GET"}}})
 	over := &commonpb.RateLimitDescriptor{Entries: desc("any", "v").Entries, Limit: &commonpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: 2}}
 	f.ask(t, &rlspb.RateLimitRequest{Domain: "client-chosen", Descriptors: []*commonpb.RateLimitDescriptor{over}})
 	hits := f.srv.metrics.hits
@@ -428,13 +434,14 @@ descriptors:
 		{[]string{"d", "d.user", "over_limit"}, 1},
 		{[]string{"d", "d.user", "within_limit"}, 2},
 		{[]string{"d", "d.path_/x", "total"}, 1},
+		{[]string{"d", "d.route_api.method", "total"}, 1},
 		{[]string{"*", "override", "total"}, 1},
 	} {
 		if got := testutil.ToFloat64(hits.WithLabelValues(c.labels...)); got != c.want {
 			t.Errorf("hits %v = %v; want %v", c.labels, got, c.want)
 		}
 	}
-	if n := testutil.CollectAndCount(hits); n != 8 {
-		t.Errorf("%d label sets; want 8 (d.user, d.path_/x and the override, each total and within_limit, and d.user over_limit: no request value but the detailed rule's, no client domain)", n)
+	if n := testutil.CollectAndCount(hits); n != 10 {
+		t.Errorf("%d label sets; want 10 (d.user, d.path_/x, d.route_api.method and the override, each total and within_limit, and d.user over_limit: no request value but the detailed rule's, no client domain)", n)
 	}
 }

@@ -29,6 +29,7 @@ func main() {
 	rounds := flag.Int("rounds", 0, "rounds of each group (0: the mode's default)")
 	duration := flag.Duration("duration", 0, "measured window of each measurement (0: the mode's default)")
 	nodeBin := flag.String("node", "", "the node binary to run (default: build ./cmd/node into a temporary directory)")
+	rlBin := flag.String("ratelimit", "", "envoyproxy/ratelimit's service binary, the baseline of ShouldRateLimit's rows (make bench builds it)")
 	flag.Parse()
 
 	if *out == "" {
@@ -40,6 +41,7 @@ func main() {
 	o := benchharness.Defaults(*short)
 	o.Log = os.Stderr
 	o.NodeBin = *nodeBin
+	o.RatelimitBin = *rlBin
 	if *skip != "" {
 		o.Skip = strings.Split(*skip, ",")
 	}

@@ -19,9 +19,12 @@ type Options struct {
 	Duration time.Duration // per measurement: the window
 	Conns    int           // connections of the load generator
 	Seed     uint64        // key draws
-	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "memory"
+	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "memory", "rls"
 	NodeBin  string        // the node binary; empty: build ./cmd/node
-	Log      io.Writer     // progress (nil: none)
+	// RatelimitBin is envoyproxy/ratelimit's service binary, the baseline of the
+	// "rls" section (empty: leapcount's rows alone, no ratios).
+	RatelimitBin string
+	Log          io.Writer // progress (nil: none)
 }
 
 // Defaults are the options of the full run, or of the short one.
@@ -136,6 +139,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if !h.skip("memory") {
 		if rep.loader, rep.mem, err = h.runMemory(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !h.skip("rls") {
+		if rep.rls, err = h.runRLS(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/rlsbench"
 )
 
 // changes is the hand-written account of what was changed for speed and memory and
@@ -20,6 +22,7 @@ type Report struct {
 	groups, redisGroups []*groupResult
 	loader              loaderCheck
 	mem                 []*memResult
+	rls                 []rlsbench.Row
 	elapsed             time.Duration
 }
 
@@ -47,6 +50,7 @@ func (r *Report) Markdown() string {
 	b.WriteString(r.methodSection())
 	b.WriteString(r.throughputSection())
 	b.WriteString(r.memorySection())
+	b.WriteString(r.rlsSection())
 	return b.String()
 }
 
@@ -70,7 +74,7 @@ func (r *Report) targetsSection() string {
 	for _, t := range r.targets() {
 		rows = append(rows, []string{t.name, t.want, t.got, t.status})
 	}
-	return "## Targets (issue 10)\n\n" + table([]string{"target", "want", "measured", ""}, rows) + "\n"
+	return "## Targets (issues 10 and 24)\n\n" + table([]string{"target", "want", "measured", ""}, rows) + "\n"
 }
 
 func (r *Report) methodSection() string {

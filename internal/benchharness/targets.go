@@ -51,6 +51,7 @@ func (r *Report) targets() []targetRow {
 	rows = append(rows, r.gcTarget(),
 		r.latencyTarget("p99 latency, SW.INCR, one node, 50 connections unpipelined", "p1/uniform/unpinned", "sw-incr-1", time.Millisecond),
 		r.latencyTarget("p99 latency, SW.ALLOW, one node, 50 connections unpipelined", "p1/uniform/unpinned", "sw-allow-1", time.Millisecond))
+	rows = append(rows, r.rlsTargets()...)
 	return rows
 }
 

@@ -71,7 +71,7 @@ func TestTargets(t *testing.T) {
 // The report renders every section from the same figures.
 func TestMarkdown(t *testing.T) {
 	md := syntheticReport().Markdown()
-	for _, want := range []string{"## Machine", "## Targets (issue 10)", "## How it measures",
+	for _, want := range []string{"## Machine", "## Targets (issues 10 and 24)", "## How it measures",
 		"| redis-incr | 100.0k | 90.0k / 110.0k | 1.00x |", "## Memory", "### GC pauses with 1k live counters"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)

@@ -1,0 +1,214 @@
+// Package rlsbench measures Envoy's rate limit service, ShouldRateLimit with 1 and 3
+// descriptors, on envoyproxy/ratelimit with its Redis and on leapcount (one node, and
+// clusters with each request sent to any node), all on this machine, from one load
+// generator: requests a second and the servers' CPU per request (every server
+// process, Redis included). cmd/rlsbench (make bench-rls) and make bench's harness
+// run it.
+package rlsbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Config is plain envoyproxy/ratelimit YAML that both servers read; its limits are
+// never reached, so every request takes the whole counting path.
+const Config = `domain: bench
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1000000000}
+  - key: path
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
+`
+
+// Options shape a run.
+type Options struct {
+	NodeBin      string        // leapcount's node binary
+	NodeArgs     []string      // more flags for every node (experiments)
+	RatelimitBin string        // envoyproxy/ratelimit's service binary (empty: leapcount alone)
+	Sizes        []int         // leapcount cluster sizes (default 1 and 3)
+	Warmup       time.Duration // per row, before its window (default 2s)
+	Duration     time.Duration // per row: the measured window (default 10s)
+	Workers      int           // concurrent calls (default 32)
+	Values       int           // distinct values of each descriptor key (default 10000)
+	ProfileDir   string        // when set: a CPU profile of each leapcount node per row
+	Log          io.Writer     // progress (nil: none)
+}
+
+func (o Options) withDefaults() Options {
+	if len(o.Sizes) == 0 {
+		o.Sizes = []int{1, 3}
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 2 * time.Second
+	}
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Workers <= 0 {
+		o.Workers = 32
+	}
+	if o.Values <= 0 {
+		o.Values = 10000
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o
+}
+
+// Baseline is the server name of envoyproxy/ratelimit's rows.
+const Baseline = "envoyproxy/ratelimit + Redis"
+
+// Row is one server and descriptor count measured.
+type Row struct {
+	Server      string
+	Nodes       int // leapcount's cluster size (0: the baseline)
+	Descriptors int
+	Rate        float64 // requests a second
+	CPUMicros   float64 // server CPU µs per request, every server process
+}
+
+// PerCPUSecond is requests per server CPU-second.
+func (r Row) PerCPUSecond() float64 { return 1e6 / r.CPUMicros }
+
+// target is one server set: where requests go and whose CPU counts.
+type target struct {
+	name  string
+	nodes int
+	addrs []string // gRPC addresses, requests spread over them
+	pids  []int    // the server processes whose CPU counts
+	https []string // leapcount's HTTP addresses (for profiles)
+}
+
+// Run starts every server, measures each row and stops them all, whatever happened.
+func Run(ctx context.Context, o Options) ([]Row, error) {
+	o = o.withDefaults()
+	dir, err := os.MkdirTemp("", "rlsbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ps := &procs{dir: dir}
+	defer ps.stopAll()
+	cfgPath := filepath.Join(dir, "rl", "config", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(cfgPath, []byte(Config), 0o644); err != nil {
+		return nil, err
+	}
+	var targets []target
+	if o.RatelimitBin != "" {
+		t, err := startRatelimit(ps, dir, o.RatelimitBin)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
+	for _, n := range o.Sizes {
+		t, err := startCluster(ps, o, n, cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
+	var rows []Row
+	for _, t := range targets {
+		for _, nd := range []int{1, 3} {
+			fmt.Fprintf(o.Log, "rlsbench: %s, %d descriptor(s)\n", t.name, nd)
+			r, err := measure(ctx, o, t, nd)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", t.name, err)
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows, nil
+}
+
+// startRatelimit starts a redis-server and envoyproxy/ratelimit on it, reading the
+// config under dir/rl/config (its RUNTIME_ROOT layout).
+func startRatelimit(ps *procs, dir, bin string) (target, error) {
+	rport, gport := freePort(), freePort()
+	redis, err := ps.start(nil, "redis-server", "--port", strconv.Itoa(rport), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err != nil {
+		return target{}, err
+	}
+	rl, err := ps.start([]string{"RUNTIME_ROOT=" + dir, "RUNTIME_SUBDIRECTORY=rl", "RUNTIME_WATCH_ROOT=false", "USE_STATSD=false",
+		"LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=127.0.0.1:" + strconv.Itoa(rport), "HOST=127.0.0.1",
+		"GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1", "PORT=" + strconv.Itoa(freePort()), "GRPC_PORT=" + strconv.Itoa(gport),
+		"DEBUG_PORT=" + strconv.Itoa(freePort())}, bin)
+	if err != nil {
+		return target{}, err
+	}
+	return target{name: Baseline, addrs: []string{"127.0.0.1:" + strconv.Itoa(gport)},
+		pids: []int{rl.Process.Pid, redis.Process.Pid}}, nil
+}
+
+// startCluster starts n leapcount nodes, the first one's gossip address joined by the
+// others, and waits until each is ready.
+func startCluster(ps *procs, o Options, n int, cfgPath string) (target, error) {
+	t := target{name: fmt.Sprintf("leapcount, %d node%s", n, map[bool]string{true: "s"}[n > 1]), nodes: n}
+	var join string
+	for i := 0; i < n; i++ {
+		gossip, grpcAddr, httpAddr := loopback(), loopback(), loopback()
+		args := []string{"--name", fmt.Sprintf("b%d-%d", n, i), "--http", httpAddr, "--resp", loopback(),
+			"--rpc", loopback(), "--gossip", gossip, "--grpc", grpcAddr, "--limits", cfgPath, "--log-level", "warn"}
+		if o.ProfileDir != "" {
+			args = append(args, "--pprof")
+		}
+		args = append(args, o.NodeArgs...)
+		if join != "" {
+			args = append(args, "--join", join)
+		} else {
+			join = gossip
+		}
+		p, err := ps.start(nil, o.NodeBin, args...)
+		if err != nil {
+			return t, err
+		}
+		t.addrs, t.pids, t.https = append(t.addrs, grpcAddr), append(t.pids, p.Process.Pid), append(t.https, httpAddr)
+		if err := waitReady(httpAddr, 60*time.Second); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// procs are the processes a run started; stopAll kills them.
+type procs struct {
+	dir  string
+	cmds []*exec.Cmd
+}
+
+func (ps *procs) start(env []string, name string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	log, err := os.Create(filepath.Join(ps.dir, fmt.Sprintf("%s-%d.log", filepath.Base(name), len(ps.cmds))))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ps.cmds = append(ps.cmds, cmd)
+	return cmd, nil
+}
+
+func (ps *procs) stopAll() {
+	for _, p := range ps.cmds {
+		p.Process.Kill()
+		p.Wait()
+	}
+}

@@ -1,0 +1,36 @@
+package rlsbench
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRatioComparesTheSameDescriptorCount(t *testing.T) {
+	rows := []Row{
+		{Server: Baseline, Descriptors: 1, CPUMicros: 100},
+		{Server: Baseline, Descriptors: 3, CPUMicros: 200},
+		{Server: "leapcount, 1 node", Nodes: 1, Descriptors: 1, CPUMicros: 20},
+		{Server: "leapcount, 1 node", Nodes: 1, Descriptors: 3, CPUMicros: 50},
+	}
+	if x, ok := Ratio(rows, 1, 3); !ok || x != 4 {
+		t.Fatalf("Ratio(1 node, 3 descriptors) = %v, %v; want 4, true", x, ok)
+	}
+	if _, ok := Ratio(rows, 3, 1); ok {
+		t.Fatal("a cluster size not measured has a ratio")
+	}
+	if _, ok := Ratio(rows[2:], 1, 1); ok {
+		t.Fatal("a ratio without the baseline")
+	}
+	tab := Table(rows)
+	if !strings.Contains(tab, "| leapcount, 1 node | 1 | 0 | 20.0 | 50,000 | 5.0× |") {
+		t.Fatalf("table:\n%s", tab)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1234567.4: "1,234,567"} {
+		if got := thousands(in); got != want {
+			t.Errorf("thousands(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
