@@ -55,7 +55,7 @@ compare-ratelimit: tools ratelimit
 	LEAPCOUNT_RATELIMIT_BIN=$(CURDIR)/bin/ratelimit $(GO) test -tags ratelimitcompare -count=1 -v ./rlscompare/
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/node
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/node
 
 # The comparison harness (cmd/bench): starts its own redis-server and nodes, drives
 # them with one load generator and writes BENCHMARKS.md (about 7 minutes here). bench-short

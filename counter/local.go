@@ -13,6 +13,12 @@ type Local struct {
 	Store  *leaparray.Store
 	Now    func() int64 // milliseconds since the Unix epoch
 	Limits Limits
+	Hot    Observer // hears every valid op's key (nil: none)
+}
+
+// Observer hears the key of each op decided, at the time it was (hotkeys.Sketch).
+type Observer interface {
+	Observe(key string, now int64)
 }
 
 // Do decides each op in order. Invalid ops get their validation error and change nothing.
@@ -33,6 +39,9 @@ func (l *Local) Do(_ context.Context, ops []Op, results []Result) {
 func (l *Local) do(op *Op, now int64) Result {
 	if err := l.Limits.Validate(op); err != nil {
 		return Result{Err: err}
+	}
+	if l.Hot != nil {
+		l.Hot.Observe(op.Key, now)
 	}
 	sp := leaparray.Spec{WindowMs: op.Window, Buckets: op.Buckets}
 	var res Result

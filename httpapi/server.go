@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -32,6 +34,7 @@ type Config struct {
 
 	Ready      func() bool           // /readyz answers 200 when it returns true; nil: always ready
 	Cluster    func() any            // the JSON body of GET /v1/cluster; nil: the route is absent (404)
+	HotKeys    func(n int) any       // the JSON body of GET /v1/hotkeys?n=N (the top N); nil: absent
 	Metrics    http.Handler          // served at /metrics; nil: the route is absent (404)
 	Registerer prometheus.Registerer // where the request metrics go; nil: not registered
 	Logger     *slog.Logger          // nil: discard
@@ -90,6 +93,10 @@ func (s *server) routeTable() map[string]route {
 	if s.cfg.Cluster != nil {
 		cluster = http.HandlerFunc(s.handleCluster)
 	}
+	var hot http.Handler
+	if s.cfg.HotKeys != nil {
+		hot = http.HandlerFunc(s.handleHotKeys)
+	}
 	return map[string]route{
 		"/v1/incr":    {http.MethodPost, "incr", true, s.opHandler(counter.Incr)},
 		"/v1/count":   {http.MethodGet, "count", true, http.HandlerFunc(s.handleCount)},
@@ -97,6 +104,7 @@ func (s *server) routeTable() map[string]route {
 		"/v1/reset":   {http.MethodPost, "reset", true, s.opHandler(counter.Reset)},
 		"/v1/batch":   {http.MethodPost, "batch", true, http.HandlerFunc(s.handleBatch)},
 		"/v1/cluster": {http.MethodGet, "cluster", true, cluster},
+		"/v1/hotkeys": {http.MethodGet, "hotkeys", true, hot},
 		"/healthz":    {http.MethodGet, "healthz", false, http.HandlerFunc(s.handleHealthz)},
 		"/readyz":     {http.MethodGet, "readyz", false, http.HandlerFunc(s.handleReadyz)},
 		"/metrics":    {http.MethodGet, "metrics", true, s.cfg.Metrics},
@@ -145,4 +153,19 @@ func (s *server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
 
 func (s *server) handleCluster(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.cfg.Cluster())
+}
+
+// maxHotKeys bounds n of GET /v1/hotkeys.
+const maxHotKeys = 1000
+
+func (s *server) handleHotKeys(w http.ResponseWriter, r *http.Request) {
+	n := 20
+	if v := r.URL.Query().Get("n"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxHotKeys {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("n must be a number from 1 to %d", maxHotKeys))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, s.cfg.HotKeys(n))
 }

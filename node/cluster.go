@@ -1,7 +1,12 @@
 package node
 
-// member is one entry of GET /v1/cluster's members.
-type member struct {
+import (
+	"github.com/leapcount/leapcount/hotkeys"
+	"github.com/leapcount/leapcount/internal/buildinfo"
+)
+
+// MemberView is one entry of GET /v1/cluster's members.
+type MemberView struct {
 	Name        string `json:"name"`
 	Addr        string `json:"addr"` // gossip address
 	State       string `json:"state"`
@@ -11,25 +16,26 @@ type member struct {
 	Voter       bool   `json:"voter"` // its lease grants count towards this node's majorities
 }
 
-// clusterView is the body of GET /v1/cluster.
-type clusterView struct {
-	Self       string   `json:"self"`
-	Members    []member `json:"members"`
-	Epoch      string   `json:"epoch"` // this node's ring epoch: equal on every node once they agree
-	Partitions int      `json:"partitions"`
-	Ready      bool     `json:"ready"`
-	Counters   int      `json:"counters"`   // held in memory by this node
-	Owned      int      `json:"owned"`      // partitions this node's ring gives it
-	Held       int      `json:"held"`       // of those, the ones it decides now (it holds their lease)
-	HandingOn  int      `json:"handing_on"` // partitions whose counters are on their way to or from this node
-	Unwritten  int      `json:"unwritten"`  // counters whose deltas this node has not written to Redis yet
-	Status     string   `json:"status"`     // "ok", or "degraded" while Redis is configured and down
-	Redis      string   `json:"redis"`      // "off" (no --redis), "up" or "down"
-	Security   security `json:"security"`
+// ClusterView is the body of GET /v1/cluster (the status command reads it).
+type ClusterView struct {
+	Self       string       `json:"self"`
+	Version    string       `json:"version"` // this node's (buildinfo)
+	Members    []MemberView `json:"members"`
+	Epoch      string       `json:"epoch"` // this node's ring epoch: equal on every node once they agree
+	Partitions int          `json:"partitions"`
+	Ready      bool         `json:"ready"`
+	Counters   int          `json:"counters"`   // held in memory by this node
+	Owned      int          `json:"owned"`      // partitions this node's ring gives it
+	Held       int          `json:"held"`       // of those, the ones it decides now (it holds their lease)
+	HandingOn  int          `json:"handing_on"` // partitions whose counters are on their way to or from this node
+	Unwritten  int          `json:"unwritten"`  // counters whose deltas this node has not written to Redis yet
+	Status     string       `json:"status"`     // "ok", or "degraded" while Redis is configured and down
+	Redis      string       `json:"redis"`      // "off" (no --redis), "up" or "down"
+	Security   SecurityView `json:"security"`
 }
 
-// security says what protects the cluster plane, for operators to check at a glance.
-type security struct {
+// SecurityView says what protects the cluster plane, for operators to check at a glance.
+type SecurityView struct {
 	RPC     string `json:"rpc"`     // peerauth's mode: "certificates", "key" or "none"
 	Gossip  string `json:"gossip"`  // "encrypted" (--gossip-key) or "open"
 	Cluster string `json:"cluster"` // --cluster-name
@@ -37,9 +43,9 @@ type security struct {
 }
 
 func (n *Node) clusterInfo() any {
-	v := clusterView{Self: n.cfg.Name, Members: n.memberView(), Ready: n.Ready(), Counters: n.store.Len(),
+	v := ClusterView{Self: n.cfg.Name, Version: buildinfo.Read().Version, Members: n.memberView(), Ready: n.Ready(), Counters: n.store.Len(),
 		Status: "ok", Redis: n.redisStatus(),
-		Security: security{RPC: string(n.rpcAuth), Gossip: "open", Cluster: n.cfg.ClusterName, Refused: n.rpcSrv.Refused()}}
+		Security: SecurityView{RPC: string(n.rpcAuth), Gossip: "open", Cluster: n.cfg.ClusterName, Refused: n.rpcSrv.Refused()}}
 	if len(n.cfg.GossipKeys) > 0 {
 		v.Security.Gossip = "encrypted"
 	}
@@ -54,4 +60,15 @@ func (n *Node) clusterInfo() any {
 		v.Partitions = rg.PartitionCount()
 	}
 	return v
+}
+
+// HotKeysView is the body of GET /v1/hotkeys (the status and hotkeys commands read it).
+type HotKeysView struct {
+	Node string `json:"node"`
+	hotkeys.Report
+}
+
+// hotKeys reports the n keys decided here most often lately.
+func (n *Node) hotKeys(top int) any {
+	return HotKeysView{Node: n.cfg.Name, Report: n.hot.Top(top, n.cfg.Now())}
 }

@@ -244,17 +244,17 @@ func (n *Node) rebuildRing() {
 func (n *Node) RingBuilds() int64 { return n.ringBuilds.Load() }
 
 // memberView lists members for GET /v1/cluster, with each one's share of partitions.
-func (n *Node) memberView() []member {
+func (n *Node) memberView() []MemberView {
 	rg := n.router.Ring()
 	var shares map[string]int
 	if rg != nil {
 		shares = rg.Shares()
 	}
 	voters := n.keeper.Voters()
-	var out []member
+	var out []MemberView
 	for _, m := range n.cluster.Members() {
 		_, voter := slices.BinarySearch(voters, m.Name)
-		out = append(out, member{Name: m.Name, Addr: m.Addr, RPC: m.RPCAddr, State: m.State.String(),
+		out = append(out, MemberView{Name: m.Name, Addr: m.Addr, RPC: m.RPCAddr, State: m.State.String(),
 			Partitions: shares[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter})
 	}
 	return out

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/leapcount/leapcount/internal/buildinfo"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -10,7 +11,8 @@ import (
 // Each node has its own registry so that several nodes can run in one test process.
 func (n *Node) registerMetrics() {
 	n.reg.MustRegister(newGCPauseCollectors()...)
-	n.reg.MustRegister(
+	n.reg.MustRegister(buildInfoMetric(),
+
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -72,4 +74,15 @@ func failPolicyAnswers(policy string, n func() uint64) prometheus.CounterFunc {
 		Help:        "Allow ops answered by the fail policy (open: allowed, closed: denied) because no decision came back: their owner was unavailable or full, or its answer was lost.",
 		ConstLabels: prometheus.Labels{"policy": policy},
 	}, func() float64 { return float64(n()) })
+}
+
+// buildInfoMetric is leapcount_build_info: 1, labelled with what this binary is, so
+// that a query sees which versions run where.
+func buildInfoMetric() prometheus.Collector {
+	bi := buildinfo.Read()
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "leapcount_build_info",
+		Help:        "Always 1; its labels say which leapcount this node runs: version, commit and the Go that built it.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.ShortCommit(), "goversion": bi.GoVersion},
+	}, func() float64 { return 1 })
 }

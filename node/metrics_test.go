@@ -1,11 +1,14 @@
 package node_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/leapcount/leapcount/internal/buildinfo"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
 )
@@ -36,5 +39,27 @@ func TestFailPolicyAnswersAreCounted(t *testing.T) {
 		if !strings.Contains(string(text), line+"\n") {
 			t.Errorf("metrics lack %q", line)
 		}
+	}
+}
+
+// leapcount_build_info says which build a node runs, and GET /v1/cluster names the
+// same version.
+func TestBuildInfoIsExported(t *testing.T) {
+	c := nodetest.MakeCluster(t, 1, nil)
+	n := c.Nodes[0]
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	bi := buildinfo.Read()
+	want := fmt.Sprintf(`leapcount_build_info{commit=%q,goversion=%q,version=%q} 1`, bi.ShortCommit(), runtime.Version(), bi.Version)
+	if !strings.Contains(string(text), want+"\n") {
+		t.Errorf("metrics lack %s", want)
+	}
+	var view struct{ Version string }
+	if err := getJSON(n, "/v1/cluster", &view); err != nil || view.Version != bi.Version {
+		t.Fatalf("/v1/cluster version %q (%v); want %q", view.Version, err, bi.Version)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/hotkeys"
 	"github.com/leapcount/leapcount/httpapi"
 	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/internal/connlimit"
@@ -39,6 +40,7 @@ type Node struct {
 	owner   *owner.Owner
 	router  *route.Router
 	doer    *gate
+	hot     *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
 	reg     *prometheus.Registry
 	cluster *cluster.Cluster
 	keeper  *lease.Keeper
@@ -96,7 +98,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.MaxCounters, sized = DefaultMaxCounters(cfg.MaxKeyBytes)
 	}
 	cfg.Logger.Info("memory bounds", "max_counters", cfg.MaxCounters, "max_counters_from", sized, "max_shapes", cfg.MaxShapes)
-	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), incarnation: uint64(time.Now().UnixNano()),
+	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), hot: hotkeys.New(hotkeys.Config{}), incarnation: uint64(time.Now().UnixNano()),
 		authLimiter: authlimit.New(authlimit.Config{})}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
 	auth, err := cfg.peerAuth()
@@ -122,7 +124,7 @@ func Start(cfg Config) (*Node, error) {
 	})
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
 		Redis: owner.RedisIO(n.redis), Leases: n.keeper, Peers: owner.PeersIO(n.rpcClient), Now: cfg.Now, Limits: limits,
-		FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
+		Hot: n.hot, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
 	n.router.FailOpen = cfg.FailOpen
@@ -169,7 +171,7 @@ func (n *Node) serves() bool { return n.joined.Load() && n.router.Ring() != nil 
 func (n *Node) listen(limits counter.Limits) error {
 	h, err := httpapi.New(httpapi.Config{
 		Doer: n.doer, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
-		Ready: n.Ready, Cluster: n.clusterInfo, Registerer: n.reg, Logger: n.cfg.Logger,
+		Ready: n.Ready, Cluster: n.clusterInfo, HotKeys: n.hotKeys, Registerer: n.reg, Logger: n.cfg.Logger,
 		Metrics: promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}),
 	})
 	if err != nil {

@@ -20,7 +20,7 @@ what=${1:-all}
 
 node_image() {
 	if [ ! -x bin/leapcount-node ]; then
-		CGO_ENABLED=0 go build -trimpath -o bin/leapcount-node ./cmd/node
+		CGO_ENABLED=0 go build -trimpath -buildvcs=auto -o bin/leapcount-node ./cmd/node
 	fi
 	docker build -t "$LEAPCOUNT_IMAGE" .
 	echo "images.sh: built $LEAPCOUNT_IMAGE"

@@ -19,14 +19,31 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/leapcount/leapcount/internal/buildinfo"
 	"github.com/leapcount/leapcount/node"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
-		os.Exit(healthcheck(os.Args[2:], os.LookupEnv, os.Stderr))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "healthcheck":
+			os.Exit(healthcheck(os.Args[2:], os.LookupEnv, os.Stderr))
+		case "version", "--version", "-version":
+			os.Exit(printVersion(os.Stdout))
+		case "status":
+			os.Exit(status(os.Args[2:], os.LookupEnv, os.Stdout))
+		case "hotkeys":
+			os.Exit(hotkeysCmd(os.Args[2:], os.LookupEnv, os.Stdout))
+		}
 	}
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stderr))
+}
+
+// printVersion is the "version" subcommand (and --version): the binary's version,
+// commit and Go, from the build information Go stamps into it.
+func printVersion(w io.Writer) int {
+	fmt.Fprintln(w, buildinfo.Read())
+	return 0
 }
 
 // run parses args and the environment, starts the node and waits for a signal. It

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,8 +184,8 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 type proc struct {
-	cmd        *exec.Cmd
-	http, resp string
+	cmd                *exec.Cmd
+	http, resp, gossip string
 }
 
 func buildBinary(t *testing.T) string {
@@ -217,9 +218,9 @@ func startBinary(t *testing.T, bin string, args ...string) proc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			var line struct{ Msg, HTTP, RESP string }
+			var line struct{ Msg, HTTP, RESP, Gossip string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "node serving" {
-				found <- proc{cmd: cmd, http: line.HTTP, resp: line.RESP}
+				found <- proc{cmd: cmd, http: line.HTTP, resp: line.RESP, gossip: line.Gossip}
 			}
 		}
 	}()
@@ -281,5 +282,21 @@ func TestJoinTakesDNSNames(t *testing.T) {
 	cfg, _, err := parseFlags([]string{"--join", "lc-headless.ns.svc.cluster.local.:7946, 10.0.0.7:7946"}, noEnv, io.Discard)
 	if err != nil || len(cfg.Join) != 2 || cfg.Join[0] != "lc-headless.ns.svc.cluster.local.:7946" || cfg.Join[1] != "10.0.0.7:7946" {
 		t.Fatalf("got %q, %v; want the name and the address", cfg.Join, err)
+	}
+}
+
+// `version` and `--version` print the built binary's version line, with the Go that
+// built it, and exit 0 without starting a node.
+func TestVersionSubcommand(t *testing.T) {
+	bin := buildBinary(t)
+	for _, arg := range []string{"version", "--version"} {
+		out, err := exec.Command(bin, arg).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", arg, err)
+		}
+		line := strings.TrimSpace(string(out))
+		if !strings.HasPrefix(line, "leapcount ") || !strings.Contains(line, runtime.Version()) || strings.Count(line, "\n") != 0 {
+			t.Fatalf("%s printed %q; want one line naming leapcount's version and %s", arg, line, runtime.Version())
+		}
 	}
 }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/leapcount/leapcount/node"
+)
+
+// clusterStatus is GET /v1/cluster, with the checks status makes of it.
+type clusterStatus node.ClusterView
+
+// status is the "status" subcommand: the cluster as one node sees it, as tables, and
+// the exit code scripts check: 0 when nothing is wrong, 1 when something is wrong or
+// still settling (each named on the last lines: a deploy script waits for 0 as it
+// would for a rollout), 2 for bad flags.
+func status(args []string, env func(string) (string, bool), out io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var a asker
+	a.flags(fs)
+	top := fs.Int("hot", 5, "hot keys to list")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := a.resolve(fs, env); err != nil {
+		fmt.Fprintf(out, "status: %v\n", err)
+		return 2
+	}
+	var c clusterStatus
+	if err := a.get("/v1/cluster", &c); err != nil {
+		fmt.Fprintf(out, "status: PROBLEM: node at %s: %v\n", a.addr, err)
+		return 1
+	}
+	var hot node.HotKeysView
+	hotErr := a.get("/v1/hotkeys?n="+strconv.Itoa(max(*top, 1)), &hot)
+	writeStatus(out, &c, &hot, hotErr)
+	problems := c.problems()
+	for _, p := range problems {
+		fmt.Fprintf(out, "PROBLEM: %s\n", p)
+	}
+	if len(problems) > 0 {
+		return 1
+	}
+	fmt.Fprintln(out, "OK")
+	return 0
+}
+
+// problems lists what needs a human (README: Operating leapcount).
+func (c *clusterStatus) problems() []string {
+	var out []string
+	if !c.Ready {
+		out = append(out, c.Self+" is not ready")
+	}
+	for _, m := range c.Members {
+		switch {
+		case m.State == "dead" || m.State == "unknown":
+			out = append(out, fmt.Sprintf("member %s is %s", m.Name, m.State))
+		case m.State == "alive" && (!m.Voter || m.Partitions == 0):
+			out = append(out, fmt.Sprintf("member %s is joining: not yet a voter owning partitions", m.Name))
+		}
+	}
+	if c.HandingOn > 0 {
+		out = append(out, fmt.Sprintf("%d partitions are moving to or from %s", c.HandingOn, c.Self))
+	}
+	if c.Redis == "down" {
+		out = append(out, "Redis is down (counters are decided from memory; writes wait)")
+	}
+	if c.Owned > c.Held {
+		out = append(out, fmt.Sprintf("%s decides %d of the %d partitions it owns (the rest wait for their lease or their counters)", c.Self, c.Held, c.Owned))
+	}
+	return out
+}
+
+func writeStatus(out io.Writer, c *clusterStatus, hot *node.HotKeysView, hotErr error) {
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "node\t%s\tversion %s\tready %v\tstatus %s\n", c.Self, c.Version, c.Ready, c.Status)
+	fmt.Fprintf(tw, "ring\tepoch %s\t%d partitions\t\n", c.Epoch, c.Partitions)
+	fmt.Fprintf(tw, "here\towns %d\tdecides %d\thanding on %d\tcounters %d\n", c.Owned, c.Held, c.HandingOn, c.Counters)
+	fmt.Fprintf(tw, "redis\t%s\tunwritten counters %d\t\n", c.Redis, c.Unwritten)
+	tw.Flush()
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tPARTITIONS\tVOTER\tGOSSIP")
+	for _, m := range c.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", m.Name, m.State, m.Partitions, m.Voter, m.Addr)
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	if hotErr != nil {
+		fmt.Fprintf(out, "hot keys: %v\n\n", hotErr)
+		return
+	}
+	writeHotKeys(out, hot)
+	fmt.Fprintln(out)
+}
+
+func writeHotKeys(out io.Writer, hot *node.HotKeysView) {
+	fmt.Fprintf(out, "hot keys decided on %s (last %.0f s, one op in %d sampled)\n", hot.Node, float64(hot.SpanMs)/1000, hot.SampleEvery)
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\t± OPS")
+	for _, k := range hot.Keys {
+		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d\n", k.Key, k.PerSecond, k.Ops, k.Error)
+	}
+	if len(hot.Keys) == 0 {
+		fmt.Fprintln(tw, "(none)\t\t\t")
+	}
+	tw.Flush()
+}
+
+// hotkeysCmd is the "hotkeys" subcommand: the keys a node decided most often lately.
+func hotkeysCmd(args []string, env func(string) (string, bool), out io.Writer) int {
+	fs := flag.NewFlagSet("hotkeys", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var a asker
+	a.flags(fs)
+	n := fs.Int("n", 20, "keys to list (1 to 1000)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := a.resolve(fs, env); err != nil {
+		fmt.Fprintf(out, "hotkeys: %v\n", err)
+		return 2
+	}
+	var hot node.HotKeysView
+	if err := a.get("/v1/hotkeys?n="+strconv.Itoa(*n), &hot); err != nil {
+		fmt.Fprintf(out, "hotkeys: %v\n", err)
+		return 1
+	}
+	writeHotKeys(out, &hot)
+	return 0
+}
