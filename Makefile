@@ -5,11 +5,12 @@ BIN ?= bin/leapcount-node
 
 .PHONY: test build bench bench-short bench-rls gobench fuzz tools clean chart
 
-# Installs redis-server if missing (the tests start their own, on free ports), then vets
-# and runs every test under the race detector.
+# Installs redis-server, chromium and prometheus if missing (the tests start their own
+# servers, on free ports), then vets and runs every test under the race detector. The
+# status page's screenshots land in bin/artifacts.
 test: tools
 	$(GO) vet ./...
-	$(GO) test -race -timeout 20m ./...
+	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -timeout 20m ./...
 	$(GO) test -count=1 -run 'TestSimulation$$' ./sim/
 
 # The cluster simulation (package sim) for more seeds than make test's thousand: SEEDS
@@ -41,6 +42,7 @@ soak: tools
 
 tools:
 	./scripts/ensure-redis.sh
+	./scripts/ensure-ops-tools.sh
 
 # The side-by-side run against envoyproxy/ratelimit (package rlscompare): builds its
 # service (scripts/ensure-ratelimit.sh: the pinned module from the Go module proxy, or a

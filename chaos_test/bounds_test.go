@@ -45,8 +45,8 @@ func TestFloodStaysUnderMaxCounters(t *testing.T) {
 	if r.ok != maxCounters-existing || r.full != flood-r.ok || len(r.other) > 0 {
 		t.Errorf("flood: %v; want %d counted and the rest answered \"counter table full\"", r, maxCounters-existing)
 	}
-	if units := metric(t, n.HTTP(), "leapcount_counter_units"); units != maxCounters {
-		t.Errorf("leapcount_counter_units after the flood: got %d; want %d", units, maxCounters)
+	if units := metric(t, n.HTTP(), "leapcount_store_units"); units != maxCounters {
+		t.Errorf("leapcount_store_units after the flood: got %d; want %d", units, maxCounters)
 	}
 	if r, _ := pipelineIncr(rdb, users, "1m"); r.ok != existing {
 		t.Errorf("existing counters during the flood: %v; want every one counted", r)
@@ -72,8 +72,8 @@ func TestFloodStaysUnderMaxCounters(t *testing.T) {
 	t.Logf("all %d new keys admitted %v after the flood began", maxCounters-existing, time.Since(start).Round(time.Millisecond))
 	wantCounts(t, rdb, keys("again:", maxCounters-existing), "1m", 1)
 	wantCounts(t, rdb, users, "1m", 2)
-	if units := metric(t, n.HTTP(), "leapcount_counter_units"); units != maxCounters {
-		t.Errorf("leapcount_counter_units at the end: got %d; want %d", units, maxCounters)
+	if units := metric(t, n.HTTP(), "leapcount_store_units"); units != maxCounters {
+		t.Errorf("leapcount_store_units at the end: got %d; want %d", units, maxCounters)
 	}
 }
 

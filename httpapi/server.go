@@ -35,6 +35,8 @@ type Config struct {
 	Ready      func() bool           // /readyz answers 200 when it returns true; nil: always ready
 	Cluster    func() any            // the JSON body of GET /v1/cluster; nil: the route is absent (404)
 	HotKeys    func(n int) any       // the JSON body of GET /v1/hotkeys?n=N (the top N); nil: absent
+	Status     func() any            // the JSON body of GET /v1/status (what /ui shows); nil: absent
+	UI         http.Handler          // GET /ui, served without the token (it holds no data); nil: absent
 	Metrics    http.Handler          // served at /metrics; nil: the route is absent (404)
 	Registerer prometheus.Registerer // where the request metrics go; nil: not registered
 	Logger     *slog.Logger          // nil: discard
@@ -93,9 +95,12 @@ func (s *server) routeTable() map[string]route {
 	if s.cfg.Cluster != nil {
 		cluster = http.HandlerFunc(s.handleCluster)
 	}
-	var hot http.Handler
+	var hot, status http.Handler
 	if s.cfg.HotKeys != nil {
 		hot = http.HandlerFunc(s.handleHotKeys)
+	}
+	if s.cfg.Status != nil {
+		status = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.cfg.Status()) })
 	}
 	return map[string]route{
 		"/v1/incr":    {http.MethodPost, "incr", true, s.opHandler(counter.Incr)},
@@ -105,6 +110,8 @@ func (s *server) routeTable() map[string]route {
 		"/v1/batch":   {http.MethodPost, "batch", true, http.HandlerFunc(s.handleBatch)},
 		"/v1/cluster": {http.MethodGet, "cluster", true, cluster},
 		"/v1/hotkeys": {http.MethodGet, "hotkeys", true, hot},
+		"/v1/status":  {http.MethodGet, "status", true, status},
+		"/ui":         {http.MethodGet, "ui", false, s.cfg.UI},
 		"/healthz":    {http.MethodGet, "healthz", false, http.HandlerFunc(s.handleHealthz)},
 		"/readyz":     {http.MethodGet, "readyz", false, http.HandlerFunc(s.handleReadyz)},
 		"/metrics":    {http.MethodGet, "metrics", true, s.cfg.Metrics},

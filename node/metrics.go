@@ -11,7 +11,7 @@ import (
 // Each node has its own registry so that several nodes can run in one test process.
 func (n *Node) registerMetrics() {
 	n.reg.MustRegister(newGCPauseCollectors()...)
-	n.reg.MustRegister(buildInfoMetric(),
+	n.reg.MustRegister(buildInfoMetric(), newOpsCollector(n),
 
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -19,10 +19,10 @@ func (n *Node) registerMetrics() {
 			Name: "leapcount_counters", Help: "Counters held in memory by this node.",
 		}, func() float64 { return float64(n.store.Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "leapcount_counter_units", Help: "Counter units held (a counter of more than 16 buckets is one per 16), against --max-counters.",
+			Name: "leapcount_store_units", Help: "Counter units held (a counter of more than 16 buckets is one per 16), against --max-counters.",
 		}, func() float64 { return float64(n.store.Used()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "leapcount_counter_units_max", Help: "--max-counters: counter units beyond which new counters are refused.",
+			Name: "leapcount_store_units_max", Help: "--max-counters: counter units beyond which new counters are refused.",
 		}, func() float64 { return float64(n.cfg.MaxCounters) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "leapcount_store_bytes", Help: "Memory the counters hold (slabs, pending deltas).",

@@ -1,14 +1,24 @@
 package node_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leapcount/leapcount/internal/buildinfo"
+	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
 )
@@ -61,5 +71,120 @@ func TestBuildInfoIsExported(t *testing.T) {
 	var view struct{ Version string }
 	if err := getJSON(n, "/v1/cluster", &view); err != nil || view.Version != bi.Version {
 		t.Fatalf("/v1/cluster version %q (%v); want %q", view.Version, err, bi.Version)
+	}
+}
+
+// A real node's /metrics, with Redis, gRPC and traffic on every front end, passes
+// `promtool check metrics` (Prometheus's own lint), and holds the operator metrics
+// README's table names.
+func TestMetricsPassPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool is missing: make tools (scripts/ensure-ops-tools.sh) installs Debian's prometheus package")
+	}
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte("domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs := testredis.Start(t)
+	c := nodetest.MakeCluster(t, 1, func(cfg *node.Config) {
+		cfg.RedisURL, cfg.GRPCAddr, cfg.Limits = rs.URL(), "127.0.0.1:0", rules
+	})
+	n := c.Nodes[0]
+	var out struct{ Count int64 }
+	if err := postJSON(n, "/v1/incr", `{"key":"k","window":"1m"}`, &out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rlsClient(t, n).ShouldRateLimit(context.Background(), oneDescriptor("d", "user", "u1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := respIncr(n.RESPAddr(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(text)
+	if lint, err := cmd.CombinedOutput(); err != nil || len(lint) > 0 {
+		t.Fatalf("promtool check metrics: %v\n%s", err, lint)
+	}
+	exported := exportedNames(string(text))
+	for _, file := range []string{"../deploy/prometheus/leapcount-rules.yaml", "../deploy/grafana/leapcount-dashboard.json"} {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := regexp.MustCompile(`leapcount_[a-z0-9_]+`).FindAllString(string(body), -1)
+		if len(names) < 5 {
+			t.Fatalf("%s names only %v", file, names)
+		}
+		for _, name := range names {
+			if !exported[name] {
+				t.Errorf("%s uses %s, which a node does not export", file, name)
+			}
+		}
+	}
+	for _, name := range []string{"leapcount_build_info", "leapcount_partitions", "leapcount_partitions_decided", "leapcount_partitions_undecided", "leapcount_members",
+		"leapcount_writebehind_unwritten_counters", "leapcount_redis_up", "leapcount_grpc_requests_total",
+		"leapcount_grpc_request_duration_seconds_bucket", "leapcount_http_requests_total", "leapcount_resp_commands_total",
+		"leapcount_store_units", "leapcount_fail_policy_answers_total"} {
+		if !strings.Contains(string(text), "\n"+name+"{") && !strings.Contains(string(text), "\n"+name+" ") {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
+
+// respIncr sends one SW.INCR over RESP and reads its answer.
+func respIncr(addr, key string) error {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "*3\r\n$7\r\nSW.INCR\r\n$%d\r\n%s\r\n$5\r\n60000\r\n", len(key), key); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, ":") {
+		return fmt.Errorf("SW.INCR answered %q", line)
+	}
+	return nil
+}
+
+// exportedNames are the metric names of a /metrics text.
+func exportedNames(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if i := strings.IndexAny(line, "{ "); i > 0 {
+			out[line[:i]] = true
+		}
+	}
+	return out
+}
+
+// deploy/prometheus's rules pass `promtool check rules`, and their unit tests
+// (`promtool test rules`: each alert fires on what should fire it, after its for).
+func TestAlertRulesPassPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool is missing: make tools (scripts/ensure-ops-tools.sh) installs Debian's prometheus package")
+	}
+	for _, args := range [][]string{{"check", "rules", "leapcount-rules.yaml"}, {"test", "rules", "leapcount-rules.test.yaml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "../deploy/prometheus"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 }

@@ -171,7 +171,7 @@ func (n *Node) serves() bool { return n.joined.Load() && n.router.Ring() != nil 
 func (n *Node) listen(limits counter.Limits) error {
 	h, err := httpapi.New(httpapi.Config{
 		Doer: n.doer, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
-		Ready: n.Ready, Cluster: n.clusterInfo, HotKeys: n.hotKeys, Registerer: n.reg, Logger: n.cfg.Logger,
+		Ready: n.Ready, Cluster: n.clusterInfo, HotKeys: n.hotKeys, Status: n.statusInfo, UI: uiHandler(), Registerer: n.reg, Logger: n.cfg.Logger,
 		Metrics: promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}),
 	})
 	if err != nil {

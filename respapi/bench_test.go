@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/hotkeys"
 )
 
 // BenchmarkRESPIncr is one SW.INCR and its reply through a real socket, one at a time.
@@ -23,9 +24,17 @@ func BenchmarkRESPIncr(b *testing.B) {
 // ns/op is per pipeline, ns/cmd per command. The remote case adds a fixed delay to
 // every Do call, as a hop to a counter's owner in another node would: it shows what
 // deciding a pipeline in one Do call saves.
+// "local-hotkeys" is local with the node's hot-key sketch hearing every op, as a node's
+// owner does: its cost is local-hotkeys against local, in the same run.
 func BenchmarkRESPIncrPipelined(b *testing.B) {
 	b.Run("local", func(b *testing.B) { benchmarkPipeline(b, 100, 0) })
+	b.Run("local-hotkeys", func(b *testing.B) { benchmarkPipeline(b, 100, 0, withHotKeys) })
 	b.Run("remote", func(b *testing.B) { benchmarkPipeline(b, 100, time.Millisecond) })
+}
+
+// withHotKeys gives the server's store a hot-key sketch, as node does.
+func withHotKeys(c *Config) {
+	c.Doer.(*countingDoer).Doer.(*counter.Local).Hot = hotkeys.New(hotkeys.Config{})
 }
 
 // delayedDoer waits a fixed time in every Do call before deciding, like a round trip.
@@ -39,8 +48,11 @@ func (d delayedDoer) Do(ctx context.Context, ops []counter.Op, results []counter
 	d.Doer.Do(ctx, ops, results)
 }
 
-func benchmarkPipeline(b *testing.B, depth int, delay time.Duration) {
+func benchmarkPipeline(b *testing.B, depth int, delay time.Duration, edits ...func(*Config)) {
 	ts := startServer(b, func(c *Config) {
+		for _, e := range edits {
+			e(c)
+		}
 		if delay > 0 {
 			c.Doer = delayedDoer{Doer: c.Doer, delay: delay}
 		}

@@ -5,10 +5,13 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/limits"
@@ -21,7 +24,9 @@ import (
 // for the first maxDetailed such labels; later ones count under the configured key. A limit
 // override from Envoy counts as domain "*", rule "override": its domain is the client's.
 type metrics struct {
-	hits *prometheus.CounterVec
+	hits     *prometheus.CounterVec
+	calls    *prometheus.CounterVec   // by method and gRPC code
+	duration *prometheus.HistogramVec // by method
 
 	mu       sync.Mutex
 	detailed map[string]bool // labels from requests' values in use
@@ -34,13 +39,39 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{hits: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "leapcount_rls_hits_total",
 		Help: "Hits counted by rate limit rule, by result: total, over_limit, near_limit (above 80% of the limit), within_limit, shadow_mode.",
-	}, []string{"domain", "rule", "result"})}
+	}, []string{"domain", "rule", "result"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leapcount_grpc_requests_total",
+			Help: "gRPC calls answered, by method and status code (UNAVAILABLE: not decided).",
+		}, []string{"method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "leapcount_grpc_request_duration_seconds",
+			Help:    "Time to answer a gRPC call, by method.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"method"}),
+	}
 	if reg != nil {
-		if err := reg.Register(m.hits); err != nil {
-			return nil, err
+		for i, c := range []prometheus.Collector{m.hits, m.calls, m.duration} {
+			if err := reg.Register(c); err != nil {
+				for _, done := range []prometheus.Collector{m.hits, m.calls}[:i] {
+					reg.Unregister(done) // all or nothing, so a retry can succeed
+				}
+				return nil, err
+			}
 		}
 	}
 	return m, nil
+}
+
+// observe counts each call by method and code, and times it. Only registered methods
+// reach an interceptor, so the method label is bounded by the services served.
+func (m *metrics) observe(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := next(ctx, req)
+	method := info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:]
+	m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	m.calls.WithLabelValues(method, status.Code(err).String()).Inc()
+	return resp, err
 }
 
 // note counts one descriptor's hits under its rule.

@@ -117,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.ConnectionTimeout(10*time.Second),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.UnaryInterceptor(s.authorize),
+		grpc.ChainUnaryInterceptor(s.metrics.observe, s.authorize),
 		// A call on a fresh goroutine grows its stack by copying, several times; kept
 		// workers keep their grown stacks (BenchmarkShouldRateLimit, make bench-rls).
 		grpc.NumStreamWorkers(cfg.StreamWorkers),

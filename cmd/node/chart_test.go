@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ func TestChartRenderings(t *testing.T) {
 			r.checkShutdown(t)
 			r.checkSecurity(t)
 			r.checkServed(t, bin)
+			r.checkRules(t, name == "generated-secrets") // its values enable the rules
 		})
 	}
 }
@@ -366,4 +368,29 @@ func get200(addr, path string) error {
 		return fmt.Errorf("the node answers %d %s; want 200", resp.StatusCode, body)
 	}
 	return nil
+}
+
+// checkRules: a PrometheusRule, when the chart renders one (it must when enabled),
+// holds exactly the rules of deploy/prometheus (which make test checks with promtool).
+func (r *rendering) checkRules(t *testing.T, enabled bool) {
+	if n := len(kindOf(r.objs, "PrometheusRule")); enabled != (n == 1) {
+		t.Errorf("%d PrometheusRules; want %d", n, map[bool]int{true: 1}[enabled])
+	}
+	data, err := os.ReadFile("../../deploy/prometheus/leapcount-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want any
+	if err := yaml.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range kindOf(r.objs, "PrometheusRule") {
+		var got any
+		if err := decodeSpec(o, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("PrometheusRule %s: spec differs from deploy/prometheus/leapcount-rules.yaml", o.Metadata.Name)
+		}
+	}
 }

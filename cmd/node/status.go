@@ -10,9 +10,6 @@ import (
 	"github.com/leapcount/leapcount/node"
 )
 
-// clusterStatus is GET /v1/cluster, with the checks status makes of it.
-type clusterStatus node.ClusterView
-
 // status is the "status" subcommand: the cluster as one node sees it, as tables, and
 // the exit code scripts check: 0 when nothing is wrong, 1 when something is wrong or
 // still settling (each named on the last lines: a deploy script waits for 0 as it
@@ -30,7 +27,7 @@ func status(args []string, env func(string) (string, bool), out io.Writer) int {
 		fmt.Fprintf(out, "status: %v\n", err)
 		return 2
 	}
-	var c clusterStatus
+	var c node.ClusterView
 	if err := a.get("/v1/cluster", &c); err != nil {
 		fmt.Fprintf(out, "status: PROBLEM: node at %s: %v\n", a.addr, err)
 		return 1
@@ -38,7 +35,7 @@ func status(args []string, env func(string) (string, bool), out io.Writer) int {
 	var hot node.HotKeysView
 	hotErr := a.get("/v1/hotkeys?n="+strconv.Itoa(max(*top, 1)), &hot)
 	writeStatus(out, &c, &hot, hotErr)
-	problems := c.problems()
+	problems := c.Problems()
 	for _, p := range problems {
 		fmt.Fprintf(out, "PROBLEM: %s\n", p)
 	}
@@ -49,33 +46,7 @@ func status(args []string, env func(string) (string, bool), out io.Writer) int {
 	return 0
 }
 
-// problems lists what needs a human (README: Operating leapcount).
-func (c *clusterStatus) problems() []string {
-	var out []string
-	if !c.Ready {
-		out = append(out, c.Self+" is not ready")
-	}
-	for _, m := range c.Members {
-		switch {
-		case m.State == "dead" || m.State == "unknown":
-			out = append(out, fmt.Sprintf("member %s is %s", m.Name, m.State))
-		case m.State == "alive" && (!m.Voter || m.Partitions == 0):
-			out = append(out, fmt.Sprintf("member %s is joining: not yet a voter owning partitions", m.Name))
-		}
-	}
-	if c.HandingOn > 0 {
-		out = append(out, fmt.Sprintf("%d partitions are moving to or from %s", c.HandingOn, c.Self))
-	}
-	if c.Redis == "down" {
-		out = append(out, "Redis is down (counters are decided from memory; writes wait)")
-	}
-	if c.Owned > c.Held {
-		out = append(out, fmt.Sprintf("%s decides %d of the %d partitions it owns (the rest wait for their lease or their counters)", c.Self, c.Held, c.Owned))
-	}
-	return out
-}
-
-func writeStatus(out io.Writer, c *clusterStatus, hot *node.HotKeysView, hotErr error) {
+func writeStatus(out io.Writer, c *node.ClusterView, hot *node.HotKeysView, hotErr error) {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node\t%s\tversion %s\tready %v\tstatus %s\n", c.Self, c.Version, c.Ready, c.Status)
 	fmt.Fprintf(tw, "ring\tepoch %s\t%d partitions\t\n", c.Epoch, c.Partitions)

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The status page, loaded in headless Chromium from a three-node cluster with a token,
+// lists every member alive; once one is killed, the page shows it dead. Each state's
+// screenshot is kept (LEAPCOUNT_ARTIFACTS, else the test's temporary directory).
+func TestStatusPageInChromium(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is missing: make tools (scripts/ensure-ops-tools.sh) installs it")
+	}
+	nodes, tokenFile := threeNodes(t)
+	dir := os.Getenv("LEAPCOUNT_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + nodes[0].http + "/ui#token=s3cret"
+
+	dom := loadPage(t, browser, url, filepath.Join(dir, "ui-three-nodes.png"))
+	for _, name := range []string{"s1", "s2", "s3"} {
+		if !memberRow(name, "alive").MatchString(dom) {
+			t.Fatalf("the page does not list %s alive:\n%s", name, dom)
+		}
+	}
+	if !strings.Contains(dom, `class="badge ok"`) {
+		t.Fatalf("a whole cluster is not badged ok:\n%s", dom)
+	}
+
+	nodes[2].cmd.Process.Kill()
+	waitStatus(t, nodes[0], tokenFile, func(code int, out string) bool { return strings.Contains(out, "member s3 is dead") })
+	dom = loadPage(t, browser, url, filepath.Join(dir, "ui-one-node-dead.png"))
+	if !memberRow("s3", "dead").MatchString(dom) || !strings.Contains(dom, "member s3 is dead") {
+		t.Fatalf("the page does not show s3 dead:\n%s", dom)
+	}
+	t.Logf("screenshots in %s", dir)
+
+	noToken := loadPage(t, browser, "http://"+nodes[0].http+"/ui", "")
+	if strings.Contains(noToken, ">s2<") || !strings.Contains(noToken, `id="login" style="display: block;"`) {
+		t.Fatalf("without the token the page shows data or no login:\n%s", noToken)
+	}
+}
+
+// memberRow matches the members table's row of name in state.
+func memberRow(name, state string) *regexp.Regexp {
+	return regexp.MustCompile(`<tr><td>` + name + `</td><td class="state-` + state + `">` + state + `</td>`)
+}
+
+// loadPage loads url in headless Chromium, lets its script run, and returns the DOM;
+// with shot set, it also saves a screenshot there.
+func loadPage(t *testing.T, browser, url, shot string) string {
+	t.Helper()
+	profile := t.TempDir() // each run its own profile: no state between loads
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+		"--user-data-dir=" + profile, "--virtual-time-budget=3000", "--window-size=1280,860"}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", url)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v", url, err)
+	}
+	if shot != "" {
+		if b, err := exec.CommandContext(ctx, browser, append(args, "--screenshot="+shot, url)...).CombinedOutput(); err != nil {
+			t.Fatalf("chromium --screenshot: %v\n%s", err, b)
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,60 @@
+package node
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leapcount/leapcount/owner"
+)
+
+// opsCollector reads, at each scrape, the gauges an operator watches that live in the
+// node's parts: partitions by state, those decided, members by state, counters not yet
+// written to Redis, and whether Redis answers. Reading them at the scrape costs the op
+// path nothing.
+type opsCollector struct {
+	n                            *Node
+	partitions, decided, members *prometheus.Desc
+	undecided                    *prometheus.Desc
+	unwritten, redisUp           *prometheus.Desc
+}
+
+func newOpsCollector(n *Node) *opsCollector {
+	return &opsCollector{n: n,
+		partitions: prometheus.NewDesc("leapcount_partitions", "This node's partitions by state (owner.State: owned, stale, releasing, lent, lent-stale, releasing-stale; idle: not this node's).", []string{"state"}, nil),
+		decided:    prometheus.NewDesc("leapcount_partitions_decided", "Partitions this node decides now: its own in the ring, and under its lease.", nil, nil),
+		undecided:  prometheus.NewDesc("leapcount_partitions_undecided", "Partitions the ring gives this node that it does not decide yet: their lease or their counters are awaited.", nil, nil),
+		members:    prometheus.NewDesc("leapcount_members", "Cluster members as this node sees them, by state (alive, leaving, left, dead).", []string{"state"}, nil),
+		unwritten:  prometheus.NewDesc("leapcount_writebehind_unwritten_counters", "Counters with deltas this node has not yet written to Redis (write-behind).", nil, nil),
+		redisUp:    prometheus.NewDesc("leapcount_redis_up", "1 while Redis answers (its breaker closed), 0 while it does not; absent without --redis.", nil, nil),
+	}
+}
+
+func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.partitions, c.decided, c.undecided, c.members, c.unwritten, c.redisUp} {
+		ch <- d
+	}
+}
+
+func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
+	states := c.n.owner.States()
+	for s := owner.Idle; s <= owner.ReleasingStale; s++ {
+		ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(states[s]), s.String())
+	}
+	owned, held := c.n.owner.Holding()
+	ch <- prometheus.MustNewConstMetric(c.decided, prometheus.GaugeValue, float64(held))
+	ch <- prometheus.MustNewConstMetric(c.undecided, prometheus.GaugeValue, float64(owned-held))
+	byState := map[string]int{"alive": 0, "leaving": 0, "left": 0, "dead": 0}
+	for _, m := range c.n.memberView() {
+		byState[m.State]++
+	}
+	for st, k := range byState {
+		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(k), st)
+	}
+	ch <- prometheus.MustNewConstMetric(c.unwritten, prometheus.GaugeValue, float64(c.n.owner.Unwritten()))
+	if c.n.redis != nil {
+		up := 0.0
+		if c.n.redis.Healthy() {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.redisUp, prometheus.GaugeValue, up)
+	}
+}
