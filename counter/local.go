@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/leapcount/leapcount/leaparray"
 )
@@ -14,6 +15,23 @@ type Local struct {
 	Now    func() int64 // milliseconds since the Unix epoch
 	Limits Limits
 	Hot    Observer // hears every valid op's key (nil: none)
+	Tally  *Tally   // counts allow decisions by result (nil: none)
+}
+
+// Tally counts the allow ops decided here, by result.
+type Tally struct {
+	allowed, denied atomic.Uint64
+}
+
+// Counts returns the allow ops decided so far: allowed, and denied.
+func (t *Tally) Counts() (allowed, denied uint64) { return t.allowed.Load(), t.denied.Load() }
+
+func (t *Tally) note(allowed bool) {
+	if allowed {
+		t.allowed.Add(1)
+	} else {
+		t.denied.Add(1)
+	}
 }
 
 // Observer hears the key of each op decided, at the time it was (hotkeys.Sketch).
@@ -55,6 +73,9 @@ func (l *Local) do(op *Op, now int64) Result {
 		var d leaparray.Decision
 		d, err = l.Store.TryAllow(op.Key, sp, op.Limit, op.N, now)
 		res = Result{Allowed: d.Allowed, Count: d.Count, Remaining: d.Remaining, RetryAfterMs: d.RetryAfterMs}
+		if err == nil && l.Tally != nil {
+			l.Tally.note(d.Allowed)
+		}
 	case Reset:
 		res.Existed, err = l.Store.TryReset(op.Key, sp, now)
 	default:

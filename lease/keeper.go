@@ -71,6 +71,7 @@ type Keeper struct {
 	noVoters  map[string]int64  // when each member last said it had no voters, while this node had none
 	legacy    map[string]bool   // members whose last heartbeat came in the Legacy format
 
+	stats   stats                         // Stats
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
 	kick    chan struct{}
 }
@@ -343,6 +344,7 @@ func (k *Keeper) Handle(req *Request) *Reply {
 		k.legacy[req.From] = req.Legacy
 	}
 	rep := k.grantor.Grant(req, k.voters.Has(req.From), now)
+	k.stats.granted.Add(uint64(rep.Granted.Len()))
 	rep.Voters, rep.Version, rep.Legacy = k.voters.List(), k.voters.Version(), req.Legacy
 	rep.Alive = k.view.Alive
 	return &rep

@@ -22,8 +22,11 @@ func (k *Keeper) Round(ctx context.Context) {
 // which carries the messages itself, calls it directly.
 func (k *Keeper) Begin() (*Request, []Peer) {
 	req, peers, lapsed := k.begin()
-	if lapsed.Len() > 0 && k.cfg.OnLapse != nil {
-		k.cfg.OnLapse(lapsed)
+	if n := lapsed.Len(); n > 0 {
+		k.stats.lapsed.Add(uint64(n))
+		if k.cfg.OnLapse != nil {
+			k.cfg.OnLapse(lapsed)
+		}
 	}
 	k.signal()
 	return req, peers
@@ -137,6 +140,7 @@ func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	}
 	rep, err := k.cfg.Exchanger.Exchange(ctx, p.Addr, req)
 	if err != nil || rep.Round != req.Round {
+		k.stats.failed.Add(1)
 		return
 	}
 	k.Absorb(p.Name, req, rep)

@@ -45,6 +45,17 @@ func (n *Node) registerMetrics() {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_redis_loads_skipped_total", Help: "Counters not in memory created without a load: this node had decided their partition for longer than their window, so Redis held nothing of them.",
 		}, func() float64 { _, s := n.owner.Loads(); return float64(s) }),
+		decisions("allowed", func() uint64 { a, _ := n.decisions.Counts(); return a }),
+		decisions("denied", func() uint64 { _, d := n.decisions.Counts(); return d }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_lease_grants_total", Help: "Partition leases this node granted to its peers' heartbeats (renewals included).",
+		}, func() float64 { return float64(n.keeper.Stats().Granted) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_lease_heartbeats_failed_total", Help: "Heartbeats (lease requests and renewals) this node sent that got no reply in time.",
+		}, func() float64 { return float64(n.keeper.Stats().HeartbeatsFailed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_lease_lapses_total", Help: "Partitions whose lease ran out while this node held them: it stopped deciding them until granted again.",
+		}, func() float64 { return float64(n.keeper.Stats().Lapsed) }),
 		failPolicyAnswers("open", func() uint64 { o, _ := n.router.FailPolicyAnswers(); return o }),
 		failPolicyAnswers("closed", func() uint64 { _, c := n.router.FailPolicyAnswers(); return c }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -85,4 +96,15 @@ func buildInfoMetric() prometheus.Collector {
 		Help:        "Always 1; its labels say which leapcount this node runs: version, commit and the Go that built it.",
 		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.ShortCommit(), "goversion": bi.GoVersion},
 	}, func() float64 { return 1 })
+}
+
+// decisions is leapcount_decisions_total for one result: the allow ops decided on this
+// node, as their owner (an answer of the fail policy is not one: see
+// leapcount_fail_policy_answers_total).
+func decisions(result string, n func() uint64) prometheus.CounterFunc {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "leapcount_decisions_total",
+		Help:        "Allow ops decided on this node as their owner, by result: allowed, denied.",
+		ConstLabels: prometheus.Labels{"result": result},
+	}, func() float64 { return float64(n()) })
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/leapcount/leapcount/internal/buildinfo"
 	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
 )
@@ -101,6 +102,12 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if err := respIncr(n.RESPAddr(), "k"); err != nil {
 		t.Fatal(err)
 	}
+	var allow struct{ Allowed bool }
+	for _, want := range []bool{true, false} {
+		if err := postJSON(n, "/v1/allow", `{"key":"a","window":"1m","limit":1}`, &allow); err != nil || allow.Allowed != want {
+			t.Fatalf("allow: %+v, %v; want allowed %v", allow, err, want)
+		}
+	}
 	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +118,11 @@ func TestMetricsPassPromtool(t *testing.T) {
 	cmd.Stdin = bytes.NewReader(text)
 	if lint, err := cmd.CombinedOutput(); err != nil || len(lint) > 0 {
 		t.Fatalf("promtool check metrics: %v\n%s", err, lint)
+	}
+	for _, line := range []string{`leapcount_decisions_total{result="allowed"} 1`, `leapcount_decisions_total{result="denied"} 1`} {
+		if !strings.Contains(string(text), line+"\n") {
+			t.Errorf("metrics lack %q", line)
+		}
 	}
 	exported := exportedNames(string(text))
 	for _, file := range []string{"../deploy/prometheus/leapcount-rules.yaml", "../deploy/grafana/leapcount-dashboard.json"} {
@@ -131,7 +143,9 @@ func TestMetricsPassPromtool(t *testing.T) {
 	for _, name := range []string{"leapcount_build_info", "leapcount_partitions", "leapcount_partitions_decided", "leapcount_partitions_undecided", "leapcount_members",
 		"leapcount_writebehind_unwritten_counters", "leapcount_redis_up", "leapcount_grpc_requests_total",
 		"leapcount_grpc_request_duration_seconds_bucket", "leapcount_http_requests_total", "leapcount_resp_commands_total",
-		"leapcount_store_units", "leapcount_fail_policy_answers_total"} {
+		"leapcount_store_units", "leapcount_fail_policy_answers_total", "leapcount_lease_grants_total",
+		"leapcount_lease_heartbeats_failed_total", "leapcount_lease_lapses_total", "leapcount_handoffs_sent_total",
+		"leapcount_handoffs_received_total", "leapcount_handoff_counters_total", "leapcount_handoff_duration_seconds_bucket"} {
 		if !strings.Contains(string(text), "\n"+name+"{") && !strings.Contains(string(text), "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s", name)
 		}
@@ -187,4 +201,41 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+}
+
+// A join moves partitions: the node that had them counts the Handoffs it sent and the
+// counters in them, the one that joined those it received.
+func TestHandoffsAreCounted(t *testing.T) {
+	c := nodetest.MakeCluster(t, 1, nil)
+	var out struct{ Count int64 }
+	for i := 0; i < 200; i++ {
+		if err := postJSON(c.Nodes[0], "/v1/incr", fmt.Sprintf(`{"key":"k%d","window":"1h"}`, i), &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	joined := c.Add()
+	metric := func(n *node.Node, series string) float64 {
+		resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+		if err != nil {
+			return 0
+		}
+		defer resp.Body.Close()
+		text, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(text), "\n") {
+			if v, ok := strings.CutPrefix(line, series+" "); ok {
+				var f float64
+				fmt.Sscan(v, &f)
+				return f
+			}
+		}
+		return 0
+	}
+	wait.For(t, 60*time.Second, func() error {
+		sent, moved := metric(c.Nodes[0], `leapcount_handoffs_sent_total{result="ok"}`), metric(c.Nodes[0], `leapcount_handoff_counters_total{direction="sent"}`)
+		got, in := metric(joined, "leapcount_handoffs_received_total"), metric(joined, `leapcount_handoff_counters_total{direction="received"}`)
+		if sent < 1 || got < 1 || moved < 1 || in != moved {
+			return fmt.Errorf("sent %v handoffs with %v counters; received %v with %v", sent, moved, got, in)
+		}
+		return nil
+	})
 }

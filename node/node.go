@@ -34,16 +34,18 @@ import (
 
 // Node is one running leapcount node.
 type Node struct {
-	cfg     Config
-	store   *leaparray.Store
-	redis   *fallback.Store // nil without --redis
-	owner   *owner.Owner
-	router  *route.Router
-	doer    *gate
-	hot     *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
-	reg     *prometheus.Registry
-	cluster *cluster.Cluster
-	keeper  *lease.Keeper
+	cfg       Config
+	store     *leaparray.Store
+	redis     *fallback.Store // nil without --redis
+	owner     *owner.Owner
+	router    *route.Router
+	doer      *gate
+	hot       *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
+	handoffs  *handoffMetrics
+	decisions counter.Tally // the allows decided here (leapcount_decisions_total)
+	reg       *prometheus.Registry
+	cluster   *cluster.Cluster
+	keeper    *lease.Keeper
 
 	incarnation uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth     peerauth.Mode // what authenticates peers on the rpc port
@@ -122,9 +124,10 @@ func Start(cfg Config) (*Node, error) {
 			}
 		},
 	})
+	n.handoffs = newHandoffMetrics(n.reg)
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
-		Redis: owner.RedisIO(n.redis), Leases: n.keeper, Peers: owner.PeersIO(n.rpcClient), Now: cfg.Now, Limits: limits,
-		Hot: n.hot, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
+		Redis: owner.RedisIO(n.redis), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(n.rpcClient), n.handoffs}, Now: cfg.Now, Limits: limits,
+		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
 	n.router.FailOpen = cfg.FailOpen
@@ -134,7 +137,7 @@ func Start(cfg Config) (*Node, error) {
 	}}).disagrees
 	n.doer = &gate{next: n.router, ready: n.serves, log: cfg.Logger}
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
-	n.rpcSrv.SetHandoffHandler(n.owner)
+	n.rpcSrv.SetHandoffHandler(countingReceiver{n.owner, n.handoffs})
 	n.rpcSrv.SetLeaseHandler(n.keeper.Handle)
 	n.rpcSrv.SetHandshake(auth.Server)
 	n.rpcAuth = auth.Mode()

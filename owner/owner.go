@@ -26,6 +26,7 @@ type Config struct {
 	Now    func() int64 // counters' clock, ms since the Unix epoch
 	Limits counter.Limits
 	Hot    counter.Observer // hears the key of every op decided here (nil: none)
+	Tally  *counter.Tally   // counts the allows decided here (nil: none)
 	// OnAmbiguous, when set, hears each Handoff in doubt whose fate the owner settles
 	// without an answer (README: Guarantees): taken as delivered (its receiver left
 	// gracefully since; lost if it had not applied it), or not (its receiver stayed out
@@ -101,7 +102,7 @@ type Owner struct {
 // New returns an Owner; Run drives it in production (a simulation calls Tick).
 func New(cfg Config) *Owner {
 	cfg = cfg.withDefaults()
-	o := &Owner{cfg: cfg, local: counter.Local{Store: cfg.Store, Now: cfg.Now, Limits: cfg.Limits, Hot: cfg.Hot},
+	o := &Owner{cfg: cfg, local: counter.Local{Store: cfg.Store, Now: cfg.Now, Limits: cfg.Limits, Hot: cfg.Hot, Tally: cfg.Tally},
 		quit: make(chan struct{}), done: make(chan struct{})}
 	o.parts.init()
 	o.flush.init()

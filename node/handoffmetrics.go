@@ -1,0 +1,86 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leapcount/leapcount/owner"
+	"github.com/leapcount/leapcount/rpc"
+)
+
+// handoffMetrics count the Handoffs this node sends and receives: how many, how many
+// counters they moved, and how long a send took to be answered. A failed send is sent
+// again by the owner, so failures count the retries.
+type handoffMetrics struct {
+	sent     *prometheus.CounterVec // by result: ok, failed
+	received prometheus.Counter
+	counters *prometheus.CounterVec // by direction: sent, received
+	duration prometheus.Histogram
+}
+
+func newHandoffMetrics(reg prometheus.Registerer) *handoffMetrics {
+	m := &handoffMetrics{
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leapcount_handoffs_sent_total",
+			Help: "Handoffs (a partition's counters moving to their new owner) this node sent, by result: ok, failed (sent again).",
+		}, []string{"result"}),
+		received: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "leapcount_handoffs_received_total",
+			Help: "Handoffs this node received and applied.",
+		}),
+		counters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leapcount_handoff_counters_total",
+			Help: "Counters moved in Handoffs, by direction: sent (answered ok), received.",
+		}, []string{"direction"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "leapcount_handoff_duration_seconds",
+			Help:    "Time from sending a Handoff to its answer.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}),
+	}
+	reg.MustRegister(m.sent, m.received, m.counters, m.duration)
+	for _, r := range []string{"ok", "failed"} {
+		m.sent.WithLabelValues(r) // every series from the start, at 0
+	}
+	for _, d := range []string{"sent", "received"} {
+		m.counters.WithLabelValues(d)
+	}
+	return m
+}
+
+// countingPeers is the owner's Peers, counted.
+type countingPeers struct {
+	owner.Peers
+	m *handoffMetrics
+}
+
+func (c countingPeers) Handoff(addr string, h *rpc.Handoff, done func(error)) {
+	start, n := time.Now(), len(h.Counters)
+	c.Peers.Handoff(addr, h, func(err error) {
+		c.m.duration.Observe(time.Since(start).Seconds())
+		if err != nil {
+			c.m.sent.WithLabelValues("failed").Inc()
+		} else {
+			c.m.sent.WithLabelValues("ok").Inc()
+			c.m.counters.WithLabelValues("sent").Add(float64(n))
+		}
+		done(err)
+	})
+}
+
+// countingReceiver is the owner as the rpc server's Handoff handler, counted.
+type countingReceiver struct {
+	rpc.HandoffHandler
+	m *handoffMetrics
+}
+
+func (c countingReceiver) Handoff(ctx context.Context, h *rpc.Handoff) error {
+	err := c.HandoffHandler.Handoff(ctx, h)
+	if err == nil {
+		c.m.received.Inc()
+		c.m.counters.WithLabelValues("received").Add(float64(len(h.Counters)))
+	}
+	return err
+}
