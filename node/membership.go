@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -157,6 +158,7 @@ func (n *Node) noteSeen() {
 // gone, marks down peers that stopped answering heartbeats, and rebuilds the ring.
 func (n *Node) syncMembership() {
 	members := n.cluster.Members()
+	n.logMemberChanges(members)
 	now := n.keeper.Now()
 	view := lease.View{DeadSince: map[string]int64{}}
 	var peers []lease.Peer
@@ -262,3 +264,29 @@ func (n *Node) memberView() []MemberView {
 
 // epochString is how a ring epoch is shown, in logs and in GET /v1/cluster.
 func epochString(rg *ring.Ring) string { return strconv.FormatUint(rg.Epoch(), 16) }
+
+// logMemberChanges logs one line per member whose state changed since the last call
+// (the membership loop alone calls it, so memberStates needs no lock).
+func (n *Node) logMemberChanges(members []cluster.Member) {
+	if n.memberStates == nil {
+		n.memberStates = map[string]cluster.State{}
+	}
+	for _, m := range members {
+		was, known := n.memberStates[m.Name]
+		if known && was == m.State {
+			continue
+		}
+		n.memberStates[m.Name] = m.State
+		if m.Name == n.cfg.Name && !known {
+			continue // this node itself, as it starts
+		}
+		lvl, prev := slog.LevelInfo, "new"
+		if known {
+			prev = was.String()
+		}
+		if m.State == cluster.StateDead {
+			lvl = slog.LevelWarn
+		}
+		n.cfg.Logger.Log(context.Background(), lvl, "member "+m.State.String(), "member", m.Name, "was", prev, "gossip", m.Addr)
+	}
+}

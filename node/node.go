@@ -43,9 +43,11 @@ type Node struct {
 	hot       *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
 	handoffs  *handoffMetrics
 	decisions counter.Tally // the allows decided here (leapcount_decisions_total)
-	reg       *prometheus.Registry
-	cluster   *cluster.Cluster
-	keeper    *lease.Keeper
+	// memberStates is each member's state at the last membership sync (logMemberChanges).
+	memberStates map[string]cluster.State
+	reg          *prometheus.Registry
+	cluster      *cluster.Cluster
+	keeper       *lease.Keeper
 
 	incarnation uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth     peerauth.Mode // what authenticates peers on the rpc port

@@ -63,6 +63,7 @@ func run(args []string, env func(string) (string, bool), stderr io.Writer) int {
 		return 2
 	}
 	cfg.Logger = logger
+	routeLibraryLogs(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	n, err := node.Start(cfg)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,9 +14,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/wait"
 )
 
 func TestBadFlagsNameTheFlag(t *testing.T) {
@@ -186,6 +190,40 @@ func writeFile(t *testing.T, name, content string) string {
 type proc struct {
 	cmd                *exec.Cmd
 	http, resp, gossip string
+	log                *stderrLines
+}
+
+// stderrLines are the lines a node binary wrote to stderr so far.
+type stderrLines struct {
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{} // closed once stderr is closed (the process ended)
+}
+
+func (l *stderrLines) add(line string) {
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	l.mu.Unlock()
+}
+
+// snapshot returns the lines so far.
+func (l *stderrLines) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// all waits for the process's stderr to close, then returns every line.
+func (l *stderrLines) all(t *testing.T) []string {
+	t.Helper()
+	select {
+	case <-l.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("stderr still open 20s after the process was told to stop")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
 }
 
 func buildBinary(t *testing.T) string {
@@ -215,12 +253,15 @@ func startBinary(t *testing.T, bin string, args ...string) proc {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	found := make(chan proc, 1)
+	lines := &stderrLines{done: make(chan struct{})}
 	go func() {
+		defer close(lines.done)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			lines.add(sc.Text())
 			var line struct{ Msg, HTTP, RESP, Gossip string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "node serving" {
-				found <- proc{cmd: cmd, http: line.HTTP, resp: line.RESP, gossip: line.Gossip}
+				found <- proc{cmd: cmd, http: line.HTTP, resp: line.RESP, gossip: line.Gossip, log: lines}
 			}
 		}
 	}()
@@ -297,6 +338,58 @@ func TestVersionSubcommand(t *testing.T) {
 		line := strings.TrimSpace(string(out))
 		if !strings.HasPrefix(line, "leapcount ") || !strings.Contains(line, runtime.Version()) || strings.Count(line, "\n") != 0 {
 			t.Fatalf("%s printed %q; want one line naming leapcount's version and %s", arg, line, runtime.Version())
+		}
+	}
+}
+
+// A node writes one structured stream (every line JSON with --log-format json), logs
+// one line for each change of a member's state (b: alive, leaving, left), and a
+// graceful stop logs no ERROR, on the node that stops or on the one that stays.
+func TestLogsAreOneStreamAndQuietOnAGracefulStop(t *testing.T) {
+	bin := buildBinary(t)
+	a := startBinary(t, bin, "--name", "a")
+	b := startBinary(t, bin, "--name", "b", "--join", a.gossip)
+	wait.For(t, 30*time.Second, func() error {
+		for _, l := range a.log.snapshot() {
+			if strings.Contains(l, `"msg":"member alive"`) && strings.Contains(l, `"member":"b"`) {
+				return nil
+			}
+		}
+		return errors.New(`a has not logged "member alive" for b`)
+	})
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(b.cmd, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 30*time.Second, func() error {
+		for _, l := range a.log.snapshot() {
+			if strings.Contains(l, `"msg":"member left"`) && strings.Contains(l, `"member":"b"`) {
+				return nil
+			}
+		}
+		return errors.New(`a has not logged "member left" for b`)
+	})
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(a.cmd, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]proc{"a": a, "b": b} {
+		var ofB []string
+		for _, l := range p.log.all(t) {
+			var rec struct{ Level, Msg, Member string }
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Errorf("%s wrote a line that is not JSON: %q", name, l)
+				continue
+			}
+			if rec.Level == "ERROR" {
+				t.Errorf("%s logged an ERROR on a graceful stop: %s", name, l)
+			}
+			if strings.HasPrefix(rec.Msg, "member ") && rec.Member == "b" {
+				ofB = append(ofB, rec.Msg)
+			}
+		}
+		if got := strings.Join(ofB, ", "); name == "a" && got != "member alive, member leaving, member left" {
+			t.Errorf("a logged %q of b; want one line per change: alive, leaving, left", got)
 		}
 	}
 }
