@@ -141,7 +141,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"leapcount_build_info", "leapcount_partitions", "leapcount_partitions_decided", "leapcount_partitions_undecided", "leapcount_members",
-		"leapcount_writebehind_unwritten_counters", "leapcount_redis_up", "leapcount_grpc_requests_total",
+		"leapcount_writebehind_unwritten_counters", "leapcount_writebehind_oldest_unconfirmed_seconds", "leapcount_writebehind_flushes_failed_total", "leapcount_redis_up", "leapcount_grpc_requests_total",
 		"leapcount_grpc_request_duration_seconds_bucket", "leapcount_http_requests_total", "leapcount_resp_commands_total",
 		"leapcount_store_units", "leapcount_fail_policy_answers_total", "leapcount_lease_grants_total",
 		"leapcount_lease_heartbeats_failed_total", "leapcount_lease_lapses_total", "leapcount_handoffs_sent_total",
@@ -214,28 +214,62 @@ func TestHandoffsAreCounted(t *testing.T) {
 		}
 	}
 	joined := c.Add()
-	metric := func(n *node.Node, series string) float64 {
-		resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
-		if err != nil {
-			return 0
-		}
-		defer resp.Body.Close()
-		text, _ := io.ReadAll(resp.Body)
-		for _, line := range strings.Split(string(text), "\n") {
-			if v, ok := strings.CutPrefix(line, series+" "); ok {
-				var f float64
-				fmt.Sscan(v, &f)
-				return f
-			}
-		}
-		return 0
-	}
 	wait.For(t, 60*time.Second, func() error {
-		sent, moved := metric(c.Nodes[0], `leapcount_handoffs_sent_total{result="ok"}`), metric(c.Nodes[0], `leapcount_handoff_counters_total{direction="sent"}`)
-		got, in := metric(joined, "leapcount_handoffs_received_total"), metric(joined, `leapcount_handoff_counters_total{direction="received"}`)
+		sent, moved := scrape(c.Nodes[0], `leapcount_handoffs_sent_total{result="ok"}`), scrape(c.Nodes[0], `leapcount_handoff_counters_total{direction="sent"}`)
+		got, in := scrape(joined, "leapcount_handoffs_received_total"), scrape(joined, `leapcount_handoff_counters_total{direction="received"}`)
 		if sent < 1 || got < 1 || moved < 1 || in != moved {
 			return fmt.Errorf("sent %v handoffs with %v counters; received %v with %v", sent, moved, got, in)
 		}
 		return nil
 	})
+}
+
+// While Redis is cut off, the write-behind's oldest unconfirmed batch ages and its
+// failed sends are counted; once Redis is back the batches are confirmed and the age
+// drops to 0.
+func TestWriteBehindLagIsExported(t *testing.T) {
+	rs := testredis.Start(t)
+	relay := rs.Relay(t)
+	c := nodetest.MakeCluster(t, 1, func(cfg *node.Config) { cfg.RedisURL, cfg.FlushInterval = relay.URL(), 50*time.Millisecond })
+	n := c.Nodes[0]
+	var out struct{ Count int64 }
+	if err := postJSON(n, "/v1/incr", `{"key":"before","window":"1h"}`, &out); err != nil {
+		t.Fatal(err)
+	}
+	relay.Cut()
+	if err := postJSON(n, "/v1/incr", `{"key":"before","window":"1h"}`, &out); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 30*time.Second, func() error {
+		oldest, failed := scrape(n, "leapcount_writebehind_oldest_unconfirmed_seconds"), scrape(n, "leapcount_writebehind_flushes_failed_total")
+		if oldest < 0.3 || failed < 1 {
+			return fmt.Errorf("Redis cut: oldest unconfirmed %vs, failed sends %v", oldest, failed)
+		}
+		return nil
+	})
+	relay.Heal()
+	wait.For(t, 30*time.Second, func() error {
+		if oldest := scrape(n, "leapcount_writebehind_oldest_unconfirmed_seconds"); oldest != 0 {
+			return fmt.Errorf("Redis back: oldest unconfirmed %vs", oldest)
+		}
+		return nil
+	})
+}
+
+// scrape reads one series of n's /metrics (0 when absent).
+func scrape(n *node.Node, series string) float64 {
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(text), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return 0
 }

@@ -49,12 +49,14 @@ type flusher struct {
 
 	kicked  atomic.Bool   // a Tick is on its way (Owner.kick)
 	rounds  atomic.Uint64 // flushes ended
+	failed  atomic.Uint64 // flushes that failed: their batches go again (WriteBehindStats)
 	inDoubt atomic.Bool   // at the last flush's end, some call was sent and not answered
 }
 
 type sentBatch struct {
 	b    Batch
 	refs []fallback.CounterRef
+	made time.Duration // Clock.Since when it was made (WriteBehindLag)
 	// lapsed are the partitions whose lease ended after this batch was made: its
 	// resets of their counters are dropped before it goes again (dropLateResets).
 	lapsed lease.Set
@@ -364,7 +366,7 @@ func (o *Owner) drainBatch() {
 	if len(ds) == 0 {
 		return
 	}
-	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds)})
+	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since()})
 }
 
 // flushEnd ends the flush in flight, tells those waiting for it, and starts the next
@@ -386,6 +388,7 @@ func (o *Owner) flushEnd() {
 // holds mu.
 func (o *Owner) flushFailed() {
 	f := &o.flush
+	f.failed.Add(1)
 	f.failures++
 	wait := o.cfg.FlushInterval << min(f.failures-1, 10)
 	f.retryAt = o.cfg.Clock.Since() + min(wait, maxFlushBackoff)
@@ -597,4 +600,16 @@ func (o *Owner) PendingReset(key string, sp leaparray.Spec) bool {
 		}
 	}
 	return reset
+}
+
+// WriteBehindStats are the write-behind's figures for an operator: the age of the
+// oldest batch made and not yet confirmed (0: none waits), and the flushes that failed
+// (Redis unreachable, or a batch not confirmed), whose batches go again.
+func (o *Owner) WriteBehindStats() (oldest time.Duration, failed uint64) {
+	o.mu.Lock()
+	if len(o.flush.batches) > 0 {
+		oldest = o.cfg.Clock.Since() - o.flush.batches[0].made
+	}
+	o.mu.Unlock()
+	return oldest, o.flush.failed.Load()
 }
