@@ -145,7 +145,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		"leapcount_grpc_request_duration_seconds_bucket", "leapcount_http_requests_total", "leapcount_resp_commands_total",
 		"leapcount_store_units", "leapcount_fail_policy_answers_total", "leapcount_lease_grants_total",
 		"leapcount_lease_heartbeats_failed_total", "leapcount_lease_lapses_total", "leapcount_handoffs_sent_total",
-		"leapcount_handoffs_received_total", "leapcount_handoff_counters_total", "leapcount_handoff_duration_seconds_bucket"} {
+		"leapcount_handoffs_received_total", "leapcount_handoff_counters_total", "leapcount_handoff_duration_seconds_bucket", "leapcount_forward_duration_seconds_bucket"} {
 		if !strings.Contains(string(text), "\n"+name+"{") && !strings.Contains(string(text), "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s", name)
 		}
@@ -204,7 +204,8 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 }
 
 // A join moves partitions: the node that had them counts the Handoffs it sent and the
-// counters in them, the one that joined those it received.
+// counters in them, the one that joined those it received. Ops forwarded afterwards
+// are timed, and the load on the connection to the new owner is exported by its name.
 func TestHandoffsAreCounted(t *testing.T) {
 	c := nodetest.MakeCluster(t, 1, nil)
 	var out struct{ Count int64 }
@@ -222,6 +223,27 @@ func TestHandoffsAreCounted(t *testing.T) {
 		}
 		return nil
 	})
+	for i := 0; i < 200; i++ {
+		if err := postJSON(c.Nodes[0], "/v1/incr", fmt.Sprintf(`{"key":"k%d","window":"1h"}`, i), &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := scrape(c.Nodes[0], "leapcount_forward_duration_seconds_count"); n < 1 {
+		t.Errorf("forwarded ops timed %v times; want some", n)
+	}
+	if series := `leapcount_forward_frames_in_flight{peer="` + joined.Name() + `"}`; scrape(c.Nodes[0], series) != 0 || !strings.Contains(metricsText(c.Nodes[0]), series+" ") {
+		t.Errorf("no %s 0 at rest", series)
+	}
+}
+
+func metricsText(n *node.Node) string {
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	return string(text)
 }
 
 // While Redis is cut off, the write-behind's oldest unconfirmed batch ages and its
@@ -258,13 +280,7 @@ func TestWriteBehindLagIsExported(t *testing.T) {
 
 // scrape reads one series of n's /metrics (0 when absent).
 func scrape(n *node.Node, series string) float64 {
-	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(text), "\n") {
+	for _, line := range strings.Split(metricsText(n), "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			var f float64
 			fmt.Sscan(v, &f)

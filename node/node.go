@@ -113,9 +113,11 @@ func Start(cfg Config) (*Node, error) {
 		cfg.RPC.Dial = sourceDialer(cfg.RPCAddr)
 	}
 	cfg.RPC.Dial = authenticatedDial(cfg.RPC.Dial, auth)
+	forwardTook := newForwardDuration(n.reg)
 	if err := n.openRedis(limits); err != nil {
 		return nil, err
 	}
+	cfg.RPC.OpDone = func(d time.Duration) { forwardTook.Observe(d.Seconds()) }
 	n.rpcClient = rpc.NewClient(cfg.RPC)
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,

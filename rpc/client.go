@@ -36,6 +36,10 @@ type Config struct {
 	// DialTimeout, or when the peer is forgotten or the client closed. Tests plug in an
 	// in-process network here.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// OpDone, when set, hears how long each op call (Do or Go) took from its start to
+	// its outcome, whatever that was: an operator's forwarding latency. It is called on
+	// the goroutine that settles the call and must not block.
+	OpDone func(time.Duration)
 }
 
 func (c Config) withDefaults() Config {
@@ -90,7 +94,7 @@ func (c *Client) Do(ctx context.Context, addr string, req Request, results []cou
 	if len(results) != len(req.Ops) {
 		return fmt.Errorf("rpc: %d results for %d ops", len(results), len(req.Ops))
 	}
-	return c.call(ctx, addr, &call{req: req, results: results})
+	return c.call(ctx, addr, &call{req: req, results: results, started: c.opStart(), opDone: c.cfg.OpDone})
 }
 
 // Go sends req as Do does, without waiting: done gets what Do would have returned,
@@ -117,7 +121,7 @@ func (c *Client) Go(ctx context.Context, addr string, req Request, results []cou
 		done(err)
 		return
 	}
-	cl := &call{req: req, results: results, then: done, deadline: c.deadline(ctx)}
+	cl := &call{req: req, results: results, then: done, deadline: c.deadline(ctx), started: c.opStart(), opDone: c.cfg.OpDone}
 	p.start(cl)
 }
 
@@ -195,6 +199,43 @@ func (c *Client) MarkDown(addr string, until time.Time) {
 		return
 	}
 	p.silentUntil.Store(until.UnixNano())
+}
+
+// opStart is an op call's start for OpDone (zero without it: no clock read).
+func (c *Client) opStart() time.Time {
+	if c.cfg.OpDone == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// PeerLoad is what one peer's connection carries now.
+type PeerLoad struct {
+	Addr     string
+	InFlight int // op frames sent and not yet answered
+	Queued   int // calls waiting for the writer
+}
+
+// Load returns each peer's load now.
+func (c *Client) Load() []PeerLoad {
+	c.mu.Lock()
+	peers := make([]*peer, 0, len(c.peers))
+	for _, p := range c.peers {
+		peers = append(peers, p)
+	}
+	c.mu.Unlock()
+	out := make([]PeerLoad, 0, len(peers))
+	for _, p := range peers {
+		l := PeerLoad{Addr: p.addr, Queued: len(p.queue)}
+		p.mu.Lock()
+		cn := p.conn
+		p.mu.Unlock()
+		if cn != nil {
+			l.InFlight = cn.opFrames()
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // Stats are counts since the client was made.

@@ -25,6 +25,9 @@ type call struct {
 	// the call, and by expiry (the Timeout bound) if nobody has.
 	then   func(error)
 	expiry *time.Timer
+	// started and opDone time an op call for Config.OpDone (opDone nil: not timed).
+	started time.Time
+	opDone  func(time.Duration)
 
 	// state settles the races between the writer sending the call, its answer, and the
 	// caller giving up. A call moves from queued to sent (the writer put it in a frame)
@@ -64,6 +67,9 @@ func (c *call) settle(fill func(*call), err error) {
 // finish hands the outcome to whoever waits for it; only the one who moved the call
 // to settled or abandoned calls it.
 func (c *call) finish(err error) {
+	if c.opDone != nil {
+		c.opDone(time.Since(c.started))
+	}
 	if c.then == nil {
 		c.done <- err
 		return
