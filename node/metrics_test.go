@@ -75,9 +75,9 @@ func TestBuildInfoIsExported(t *testing.T) {
 	}
 }
 
-// A real node's /metrics, with Redis, gRPC and traffic on every front end, passes
-// `promtool check metrics` (Prometheus's own lint), and holds the operator metrics
-// README's table names.
+// A real node's /metrics, with Redis, gRPC, a peer and traffic on every front end,
+// passes `promtool check metrics` (Prometheus's own lint), holds the operator metrics
+// README's table names, and every metric deploy/'s rules and dashboard use.
 func TestMetricsPassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
@@ -88,7 +88,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := testredis.Start(t)
-	c := nodetest.MakeCluster(t, 1, func(cfg *node.Config) {
+	c := nodetest.MakeCluster(t, 2, func(cfg *node.Config) {
 		cfg.RedisURL, cfg.GRPCAddr, cfg.Limits = rs.URL(), "127.0.0.1:0", rules
 	})
 	n := c.Nodes[0]
@@ -108,21 +108,23 @@ func TestMetricsPassPromtool(t *testing.T) {
 			t.Fatalf("allow: %+v, %v; want allowed %v", allow, err, want)
 		}
 	}
-	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = bytes.NewReader(text)
-	if lint, err := cmd.CombinedOutput(); err != nil || len(lint) > 0 {
-		t.Fatalf("promtool check metrics: %v\n%s", err, lint)
-	}
-	for _, line := range []string{`leapcount_decisions_total{result="allowed"} 1`, `leapcount_decisions_total{result="denied"} 1`} {
-		if !strings.Contains(string(text), line+"\n") {
-			t.Errorf("metrics lack %q", line)
+	var text []byte // both nodes' /metrics: the owner of "a" decided, and each has a peer
+	for _, m := range c.Nodes {
+		one := []byte(metricsText(m))
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(one)
+		if lint, err := cmd.CombinedOutput(); err != nil || len(lint) > 0 {
+			t.Fatalf("promtool check metrics on %s: %v\n%s", m.Name(), err, lint)
 		}
+		text = append(text, one...)
+	}
+	allowed, denied := 0.0, 0.0
+	for _, m := range c.Nodes {
+		allowed += scrape(m, `leapcount_decisions_total{result="allowed"}`)
+		denied += scrape(m, `leapcount_decisions_total{result="denied"}`)
+	}
+	if allowed != 1 || denied != 1 {
+		t.Errorf("decisions over the nodes: %v allowed, %v denied; want 1 and 1", allowed, denied)
 	}
 	exported := exportedNames(string(text))
 	for _, file := range []string{"../deploy/prometheus/leapcount-rules.yaml", "../deploy/grafana/leapcount-dashboard.json"} {
@@ -145,7 +147,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 		"leapcount_grpc_request_duration_seconds_bucket", "leapcount_http_requests_total", "leapcount_resp_commands_total",
 		"leapcount_store_units", "leapcount_fail_policy_answers_total", "leapcount_lease_grants_total",
 		"leapcount_lease_heartbeats_failed_total", "leapcount_lease_lapses_total", "leapcount_handoffs_sent_total",
-		"leapcount_handoffs_received_total", "leapcount_handoff_counters_total", "leapcount_handoff_duration_seconds_bucket", "leapcount_forward_duration_seconds_bucket"} {
+		"leapcount_handoffs_received_total", "leapcount_handoff_counters_total", "leapcount_handoff_duration_seconds_bucket", "leapcount_forward_duration_seconds_bucket",
+		"leapcount_forward_frames_in_flight", "leapcount_decisions_total"} {
 		if !strings.Contains(string(text), "\n"+name+"{") && !strings.Contains(string(text), "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s", name)
 		}
