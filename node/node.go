@@ -130,7 +130,7 @@ func Start(cfg Config) (*Node, error) {
 	})
 	n.handoffs = newHandoffMetrics(n.reg)
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
-		Redis: owner.RedisIO(n.redis), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(n.rpcClient), n.handoffs}, Now: cfg.Now, Limits: limits,
+		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(n.rpcClient), n.handoffs}, Now: cfg.Now, Limits: limits,
 		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
