@@ -3,6 +3,7 @@ package respapi
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/leapcount/leapcount/counter"
 )
@@ -15,6 +16,7 @@ type batch struct {
 	ops     []counter.Op
 	results []counter.Result
 	replies []pending
+	started time.Time // when its first op was queued (leapcount_resp_batch_duration_seconds)
 }
 
 // pending is the reply a command of the batch is owed: the result of ops[op], or err.
@@ -75,6 +77,9 @@ func (s *Server) execute(c *client, args [][]byte) bool {
 }
 
 func (b *batch) add(cmd *command, op counter.Op) {
+	if len(b.ops) == 0 {
+		b.started = time.Now()
+	}
 	b.replies = append(b.replies, pending{cmd: cmd, op: len(b.ops)})
 	b.ops = append(b.ops, op)
 }
@@ -113,6 +118,11 @@ func (b *batch) undecided() bool { return len(b.ops) > 0 }
 // empties it.
 func (s *Server) answer(c *client) {
 	b := &c.batch
+	if len(b.ops) > 0 {
+		// One observation a batch: its commands were read together and are answered
+		// in one write, so each one's latency is the batch's.
+		s.metrics.batchTook.Observe(time.Since(b.started).Seconds())
+	}
 	for _, p := range b.replies {
 		err := p.err
 		if err == nil {

@@ -347,3 +347,18 @@ func (ts *testServer) metric(t testing.TB, name string, labelPairs ...string) fl
 	t.Fatalf("no metric %s %v", name, labelPairs)
 	return 0
 }
+
+// histogramCount is the observation count of the histogram name (0 when absent).
+func (ts *testServer) histogramCount(t testing.TB, name string) uint64 {
+	t.Helper()
+	families, err := ts.reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}

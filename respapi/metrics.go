@@ -32,6 +32,7 @@ type metrics struct {
 	byCommand [][outcomes]prometheus.Counter // by command.id
 	unknown   [outcomes]prometheus.Counter   // commands the server does not know
 	dropped   map[string]prometheus.Counter  // by reason (dropReasons)
+	batchTook prometheus.Histogram           // leapcount_resp_batch_duration_seconds
 }
 
 // newMetrics registers the metrics on reg (nil: nowhere); refused counts the
@@ -55,17 +56,24 @@ func newMetrics(reg prometheus.Registerer, refused func() float64) (*metrics, er
 		Name:      "connections_refused_total",
 		Help:      "RESP connections refused for being over --max-clients.",
 	}, refused)
+	batchTook := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "leapcount",
+		Subsystem: "resp",
+		Name:      "batch_duration_seconds",
+		Help:      "Time from a batch of counter commands being read to their replies being ready: the commands of a pipeline read together are decided as one batch and answered in one write, so this is each one's latency (one observation a batch).",
+		Buckets:   []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
 	if reg != nil {
-		for i, c := range []prometheus.Collector{vec, dropped, refusedFunc} {
+		for i, c := range []prometheus.Collector{vec, dropped, refusedFunc, batchTook} {
 			if err := reg.Register(c); err != nil {
-				for _, done := range []prometheus.Collector{vec, dropped}[:i] {
+				for _, done := range []prometheus.Collector{vec, dropped, refusedFunc}[:i] {
 					reg.Unregister(done) // all or nothing, so a retry can succeed
 				}
 				return nil, err
 			}
 		}
 	}
-	m := &metrics{byCommand: make([][outcomes]prometheus.Counter, len(commandList)), dropped: map[string]prometheus.Counter{}}
+	m := &metrics{byCommand: make([][outcomes]prometheus.Counter, len(commandList)), dropped: map[string]prometheus.Counter{}, batchTook: batchTook}
 	for _, cmd := range commandList {
 		m.byCommand[cmd.id] = countersFor(vec, cmd.name)
 	}

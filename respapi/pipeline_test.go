@@ -24,6 +24,10 @@ func TestPipelineIsOneDoCall(t *testing.T) {
 	if got := ts.doer.ops.Load(); got != n {
 		t.Fatalf("got %d ops decided; want %d", got, n)
 	}
+	// Each batch is timed once: as many observations as Do calls, not one a command.
+	if got, calls := ts.histogramCount(t, "leapcount_resp_batch_duration_seconds"), ts.doer.calls.Load()-calls; got != uint64(calls) {
+		t.Fatalf("%d batch latencies observed for %d batches", got, calls)
+	}
 }
 
 func TestMixedPipelineAnswersInOrder(t *testing.T) {
