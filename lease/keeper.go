@@ -297,6 +297,20 @@ func (k *Keeper) GrantedTo(p int) string {
 	return k.grantor.Holder(p, k.now())
 }
 
+// GrantCounts counts, by holder, the partitions this node's grantor has granted now.
+func (k *Keeper) GrantCounts() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	out := map[string]int{}
+	for p := range k.grantor.parts {
+		if h := k.grantor.Holder(p, now); h != "" {
+			out[h]++
+		}
+	}
+	return out
+}
+
 // LeftRun is the incarnation of the member named name that left the cluster
 // gracefully, handing on what it held (0: none known).
 func (k *Keeper) LeftRun(name string) uint64 {

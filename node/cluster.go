@@ -12,6 +12,7 @@ type MemberView struct {
 	State       string `json:"state"`
 	RPC         string `json:"rpc,omitempty"`
 	Partitions  int    `json:"partitions"` // partitions this member owns in this node's ring
+	Leased      int    `json:"leased"`     // of all partitions, those this node's vote grants it now
 	Incarnation string `json:"incarnation,omitempty"`
 	Voter       bool   `json:"voter"` // its lease grants count towards this node's majorities
 }

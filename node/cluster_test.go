@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
@@ -272,4 +273,33 @@ func TestIdleClusterDoesNotRebuildRings(t *testing.T) {
 			t.Fatalf("%d nodes: %d ring builds in 1s on an idle cluster; want 0", size, got)
 		}
 	}
+}
+
+// Once a cluster settles, the partitions a node's vote grants, counted by member in GET
+// /v1/cluster ("leased"), cover every partition once, each member's its ring share.
+func TestClusterViewCountsLeases(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, nil)
+	wait.For(t, 30*time.Second, func() error {
+		var view struct {
+			Partitions int
+			Members    []struct {
+				Name               string
+				Partitions, Leased int
+			}
+		}
+		if err := getJSON(c.Nodes[1], "/v1/cluster", &view); err != nil {
+			return err
+		}
+		sum := 0
+		for _, m := range view.Members {
+			if m.Leased != m.Partitions {
+				return fmt.Errorf("%s leased %d of its %d partitions", m.Name, m.Leased, m.Partitions)
+			}
+			sum += m.Leased
+		}
+		if sum != view.Partitions {
+			return fmt.Errorf("%d partitions leased of %d", sum, view.Partitions)
+		}
+		return nil
+	})
 }

@@ -253,11 +253,12 @@ func (n *Node) memberView() []MemberView {
 		shares = rg.Shares()
 	}
 	voters := n.keeper.Voters()
+	granted := n.keeper.GrantCounts()
 	var out []MemberView
 	for _, m := range n.cluster.Members() {
 		_, voter := slices.BinarySearch(voters, m.Name)
 		out = append(out, MemberView{Name: m.Name, Addr: m.Addr, RPC: m.RPCAddr, State: m.State.String(),
-			Partitions: shares[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter})
+			Partitions: shares[m.Name], Leased: granted[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter})
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/leapcount/leapcount/owner"
 )
 
 // StatusView is the body of GET /v1/status: what the page at /ui shows, in one answer.
@@ -16,8 +18,9 @@ type StatusView struct {
 	Problems []string                 `json:"problems"` // ClusterView.Problems
 	Counters CountersView             `json:"counters"`
 	Hot      HotKeysView              `json:"hot"`
-	Requests map[string]RequestTotals `json:"requests"` // by front end: http, resp, grpc
-	TimeMs   int64                    `json:"time_ms"`  // when it was read (the page's rates divide by it)
+	Requests map[string]RequestTotals `json:"requests"`         // by front end: http, resp, grpc
+	States   map[string]int           `json:"partition_states"` // this node's partitions by owner.State (idle left out)
+	TimeMs   int64                    `json:"time_ms"`          // when it was read (the page's rates divide by it)
 }
 
 // CountersView is this node's counters against --max-counters.
@@ -67,7 +70,18 @@ func (n *Node) statusInfo() any {
 	c := n.clusterInfo().(ClusterView)
 	return StatusView{Cluster: c, Problems: c.Problems(),
 		Counters: CountersView{Held: n.store.Len(), Units: n.store.Used(), MaxUnits: n.cfg.MaxCounters, Bytes: n.store.Bytes()},
-		Hot:      n.hotKeys(10).(HotKeysView), Requests: n.requestTotals(), TimeMs: n.cfg.Now()}
+		Hot:      n.hotKeys(10).(HotKeysView), Requests: n.requestTotals(), States: n.partitionStates(), TimeMs: n.cfg.Now()}
+}
+
+// partitionStates counts this node's partitions by state, idle (not its own) left out.
+func (n *Node) partitionStates() map[string]int {
+	out := map[string]int{}
+	for st, k := range n.owner.States() {
+		if st != owner.Idle {
+			out[st.String()] = k
+		}
+	}
+	return out
 }
 
 // requestTotals sums the front ends' request metrics by outcome.
