@@ -25,13 +25,14 @@ type ClusterView struct {
 	Epoch      string       `json:"epoch"` // this node's ring epoch: equal on every node once they agree
 	Partitions int          `json:"partitions"`
 	Ready      bool         `json:"ready"`
-	Counters   int          `json:"counters"`   // held in memory by this node
-	Owned      int          `json:"owned"`      // partitions this node's ring gives it
-	Held       int          `json:"held"`       // of those, the ones it decides now (it holds their lease)
-	HandingOn  int          `json:"handing_on"` // partitions whose counters are on their way to or from this node
-	Unwritten  int          `json:"unwritten"`  // counters whose deltas this node has not written to Redis yet
-	Status     string       `json:"status"`     // "ok", or "degraded" while Redis is configured and down
-	Redis      string       `json:"redis"`      // "off" (no --redis), "up" or "down"
+	Counters   int          `json:"counters"`           // held in memory by this node
+	Owned      int          `json:"owned"`              // partitions this node's ring gives it
+	Held       int          `json:"held"`               // of those, the ones it decides now (it holds their lease)
+	HandingOn  int          `json:"handing_on"`         // partitions whose counters are on their way to or from this node
+	Unwritten  int          `json:"unwritten"`          // counters whose deltas this node has not written to Redis yet
+	LagMs      int64        `json:"writebehind_lag_ms"` // age of the oldest write-behind batch Redis has not confirmed (0: none)
+	Status     string       `json:"status"`             // "ok", or "degraded" while Redis is configured and down
+	Redis      string       `json:"redis"`              // "off" (no --redis), "up" or "down"
 	Security   SecurityView `json:"security"`
 }
 
@@ -56,6 +57,8 @@ func (n *Node) clusterInfo() any {
 	v.Owned, v.Held = n.Holding()
 	v.HandingOn = n.HandingOn()
 	v.Unwritten = n.Unwritten()
+	lag, _ := n.owner.WriteBehindStats()
+	v.LagMs = lag.Milliseconds()
 	if rg := n.router.Ring(); rg != nil {
 		v.Epoch = epochString(rg)
 		v.Partitions = rg.PartitionCount()

@@ -40,7 +40,8 @@ type RequestTotals struct {
 
 // Problems lists what needs a human, or is still settling (the status command exits 1
 // and the page shows them while any is listed): this node not ready, a member dead, one
-// joining, partitions this node owns but does not decide, partitions moving, Redis down.
+// joining, partitions this node owns but does not decide, partitions moving, Redis down
+// or its writes lagging over 30 s.
 func (v *ClusterView) Problems() []string {
 	out := []string{}
 	if !v.Ready {
@@ -56,6 +57,8 @@ func (v *ClusterView) Problems() []string {
 	}
 	if v.Redis == "down" {
 		out = append(out, "Redis is down (counters are decided from memory; writes wait)")
+	} else if v.LagMs > 30_000 {
+		out = append(out, fmt.Sprintf("writes to Redis lag: the oldest batch has waited %d s", v.LagMs/1000))
 	}
 	if v.Owned > v.Held {
 		out = append(out, fmt.Sprintf("%s decides %d of the %d partitions it owns (the rest wait for their lease or their counters)", v.Self, v.Held, v.Owned))
