@@ -17,6 +17,7 @@ type handoffMetrics struct {
 	sent     *prometheus.CounterVec // by result: ok, failed
 	received prometheus.Counter
 	counters *prometheus.CounterVec // by direction: sent, received
+	bytes    *prometheus.CounterVec // by direction: the counters' bytes in the frames
 	duration prometheus.Histogram
 }
 
@@ -34,18 +35,23 @@ func newHandoffMetrics(reg prometheus.Registerer) *handoffMetrics {
 			Name: "leapcount_handoff_counters_total",
 			Help: "Counters moved in Handoffs, by direction: sent (answered ok), received.",
 		}, []string{"direction"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "leapcount_handoff_bytes_total",
+			Help: "Bytes of the counters moved in Handoffs (their encoding in the frames), by direction: sent (answered ok), received.",
+		}, []string{"direction"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "leapcount_handoff_duration_seconds",
 			Help:    "Time from sending a Handoff to its answer.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}),
 	}
-	reg.MustRegister(m.sent, m.received, m.counters, m.duration)
+	reg.MustRegister(m.sent, m.received, m.counters, m.bytes, m.duration)
 	for _, r := range []string{"ok", "failed"} {
 		m.sent.WithLabelValues(r) // every series from the start, at 0
 	}
 	for _, d := range []string{"sent", "received"} {
 		m.counters.WithLabelValues(d)
+		m.bytes.WithLabelValues(d)
 	}
 	return m
 }
@@ -57,7 +63,7 @@ type countingPeers struct {
 }
 
 func (c countingPeers) Handoff(addr string, h *rpc.Handoff, done func(error)) {
-	start, n := time.Now(), len(h.Counters)
+	start, n, size := time.Now(), len(h.Counters), countersSize(h)
 	c.Peers.Handoff(addr, h, func(err error) {
 		c.m.duration.Observe(time.Since(start).Seconds())
 		if err != nil {
@@ -65,6 +71,7 @@ func (c countingPeers) Handoff(addr string, h *rpc.Handoff, done func(error)) {
 		} else {
 			c.m.sent.WithLabelValues("ok").Inc()
 			c.m.counters.WithLabelValues("sent").Add(float64(n))
+			c.m.bytes.WithLabelValues("sent").Add(float64(size))
 		}
 		done(err)
 	})
@@ -81,6 +88,16 @@ func (c countingReceiver) Handoff(ctx context.Context, h *rpc.Handoff) error {
 	if err == nil {
 		c.m.received.Inc()
 		c.m.counters.WithLabelValues("received").Add(float64(len(h.Counters)))
+		c.m.bytes.WithLabelValues("received").Add(float64(countersSize(h)))
 	}
 	return err
+}
+
+// countersSize is the bytes h's counters take in its frame.
+func countersSize(h *rpc.Handoff) int {
+	n := 0
+	for i := range h.Counters {
+		n += rpc.HandoffSize(&h.Counters[i])
+	}
+	return n
 }

@@ -224,6 +224,9 @@ func TestHandoffsAreCounted(t *testing.T) {
 		if sent < 1 || got < 1 || moved < 1 || in != moved {
 			return fmt.Errorf("sent %v handoffs with %v counters; received %v with %v", sent, moved, got, in)
 		}
+		if out, in := scrape(c.Nodes[0], `leapcount_handoff_bytes_total{direction="sent"}`), scrape(joined, `leapcount_handoff_bytes_total{direction="received"}`); out < 5*moved || in != out {
+			return fmt.Errorf("%v bytes sent, %v received, for %v counters", out, in, moved)
+		}
 		return nil
 	})
 	for i := 0; i < 200; i++ {
