@@ -116,3 +116,18 @@ func TestServiceFailuresAreErrors(t *testing.T) {
 		t.Fatalf("got %v failed sw.incr; want 1", got)
 	}
 }
+
+// An op whose owner never answered is counted apart from one that failed: it may have
+// been applied.
+func TestOutcomeUnknownIsCountedApart(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.Doer = failingDoer{err: fmt.Errorf("%w: owner n2 did not answer", counter.ErrOutcomeUnknown)}
+	})
+	c := ts.dial(t)
+	if got := c.do("SW.INCR", "k", "1m"); !strings.HasPrefix(got, "-") {
+		t.Fatalf("got %q; want an error", got)
+	}
+	if got, failed := ts.metricValue(t, "sw.incr", "unknown"), ts.metricValue(t, "sw.incr", "failed"); got != 1 || failed != 0 {
+		t.Fatalf("got %v unknown and %v failed sw.incr; want 1 and 0", got, failed)
+	}
+}

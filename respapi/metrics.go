@@ -1,6 +1,7 @@
 package respapi
 
 import (
+	"errors"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leapcount/leapcount/counter"
@@ -11,10 +12,11 @@ const (
 	outcomeOK         = iota // answered
 	outcomeBadRequest        // the client's mistake: bad input, unknown command, no auth
 	outcomeFailed            // the service's: the counter was unavailable, the node stopping
+	outcomeUnknown           // sent to its owner, no answer came back: it may have been applied
 	outcomes
 )
 
-var outcomeNames = [outcomes]string{"ok", "bad_request", "failed"}
+var outcomeNames = [outcomes]string{"ok", "bad_request", "failed", "unknown"}
 
 // Why the server ends a connection itself, besides the timeouts (dropIdle, dropNoAuth,
 // dropWrite), as the metrics name it.
@@ -42,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, refused func() float64) (*metrics, er
 		Namespace: "leapcount",
 		Subsystem: "resp",
 		Name:      "commands_total",
-		Help:      "RESP commands answered, by command and outcome (ok, bad_request, failed).",
+		Help:      "RESP commands answered, by command and outcome (ok, bad_request, failed; unknown: sent to the owner, no answer came back).",
 	}, []string{"command", "outcome"})
 	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "leapcount",
@@ -98,6 +100,8 @@ func (m *metrics) count(cmd *command, err error) {
 	case err == nil:
 	case counter.IsBadInput(err):
 		o = outcomeBadRequest
+	case errors.Is(err, counter.ErrOutcomeUnknown):
+		o = outcomeUnknown
 	default:
 		o = outcomeFailed
 	}
