@@ -22,7 +22,16 @@ func (c *Cluster) Self() Member {
 
 // Members returns every member this node knows, the local one included, sorted by
 // name: alive and leaving ones, and dead or left ones for a few minutes after.
-func (c *Cluster) Members() []Member { return c.tab.list(nil) }
+func (c *Cluster) Members() []Member {
+	ms := c.tab.list(nil)
+	keep := make(map[string]bool, len(ms))
+	for i := range ms {
+		ms[i].Version = c.versions.get(ms[i].Name)
+		keep[ms[i].Name] = true
+	}
+	c.versions.keepOnly(keep)
+	return ms
+}
 
 // Alive returns the members that should own keys (Member.Serving), sorted by name:
 // the input of a ring.

@@ -29,6 +29,7 @@ type Cluster struct {
 	ml        *memberlist.Memberlist
 	tab       *table
 	del       *delegate
+	versions  versions // members' versions heard in push-pulls (versions.go)
 
 	joinCtx     context.Context // cancelled to end the join loop (and a lookup under way)
 	stopJoin    context.CancelFunc
@@ -72,7 +73,10 @@ func Start(cfg Config) (c *Cluster, err error) {
 	if inc == 0 {
 		inc = uint64(time.Now().UnixNano())
 	}
-	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, clientAddr: cfg.ClientAddr, incarnation: inc}}
+	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, clientAddr: cfg.ClientAddr, incarnation: inc},
+		state: encodeVersion(cfg.Name, cfg.Version), heard: &c.versions,
+		known: func(name string) bool { _, ok := c.tab.get(name); return ok }}
+	c.versions.set(cfg.Name, cfg.Version)
 	mc, err := c.memberlistConfig(cfg)
 	if err != nil {
 		return nil, err

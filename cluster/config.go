@@ -51,6 +51,9 @@ type Config struct {
 	// another label is ignored (with Keys, it is also authenticated data of the GCM).
 	Label string
 
+	// Version is this member's build version, told to the others (Member.Version);
+	// at most 64 bytes.
+	Version string
 	// Incarnation names this run of the member, in its metadata: a restart under the
 	// same name must have another (0: the start time in ns).
 	Incarnation uint64
@@ -98,6 +101,9 @@ func (c Config) Validate() error {
 	}
 	if c.Name == "" || len(c.Name) > 128 {
 		bad("Name", "%q must be 1 to 128 bytes", c.Name)
+	}
+	if len(c.Version) > maxVersionLen {
+		bad("Version", "%q is over %d bytes", c.Version, maxVersionLen)
 	}
 	if err := checkHostPort(c.BindAddr, false); err != nil {
 		bad("BindAddr", "%v", err)

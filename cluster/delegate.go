@@ -42,11 +42,14 @@ func (e *events) member(n *memberlist.Node) Member {
 	return m
 }
 
-// delegate is memberlist's Delegate; of it only NodeMeta is used: leapcount sends no
-// user messages and no state of its own through gossip.
+// delegate is memberlist's Delegate: NodeMeta, and the push-pull state that carries
+// members' versions (versions.go); leapcount sends no user messages.
 type delegate struct {
 	meta    meta        // fixed for the life of the Cluster, except leaving
 	leaving atomic.Bool // read by NodeMeta on memberlist's goroutines
+	state   []byte      // this member's version state (encodeVersion), fixed
+	heard   *versions
+	known   func(name string) bool // whether name is a member (its version is kept)
 }
 
 func (d *delegate) NodeMeta(limit int) []byte {
@@ -63,5 +66,13 @@ func (d *delegate) NodeMeta(limit int) []byte {
 
 func (d *delegate) NotifyMsg([]byte)                           {}
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (d *delegate) LocalState(join bool) []byte                { return nil }
-func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
+func (d *delegate) LocalState(join bool) []byte                { return d.state }
+
+// MergeRemoteState keeps the version a peer sent, if it is well formed and names a
+// member; anything else (an older release sends nothing) is ignored.
+func (d *delegate) MergeRemoteState(buf []byte, join bool) {
+	name, version, err := decodeVersion(buf)
+	if err == nil && d.heard != nil && d.known(name) {
+		d.heard.set(name, version)
+	}
+}

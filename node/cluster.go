@@ -10,6 +10,7 @@ type MemberView struct {
 	Name        string `json:"name"`
 	Addr        string `json:"addr"` // gossip address
 	State       string `json:"state"`
+	Version     string `json:"version,omitempty"` // its build version, once gossip has told it
 	RPC         string `json:"rpc,omitempty"`
 	Partitions  int    `json:"partitions"` // partitions this member owns in this node's ring
 	Leased      int    `json:"leased"`     // of all partitions, those this node's vote grants it now

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/leapcount/leapcount/internal/buildinfo"
 	"log/slog"
 	"net"
 	"slices"
@@ -29,6 +30,7 @@ func (n *Node) joinCluster() error {
 		Incarnation:    n.incarnation,
 		Keys:           n.cfg.GossipKeys,
 		Label:          n.cfg.ClusterName,
+		Version:        shortVersion(buildinfo.Read().Version),
 		Logger:         n.cfg.Logger.With("component", "gossip"),
 	})
 	if err != nil {
@@ -258,7 +260,7 @@ func (n *Node) memberView() []MemberView {
 	for _, m := range n.cluster.Members() {
 		_, voter := slices.BinarySearch(voters, m.Name)
 		out = append(out, MemberView{Name: m.Name, Addr: m.Addr, RPC: m.RPCAddr, State: m.State.String(),
-			Partitions: shares[m.Name], Leased: granted[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter})
+			Version: m.Version, Partitions: shares[m.Name], Leased: granted[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter})
 	}
 	return out
 }
@@ -290,4 +292,12 @@ func (n *Node) logMemberChanges(members []cluster.Member) {
 		}
 		n.cfg.Logger.Log(context.Background(), lvl, "member "+m.State.String(), "member", m.Name, "was", prev, "gossip", m.Addr)
 	}
+}
+
+// shortVersion bounds a version to what gossip carries (cluster.Config.Version).
+func shortVersion(v string) string {
+	if len(v) > 64 {
+		return v[:64]
+	}
+	return v
 }

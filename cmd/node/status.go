@@ -56,9 +56,13 @@ func writeStatus(out io.Writer, c *node.ClusterView, hot *node.HotKeysView, hotE
 	tw.Flush()
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tSTATE\tPARTITIONS\tVOTER\tGOSSIP")
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tVERSION\tPARTITIONS\tLEASED\tVOTER\tGOSSIP")
 	for _, m := range c.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", m.Name, m.State, m.Partitions, m.Voter, m.Addr)
+		v := m.Version
+		if v == "" {
+			v = "?"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%v\t%s\n", m.Name, m.State, v, m.Partitions, m.Leased, m.Voter, m.Addr)
 	}
 	tw.Flush()
 	fmt.Fprintln(out)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,12 +65,19 @@ func waitStatus(t *testing.T, p proc, tokenFile string, done func(code int, out 
 // decided. Both find the token in --token-file.
 func TestStatusAndHotkeysSubcommands(t *testing.T) {
 	nodes, tokenFile := threeNodes(t)
-	_, out := runStatus(nodes[0], tokenFile, status)
+	_, text := runStatus(nodes[0], tokenFile, status)
 	for _, want := range []string{"s1", "s2", "s3", "alive", "OK\n"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("status lacks %q:\n%s", want, out)
+		if !strings.Contains(text, want) {
+			t.Fatalf("status lacks %q:\n%s", want, text)
 		}
 	}
+	// Every member's version reaches s1 by gossip: the node line and three member rows.
+	out, err := exec.Command(nodes[0].cmd.Path, "version").Output() // leapcount <version> ...
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.Fields(string(out))[1]
+	waitStatus(t, nodes[0], tokenFile, func(code int, out string) bool { return strings.Count(out, version) >= 4 })
 	if code, out := runStatus(nodes[0], tokenFile, hotkeysCmd, "--n", "3"); code != 0 || !strings.Contains(out, "KEY") {
 		t.Fatalf("hotkeys: exit %d\n%s", code, out)
 	}
