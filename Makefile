@@ -89,6 +89,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFastOpMatchesDecoder -fuzztime $(FUZZTIME) ./httpapi/
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./respapi/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) ./rpc/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeVersion -fuzztime $(FUZZTIME) ./cluster/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./respapi/
 
 clean:
