@@ -5,11 +5,13 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -27,6 +29,8 @@ type metrics struct {
 	hits     *prometheus.CounterVec
 	calls    *prometheus.CounterVec   // by method and gRPC code
 	duration *prometheus.HistogramVec // by method
+
+	methods sync.Map // full method name -> *methodMetrics
 
 	mu       sync.Mutex
 	detailed map[string]bool // labels from requests' values in use
@@ -68,10 +72,44 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) observe(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	resp, err := next(ctx, req)
-	method := info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:]
-	m.duration.WithLabelValues(method).Observe(time.Since(start).Seconds())
-	m.calls.WithLabelValues(method, status.Code(err).String()).Inc()
+	mm := m.method(info.FullMethod)
+	mm.duration.Observe(time.Since(start).Seconds())
+	m.code(mm, status.Code(err)).Inc()
 	return resp, err
+}
+
+// methodMetrics are one method's series, looked up once: resolving labels costs a
+// hash of them on every call.
+type methodMetrics struct {
+	name     string
+	duration prometheus.Observer
+	codes    [17]atomic.Pointer[counterRef] // by codes.Code (OK to Unauthenticated), made on first use
+}
+
+type counterRef struct{ prometheus.Counter }
+
+// code is mm's counter of calls that ended with c; a series is made only for the codes
+// that occur.
+func (m *metrics) code(mm *methodMetrics, c codes.Code) prometheus.Counter {
+	if int(c) >= len(mm.codes) {
+		return m.calls.WithLabelValues(mm.name, c.String())
+	}
+	if r := mm.codes[c].Load(); r != nil {
+		return r.Counter
+	}
+	r := &counterRef{m.calls.WithLabelValues(mm.name, c.String())}
+	mm.codes[c].Store(r) // two racing stores hold the same series
+	return r.Counter
+}
+
+func (m *metrics) method(full string) *methodMetrics {
+	if mm, ok := m.methods.Load(full); ok {
+		return mm.(*methodMetrics)
+	}
+	mm := &methodMetrics{name: full[strings.LastIndexByte(full, '/')+1:]}
+	mm.duration = m.duration.WithLabelValues(mm.name)
+	actual, _ := m.methods.LoadOrStore(full, mm)
+	return actual.(*methodMetrics)
 }
 
 // note counts one descriptor's hits under its rule.

@@ -445,3 +445,21 @@ descriptors:
 		t.Errorf("%d label sets; want 10 (d.user, d.path_/x, d.route_api.method and the override, each total and within_limit, and d.user over_limit: no request value but the detailed rule's, no client domain)", n)
 	}
 }
+
+// Every call is counted by method and status code, and timed.
+func TestCallsAreCountedByCode(t *testing.T) {
+	f := start(t, "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 5}\n", nil)
+	f.ask(t, &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "a")}})
+	f.ask(t, &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "b")}})
+	if _, err := f.client.ShouldRateLimit(context.Background(), &rlspb.RateLimitRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("an empty request: %v; want InvalidArgument", err)
+	}
+	for code, want := range map[string]float64{"OK": 2, "InvalidArgument": 1} {
+		if got := testutil.ToFloat64(f.srv.metrics.calls.WithLabelValues("ShouldRateLimit", code)); got != want {
+			t.Errorf("calls with %s: %v; want %v", code, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(f.srv.metrics.duration); n != 1 {
+		t.Errorf("%d duration series; want 1 (ShouldRateLimit)", n)
+	}
+}
