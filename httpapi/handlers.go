@@ -112,6 +112,7 @@ func (s *server) handleBatch(w http.ResponseWriter, r *http.Request) {
 func (s *server) batchAnswer(r *http.Request, op *counter.Op, res *counter.Result) any {
 	if res.Err != nil {
 		s.logFailure(r, res.Err)
+		s.opErrs.Note(res.Err)
 		return errorResponse{Error: res.Err.Error()}
 	}
 	return render(op, res)
@@ -190,6 +191,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, err.Error())
 	default:
 		s.logFailure(r, err)
+		s.opErrs.Note(err)
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/internal/opmetrics"
 )
 
 // DefaultMaxBodyBytes caps a request body when Config.MaxBodyBytes is 0. A full batch
@@ -59,6 +60,7 @@ type server struct {
 	log     *slog.Logger
 	routes  map[string]http.Handler // by path: guarded and instrumented
 	unknown http.Handler            // 404s, instrumented under their own route name
+	opErrs  *opmetrics.Errors
 }
 
 // New builds the handler. It fails when Doer is nil or the metrics cannot be
@@ -76,6 +78,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
+		return nil, err
+	}
+	if s.opErrs, err = opmetrics.New(cfg.Registerer, "http"); err != nil {
 		return nil, err
 	}
 	s.routes = make(map[string]http.Handler)

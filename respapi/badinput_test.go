@@ -130,4 +130,7 @@ func TestOutcomeUnknownIsCountedApart(t *testing.T) {
 	if got, failed := ts.metricValue(t, "sw.incr", "unknown"), ts.metricValue(t, "sw.incr", "failed"); got != 1 || failed != 0 {
 		t.Fatalf("got %v unknown and %v failed sw.incr; want 1 and 0", got, failed)
 	}
+	if got := ts.metric(t, "leapcount_op_errors_total", "frontend", "resp", "class", "unknown"); got != 1 {
+		t.Fatalf("leapcount_op_errors_total{resp,unknown} = %v; want 1", got)
+	}
 }

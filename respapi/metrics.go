@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/opmetrics"
 )
 
 // Outcomes of a command, as the metrics label them.
@@ -35,6 +36,7 @@ type metrics struct {
 	unknown   [outcomes]prometheus.Counter   // commands the server does not know
 	dropped   map[string]prometheus.Counter  // by reason (dropReasons)
 	batchTook prometheus.Histogram           // leapcount_resp_batch_duration_seconds
+	opErrs    *opmetrics.Errors              // leapcount_op_errors_total{frontend="resp"}
 }
 
 // newMetrics registers the metrics on reg (nil: nowhere); refused counts the
@@ -102,8 +104,10 @@ func (m *metrics) count(cmd *command, err error) {
 		o = outcomeBadRequest
 	case errors.Is(err, counter.ErrOutcomeUnknown):
 		o = outcomeUnknown
+		m.opErrs.Note(err)
 	default:
 		o = outcomeFailed
+		m.opErrs.Note(err)
 	}
 	if cmd == nil {
 		m.unknown[o].Inc()

@@ -15,6 +15,7 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/internal/connlimit"
+	"github.com/leapcount/leapcount/internal/opmetrics"
 )
 
 // Config is what New needs. Only Doer is required.
@@ -110,6 +111,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if m.opErrs, err = opmetrics.New(cfg.Registerer, "resp"); err != nil {
+		return nil, err
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -96,6 +96,7 @@ func (s *Server) do(ctx context.Context, ops []counter.Op) ([]counter.Result, er
 		}
 		if err != nil {
 			s.undecided.Add(1)
+			s.opErrs.Note(err)
 			return nil, status.Errorf(undecidedCode(err), "rate limit not decided: %v", err)
 		}
 	}

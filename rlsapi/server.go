@@ -23,6 +23,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/internal/opmetrics"
 	"github.com/leapcount/leapcount/limits"
 )
 
@@ -95,6 +96,7 @@ type Server struct {
 	grpc      *grpc.Server
 	health    *health.Server
 	metrics   *metrics
+	opErrs    *opmetrics.Errors
 	undecided atomic.Int64
 	stop      chan struct{}
 }
@@ -111,6 +113,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if s.opErrs, err = opmetrics.New(cfg.Registerer, "grpc"); err != nil {
+		return nil, err
+	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxStreams),
