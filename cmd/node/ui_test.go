@@ -12,24 +12,14 @@ import (
 )
 
 // The status page, loaded in headless Chromium from a three-node cluster with a token,
-// lists every member alive; once one is killed, the page shows it dead. Each state's
-// screenshot is kept (LEAPCOUNT_ARTIFACTS, else the test's temporary directory).
-func TestStatusPageInChromium(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is missing: make tools (scripts/ensure-ops-tools.sh) installs it")
-	}
-	nodes, tokenFile := threeNodes(t)
-	dir := os.Getenv("LEAPCOUNT_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+// lists every member alive and the cluster as ok, and without the token shows no data
+// but asks for it. Its screenshot is kept (LEAPCOUNT_ARTIFACTS, else the test's
+// temporary directory).
+func TestStatusPageShowsEveryMember(t *testing.T) {
+	browser := chromium(t)
+	nodes, _ := threeNodes(t)
 	url := "http://" + nodes[0].http + "/ui#token=s3cret"
-
-	dom := loadPage(t, browser, url, filepath.Join(dir, "ui-three-nodes.png"))
+	dom := loadPage(t, browser, url, artifact(t, "ui-three-nodes.png"))
 	for _, name := range []string{"s1", "s2", "s3"} {
 		if !memberRow(name, "alive").MatchString(dom) {
 			t.Fatalf("the page does not list %s alive:\n%s", name, dom)
@@ -38,19 +28,49 @@ func TestStatusPageInChromium(t *testing.T) {
 	if !strings.Contains(dom, `class="badge ok"`) {
 		t.Fatalf("a whole cluster is not badged ok:\n%s", dom)
 	}
-
-	nodes[2].cmd.Process.Kill()
-	waitStatus(t, nodes[0], tokenFile, func(code int, out string) bool { return strings.Contains(out, "member s3 is dead") })
-	dom = loadPage(t, browser, url, filepath.Join(dir, "ui-one-node-dead.png"))
-	if !memberRow("s3", "dead").MatchString(dom) || !strings.Contains(dom, "member s3 is dead") {
-		t.Fatalf("the page does not show s3 dead:\n%s", dom)
-	}
-	t.Logf("screenshots in %s", dir)
-
 	noToken := loadPage(t, browser, "http://"+nodes[0].http+"/ui", "")
 	if strings.Contains(noToken, ">s2<") || !strings.Contains(noToken, `id="login" style="display: block;"`) {
 		t.Fatalf("without the token the page shows data or no login:\n%s", noToken)
 	}
+}
+
+// With one of three nodes killed, the page shows it dead and names the problem.
+func TestStatusPageShowsAKilledMemberDead(t *testing.T) {
+	browser := chromium(t)
+	nodes, tokenFile := threeNodes(t)
+	nodes[2].cmd.Process.Kill()
+	waitStatus(t, nodes[0], tokenFile, func(code int, out string) bool { return strings.Contains(out, "member s3 is dead") })
+	dom := loadPage(t, browser, "http://"+nodes[0].http+"/ui#token=s3cret", artifact(t, "ui-one-node-dead.png"))
+	if !memberRow("s3", "dead").MatchString(dom) || !strings.Contains(dom, "member s3 is dead") {
+		t.Fatalf("the page does not show s3 dead:\n%s", dom)
+	}
+	if !memberRow("s1", "alive").MatchString(dom) || !strings.Contains(dom, `class="badge warn"`) {
+		t.Fatalf("the page does not show s1 alive and the cluster needing attention:\n%s", dom)
+	}
+}
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is missing: make tools (scripts/ensure-ops-tools.sh) installs it")
+	}
+	return browser
+}
+
+// artifact is where a screenshot named name is kept: LEAPCOUNT_ARTIFACTS (make test
+// sets bin/artifacts), else the test's temporary directory.
+func artifact(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("LEAPCOUNT_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", filepath.Join(dir, name))
+	return filepath.Join(dir, name)
 }
 
 // memberRow matches the members table's row of name in state.
