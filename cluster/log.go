@@ -24,6 +24,11 @@ type slogWriter struct {
 // Write gets one whole line per call: log.Logger formats a message, then writes it.
 func (w slogWriter) Write(p []byte) (int, error) {
 	level, msg := parseLine(string(p))
+	if level > slog.LevelDebug && strings.Contains(msg, "use of closed network connection") {
+		// memberlist's own sockets, closed by Shutdown while its goroutines still
+		// send: the stop is under way, not a fault (a graceful stop logs no error).
+		level = slog.LevelDebug
+	}
 	// memberlist v0.7.0 keeps its incarnation unexported and has no hook for refuting;
 	// these two messages are the only sign (state.go: suspectNode, deadNode).
 	if w.refutes != nil && (strings.HasPrefix(msg, "Refuting a suspect message") || strings.HasPrefix(msg, "Refuting a dead message")) {

@@ -50,4 +50,11 @@ func TestStdLoggerForwardsAtLevel(t *testing.T) {
 	if got := refutes.Load(); got != 2 {
 		t.Fatalf("refutes: got %d; want 2", got)
 	}
+	// A send on a socket Shutdown closed is the stop, not a fault: Debug, not ERROR.
+	buf.Reset()
+	std.Printf("[ERR] memberlist: Failed to send gossip to 127.0.0.1:1: write udp 127.0.0.1:2->127.0.0.1:1: use of closed network connection")
+	std.Printf("[ERR] memberlist: Failed to send gossip to 127.0.0.1:1: no route to host")
+	if out := buf.String(); strings.Contains(out, "closed network") || !strings.Contains(out, "no route to host") {
+		t.Fatalf("got log %q; want only the real error", out)
+	}
 }
