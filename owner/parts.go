@@ -119,6 +119,9 @@ func (o *Owner) owns(p int) bool {
 // Holding reports how many partitions the ring gives this node, and how many of them it
 // can decide now (it holds their lease and its memory of them is current).
 func (o *Owner) Holding() (owned, held int) {
+	if !o.sized() {
+		return 0, 0
+	}
 	now := o.cfg.Leases.Now()
 	up := o.redisUp()
 	for p := range o.parts.state {
@@ -135,6 +138,9 @@ func (o *Owner) Holding() (owned, held int) {
 // HandingOn reports how many partitions have counters on their way: this node's
 // counters to their new owner, or its own back from where they went (lent).
 func (o *Owner) HandingOn() int {
+	if !o.sized() {
+		return 0
+	}
 	n := 0
 	for p := range o.parts.state {
 		switch o.parts.get(p) {
@@ -145,12 +151,20 @@ func (o *Owner) HandingOn() int {
 	return n
 }
 
+// sized reports whether the first ring has come, and with it the per-partition state:
+// SetRing sizes it before it stores the ring, so a reader that loads the ring first
+// sees it whole (outside Owner.mu: status pages and metrics read it).
+func (o *Owner) sized() bool { return o.ring.Load() != nil }
+
 // PartitionState is partition p's state on this node (Idle for one out of range).
 func (o *Owner) PartitionState(p int) State { return o.parts.get(p) }
 
 // States counts this node's partitions by state.
 func (o *Owner) States() map[State]int {
 	out := map[State]int{}
+	if !o.sized() {
+		return out
+	}
 	for p := range o.parts.state {
 		out[o.parts.get(p)]++
 	}
