@@ -60,7 +60,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/node
 
 # The comparison harness (cmd/bench): starts its own redis-server and nodes, drives
-# them with one load generator and writes BENCHMARKS.md (about 7 minutes here). bench-short
+# them with one load generator and writes BENCHMARKS.md (about 9 minutes here, envoyproxy/ratelimit built first). bench-short
 # checks the whole harness in under two minutes; its report goes to $TMPDIR, not the tree.
 # One go build for both binaries: their shared packages compile once, in parallel.
 bench: tools ratelimit
