@@ -291,6 +291,7 @@ func (n *Node) logMemberChanges(members []cluster.Member) {
 			lvl = slog.LevelWarn
 		}
 		n.cfg.Logger.Log(context.Background(), lvl, "member "+m.State.String(), "member", m.Name, "was", prev, "gossip", m.Addr)
+		n.memberChanges.WithLabelValues(m.State.String()).Inc()
 	}
 }
 

@@ -234,6 +234,9 @@ func TestHandoffsAreCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if n := scrape(c.Nodes[0], `leapcount_member_changes_total{state="alive"}`); n != 1 {
+		t.Errorf("the first node counted %v members becoming alive; want 1 (the one that joined)", n)
+	}
 	if n := scrape(c.Nodes[0], "leapcount_forward_duration_seconds_count"); n < 1 {
 		t.Errorf("forwarded ops timed %v times; want some", n)
 	}

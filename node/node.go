@@ -44,10 +44,11 @@ type Node struct {
 	handoffs  *handoffMetrics
 	decisions counter.Tally // the allows decided here (leapcount_decisions_total)
 	// memberStates is each member's state at the last membership sync (logMemberChanges).
-	memberStates map[string]cluster.State
-	reg          *prometheus.Registry
-	cluster      *cluster.Cluster
-	keeper       *lease.Keeper
+	memberStates  map[string]cluster.State
+	memberChanges *prometheus.CounterVec // leapcount_member_changes_total, by new state
+	reg           *prometheus.Registry
+	cluster       *cluster.Cluster
+	keeper        *lease.Keeper
 
 	incarnation uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth     peerauth.Mode // what authenticates peers on the rpc port
@@ -129,6 +130,7 @@ func Start(cfg Config) (*Node, error) {
 		},
 	})
 	n.handoffs = newHandoffMetrics(n.reg)
+	n.memberChanges = newMemberChanges(n.reg)
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
 		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(n.rpcClient), n.handoffs}, Now: cfg.Now, Limits: limits,
 		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,

@@ -64,3 +64,17 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.failedBatches, prometheus.CounterValue, float64(failed))
 	}
 }
+
+// newMemberChanges is leapcount_member_changes_total: each change of a member's state as
+// this node saw it (the same events as the "member <state>" log lines), by new state.
+func newMemberChanges(reg prometheus.Registerer) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leapcount_member_changes_total",
+		Help: "Changes of a member's state as this node saw them, by the new state (alive, leaving, left, dead).",
+	}, []string{"state"})
+	reg.MustRegister(v)
+	for _, st := range []string{"alive", "leaving", "left", "dead"} {
+		v.WithLabelValues(st)
+	}
+	return v
+}
