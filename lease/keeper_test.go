@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/wait"
 )
 
 // directNet delivers heartbeats by calling the peer's Handle in this process, unless
@@ -63,7 +65,7 @@ func TestKeepersRunConcurrently(t *testing.T) {
 	if err := ks[1].Wait(wctx, 1); err != nil {
 		t.Fatalf("b never held partition 1 (voters %v): %v", ks[1].Voters(), err)
 	}
-	if err := waitUntil(10*time.Second, func() bool { return len(ks[2].Voters()) == 3 }); err != nil {
+	if err := wait.True(10*time.Second, func() bool { return len(ks[2].Voters()) == 3 }); err != nil {
 		t.Fatalf("c has voters %v; want all three", ks[2].Voters())
 	}
 	net.mu.Lock()
@@ -79,24 +81,12 @@ func TestKeepersRunConcurrently(t *testing.T) {
 	if ks[1].Holds(1, ks[1].Now()) {
 		t.Fatal("b still holds partition 1 after its lapse")
 	}
-	if err := waitUntil(10*time.Second, func() bool { return !ks[1].Quorate(ks[1].Now()) }); err != nil {
+	if err := wait.True(10*time.Second, func() bool { return !ks[1].Quorate(ks[1].Now()) }); err != nil {
 		t.Fatal("b, cut off from both others, still says it reaches a majority")
 	}
 	if !ks[0].Quorate(ks[0].Now()) {
 		t.Fatal("a, which reaches c, says it does not reach a majority")
 	}
-}
-
-// waitUntil polls cond every 10ms until it holds or d passes.
-func waitUntil(d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		time.Sleep(10 * time.Millisecond) // the polling interval
-	}
-	return nil
 }
 
 // TestKeeperRemembersOnlyMembers: heartbeats under names that are neither voters nor

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
 )
@@ -54,7 +55,7 @@ func TestTestClockOffsetPicksTheBucket(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer rc.Close()
 	var buckets []int64
-	if err := waitUntil(func() bool {
+	if err := wait.True(nodetest.Timeout, func() bool {
 		buckets = bucketFields(rc.HKeys(ctx, "lc:{skewed}:60000:10").Val())
 		return len(buckets) > 0
 	}); err != nil {

@@ -227,7 +227,7 @@ func TestMembershipChangesUnderLoad(t *testing.T) {
 	}
 	waitOps := func(n int64) {
 		start := ok.Load()
-		if err := waitUntil(func() bool { return ok.Load() >= start+n }); err != nil {
+		if err := wait.True(nodetest.Timeout, func() bool { return ok.Load() >= start+n }); err != nil {
 			t.Fatalf("load stalled: %v", err)
 		}
 	}
@@ -246,17 +246,6 @@ func TestMembershipChangesUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d requests failed during membership changes; first: %v", n, n+ok.Load(), firstErr.Load())
 	}
 	t.Logf("%d requests, none failed", ok.Load())
-}
-
-func waitUntil(cond func() bool) error {
-	deadline := time.Now().Add(nodetest.Timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %v", nodetest.Timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
 }
 
 // An idle, converged cluster does not rebuild its ring: membership is watched by

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
@@ -59,7 +60,7 @@ func benchHandoff(b *testing.B, withRedis bool, n int) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		err = waitUntil(func() bool {
+		err = wait.True(nodetest.Timeout, func() bool {
 			for i := 0; i < len(keys); i += len(keys) / 100 {
 				bs, err := st.Load(context.Background(), keys[i], sp, time.Now().UnixMilli())
 				if err != nil || sumOf(bs) != 1 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
@@ -107,7 +108,7 @@ func waitAcked(t *testing.T, l *loadRun, n int64) {
 		return s
 	}
 	start := total()
-	if err := waitUntil(func() bool { return total() >= start+n }); err != nil {
+	if err := wait.True(nodetest.Timeout, func() bool { return total() >= start+n }); err != nil {
 		t.Fatalf("load stalled: %v (failed %d)", err, l.failed.Load())
 	}
 }
@@ -166,7 +167,7 @@ func TestRedisDownIsDegradedNotDown(t *testing.T) {
 	incr(1)    // the counters are now in memory on their owners
 	rs.Pause() // down, but keeping its data: a write it took before freezing stays
 	var view struct{ Status, Redis string }
-	if err := waitUntil(func() bool { return getJSON(n, "/v1/cluster", &view) == nil && view.Status == "degraded" }); err != nil {
+	if err := wait.True(nodetest.Timeout, func() bool { return getJSON(n, "/v1/cluster", &view) == nil && view.Status == "degraded" }); err != nil {
 		t.Fatalf("/v1/cluster never said degraded: %+v", view)
 	}
 	if view.Redis != "down" {
@@ -190,7 +191,7 @@ func TestRedisDownIsDegradedNotDown(t *testing.T) {
 	// (a write sent while it was frozen is applied when it wakes, and again only in
 	// name: sent again with its sequence number, it is known as applied).
 	sp := leaparray.Spec{WindowMs: 600_000, Buckets: 10}
-	err = waitUntil(func() bool {
+	err = wait.True(nodetest.Timeout, func() bool {
 		for i := 0; i < 20; i++ {
 			bs, err := st.Load(ctx, fmt.Sprint("d:", i), sp, time.Now().UnixMilli())
 			if err != nil || sumOf(bs) != 2 {
@@ -202,7 +203,7 @@ func TestRedisDownIsDegradedNotDown(t *testing.T) {
 	if err != nil {
 		t.Fatal("write-behind did not catch up after Redis came back")
 	}
-	if err := waitUntil(func() bool { return getJSON(n, "/v1/cluster", &view) == nil && view.Status == "ok" }); err != nil {
+	if err := wait.True(nodetest.Timeout, func() bool { return getJSON(n, "/v1/cluster", &view) == nil && view.Status == "ok" }); err != nil {
 		t.Fatalf("/v1/cluster still %+v after Redis came back", view)
 	}
 }

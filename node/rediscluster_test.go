@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
@@ -114,7 +115,7 @@ func waitRedirecting(t *testing.T, c *nodetest.Cluster) {
 			}
 		}
 		rc := redis.NewClient(&redis.Options{Addr: n.RESPClusterAddr(), Protocol: 2, MaxRetries: -1})
-		if err := waitUntil(func() bool {
+		if err := wait.True(nodetest.Timeout, func() bool {
 			err := rc.Do(context.Background(), "SW.COUNT", key, "1s").Err()
 			return err != nil && strings.HasPrefix(err.Error(), "MOVED ")
 		}); err != nil {

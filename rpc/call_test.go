@@ -57,15 +57,15 @@ func TestCancelAffectsOnlyItsCall(t *testing.T) {
 				// A call held by the owner makes the connection busy: the next two
 				// calls linger and go out together, in one full frame.
 				held = goDo(context.Background(), c, o.addr, incr("h", 1))
-				waitFor(t, func() bool { return o.frames.Load() == 1 })
+				wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 })
 				a = goDo(ctx, c, o.addr, incr("a", 1))
 				b = goDo(context.Background(), c, o.addr, incr("b", 1))
-				waitFor(t, func() bool { return o.frames.Load() == 2 })
+				wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 2 })
 			} else {
 				a = goDo(ctx, c, o.addr, incr("a", 1))
-				waitFor(t, func() bool { return o.frames.Load() == 1 })
+				wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 })
 				b = goDo(context.Background(), c, o.addr, incr("b", 1))
-				waitFor(t, func() bool { return o.frames.Load() == 2 })
+				wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 2 })
 			}
 			before := currentConn(c, o.addr)
 			cancel()
@@ -124,7 +124,7 @@ func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 	<-dialing
 	b := goDo(ctx, c, o.addr, incr("b", 1))
 	p, _ := c.peer(o.addr, false)
-	waitFor(t, func() bool { return len(p.queue) == 1 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return len(p.queue) == 1 })
 	cancel()
 	for _, ch := range []chan doResult{a, b} {
 		if r := <-ch; !errors.Is(r.err, ErrPeerUnreachable) || !errors.Is(r.err, context.Canceled) {
@@ -369,14 +369,14 @@ func TestForgetReleasesGoroutines(t *testing.T) {
 	c := NewClient(Config{MaxBatchOps: 1, Timeout: time.Minute})
 	defer c.Close()
 	calls := []chan doResult{goDo(context.Background(), c, o.addr, incr("a", 1))}
-	waitFor(t, func() bool { return o.frames.Load() == 1 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 })
 	p, _ := c.peer(o.addr, false)
 	for i := 0; i < 50; i++ {
 		calls = append(calls, goDo(context.Background(), c, o.addr, incr("a", 1)))
 	}
 	// Every call has reached the peer (queued, or sent and held by the owner) before
 	// it is forgotten; a call made after would start a new one.
-	waitFor(t, func() bool { return o.frames.Load()+int64(len(p.queue)) == 51 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load()+int64(len(p.queue)) == 51 })
 	c.Forget(o.addr)
 	for _, ch := range calls {
 		if r := <-ch; !errors.Is(r.err, ErrClosed) {

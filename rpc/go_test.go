@@ -95,7 +95,7 @@ func TestGoTimesOut(t *testing.T) {
 	}
 	r.res[0].Count = -42 // the caller owns the slice again
 	close(o.block)
-	waitFor(t, func() bool { return o.local.Store.Count("a", spec10, t0) == 1 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return o.local.Store.Count("a", spec10, t0) == 1 })
 	if r := outcome(t, startGo(context.Background(), c, o.addr, incr("b", 1))); r.err != nil || r.res[0].Count != 1 {
 		t.Fatalf("call after a timeout: got %v %+v; want count 1", r.err, r.res)
 	}
@@ -144,11 +144,11 @@ func TestAnswerEndsTheLinger(t *testing.T) {
 	c := NewClient(Config{Linger: time.Hour, Timeout: time.Hour})
 	defer c.Close()
 	first := startGo(context.Background(), c, o.addr, incr("a", 1))
-	waitFor(t, func() bool { return o.frames.Load() == 1 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 })
 	second := startGo(context.Background(), c, o.addr, incr("b", 1))
 	third := startGo(context.Background(), c, o.addr, incr("c", 1))
 	p, _ := c.peer(o.addr, false)
-	waitFor(t, func() bool { return len(p.queue) == 0 }) // the writer holds them, lingering
+	wait.ForTrue(t, 10*time.Second, func() bool { return len(p.queue) == 0 }) // the writer holds them, lingering
 	if got := o.frames.Load(); got != 1 {
 		t.Fatalf("frames while the first waits: got %d; want 1", got)
 	}

@@ -136,14 +136,14 @@ func TestBatchClosesWhenFull(t *testing.T) {
 	}
 	wg.Add(1)
 	go call()
-	waitFor(t, func() bool { return o.frames.Load() == 1 }) // the first call is in flight, held
+	wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 }) // the first call is in flight, held
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go call()
 	}
 	// Two frames in flight: the held one and the batch, which with a minute's linger can
 	// only have gone out because it was full.
-	waitFor(t, func() bool { return framesInFlight(c, o.addr) == 2 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return framesInFlight(c, o.addr) == 2 })
 	close(o.block)
 	wg.Wait()
 	if got := o.frames.Load(); got != 2 {
@@ -162,9 +162,9 @@ func TestBatchClosesAfterLinger(t *testing.T) {
 	defer c.Close()
 	done := make(chan error, 2)
 	go func() { done <- c.Do(context.Background(), o.addr, fwd(incr("k", 1)), make([]counter.Result, 1)) }()
-	waitFor(t, func() bool { return o.frames.Load() == 1 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 })
 	go func() { done <- c.Do(context.Background(), o.addr, fwd(incr("k", 1)), make([]counter.Result, 1)) }()
-	waitFor(t, func() bool { return framesInFlight(c, o.addr) == 2 }) // sent after the linger
+	wait.ForTrue(t, 10*time.Second, func() bool { return framesInFlight(c, o.addr) == 2 }) // sent after the linger
 	close(o.block)
 	for i := 0; i < 2; i++ {
 		if err := <-done; err != nil {
@@ -190,18 +190,6 @@ func framesInFlight(c *Client, addr string) int {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	return len(cn.inflight)
-}
-
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestUnreachablePeerFailsFast(t *testing.T) {
@@ -240,7 +228,7 @@ func TestTimeoutAndLateAnswer(t *testing.T) {
 	before := currentConn(c, o.addr)
 	res[0].Count = -42 // the caller owns the slice again
 	close(o.block)     // the owner answers now, too late
-	waitFor(t, func() bool { return o.local.Store.Count("a", leaparray.Spec{WindowMs: 60_000, Buckets: 10}, t0) == 1 })
+	wait.ForTrue(t, 10*time.Second, func() bool { return o.local.Store.Count("a", leaparray.Spec{WindowMs: 60_000, Buckets: 10}, t0) == 1 })
 	res2 := make([]counter.Result, 1)
 	if err := c.Do(context.Background(), o.addr, fwd(incr("b", 1)), res2); err != nil || res2[0].Count != 1 {
 		t.Fatalf("call after a timeout: got %v %+v; want count 1", err, res2[0])

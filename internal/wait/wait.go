@@ -4,6 +4,7 @@ package wait
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -38,3 +39,22 @@ func For(t testing.TB, timeout time.Duration, cond func() error) {
 
 // ErrNotYet is a generic error for conditions that have nothing better to say.
 var ErrNotYet = errors.New("condition not met yet")
+
+// True is Until for a condition that only says yes or no: it returns nil once cond
+// holds, or an error naming the timeout.
+func True(timeout time.Duration, cond func() bool) error {
+	return Until(timeout, func() error {
+		if cond() {
+			return nil
+		}
+		return fmt.Errorf("%w within %v", ErrNotYet, timeout)
+	})
+}
+
+// ForTrue is True for tests: it fails the test when cond does not hold in time.
+func ForTrue(t testing.TB, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	if err := True(timeout, cond); err != nil {
+		t.Fatal(err)
+	}
+}

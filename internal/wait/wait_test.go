@@ -31,3 +31,13 @@ func TestUntilReturnsLastErrorAtDeadline(t *testing.T) {
 		t.Fatalf("returned after %v; want at least 30ms", elapsed)
 	}
 }
+
+func TestTrueWaitsForYes(t *testing.T) {
+	n := 0
+	if err := True(time.Second, func() bool { n++; return n == 3 }); err != nil || n != 3 {
+		t.Fatalf("True: %v after %d calls; want nil after 3", err, n)
+	}
+	if err := True(30*time.Millisecond, func() bool { return false }); !errors.Is(err, ErrNotYet) {
+		t.Fatalf("True of a false condition: %v; want ErrNotYet", err)
+	}
+}
