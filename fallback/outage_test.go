@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"errors"
+	"github.com/leapcount/leapcount/internal/freeport"
 	"strconv"
 	"testing"
 	"time"
@@ -133,7 +134,7 @@ func TestPipelineReloadsScripts(t *testing.T) {
 
 // Open fails fast, with ErrUnavailable, when Redis is not there.
 func TestOpenWithoutRedis(t *testing.T) {
-	port, err := testredis.FreePort()
+	port, err := freeport.TCP()
 	if err != nil {
 		t.Fatal(err)
 	}

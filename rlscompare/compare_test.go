@@ -4,6 +4,7 @@ package rlscompare
 
 import (
 	"context"
+	"github.com/leapcount/leapcount/internal/freeport"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -68,7 +69,7 @@ func startRatelimit(t *testing.T, bin, redisAddr string) string {
 	}
 	ports := make([]int, 3)
 	for i := range ports {
-		p, err := testredis.FreePort()
+		p, err := freeport.TCP()
 		if err != nil {
 			t.Fatal(err)
 		}

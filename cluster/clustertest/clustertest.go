@@ -5,9 +5,10 @@ package clustertest
 
 import (
 	"fmt"
+	"github.com/leapcount/leapcount/internal/freeport"
 	"log/slog"
-	"net"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -117,21 +118,11 @@ func WaitState(t testing.TB, timeout time.Duration, observer *cluster.Cluster, n
 // Another process could take the port in between; tests using it accept that.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	for range 10 {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		addr := tl.Addr().String()
-		ul, err := net.ListenPacket("udp", addr)
-		tl.Close()
-		if err == nil {
-			ul.Close()
-			return addr
-		}
+	port, err := freeport.TCPAndUDP()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no port free for both TCP and UDP")
-	return ""
+	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 func names(ms []cluster.Member) []string {

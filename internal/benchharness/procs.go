@@ -1,9 +1,7 @@
 package benchharness
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,26 +126,6 @@ func (p *proc) logTail() string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
-}
-
-// freePort is a loopback port nothing listens on for TCP or UDP right now (memberlist
-// binds both). Another process may take it before the server binds it; the caller
-// then retries with new ports.
-func freePort() (int, error) {
-	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		u, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
-		if err == nil {
-			u.Close()
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port")
 }
 
 func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/leapcount/leapcount/internal/freeport"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -25,7 +26,7 @@ type redisServer struct {
 // startRedis starts a redis-server on a free loopback port (pinned to cpus when set)
 // and waits until it answers PING.
 func (h *harness) startRedis(name, cpus string) (*redisServer, error) {
-	port, err := freePort()
+	port, err := freeport.TCPAndUDP()
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func (h *harness) startNodes(name string, n int, o nodeOpts) ([]*nodeServer, err
 	for i := range nodes {
 		ns := &nodeServer{}
 		for _, addr := range []*string{&ns.http, &ns.resp, &ns.gossip, &ns.rpc} {
-			port, err := freePort()
+			port, err := freeport.TCPAndUDP()
 			if err != nil {
 				return nil, err
 			}

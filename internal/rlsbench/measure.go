@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/leapcount/leapcount/internal/freeport"
 	"github.com/leapcount/leapcount/internal/procstat"
 )
 
@@ -166,13 +166,14 @@ func saveProfile(httpAddr string, seconds int, name string) error {
 // loopback is a free loopback address.
 func loopback() string { return "127.0.0.1:" + strconv.Itoa(freePort()) }
 
+// freePort is a loopback port free for TCP and UDP (gossip binds both); the run cannot
+// go on without one.
 func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.TCPAndUDP()
 	if err != nil {
 		panic(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func waitReady(httpAddr string, timeout time.Duration) error {

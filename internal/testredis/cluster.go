@@ -3,6 +3,7 @@ package testredis
 import (
 	"context"
 	"fmt"
+	"github.com/leapcount/leapcount/internal/freeport"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func StartCluster(tb testing.TB, n int) []*Server {
 	nodes := make([]*Server, n)
 	buses := make([]int, n)
 	for i := range nodes {
-		bus, err := FreePort()
+		bus, err := freeport.TCP()
 		if err != nil {
 			tb.Fatalf("testredis: cluster bus port: %v", err)
 		}

@@ -3,6 +3,7 @@ package testredis
 import (
 	"errors"
 	"fmt"
+	"github.com/leapcount/leapcount/internal/freeport"
 	"net"
 	"os"
 	"os/exec"
@@ -49,7 +50,7 @@ func start(tb testing.TB, argv func(s *Server, port int) []string) *Server {
 	s.args = func(port int) []string { return argv(s, port) }
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if s.port, err = FreePort(); err != nil {
+		if s.port, err = freeport.TCP(); err != nil {
 			continue
 		}
 		if err = s.launch(); err == nil {
@@ -93,16 +94,6 @@ func findBinary(path, name string) (string, bool) {
 		return p, true
 	}
 	return "", false
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free when asked.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // launch starts the process on s.port and waits until it answers PING.
