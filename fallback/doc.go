@@ -1,5 +1,7 @@
-// Package fallback keeps sliding-window counters in Redis with exactly the semantics of
-// the in-memory leaparray.Store: an owner writes its counters behind to Redis
+// Package fallback is leapcount's Redis store, used both as the fallback and as the
+// persistence path of counters (which is why its holders call it redis). It keeps
+// sliding-window counters in Redis with exactly the semantics of the in-memory
+// leaparray.Store: an owner writes its counters behind to Redis
 // (NewBatch, SendBatch), and a new owner reads a counter back (Load). The per-operation
 // methods (Incr, Count, Allow, Reset, Merge) run the same rules one call each: the
 // reference the tests hold to leaparray's, and the baseline the benchmarks compare
