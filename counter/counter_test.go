@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leapcount/leapcount/hashslot"
 )
 
 func TestParseWindow(t *testing.T) {
@@ -185,5 +187,62 @@ func BenchmarkDoExcept(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		DoExcept(context.Background(), ops, results, pass, do)
+	}
+}
+
+func TestCheckStampsTheSlotOnce(t *testing.T) {
+	op := Op{Kind: Incr, Key: "user:{42}:logins", Window: 60_000, Buckets: 10, N: 1}
+	if op.Checked() {
+		t.Fatal("a fresh op reports checked")
+	}
+	if err := (Limits{}).Check(&op); err != nil || !op.Checked() || op.Slot != hashslot.Of("42") {
+		t.Fatalf("Check: err %v, checked %v, slot %d; want slot %d", err, op.Checked(), op.Slot, hashslot.Of("42"))
+	}
+	bad := op
+	bad.N = 0
+	if err := (Limits{}).Check(&bad); !errors.Is(err, ErrBadN) || bad.Checked() {
+		t.Fatalf("Check of n 0: err %v, checked %v; want ErrBadN, unchecked", err, bad.Checked())
+	}
+	unchecked := Op{Kind: Incr, Key: "", Window: 1000, Buckets: 10, N: 1}
+	if err := (Limits{}).Ready(&unchecked); !errors.Is(err, ErrEmptyKey) {
+		t.Fatalf("Ready of an unchecked bad op: %v; want ErrEmptyKey", err)
+	}
+}
+
+// countingDecider decides every op at once, or later on a goroutine, as told.
+type countingDecider struct{ later bool }
+
+func (d countingDecider) Decide(_ context.Context, b *Batch) bool {
+	fill := func() {
+		for i := range b.Ops {
+			b.Results[i].Count = int64(i + 1)
+		}
+	}
+	if !d.later {
+		fill()
+		return true
+	}
+	go func() {
+		fill()
+		b.Done()
+	}()
+	return false
+}
+
+func TestDoAndStartWaitForEitherWay(t *testing.T) {
+	for _, later := range []bool{false, true} {
+		ops := make([]Op, 3)
+		res := make([]Result, 3)
+		Do(context.Background(), countingDecider{later}, ops, res)
+		if res[2].Count != 3 {
+			t.Fatalf("Do (later %v): results %+v", later, res)
+		}
+		done := make(chan struct{})
+		res = make([]Result, 3)
+		Start(context.Background(), countingDecider{later}, &Batch{Ops: ops, Results: res, Done: func() { close(done) }})
+		<-done
+		if res[2].Count != 3 {
+			t.Fatalf("Start (later %v): results %+v", later, res)
+		}
 	}
 }

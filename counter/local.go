@@ -39,12 +39,17 @@ type Observer interface {
 	Observe(key string, now int64)
 }
 
-// Do decides each op in order. Invalid ops get their validation error and change nothing.
-func (l *Local) Do(_ context.Context, ops []Op, results []Result) {
+// Decide decides b's ops against the store, always at once (see Decider).
+func (l *Local) Decide(_ context.Context, b *Batch) bool {
+	l.DecideNow(b.Ops, b.Results)
+	return true
+}
+
+// DecideNow decides ops against the store, in order, and fills results. Invalid ops
+// get their validation error and change nothing.
+func (l *Local) DecideNow(ops []Op, results []Result) {
 	now := l.Now()
 	if len(ops) > 1 {
-		// Each lookup misses the caches, and one op's misses cannot overlap the next's
-		// (see Prefetch): asked for first, the batch's index entries come in together.
 		for i := range ops {
 			l.Store.Prefetch(ops[i].Key, leaparray.Spec{WindowMs: ops[i].Window, Buckets: ops[i].Buckets})
 		}
@@ -55,7 +60,7 @@ func (l *Local) Do(_ context.Context, ops []Op, results []Result) {
 }
 
 func (l *Local) do(op *Op, now int64) Result {
-	if err := l.Limits.Validate(op); err != nil {
+	if err := l.Limits.Ready(op); err != nil {
 		return Result{Err: err}
 	}
 	if l.Hot != nil {

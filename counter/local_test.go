@@ -1,7 +1,6 @@
 package counter
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ func TestLocalOnAFullStore(t *testing.T) {
 	l := &Local{Store: st, Now: func() int64 { return now }}
 	op := func(kind Kind, key string, window int64) Result {
 		res := make([]Result, 1)
-		l.Do(context.Background(), []Op{{Kind: kind, Key: key, Window: window, Buckets: 10, N: 1, Limit: 5}}, res)
+		l.DecideNow([]Op{{Kind: kind, Key: key, Window: window, Buckets: 10, N: 1, Limit: 5}}, res)
 		return res[0]
 	}
 	if r := op(Incr, "held", 1000); r.Err != nil || r.Count != 1 {

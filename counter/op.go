@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/leapcount/leapcount/hashslot"
 )
 
 // Bounds of the contract.
@@ -50,14 +52,24 @@ func ParseKind(s string) (Kind, error) {
 
 // Op is one operation on one counter. Window is in milliseconds. N and Limit are
 // used only by the kinds that take them (N: incr, allow; Limit: allow).
+//
+// An op is checked once, where it enters the node (a front end's parser, or the
+// router for ops a peer forwards): Limits.Check validates it and stamps it with its
+// key's hash slot, which every layer below routes by. The layers below take a checked
+// op as given (Limits.Ready costs them one comparison).
 type Op struct {
 	Kind    Kind
+	checked bool   // Check passed it: Slot is its key's
+	Slot    uint16 // the key's hash slot (hashslot.Of), set by Check
 	Key     string
 	Window  int64
 	Buckets int
 	N       int64
 	Limit   int64
 }
+
+// Checked reports whether Check passed op (and so set its Slot).
+func (op *Op) Checked() bool { return op.checked }
 
 // Result is what an op answered. Count is set for every kind but reset; Allowed,
 // Remaining and RetryAfterMs for allow; Existed for reset. Err, when set, means the op
@@ -80,37 +92,6 @@ type Result struct {
 	Undecided    error
 }
 
-// A Doer decides operations on counters. It fills results[i] for ops[i]
-// (len(results) == len(ops)); an op that could not be decided gets Err set. Ops on the
-// same counter are decided in slice order. Do never panics on invalid ops: it reports
-// them through Err like any other failure.
-type Doer interface {
-	Do(ctx context.Context, ops []Op, results []Result)
-}
-
-// A QuickDoer is a Doer that can also tell whether it can decide ops at once. An event
-// loop serving many connections must never wait: it calls TryDo, and only when TryDo
-// cannot decide the ops does it hand them to Do, on a goroutine of their own.
-type QuickDoer interface {
-	Doer
-	// TryDo decides ops as Do would, and reports true, when it can do so without
-	// waiting on the network, on Redis, or on a lease; otherwise it applies none of
-	// them, leaves results as they were, and reports false.
-	TryDo(ops []Op, results []Result) bool
-}
-
-// A Starter is a QuickDoer that can also decide ops without its caller waiting: an
-// event loop hands it the ops TryDo could not decide and goes on serving its other
-// connections, where Do would need a goroutine parked per batch.
-type Starter interface {
-	QuickDoer
-	// Start decides ops as Do would and then calls done, once, from any goroutine
-	// (possibly before Start returns). ops and results are the Starter's until done:
-	// the caller must not touch them before. ctx's deadline bounds the ops; its
-	// cancellation after Start returns may not be watched.
-	Start(ctx context.Context, ops []Op, results []Result, done func())
-}
-
 // Limits are the bounds a node enforces that its flags can change.
 type Limits struct {
 	MaxKeyBytes int // 0 means DefaultMaxKeyBytes
@@ -123,8 +104,28 @@ func (l Limits) maxKey() int {
 	return l.MaxKeyBytes
 }
 
-// Validate checks op against the contract's bounds. It does not fill defaults: parsers
-// set Buckets and N to their defaults when the request leaves them out.
+// Check validates op and, when it is valid, stamps it checked with its key's hash slot.
+// It does not fill defaults: parsers set Buckets and N to their defaults when the
+// request leaves them out.
+func (l Limits) Check(op *Op) error {
+	if err := l.Validate(op); err != nil {
+		op.checked = false
+		return err
+	}
+	op.Slot, op.checked = hashslot.Of(op.Key), true
+	return nil
+}
+
+// Ready is Check for an op that may have been checked already (the layers below a
+// front end): a checked op costs one comparison.
+func (l Limits) Ready(op *Op) error {
+	if op.checked {
+		return nil
+	}
+	return l.Check(op)
+}
+
+// Validate checks op against the contract's bounds, without stamping it (see Check).
 func (l Limits) Validate(op *Op) error {
 	if op.Kind < Incr || op.Kind > Reset {
 		return fmt.Errorf("%w: %v", ErrUnknownOp, op.Kind)

@@ -121,7 +121,7 @@ func TestServiceFailuresAre503(t *testing.T) {
 		fmt.Errorf("%w: this node holds its most counters", counter.ErrFull),
 		context.DeadlineExceeded,
 	} {
-		a := newAPI(t, func(c *Config) { c.Doer = failingDoer{err: err} })
+		a := newAPI(t, func(c *Config) { c.Decider = failingDecider{err: err} })
 		wantError(t, a.post("/v1/incr", `{"key":"a","window":"1m"}`), http.StatusServiceUnavailable, err.Error())
 		wantError(t, a.get("/v1/count?key=a&window=1m"), http.StatusServiceUnavailable, err.Error())
 		wantError(t, a.post("/v1/allow", `{"key":"a","window":"1m","limit":1}`), http.StatusServiceUnavailable, err.Error())
@@ -129,11 +129,11 @@ func TestServiceFailuresAre503(t *testing.T) {
 	}
 }
 
-func TestBadInputFromTheDoerIs400(t *testing.T) {
-	// A Doer may reject an op that passed the parser (a cluster router applying its own
+func TestBadInputFromTheDeciderIs400(t *testing.T) {
+	// A Decider may reject an op that passed the parser (a cluster router applying its own
 	// limits, say); that is still the client's fault.
 	a := newAPI(t, func(c *Config) {
-		c.Doer = failingDoer{err: fmt.Errorf("%w: key is reserved", counter.ErrBadArgument)}
+		c.Decider = failingDecider{err: fmt.Errorf("%w: key is reserved", counter.ErrBadArgument)}
 	})
 	wantError(t, a.post("/v1/incr", `{"key":"a","window":"1m"}`), http.StatusBadRequest, "key is reserved")
 }

@@ -29,7 +29,7 @@ func results(t *testing.T, r reply) []map[string]any {
 
 func TestBatchAnswersEveryOpInOrder(t *testing.T) {
 	a := newAPI(t, nil)
-	calls := a.doer.calls.Load()
+	calls := a.decider.calls.Load()
 	got := results(t, a.post("/v1/batch", `{"ops":[
 		{"op":"incr","key":"b","window":"1m"},
 		{"op":"INCR","key":"b","window":60000,"n":4},
@@ -42,7 +42,7 @@ func TestBatchAnswersEveryOpInOrder(t *testing.T) {
 		{"op":"reset","key":"b","window":"1m"},
 		{"op":"count","key":"b","window":"1m"}
 	]}`))
-	if n := a.doer.calls.Load() - calls; n != 1 {
+	if n := a.decider.calls.Load() - calls; n != 1 {
 		t.Fatalf("got %d Do calls for one batch; want 1", n)
 	}
 	want := []map[string]any{
@@ -136,7 +136,7 @@ func TestBatchBadRequests(t *testing.T) {
 }
 
 func TestBatchUnavailableOwnerAnswersInPlace(t *testing.T) {
-	a := newAPI(t, func(c *Config) { c.Doer = failingDoer{err: errOwnerDown} })
+	a := newAPI(t, func(c *Config) { c.Decider = failingDecider{err: errOwnerDown} })
 	got := results(t, a.post("/v1/batch", `{"ops":[{"op":"incr","key":"x","window":"1m"},{"op":"bad"}]}`))
 	wantBody(t, got[0], map[string]any{"error": "counter unavailable: owner n2 unreachable"})
 	if _, ok := got[1]["error"]; !ok {

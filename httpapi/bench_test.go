@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkHTTPIncr is one POST /v1/incr through a real socket, keep-alive on: the
-// whole path of a request (net/http, parse, Doer, JSON answer, metrics).
+// whole path of a request (net/http, parse, Decider, JSON answer, metrics).
 func BenchmarkHTTPIncr(b *testing.B) {
 	a := newAPI(b, nil)
 	client := &http.Client{}
@@ -37,7 +37,7 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(code int)        { w.status = code }
 
-// BenchmarkHandler is the handler alone (routing, auth, metrics, parse, Doer, answer),
+// BenchmarkHandler is the handler alone (routing, auth, metrics, parse, Decider, answer),
 // without sockets or net/http's connection work: the part of a request's CPU that
 // is this package's.
 func BenchmarkHandler(b *testing.B) {

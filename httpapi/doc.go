@@ -2,9 +2,9 @@
 // the counter operations under /v1/, the cluster view, health and readiness probes,
 // and Prometheus metrics.
 //
-// Each request is parsed into counter.Op values, checked with counter.Limits, and
-// decided by one call to a counter.Doer; a /v1/batch request is one Do call for all
-// its valid ops. The package holds no counter state of its own. A /v1/allow answer
+// Each request is parsed into counter.Op values, checked with counter.Limits.Check,
+// and decided by one call to a counter.Decider (counter.Do: a handler may wait); a
+// /v1/batch request is one call for all its valid ops. The package holds no counter state of its own. A /v1/allow answer
 // also carries RateLimit-* and Retry-After headers (ratelimit.go).
 //
 // Parsing is strict, so that a client's mistake is reported rather than guessed at:

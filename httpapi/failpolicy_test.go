@@ -24,7 +24,7 @@ const notJoinedReason = "counter unavailable: this node has not joined a cluster
 func TestFailPolicyAnswerIsMarked(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fail-open=%v", open), func(t *testing.T) {
-			a := newAPI(t, func(c *Config) { c.Doer = notJoined(open) })
+			a := newAPI(t, func(c *Config) { c.Decider = notJoined(open) })
 			policy, remaining, retryAfterMs, retryAfter := "closed", "0", 1000, "1"
 			if open {
 				policy, remaining, retryAfterMs, retryAfter = "open", "5", 0, ""

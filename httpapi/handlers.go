@@ -35,7 +35,7 @@ func (s *server) handleCount(w http.ResponseWriter, r *http.Request) {
 func (s *server) decideOne(w http.ResponseWriter, r *http.Request, op counter.Op) {
 	ops := []counter.Op{op}
 	results := make([]counter.Result, 1)
-	s.cfg.Doer.Do(r.Context(), ops, results)
+	counter.Do(r.Context(), s.cfg.Decider, ops, results)
 	if err := results[0].Err; err != nil {
 		s.fail(w, r, err)
 		return
@@ -101,7 +101,7 @@ func (s *server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(ops) > 0 {
 		results := make([]counter.Result, len(ops))
-		s.cfg.Doer.Do(r.Context(), ops, results)
+		counter.Do(r.Context(), s.cfg.Decider, ops, results)
 		for j := range ops {
 			answers[index[j]] = s.batchAnswer(r, &ops[j], &results[j])
 		}

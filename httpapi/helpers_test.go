@@ -24,25 +24,26 @@ const t0 = 1_700_000_040_000
 
 func newClock() *clocktest.Clock { return clocktest.New(t0) }
 
-// countingDoer passes ops on to a real Local and counts Do calls, so tests can see
+// countingDecider passes ops on to a real Local and counts Do calls, so tests can see
 // how many calls a request made.
-type countingDoer struct {
-	counter.Doer
+type countingDecider struct {
+	next  counter.Decider
 	calls atomic.Int64
 }
 
-func (d *countingDoer) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
+func (d *countingDecider) Decide(ctx context.Context, b *counter.Batch) bool {
 	d.calls.Add(1)
-	d.Doer.Do(ctx, ops, results)
+	return d.next.Decide(ctx, b)
 }
 
-// failingDoer fails every op with err, as an unreachable owner would.
-type failingDoer struct{ err error }
+// failingDecider fails every op with err, as an unreachable owner would.
+type failingDecider struct{ err error }
 
-func (d failingDoer) Do(_ context.Context, _ []counter.Op, results []counter.Result) {
-	for i := range results {
-		results[i] = counter.Result{Err: d.err}
+func (d failingDecider) Decide(_ context.Context, b *counter.Batch) bool {
+	for i := range b.Results {
+		b.Results[i] = counter.Result{Err: d.err}
 	}
+	return true
 }
 
 // testAPI is an API server on a real socket, deciding ops with a real store.
@@ -50,7 +51,7 @@ type testAPI struct {
 	t       testing.TB
 	url     string
 	clock   *clocktest.Clock
-	doer    *countingDoer
+	decider *countingDecider
 	reg     *prometheus.Registry
 	handler http.Handler
 }
@@ -59,10 +60,10 @@ type testAPI struct {
 func newAPI(t testing.TB, edit func(*Config)) *testAPI {
 	t.Helper()
 	clock := newClock()
-	doer := &countingDoer{Doer: &counter.Local{Store: leaparray.NewStore(), Now: clock.Now}}
+	decider := &countingDecider{next: &counter.Local{Store: leaparray.NewStore(), Now: clock.Now}}
 	reg := prometheus.NewRegistry()
 	cfg := Config{
-		Doer:       doer,
+		Decider:    decider,
 		Registerer: reg,
 		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Cluster: func() any {
@@ -78,7 +79,7 @@ func newAPI(t testing.TB, edit func(*Config)) *testAPI {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testAPI{t: t, url: srv.URL, clock: clock, doer: doer, reg: reg, handler: h}
+	return &testAPI{t: t, url: srv.URL, clock: clock, decider: decider, reg: reg, handler: h}
 }
 
 // reply is an answer: the status, the Content-Type and the body decoded as JSON

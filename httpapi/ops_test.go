@@ -122,7 +122,7 @@ func TestMaxKeyBytesComesFromLimits(t *testing.T) {
 	limits := counter.Limits{MaxKeyBytes: 1000}
 	a := newAPI(t, func(c *Config) {
 		c.Limits = limits
-		c.Doer = &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now, Limits: limits}
+		c.Decider = &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now, Limits: limits}
 	})
 	key := strings.Repeat("x", 1000)
 	wantOK(t, a.post("/v1/incr", `{"key":"`+key+`","window":"1m"}`), map[string]any{"key": key, "count": 1})

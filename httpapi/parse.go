@@ -80,7 +80,7 @@ func (f *opFields) toOp(kind counter.Kind, limits counter.Limits) (counter.Op, e
 	if err := f.readLimit(&op); err != nil {
 		return op, err
 	}
-	return op, limits.Validate(&op)
+	return op, limits.Check(&op)
 }
 
 func (f *opFields) readN(op *counter.Op) error {
@@ -170,5 +170,5 @@ func parseCountQuery(rawQuery string, limits counter.Limits) (counter.Op, error)
 			return op, err
 		}
 	}
-	return op, limits.Validate(&op)
+	return op, limits.Check(&op)
 }

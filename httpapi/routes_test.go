@@ -170,7 +170,7 @@ func TestMetricsCountRequests(t *testing.T) {
 
 func TestNewRejectsADoubleRegistration(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	cfg := Config{Doer: &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now}, Registerer: reg}
+	cfg := Config{Decider: &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now}, Registerer: reg}
 	if _, err := New(cfg); err != nil {
 		t.Fatalf("first New: %v", err)
 	}
@@ -178,6 +178,6 @@ func TestNewRejectsADoubleRegistration(t *testing.T) {
 		t.Fatalf("second New on the same registry: got no error; want one")
 	}
 	if _, err := New(Config{}); err == nil {
-		t.Fatalf("New without a Doer: got no error; want one")
+		t.Fatalf("New without a Decider: got no error; want one")
 	}
 }

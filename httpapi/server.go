@@ -18,11 +18,11 @@ import (
 // of 1000 ops with 256-byte keys fits in well under half of it.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Config is what New needs. Only Doer is required.
+// Config is what New needs. Only Decider is required.
 type Config struct {
-	Doer         counter.Doer   // decides the ops
-	Limits       counter.Limits // bounds checked before an op reaches Doer
-	MaxBodyBytes int64          // request body cap; 0 means DefaultMaxBodyBytes
+	Decider      counter.Decider // decides the ops
+	Limits       counter.Limits  // bounds checked before an op reaches Decider
+	MaxBodyBytes int64           // request body cap; 0 means DefaultMaxBodyBytes
 
 	// Token, when not empty, is required as "Authorization: Bearer <token>" on /v1/*
 	// and /metrics (401 otherwise). /healthz and /readyz never need it, so probes
@@ -63,11 +63,11 @@ type server struct {
 	opErrs  *opmetrics.Errors
 }
 
-// New builds the handler. It fails when Doer is nil or the metrics cannot be
+// New builds the handler. It fails when Decider is nil or the metrics cannot be
 // registered (for example, a second server on the same Registerer).
 func New(cfg Config) (http.Handler, error) {
-	if cfg.Doer == nil {
-		return nil, errors.New("httpapi: Config.Doer is nil")
+	if cfg.Decider == nil {
+		return nil, errors.New("httpapi: Config.Decider is nil")
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes

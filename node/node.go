@@ -39,7 +39,7 @@ type Node struct {
 	redis     *fallback.Store // nil without --redis
 	owner     *owner.Owner
 	router    *route.Router
-	doer      *gate
+	decider   *gate
 	hot       *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
 	handoffs  *handoffMetrics
 	decisions counter.Tally // the allows decided here (leapcount_decisions_total)
@@ -141,7 +141,7 @@ func Start(cfg Config) (*Node, error) {
 	n.router.Disagrees = (&ringSyncer{sync: n.syncWith, log: func(member string, err error) {
 		cfg.Logger.Debug("state exchange with a member that disagrees", "member", member, "err", err)
 	}}).disagrees
-	n.doer = &gate{next: n.router, ready: n.serves, log: cfg.Logger}
+	n.decider = &gate{next: n.router, ready: n.serves}
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandoffHandler(countingReceiver{n.owner, n.handoffs})
 	n.rpcSrv.SetLeaseHandler(n.keeper.Handle)
@@ -179,7 +179,7 @@ func (n *Node) serves() bool { return n.joined.Load() && n.router.Ring() != nil 
 
 func (n *Node) listen(limits counter.Limits) error {
 	h, err := httpapi.New(httpapi.Config{
-		Doer: n.doer, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
+		Decider: n.decider, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		Ready: n.Ready, Cluster: n.clusterInfo, HotKeys: n.hotKeys, Status: n.statusInfo, UI: uiHandler(), Registerer: n.reg, Logger: n.cfg.Logger,
 		Metrics: promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}),
 	})
@@ -187,7 +187,7 @@ func (n *Node) listen(limits counter.Limits) error {
 		return err
 	}
 	n.redisCluster = &redisCluster{n: n, settle: n.cfg.Lease.WithDefaults().Duration}
-	n.resp, err = respapi.New(respapi.Config{Doer: n.doer, Limits: limits, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
+	n.resp, err = respapi.New(respapi.Config{Decider: n.decider, Limits: limits, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		MaxClients: n.cfg.MaxClients, IdleTimeout: n.cfg.RESPIdleTimeout, Registerer: n.reg,
 		Logger: n.cfg.Logger, MaxUnanswered: max(n.cfg.MaxBodyBytes, respapi.DefaultMaxUnanswered),
 		Cluster: n.redisCluster})
@@ -298,7 +298,7 @@ func (n *Node) Store() *leaparray.Store { return n.store }
 
 // Do decides ops as a client request to this node would be (tests call it in-process).
 func (n *Node) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	n.doer.Do(ctx, ops, results)
+	counter.Do(ctx, n.decider, ops, results)
 }
 
 // RedisStatus is "off" without --redis, else "up" or "down" (its breaker's view).
@@ -349,7 +349,7 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.grpc != nil {
 		n.grpc.Stop(ctx)
 	}
-	n.doer.close()
+	n.decider.close()
 	// RESP takes no new connections. Redis Cluster clients keep theirs until the drain
 	// is done: their ops are answered -TRYAGAIN while this node still owns their keys,
 	// and -MOVED to the new owners once it does not, so they follow the move.

@@ -84,7 +84,7 @@ func measureIncr(o *Owner, keep []string, change func()) []time.Duration {
 				}
 				op := []counter.Op{incr(keep[i%len(keep)], 1)}
 				start := time.Now()
-				o.Do(context.Background(), op, res)
+				counter.Do(context.Background(), o, op, res)
 				mine = append(mine, time.Since(start))
 				time.Sleep(20 * time.Microsecond) // clients that leave the CPU some room: latency, not throughput
 			}

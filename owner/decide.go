@@ -11,18 +11,18 @@ import (
 	"github.com/leapcount/leapcount/ring"
 )
 
-// verdict is what the partition's state says about an op now.
-type verdict uint8
+// action is what to do with an op, as its partition's state says now.
+type action uint8
 
 const (
-	decideIt verdict = iota // decide it here
-	waitFor                 // this node's, not decidable yet (no lease yet, stale memory, counters lent)
-	notMine                 // not decided here
+	decideIt action = iota // decide it here
+	waitFor                // this node's, not decidable yet (no lease yet, stale memory, counters lent)
+	notMine                // not decided here
 )
 
 // judge says what to do with an op on partition p at now (Leases' clock), Redis up or
 // not as redisUp says.
-func (o *Owner) judge(p int, now int64, redisUp bool) verdict {
+func (o *Owner) judge(p int, now int64, redisUp bool) action {
 	switch o.parts.get(p) {
 	case Owned:
 		if redisUp && o.parts.blind[p].Load() {
@@ -82,28 +82,41 @@ const (
 	reqDone
 )
 
-// Do decides ops on counters this node owns (see Start) and waits for them.
-func (o *Owner) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	ch := make(chan struct{})
-	o.Start(ctx, ops, results, func() { close(ch) })
-	<-ch
+// Decide decides ops on counters this node owns (see counter.Decider): at once when
+// every one can be (decideAtOnce), else by start.
+func (o *Owner) Decide(ctx context.Context, b *counter.Batch) bool {
+	for i := range b.Ops {
+		_ = o.cfg.Limits.Ready(&b.Ops[i]) // an invalid op stays unchecked: Local answers it
+	}
+	if o.decideAtOnce(b.Ops, b.Results) {
+		return true
+	}
+	o.start(ctx, b)
+	return false
 }
 
-// Start decides ops on counters this node owns and then calls done, once (see
-// counter.Starter), possibly before it returns. Ops whose partition this node owns but
-// cannot decide yet (its lease is not granted yet, its memory is being reloaded, its
-// counters are lent) wait for that, at most AcquireWait; ops it does not decide are
-// answered counter.ErrNotOwner: certainly not applied, so the router sends them on.
-// With Redis, counters not in memory are loaded first. Nothing waits on a goroutine:
-// waiting ops are retried when their partitions change, loads go through Config.Redis.
-func (o *Owner) Start(ctx context.Context, ops []counter.Op, results []counter.Result, done func()) {
-	r := &request{ctx: ctx, ops: ops, results: results, done: done}
+// start decides b's ops and then calls b.Done, possibly before it returns. Ops whose
+// partition this node owns but cannot decide yet (its lease is not granted yet, its
+// memory is being reloaded, its counters are lent) wait for that, at most
+// AcquireWait; ops it does not decide are answered counter.ErrNotOwner: certainly not
+// applied, so the router sends them on. With Redis, counters not in memory are loaded
+// first. Nothing waits on a goroutine: waiting ops are retried when their partitions
+// change, loads go through Config.Redis.
+func (o *Owner) start(ctx context.Context, b *counter.Batch) {
+	r := &request{ctx: ctx, ops: b.Ops, results: b.Results, done: b.Done}
 	r.until = o.cfg.Clock.Since() + o.cfg.AcquireWait
 	if d, ok := ctx.Deadline(); ok {
 		left := time.Until(d)
 		r.until = min(r.until, o.cfg.Clock.Since()+left-answerMargin(left))
 	}
-	o.attempt(r)
+	seq := o.waiting.seen()
+	if !o.decide.TryRLock() {
+		// A ring change holds the lock: the caller may be an event loop, which must
+		// not wait for it.
+		go o.attempt(r)
+		return
+	}
+	o.attemptLocked(r, seq)
 }
 
 // answerMargin is how long before its caller's deadline an op that waits here is
@@ -118,6 +131,12 @@ func answerMargin(left time.Duration) time.Duration {
 func (o *Owner) attempt(r *request) {
 	seq := o.waiting.seen()
 	o.decide.RLock()
+	o.attemptLocked(r, seq)
+}
+
+// attemptLocked is attempt with decide held shared, which it lets go of; seq is the
+// wakes seen before the lock was taken.
+func (o *Owner) attemptLocked(r *request, seq uint64) {
 	rg := o.ring.Load()
 	if rg == nil {
 		o.decide.RUnlock()
@@ -148,7 +167,7 @@ func (o *Owner) attempt(r *request) {
 // waitsFor reports whether some valid op's partition must be waited for.
 func (o *Owner) waitsFor(rg *ring.Ring, ops []counter.Op, now int64, up bool) bool {
 	for i := range ops {
-		if o.cfg.Limits.Validate(&ops[i]) == nil && o.judge(rg.Partition(ops[i].Key), now, up) == waitFor {
+		if ops[i].Checked() && o.judge(rg.SlotPartition(ops[i].Slot), now, up) == waitFor {
 			return true
 		}
 	}
@@ -169,10 +188,10 @@ func (o *Owner) mayWait(r *request, now int64) bool {
 func (o *Owner) decideNow(rg *ring.Ring, r *request, now int64, up bool, failed map[int]error, unloaded []int) {
 	counter.DoExcept(r.ctx, r.ops, r.results, func(i int) error {
 		op := &r.ops[i]
-		if o.cfg.Limits.Validate(op) != nil {
+		if !op.Checked() {
 			return nil // answered by Local with its validation error
 		}
-		p := rg.Partition(op.Key)
+		p := rg.SlotPartition(op.Slot)
 		if v := o.judge(p, now, up); v == waitFor && !o.cfg.Leases.Quorate(now) {
 			return fmt.Errorf("%w: this node cannot reach a majority of the cluster", counter.ErrUnavailable)
 		} else if v != decideIt || containsInt(unloaded, p) {
@@ -201,11 +220,11 @@ func (o *Owner) decideHere(rg *ring.Ring, ops []counter.Op, results []counter.Re
 	if !redisUp {
 		for i := range ops {
 			if ops[i].Kind != counter.Count && !o.cfg.Store.Has(ops[i].Key, spec(&ops[i])) {
-				o.markBlind(rg.Partition(ops[i].Key), ops[i].Key)
+				o.markBlind(rg.Partition(ops[i].Key), ops[i].Key) // (unchecked ops among them too)
 			}
 		}
 	}
-	o.local.Do(context.Background(), ops, results)
+	o.local.DecideNow(ops, results)
 }
 
 // answer hands r's results to its caller, once.

@@ -103,7 +103,7 @@ func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then 
 	var ps []int
 	var gens, departed []uint64
 	for _, m := range misses {
-		p := rg.Partition(ops[m.op].Key)
+		p := rg.SlotPartition(ops[m.op].Slot)
 		d := &o.parts.decided[p]
 		if seen.Has(p) || d.quietGen.Load() == m.gen+1 && d.quietDeparted.Load() == d.departed.Load() {
 			continue

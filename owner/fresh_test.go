@@ -112,7 +112,7 @@ func BenchmarkNewCounters(b *testing.B) {
 				for j := range ops {
 					ops[j] = incr(fmt.Sprintf("%s%d", prefix, i+j), 1)
 				}
-				o.Do(context.Background(), ops, res)
+				counter.Do(context.Background(), o, ops, res)
 			}
 		})
 	}

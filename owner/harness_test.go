@@ -265,7 +265,7 @@ func reset(key string) counter.Op {
 // do decides ops on o and returns the results.
 func do(o *Owner, ops ...counter.Op) []counter.Result {
 	res := make([]counter.Result, len(ops))
-	o.Do(context.Background(), ops, res)
+	counter.Do(context.Background(), o, ops, res)
 	return res
 }
 

@@ -51,10 +51,10 @@ func (o *Owner) listMisses(rg *ring.Ring, r *request, now int64) (*load, []int) 
 	l := &load{r: r, rg: rg, mark: o.cfg.Store.ResetMark()}
 	for i := range r.ops {
 		op := &r.ops[i]
-		if o.cfg.Limits.Validate(op) != nil || o.cfg.Store.Has(op.Key, spec(op)) || o.cfg.Store.ResetPending(op.Key, spec(op)) {
+		if !op.Checked() || o.cfg.Store.Has(op.Key, spec(op)) || o.cfg.Store.ResetPending(op.Key, spec(op)) {
 			continue // in memory, or reset here: what Redis holds of it is erased
 		}
-		p := rg.Partition(op.Key)
+		p := rg.SlotPartition(op.Slot)
 		ref := fallback.CounterRef{Key: op.Key, Spec: spec(op)}
 		if seen[ref] {
 			continue
@@ -136,7 +136,7 @@ func (o *Owner) loadSettled(l *load, token uint64) {
 func (o *Owner) loadFences(l *load) {
 	var ps []int
 	for _, m := range l.todo() {
-		if p := l.rg.Partition(l.r.ops[m.op].Key); !containsInt(ps, p) && o.fenced.has(p) {
+		if p := l.rg.SlotPartition(l.r.ops[m.op].Slot); !containsInt(ps, p) && o.fenced.has(p) {
 			ps = append(ps, p)
 		}
 	}
@@ -150,7 +150,7 @@ func (o *Owner) loadFences(l *load) {
 			l.mu.Lock()
 			if !ok {
 				for _, m := range l.todo() {
-					if l.rg.Partition(l.r.ops[m.op].Key) == p {
+					if l.rg.SlotPartition(l.r.ops[m.op].Slot) == p {
 						m.err = fmt.Errorf("%w: counter %q: the node it came from has not confirmed its writes in Redis yet", counter.ErrUnavailable, l.r.ops[m.op].Key)
 					}
 				}
@@ -171,7 +171,7 @@ func (o *Owner) loadFences(l *load) {
 func (o *Owner) loadStamps(l *load) {
 	o.readQuiet(l.rg, l.todo(), l.r.ops, func() {
 		for _, m := range l.todo() {
-			if op := &l.r.ops[m.op]; o.skipsLoad(l.rg.Partition(op.Key), op) {
+			if op := &l.r.ops[m.op]; o.skipsLoad(l.rg.SlotPartition(op.Slot), op) {
 				o.skipped.Add(1)
 				m.buckets = []leaparray.Bucket{} // nothing to load: created empty by its op
 			}
@@ -249,7 +249,7 @@ func (o *Owner) install(l *load) map[int]error {
 	for _, m := range l.misses {
 		op := &l.r.ops[m.op]
 		ref := l.ref(m)
-		p := l.rg.Partition(op.Key)
+		p := l.rg.SlotPartition(op.Slot)
 		switch {
 		case m.err != nil:
 			bad[ref] = m.err

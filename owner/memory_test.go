@@ -178,7 +178,11 @@ func TestHandoffDuringALoadVoidsTheLoad(t *testing.T) {
 	rg := ringOf("b")
 	k := keysOf(rg, "b", 1)[0]
 	p := rg.Partition(k)
-	r := &request{ctx: context.Background(), ops: []counter.Op{incr(k, 1)}, results: make([]counter.Result, 1)}
+	ops := []counter.Op{incr(k, 1)}
+	if err := b.cfg.Limits.Check(&ops[0]); err != nil { // as Decide does
+		t.Fatal(err)
+	}
+	r := &request{ctx: context.Background(), ops: ops, results: make([]counter.Result, 1)}
 	b.decide.RLock()
 	l, _ := b.listMisses(rg, r, b.leases.Now())
 	b.decide.RUnlock()

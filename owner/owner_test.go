@@ -35,7 +35,7 @@ func TestDecidesOnlyWhileHolding(t *testing.T) {
 	if waited := time.Since(start); waited < 150*time.Millisecond {
 		t.Fatalf("waited %v for the lease; want about AcquireWait (200ms)", waited)
 	}
-	if a.TryDo([]counter.Op{incr(mine, 1)}, make([]counter.Result, 1)) {
+	if a.tryAtOnce([]counter.Op{incr(mine, 1)}, make([]counter.Result, 1)) {
 		t.Fatal("TryDo decided without the lease")
 	}
 	a.leases.grantAll()
@@ -420,7 +420,7 @@ func TestWaitEndsBeforeTheCallersDeadline(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	res := make([]counter.Result, 1)
-	a.Do(ctx, []counter.Op{incr(mine, 1)}, res)
+	counter.Do(ctx, a, []counter.Op{incr(mine, 1)}, res)
 	if answered := time.Now(); !answered.Before(deadline) || !errors.Is(res[0].Err, counter.ErrNotOwner) {
 		t.Fatalf("answered %v after the deadline with %v; want ErrNotOwner before it", answered.Sub(deadline), res[0].Err)
 	}

@@ -2,12 +2,12 @@ package owner
 
 import "github.com/leapcount/leapcount/counter"
 
-// TryDo decides ops at once when every one can be decided without waiting: this node
-// decides its partition now, and, with Redis, the counter is in memory or needs no
-// load (see knowsAllOf). Otherwise it does nothing and reports false, and the caller
-// goes to Do. An event loop calls it (respapi), and must never wait: so it does not
-// even wait for the decide lock, which a ring change holds for a moment.
-func (o *Owner) TryDo(ops []counter.Op, results []counter.Result) bool {
+// decideAtOnce decides ops when every one can be decided without waiting: this node
+// decides its partition now, and, with Redis up, the counter is in memory or needs no
+// load (see skipsLoad). Otherwise it does nothing and reports false, and Decide takes
+// the way that may wait. It must not wait for the decide lock either (an event loop
+// calls it), which a ring change holds for a moment. Ops are checked (Decide).
+func (o *Owner) decideAtOnce(ops []counter.Op, results []counter.Result) bool {
 	if !o.decide.TryRLock() {
 		return false
 	}
@@ -19,15 +19,15 @@ func (o *Owner) TryDo(ops []counter.Op, results []counter.Result) bool {
 	now := o.cfg.Leases.Now()
 	redisUp := o.redisUp()
 	if !redisUp {
-		return false // decided from memory Redis may know better: Do's care is needed
+		return false // decided from memory Redis may know better: the care of start is needed
 	}
 	skips := 0
 	for i := range ops {
 		op := &ops[i]
-		if o.cfg.Limits.Validate(op) != nil {
+		if !op.Checked() {
 			continue // answered by Local with its validation error
 		}
-		p := rg.Partition(op.Key)
+		p := rg.SlotPartition(op.Slot)
 		if o.judge(p, now, redisUp) != decideIt {
 			return false
 		}
@@ -40,8 +40,8 @@ func (o *Owner) TryDo(ops []counter.Op, results []counter.Result) bool {
 	}
 	if o.cfg.Redis != nil {
 		for i := range ops {
-			if o.cfg.Limits.Validate(&ops[i]) == nil {
-				o.noteDecided(rg.Partition(ops[i].Key))
+			if ops[i].Checked() {
+				o.noteDecided(rg.SlotPartition(ops[i].Slot))
 			}
 		}
 		o.skipped.Add(int64(skips))

@@ -6,13 +6,21 @@ import (
 	"github.com/leapcount/leapcount/counter"
 )
 
-// tryDo is TryDo of ops, with fresh results.
+// tryDo is decideAtOnce of ops, checked as Decide checks them, with fresh results.
 func tryDo(o *Owner, ops ...counter.Op) ([]counter.Result, bool) {
 	res := make([]counter.Result, len(ops))
-	return res, o.TryDo(ops, res)
+	return res, o.tryAtOnce(ops, res)
 }
 
-// TryDo decides at once only what Do would decide without waiting; whatever it
+// tryAtOnce is decideAtOnce of ops, checked as Decide checks them.
+func (o *Owner) tryAtOnce(ops []counter.Op, res []counter.Result) bool {
+	for i := range ops {
+		_ = o.cfg.Limits.Ready(&ops[i])
+	}
+	return o.decideAtOnce(ops, res)
+}
+
+// decideAtOnce decides at once only what Do would decide without waiting; whatever it
 // refuses, it applies none of the batch.
 func TestTryDoDecidesOnlyWhatNeedsNoWait(t *testing.T) {
 	var n net

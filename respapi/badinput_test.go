@@ -103,7 +103,7 @@ func TestInlineCommands(t *testing.T) {
 
 func TestServiceFailuresAreErrors(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
-		c.Doer = failingDoer{err: fmt.Errorf("%w: owner n2 unreachable", counter.ErrUnavailable)}
+		c.Decider = failingDecider{err: fmt.Errorf("%w: owner n2 unreachable", counter.ErrUnavailable)}
 	})
 	c := ts.dial(t)
 	for _, args := range [][]string{
@@ -121,7 +121,7 @@ func TestServiceFailuresAreErrors(t *testing.T) {
 // been applied.
 func TestOutcomeUnknownIsCountedApart(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
-		c.Doer = failingDoer{err: fmt.Errorf("%w: owner n2 did not answer", counter.ErrOutcomeUnknown)}
+		c.Decider = failingDecider{err: fmt.Errorf("%w: owner n2 did not answer", counter.ErrOutcomeUnknown)}
 	})
 	c := ts.dial(t)
 	if got := c.do("SW.INCR", "k", "1m"); !strings.HasPrefix(got, "-") {

@@ -34,18 +34,16 @@ func BenchmarkRESPIncrPipelined(b *testing.B) {
 
 // withHotKeys gives the server's store a hot-key sketch, as node does.
 func withHotKeys(c *Config) {
-	c.Doer.(*countingDoer).Doer.(*counter.Local).Hot = hotkeys.New(hotkeys.Config{})
+	c.Decider.(*countingDecider).local.Hot = hotkeys.New(hotkeys.Config{})
 }
 
-// delayedDoer waits a fixed time in every Do call before deciding, like a round trip.
-type delayedDoer struct {
-	counter.Doer
-	delay time.Duration
-}
-
-func (d delayedDoer) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	time.Sleep(d.delay)
-	d.Doer.Do(ctx, ops, results)
+// delayed decides every batch later: it waits delay, like a round trip, and then has
+// next decide it.
+func delayed(next counter.Decider, delay time.Duration) counter.Decider {
+	return counter.Waiting(func(ctx context.Context, ops []counter.Op, results []counter.Result) {
+		time.Sleep(delay)
+		counter.Do(ctx, next, ops, results)
+	})
 }
 
 func benchmarkPipeline(b *testing.B, depth int, delay time.Duration, edits ...func(*Config)) {
@@ -54,7 +52,7 @@ func benchmarkPipeline(b *testing.B, depth int, delay time.Duration, edits ...fu
 			e(c)
 		}
 		if delay > 0 {
-			c.Doer = delayedDoer{Doer: c.Doer, delay: delay}
+			c.Decider = delayed(c.Decider, delay)
 		}
 	})
 	conn, err := net.Dial("tcp", ts.addr)
@@ -64,7 +62,7 @@ func benchmarkPipeline(b *testing.B, depth int, delay time.Duration, edits ...fu
 	defer conn.Close()
 	rd := bufio.NewReader(conn)
 	pipeline := []byte(strings.Repeat(encode("SW.INCR", "bench", "1m"), depth))
-	calls := ts.doer.calls.Load()
+	calls := ts.decider.calls.Load()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := conn.Write(pipeline); err != nil {
@@ -79,7 +77,7 @@ func benchmarkPipeline(b *testing.B, depth int, delay time.Duration, edits ...fu
 	}
 	cmds := float64(b.N * depth)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/cmds, "ns/cmd")
-	b.ReportMetric(float64(ts.doer.calls.Load()-calls)/cmds, "do-calls/cmd")
+	b.ReportMetric(float64(ts.decider.calls.Load()-calls)/cmds, "do-calls/cmd")
 }
 
 // BenchmarkRead is reading commands from memory, in pieces of the given size: the

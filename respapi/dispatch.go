@@ -17,7 +17,13 @@ type batch struct {
 	results []counter.Result
 	replies []pending
 	started time.Time // when its first op was queued (leapcount_resp_batch_duration_seconds)
+	// call hands ops and results to the Decider from an event loop; its Done, bound
+	// once per connection (loopConn.open), brings a batch decided later back to the loop.
+	call counter.Batch
 }
+
+// slowBatch is how long a batch may take before it is logged.
+const slowBatch = time.Second
 
 // pending is the reply a command of the batch is owed: the result of ops[op], or err.
 type pending struct {
@@ -51,7 +57,7 @@ func (s *Server) execute(c *client, args [][]byte) bool {
 			break
 		}
 		var op counter.Op
-		if op, err = parseOp(cmd.kind, args, s.cfg.Limits); err == nil {
+		if op, err = parseOp(cmd.kind, args, s.cfg.Limits); err == nil { // checked: the layers below take it as given
 			c.batch.add(cmd, op)
 			return true
 		}
@@ -84,9 +90,9 @@ func (b *batch) add(cmd *command, op counter.Op) {
 	b.ops = append(b.ops, op)
 }
 
-// decide sends the queued ops to the Doer in one call and writes every queued reply.
-// Where c may not wait, only TryDo is called; if it cannot decide them, decide reports
-// false and leaves the batch as it was.
+// decide sends the queued ops to the Decider in one call and writes every queued
+// reply. Where c may not wait (on an event loop) and the ops are not decided at once,
+// decide reports false: the session is parked until they are (loopConn.startBatch).
 func (s *Server) decide(c *client) bool {
 	b := &c.batch
 	if len(b.replies) == 0 {
@@ -96,8 +102,8 @@ func (s *Server) decide(c *client) bool {
 		b.prepare()
 		switch {
 		case c.mayWait:
-			s.cfg.Doer.Do(s.ctx, b.ops, b.results)
-		case s.quick == nil || !s.quick.TryDo(b.ops, b.results):
+			counter.Do(s.ctx, s.cfg.Decider, b.ops, b.results)
+		case !c.loop.startBatch():
 			return false
 		}
 	}
@@ -121,7 +127,11 @@ func (s *Server) answer(c *client) {
 	if len(b.ops) > 0 {
 		// One observation a batch: its commands were read together and are answered
 		// in one write, so each one's latency is the batch's.
-		s.metrics.batchTook.Observe(time.Since(b.started).Seconds())
+		took := time.Since(b.started)
+		s.metrics.batchTook.Observe(took.Seconds())
+		if took > slowBatch {
+			s.log.Warn("slow request", "took", took, "ops", len(b.ops), "first_key", b.ops[0].Key, "first_err", b.results[0].Err, "remote", c.remote)
+		}
 	}
 	for _, p := range b.replies {
 		err := p.err

@@ -3,7 +3,7 @@
 // talk to a node.
 //
 // The counter commands are SW.INCR, SW.COUNT, SW.ALLOW and SW.RESET; each is parsed
-// into a counter.Op, checked with counter.Limits, and decided by a counter.Doer.
+// into a counter.Op, checked with counter.Limits.Check, and decided by a counter.Decider.
 // Around them the server answers the handful of connection commands clients send on
 // their own (PING, ECHO, QUIT, HELLO, AUTH, SELECT, COMMAND, INFO, CONFIG GET, CLIENT
 // SETNAME/SETINFO) the way Redis 7 does, speaking protocol version 2 only.
@@ -11,7 +11,7 @@
 // # Pipelining
 //
 // The counter commands a client has pipelined, and that have already been read, go to
-// the Doer in one Do call, and their replies go back in order. A cluster router can
+// the Decider in one call, and their replies go back in order. A cluster router can
 // then send one request per owner for a whole pipeline instead of one per command.
 // Any other command in the pipeline ends the batch: the batch is decided and answered
 // first, so replies and connection state (AUTH) keep the client's order.
@@ -20,13 +20,12 @@
 //
 // Connections that are sockets are served by event loops (loop.go): one per P,
 // each polling its connections and serving what arrived, a pipeline read in one read
-// and answered in one write. A loop never waits: it decides a batch with
-// counter.QuickDoer's TryDo when the Doer is one, and a batch that cannot be decided
-// at once (forwarded to another node, loaded from Redis, waiting for a lease) parks its
-// connection until it is answered: handed to counter.Starter's Start when the Doer is
-// one (a forwarded batch then waits on no goroutine at all, and its answer comes back
-// to the loop), otherwise served on a goroutine with Do. Other connections (in-process
-// ones, in tests) get a goroutine each (stream.go).
+// and answered in one write. A loop never waits: it hands a batch to the Decider, which
+// decides it at once when it can, and a batch decided later (forwarded to another node,
+// loaded from Redis, waiting for a lease) parks its connection until its Done brings
+// the answer back to the loop; a forwarded batch waits on no goroutine at all. Other
+// connections (in-process ones, in tests) get a goroutine each (stream.go), which
+// waits for its batches (counter.Do).
 //
 // # Hostile clients
 //

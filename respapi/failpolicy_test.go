@@ -11,42 +11,37 @@ import (
 )
 
 // fullOwner is an owner whose table is full: it refuses every op at once, so a router
-// over it answers allows by its fail policy on the event loop (TryDo).
+// over it answers allows by its fail policy on the event loop.
 type fullOwner struct{}
 
-func (fullOwner) Do(_ context.Context, _ []counter.Op, results []counter.Result) {
-	for i := range results {
-		results[i] = counter.Result{Err: counter.ErrFull}
+func (fullOwner) Decide(_ context.Context, b *counter.Batch) bool {
+	for i := range b.Results {
+		b.Results[i] = counter.Result{Err: counter.ErrFull}
 	}
-}
-
-func (o fullOwner) TryDo(ops []counter.Op, results []counter.Result) bool {
-	o.Do(context.Background(), ops, results)
 	return true
 }
 
-// undecidingRouters are routers that decide no allow, each reached another way: on the
-// loop (their owner is full), or off it (not joined yet) through Start or through Do on
-// a goroutine.
+// undecidingRouters are routers that decide no allow, each reached another way: at
+// once (their owner is full, or they have not joined yet), or later, on a goroutine.
 var undecidingRouters = []struct {
-	name string
-	doer func(open bool) counter.Doer
+	name    string
+	decider func(open bool) counter.Decider
 }{
-	{"loop", func(open bool) counter.Doer {
+	{"owner-full", func(open bool) counter.Decider {
 		r := route.New("n0", fullOwner{}, nil, counter.Limits{})
 		r.SetRing(ring.New([]ring.Member{{Name: "n0", RPCAddr: "127.0.0.1:1"}}, ring.Config{}))
 		r.FailOpen = open
 		return r
 	}},
-	{"Start", func(open bool) counter.Doer {
+	{"not-joined", func(open bool) counter.Decider {
 		r := route.New("n0", nil, nil, counter.Limits{})
 		r.FailOpen = open
 		return r
 	}},
-	{"Do", func(open bool) counter.Doer {
+	{"later", func(open bool) counter.Decider {
 		r := route.New("n0", nil, nil, counter.Limits{})
 		r.FailOpen = open
-		return struct{ counter.QuickDoer }{r} // not a Starter: the loop hands the ops to a goroutine
+		return counter.Waiting(func(ctx context.Context, ops []counter.Op, res []counter.Result) { counter.Do(ctx, r, ops, res) })
 	}},
 }
 
@@ -57,7 +52,7 @@ func TestFailPolicyAnswerHasNegativeCount(t *testing.T) {
 	for _, way := range undecidingRouters {
 		for _, open := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/fail-open=%v", way.name, open), func(t *testing.T) {
-				c := startServer(t, func(cfg *Config) { cfg.Doer = way.doer(open) }).dial(t)
+				c := startServer(t, func(cfg *Config) { cfg.Decider = way.decider(open) }).dial(t)
 				want := "*[:0 :-1 :-1 :1000]" // denied: ask again after a bucket
 				if open {
 					want = "*[:1 :-1 :-1 :0]"

@@ -26,38 +26,48 @@ const t0 = 1_700_000_040_000
 
 func newClock() *clocktest.Clock { return clocktest.New(t0) }
 
-// countingDoer passes ops on to a real Local and counts the calls that decided them
-// (Do or TryDo) and the ops, so tests can see how a pipeline was batched. TryDo
-// decides every batch but those with a key under "wait:", which it leaves to Do (as an
-// owner leaves forwarded ops), where gate, when set, holds them until it is closed.
-type countingDoer struct {
-	counter.Doer
-	calls, ops atomic.Int64
-	parked     atomic.Int64                  // batches TryDo left to Do
-	gate       atomic.Pointer[chan struct{}] // when set, Do holds "wait:" ops until it is closed
+// countingDecider passes ops on to a real Local and counts the calls that decided them
+// and the ops, so tests can see how a pipeline was batched. It decides every batch at
+// once but those with a key under "wait:", which it decides later (as a router does
+// with forwarded ops): on a goroutine of its own while gate, when set, holds them until
+// it is closed; without a gate before Decide returns (as a node that refuses them does).
+type countingDecider struct {
+	local       *counter.Local
+	calls, ops  atomic.Int64
+	parked      atomic.Int64                  // batches decided later
+	gate        atomic.Pointer[chan struct{}] // when set, "wait:" ops wait until it is closed
+	onGoroutine bool                          // "wait:" ops are decided on a goroutine even without a gate
 }
 
-func (d *countingDoer) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	if gate := d.gate.Load(); gate != nil && waits(ops) {
-		select {
-		case <-*gate:
-		case <-ctx.Done():
-		}
+func (d *countingDecider) Decide(ctx context.Context, b *counter.Batch) bool {
+	if !waits(b.Ops) {
+		d.decide(b.Ops, b.Results)
+		return true
 	}
-	d.calls.Add(1)
-	d.ops.Add(int64(len(ops)))
-	d.Doer.Do(ctx, ops, results)
-}
-
-func (d *countingDoer) TryDo(ops []counter.Op, results []counter.Result) bool {
-	if waits(ops) {
-		d.parked.Add(1)
+	d.parked.Add(1)
+	gate := d.gate.Load()
+	if gate == nil && !d.onGoroutine {
+		d.decide(b.Ops, b.Results)
+		b.Done()
 		return false
 	}
+	go func() {
+		if gate != nil {
+			select {
+			case <-*gate:
+			case <-ctx.Done():
+			}
+		}
+		d.decide(b.Ops, b.Results)
+		b.Done()
+	}()
+	return false
+}
+
+func (d *countingDecider) decide(ops []counter.Op, results []counter.Result) {
 	d.calls.Add(1)
 	d.ops.Add(int64(len(ops)))
-	d.Doer.Do(context.Background(), ops, results)
-	return true
+	d.local.DecideNow(ops, results)
 }
 
 func waits(ops []counter.Op) bool {
@@ -69,45 +79,21 @@ func waits(ops []counter.Op) bool {
 	return false
 }
 
-// startingDoer is a countingDoer that is also a counter.Starter: it decides the
-// batches TryDo leaves on a goroutine of its own when the gate is set, and calls done
-// from there, as a router does with forwarded ops; without a gate it decides them and
-// calls done before Start returns, as a node that refuses them does.
-type startingDoer struct {
-	*countingDoer
-	started atomic.Int64
-}
-
-func (d *startingDoer) Start(ctx context.Context, ops []counter.Op, results []counter.Result, done func()) {
-	d.started.Add(1)
-	if d.gate.Load() == nil {
-		d.Do(ctx, ops, results)
-		done()
-		return
-	}
-	go func() {
-		d.Do(ctx, ops, results)
-		done()
-	}()
-}
-
-// withStart makes startServer's Doer a startingDoer.
-func withStart(cfg *Config) { cfg.Doer = &startingDoer{countingDoer: cfg.Doer.(*countingDoer)} }
-
-// waysToWait are the two ways a loop waits for a batch TryDo leaves: a goroutine
-// serving the session with Do, or the Doer's Start.
+// waysToWait are the two ways a batch is decided later: its Done called before Decide
+// returns, or from another goroutine.
 var waysToWait = []struct {
 	name string
 	edit func(*Config)
-}{{"Do", nil}, {"Start", withStart}}
+}{{"done-at-once", nil}, {"done-later", func(cfg *Config) { cfg.Decider.(*countingDecider).onGoroutine = true }}}
 
-// failingDoer fails every op with err, as an unreachable owner would.
-type failingDoer struct{ err error }
+// failingDecider fails every op with err, as an unreachable owner would.
+type failingDecider struct{ err error }
 
-func (d failingDoer) Do(_ context.Context, _ []counter.Op, results []counter.Result) {
-	for i := range results {
-		results[i] = counter.Result{Err: d.err}
+func (d failingDecider) Decide(_ context.Context, b *counter.Batch) bool {
+	for i := range b.Results {
+		b.Results[i] = counter.Result{Err: d.err}
 	}
+	return true
 }
 
 // testServer is a server on a real socket, deciding ops with a real store.
@@ -117,7 +103,7 @@ type testServer struct {
 	clusterAddr string
 	srv         *Server
 	clock       *clocktest.Clock
-	doer        *countingDoer
+	decider     *countingDecider
 	reg         *prometheus.Registry
 }
 
@@ -126,9 +112,9 @@ type testServer struct {
 func startServer(t testing.TB, edit func(*Config)) *testServer {
 	t.Helper()
 	clock := newClock()
-	doer := &countingDoer{Doer: &counter.Local{Store: leaparray.NewStore(), Now: clock.Now}}
+	decider := &countingDecider{local: &counter.Local{Store: leaparray.NewStore(), Now: clock.Now}}
 	reg := prometheus.NewRegistry()
-	cfg := Config{Doer: doer, Registerer: reg}
+	cfg := Config{Decider: decider, Registerer: reg}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -145,7 +131,7 @@ func startServer(t testing.TB, edit func(*Config)) *testServer {
 	}
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
-	ts := &testServer{addr: ln.Addr().String(), srv: srv, clock: clock, doer: doer, reg: reg}
+	ts := &testServer{addr: ln.Addr().String(), srv: srv, clock: clock, decider: decider, reg: reg}
 	serving := 1
 	if cfg.Cluster != nil {
 		cln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -17,12 +17,13 @@ import (
 // most of a request's CPU in the scheduler and in reads and writes (make bench: see
 // BENCHMARKS.md).
 //
-// A loop must never wait, or every connection on it waits. Batches are decided with
-// TryDo, which decides ops at once when it can (the common case: keys this node owns,
-// in memory); a batch it cannot decide (forwarded to another node, loaded from Redis,
-// waiting for a lease) parks its session: the session goes on serving on a goroutine
-// of its own, with Do, until what it had received is served, and then comes back to
-// the loop. Bytes that arrive meanwhile wait in the loop, bounded by MaxUnanswered.
+// A loop must never wait, or every connection on it waits. A batch goes to the
+// Decider, which decides it at once when it can (the common case: keys this node owns,
+// in memory); a batch decided later (forwarded to another node, loaded from Redis,
+// waiting for a lease) parks its session until it is, and its Done brings the session
+// back to the loop (startBatch). A command that itself may wait (EXEC) parks the
+// session on a goroutine of its own until what it had received is served (park).
+// Bytes that arrive meanwhile wait in the loop, bounded by MaxUnanswered.
 type loops struct {
 	s       *Server
 	pollers []*poller
@@ -47,7 +48,8 @@ type loopConn struct {
 
 	lastRead atomic.Int64 // when input last arrived (loops.clock)
 	outSince atomic.Int64 // since when replies have waited for the client to read them (0: none)
-	parked   atomic.Bool  // the session is serving on a goroutine (its own until it is back)
+	parked   atomic.Bool  // the session is serving on a goroutine (its own until it is back), or waits for a batch
+	deciding bool         // a batch of the session is with the Decider (startBatch), to be decided later
 	dropped  atomic.Bool  // the sweeper closed it (counted once)
 }
 
@@ -103,7 +105,8 @@ func (l *loops) stopPollers() {
 func (lc *loopConn) open() {
 	s := lc.ss.s
 	s.mu.Lock()
-	lc.ss.loop = lc
+	lc.ss.loop, lc.ss.c.loop = lc, lc
+	lc.ss.c.batch.call.Done = lc.batchDecided
 	closed := s.closed
 	s.mu.Unlock()
 	if err := lc.p.add(lc); err != nil || closed {
@@ -142,28 +145,42 @@ func (lc *loopConn) serve(p []byte) {
 	}
 }
 
-// wait parks the session until what it waits for is done: a batch of ops, started on
-// the Doer's Start when it has one, or anything else (EXEC, a Doer without Start) on a
-// goroutine of its own.
+// wait parks the session until what it waits for is done: a batch the Decider decides
+// later (startBatch parked it already), or anything else (EXEC) on a goroutine of its
+// own.
 func (lc *loopConn) wait() {
-	s := lc.ss.s
-	b := &lc.ss.c.batch
-	if s.starter == nil || !b.undecided() {
+	if !lc.deciding {
 		lc.park()
-		return
 	}
-	lc.parked.Store(true)
-	s.parked.Add(1)
-	b.prepare()
-	s.starter.Start(s.ctx, b.ops, b.results, func() {
-		lc.p.post(lc.decided)
+}
+
+// startBatch hands the session's batch to the Decider and reports whether it was
+// decided at once. Otherwise the session stays parked until batchDecided.
+func (lc *loopConn) startBatch() bool {
+	s, b := lc.ss.s, &lc.ss.c.batch
+	b.call.Ops, b.call.Results = b.ops, b.results
+	was := lc.parked.Swap(true)
+	s.parked.Add(1) // before Decide: its Done may come first, from another goroutine
+	if s.cfg.Decider.Decide(s.ctx, &b.call) {
 		s.parked.Done()
-	})
+		lc.parked.Store(was)
+		return true
+	}
+	lc.deciding = true
+	return false
+}
+
+// batchDecided is the Done of the session's batch: the batch is decided, and the
+// session goes on on the loop (decided).
+func (lc *loopConn) batchDecided() {
+	lc.p.post(lc.decided)
+	lc.ss.s.parked.Done()
 }
 
 // decided is the batch the session waited for decided, back on the loop: it writes the
 // replies, and serves what was held and then what arrived meanwhile.
 func (lc *loopConn) decided() {
+	lc.deciding = false
 	if lc.closed {
 		return
 	}

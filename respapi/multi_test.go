@@ -37,7 +37,7 @@ func TestMultiExec(t *testing.T) {
 }
 
 // A transaction sent as one pipeline (as redis-py's pipeline() and go-redis's
-// TxPipeline send it) gets every reply in order, and its ops reach the Doer in one call.
+// TxPipeline send it) gets every reply in order, and its ops reach the Decider in one call.
 func TestMultiExecPipelined(t *testing.T) {
 	ts := startServer(t, nil)
 	c := ts.dial(t)
@@ -46,7 +46,7 @@ func TestMultiExecPipelined(t *testing.T) {
 		wantReply(t, c.reply(), want)
 	}
 	wantReply(t, c.reply(), "*[:1 :1 *[:0 :1 :0 :60000]]")
-	if got := ts.doer.calls.Load(); got != 1 {
+	if got := ts.decider.calls.Load(); got != 1 {
 		t.Fatalf("the transaction's ops took %d Do calls; want 1", got)
 	}
 }

@@ -161,7 +161,7 @@ func TestMaxKeyBytesComesFromLimits(t *testing.T) {
 	limits := counter.Limits{MaxKeyBytes: 1000}
 	ts := startServer(t, func(c *Config) {
 		c.Limits = limits
-		c.Doer = &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now, Limits: limits}
+		c.Decider = &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now, Limits: limits}
 	})
 	c := ts.dial(t)
 	wantReply(t, c.do("SW.INCR", strings.Repeat("x", 1000), "1m"), ":1")

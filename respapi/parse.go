@@ -39,7 +39,7 @@ func parseOp(kind counter.Kind, args [][]byte, limits counter.Limits) (counter.O
 	if err := parseOptions(&op, args[positional:]); err != nil {
 		return op, err
 	}
-	return op, limits.Validate(&op)
+	return op, limits.Check(&op)
 }
 
 var (

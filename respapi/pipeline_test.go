@@ -11,21 +11,21 @@ func TestPipelineIsOneDoCall(t *testing.T) {
 	c := ts.dial(t)
 	wantReply(t, c.do("PING"), "+PONG") // the connection is up before counting
 	const n = 60                        // about 2.5 KB: one read on loopback
-	calls := ts.doer.calls.Load()
+	calls := ts.decider.calls.Load()
 	c.write(strings.Repeat(encode("SW.INCR", "p", "1m"), n))
 	for i := 1; i <= n; i++ {
 		wantReply(t, c.reply(), fmt.Sprintf(":%d", i))
 	}
 	// TCP may split the pipeline across reads, each read being one batch; a few
 	// calls are fine, one call per command is not.
-	if got := ts.doer.calls.Load() - calls; got > 3 {
+	if got := ts.decider.calls.Load() - calls; got > 3 {
 		t.Fatalf("got %d Do calls for a pipeline of %d commands; want at most 3", got, n)
 	}
-	if got := ts.doer.ops.Load(); got != n {
+	if got := ts.decider.ops.Load(); got != n {
 		t.Fatalf("got %d ops decided; want %d", got, n)
 	}
 	// Each batch is timed once: as many observations as Do calls, not one a command.
-	if got, calls := ts.histogramCount(t, "leapcount_resp_batch_duration_seconds"), ts.doer.calls.Load()-calls; got != uint64(calls) {
+	if got, calls := ts.histogramCount(t, "leapcount_resp_batch_duration_seconds"), ts.decider.calls.Load()-calls; got != uint64(calls) {
 		t.Fatalf("%d batch latencies observed for %d batches", got, calls)
 	}
 }

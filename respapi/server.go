@@ -18,10 +18,10 @@ import (
 	"github.com/leapcount/leapcount/internal/opmetrics"
 )
 
-// Config is what New needs. Only Doer is required.
+// Config is what New needs. Only Decider is required.
 type Config struct {
-	Doer   counter.Doer   // decides the ops
-	Limits counter.Limits // bounds checked before an op reaches Doer
+	Decider counter.Decider // decides the ops
+	Limits  counter.Limits  // bounds checked before an op reaches Decider
 
 	// Token, when not empty, must be given with AUTH (or HELLO 2 AUTH) before any
 	// command but AUTH, HELLO and QUIT; the others get -NOAUTH, as in Redis.
@@ -70,8 +70,6 @@ type Server struct {
 	metrics *metrics
 	start   time.Time
 	limiter *authlimit.Limiter
-	quick   counter.QuickDoer // Doer's, when it is one; nil: every batch goes to Do on a goroutine
-	starter counter.Starter   // Doer's, when it is one; nil: a batch TryDo leaves goes to Do on a goroutine
 	conn    connConfig
 
 	ctx    context.Context // of every Do call; Close cancels it
@@ -96,15 +94,13 @@ type listener struct {
 	cluster bool          // ServeCluster's: keys of other nodes are redirected
 }
 
-// New builds a server; Serve starts it. It fails when Doer is nil or the metrics
+// New builds a server; Serve starts it. It fails when Decider is nil or the metrics
 // cannot be registered (for example, a second server on the same Registerer).
 func New(cfg Config) (*Server, error) {
-	if cfg.Doer == nil {
-		return nil, errors.New("respapi: Config.Doer is nil")
+	if cfg.Decider == nil {
+		return nil, errors.New("respapi: Config.Decider is nil")
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(), limiter: cfg.AuthLimiter, open: map[*session]net.Conn{}}
-	s.quick, _ = cfg.Doer.(counter.QuickDoer)
-	s.starter, _ = cfg.Doer.(counter.Starter)
 	s.conn = cfg.connConfig()
 	m, err := newMetrics(cfg.Registerer, s.refusedCount)
 	if err != nil {
@@ -125,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Serve accepts connections on ln until Close; it then returns nil. Every key is
-// decided through the Doer, whichever node owns it: what any Redis client expects.
+// decided through the Decider, whichever node owns it: what any Redis client expects.
 func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, false) }
 
 // ServeCluster is Serve for clients that speak the Redis Cluster protocol: an op on a

@@ -35,9 +35,9 @@ func serveInBackground(t *testing.T, srv *Server) (net.Listener, <-chan error) {
 	return ln, served
 }
 
-func newServer(t *testing.T, doer counter.Doer) *Server {
+func newServer(t *testing.T, decider counter.Decider) *Server {
 	t.Helper()
-	srv, err := New(Config{Doer: doer})
+	srv, err := New(Config{Decider: decider})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -80,25 +80,25 @@ func TestCloseBeforeServe(t *testing.T) {
 	}
 }
 
-// blockingDoer blocks every Do call until its context ends, as a call to an owner
-// that does not answer would.
-type blockingDoer struct{ entered chan struct{} }
-
-func (d blockingDoer) Do(ctx context.Context, _ []counter.Op, results []counter.Result) {
-	d.entered <- struct{}{}
-	<-ctx.Done()
-	for i := range results {
-		results[i] = counter.Result{Err: counter.ErrShuttingDown}
-	}
+// blocking decides no batch until its context ends, as a call to an owner that does
+// not answer would; entered hears of each batch.
+func blocking(entered chan struct{}) counter.Decider {
+	return counter.Waiting(func(ctx context.Context, _ []counter.Op, results []counter.Result) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		for i := range results {
+			results[i] = counter.Result{Err: counter.ErrShuttingDown}
+		}
+	})
 }
 
-func TestCloseCancelsDoCallsInFlight(t *testing.T) {
-	doer := blockingDoer{entered: make(chan struct{}, 1)}
-	srv := newServer(t, doer)
+func TestCloseCancelsDecisionsInFlight(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	srv := newServer(t, blocking(entered))
 	ln, served := serveInBackground(t, srv)
 	c := (&testServer{addr: ln.Addr().String()}).dial(t)
 	c.write(encode("SW.INCR", "k", "1m"))
-	wait(t, doer.entered, "the Do call")
+	wait(t, entered, "the batch to be with the Decider")
 	closed := make(chan error, 1)
 	go func() { closed <- srv.Close() }()
 	if err := wait(t, closed, "Close"); err != nil {
@@ -109,10 +109,10 @@ func TestCloseCancelsDoCallsInFlight(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
-		t.Fatalf("New without a Doer: got no error; want one")
+		t.Fatalf("New without a Decider: got no error; want one")
 	}
 	reg := prometheus.NewRegistry()
-	cfg := Config{Doer: &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now}, Registerer: reg}
+	cfg := Config{Decider: &counter.Local{Store: leaparray.NewStore(), Now: newClock().Now}, Registerer: reg}
 	if _, err := New(cfg); err != nil {
 		t.Fatalf("first New: %v", err)
 	}

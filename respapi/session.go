@@ -24,10 +24,11 @@ type client struct {
 	// which the sweeper (loop.go) reads.
 	authBy atomic.Int64
 	// mayWait: this connection's commands run where they may wait (on a goroutine of
-	// their own), so a batch is decided with Do; when false (on an event loop) only with
-	// TryDo, and a batch TryDo cannot decide parks the session (see session.serve).
+	// their own), so a batch is decided with counter.Do; when false (on an event loop),
+	// a batch not decided at once parks the session (see session.serve).
 	mayWait bool
 	batch   batch
+	loop    *loopConn // the event loop's connection (nil: on a goroutine of its own)
 }
 
 // session is one connection's input as it arrives, whichever way it arrives: it
@@ -76,7 +77,7 @@ func (ss *session) serveParked() {
 }
 
 // decided goes on, on the loop, where receive parked once the batch it left has been
-// decided (Starter.Start): it answers the batch and serves the rest of the whole
+// decided (loopConn.startBatch): it answers the batch and serves the rest of the whole
 // commands held, as receive would. It reports false when the session parks again.
 func (ss *session) decided() bool {
 	ss.s.answer(&ss.c)

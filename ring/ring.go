@@ -133,6 +133,10 @@ func (r *Ring) PartitionBytes(key []byte) int {
 	return int(hashslot.Of(key)) >> r.shift
 }
 
+// SlotPartition is the partition of hash slot slot (a checked op's counter.Op.Slot):
+// Partition without hashing the key again.
+func (r *Ring) SlotPartition(slot uint16) int { return int(slot) >> r.shift }
+
 // SlotRange returns the first and last hash slot of partition p.
 func (r *Ring) SlotRange(p int) (first, last int) {
 	return p << r.shift, (p+1)<<r.shift - 1
@@ -153,6 +157,15 @@ func (r *Ring) OwnerBytes(key []byte) (m Member, ok bool) {
 		return Member{}, false
 	}
 	return r.members[r.owners[r.PartitionBytes(key)]], true
+}
+
+// SlotOwner returns the member that owns hash slot slot (a checked op's
+// counter.Op.Slot): Owner without hashing the key again.
+func (r *Ring) SlotOwner(slot uint16) (m Member, ok bool) {
+	if r.owners == nil {
+		return Member{}, false
+	}
+	return r.members[r.owners[r.SlotPartition(slot)]], true
 }
 
 // PartitionOwner returns the owner of partition p; ok is false when p is out of range

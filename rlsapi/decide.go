@@ -85,7 +85,7 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 func (s *Server) do(ctx context.Context, ops []counter.Op) ([]counter.Result, error) {
 	results := make([]counter.Result, len(ops))
 	if len(ops) > 0 {
-		s.cfg.Doer.Do(ctx, ops, results)
+		counter.Do(ctx, s.cfg.Decider, ops, results)
 	}
 	for i := range results {
 		err := results[i].Err

@@ -1,6 +1,6 @@
 // Package rlsapi serves Envoy's rate limit service (envoy.service.ratelimit.v3,
 // ShouldRateLimit) over gRPC, as envoyproxy/ratelimit answers it, from the rules of
-// package limits and the counters of a counter.Doer: each descriptor's rule counts in
+// package limits and the counters of a counter.Decider: each descriptor's rule counts in
 // a counter of its own (CounterKey), its hits added first and the count compared with
 // the limit after, so a denied request counts too, as there. A descriptor that matches
 // no rule is OK with no limit; an unlimited one is OK and counts nothing. An answer

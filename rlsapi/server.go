@@ -29,8 +29,8 @@ import (
 
 // Config is what a Server needs.
 type Config struct {
-	Doer  counter.Doer
-	Rules func() *limits.Rules // the rules in force (nil: none loaded)
+	Decider counter.Decider
+	Rules   func() *limits.Rules // the rules in force (nil: none loaded)
 	// Token, when not empty, is required in the "authorization" metadata as
 	// "Bearer <token>"; health checks go without it.
 	Token       string
@@ -104,8 +104,8 @@ type Server struct {
 // New returns a Server; Serve runs it.
 func New(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
-	if cfg.Doer == nil || cfg.Rules == nil {
-		return nil, errors.New("rlsapi: Config needs Doer and Rules")
+	if cfg.Decider == nil || cfg.Rules == nil {
+		return nil, errors.New("rlsapi: Config needs Decider and Rules")
 	}
 	s := &Server{cfg: cfg, health: health.NewServer(), stop: make(chan struct{})}
 	m, err := newMetrics(cfg.Registerer)

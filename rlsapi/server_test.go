@@ -57,7 +57,7 @@ func start(t testing.TB, config string, tune func(*Config)) *fixture {
 	}
 	clock := &atomic.Int64{}
 	clock.Store(epoch.UnixMilli())
-	cfg := Config{Doer: &counter.Local{Store: leaparray.NewStore(), Now: clock.Load},
+	cfg := Config{Decider: &counter.Local{Store: leaparray.NewStore(), Now: clock.Load},
 		Rules: func() *limits.Rules { return rules }, Now: func() time.Time { return time.UnixMilli(clock.Load()) }}
 	if tune != nil {
 		tune(&cfg)
@@ -298,7 +298,7 @@ descriptors:
 func TestRefusals(t *testing.T) {
 	f := start(t, "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5}\n", func(c *Config) {
 		c.Token = "s3cret"
-		c.Doer = &counter.Local{Store: leaparray.NewStore(leaparray.WithBounds(leaparray.Bounds{MaxUnits: 1})), Now: func() int64 { return epoch.UnixMilli() }}
+		c.Decider = &counter.Local{Store: leaparray.NewStore(leaparray.WithBounds(leaparray.Bounds{MaxUnits: 1})), Now: func() int64 { return epoch.UnixMilli() }}
 	})
 	ctx := context.Background()
 	code := func(ctx context.Context, req *rlspb.RateLimitRequest) codes.Code {
@@ -383,7 +383,7 @@ func TestFailPolicyAnswerIsNotADecision(t *testing.T) {
 		r := route.New("n0", local, rpc.NewClient(rpc.Config{}), counter.Limits{})
 		r.SetRing(ring.New([]ring.Member{{Name: "n0", RPCAddr: "127.0.0.1:1"}}, ring.Config{}))
 		r.FailOpen = true
-		c.Doer = r
+		c.Decider = r
 	})
 	ask := func(v string) codes.Code {
 		_, err := f.client.ShouldRateLimit(context.Background(), &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("k", v)}})

@@ -14,10 +14,11 @@ import (
 // failingDoer is an owner that cannot decide anything: it answers every op with err.
 type failingDoer struct{ err error }
 
-func (d failingDoer) Do(_ context.Context, _ []counter.Op, res []counter.Result) {
-	for i := range res {
-		res[i] = counter.Result{Err: fmt.Errorf("%w: test", d.err)}
+func (d failingDoer) Decide(_ context.Context, b *counter.Batch) bool {
+	for i := range b.Results {
+		b.Results[i] = counter.Result{Err: fmt.Errorf("%w: test", d.err)}
 	}
+	return true
 }
 
 // An allow that this node, its own owner, cannot decide (it is full, or unavailable) is
@@ -33,7 +34,7 @@ func TestLocalOwnerAllowGetsFailPolicy(t *testing.T) {
 				{Kind: counter.Incr, Key: "k", Window: 10_000, Buckets: 10, N: 1},
 			}
 			res := make([]counter.Result, 2)
-			r.Do(context.Background(), ops, res)
+			counter.Do(context.Background(), r, ops, res)
 			wantPolicyAnswer(t, r, res[0], open, cause)
 			if !errors.Is(res[1].Err, cause) {
 				t.Errorf("%v, fail-open %v: incr got %+v; want that error", cause, open, res[1])

@@ -20,6 +20,10 @@ type recording struct {
 	calls int
 }
 
+func (f *recording) Go(ctx context.Context, addr string, req rpc.Request, results []counter.Result, done func(error)) {
+	done(f.Do(ctx, addr, req, results))
+}
+
 func (f *recording) Do(_ context.Context, addr string, req rpc.Request, results []counter.Result) error {
 	f.mu.Lock()
 	f.calls++
@@ -53,7 +57,7 @@ func TestPlanManyOwners(t *testing.T) {
 				}
 			}
 			res := make([]counter.Result, len(ops))
-			r.Do(context.Background(), ops, res)
+			counter.Do(context.Background(), r, ops, res)
 			owners := map[string]bool{}
 			for i, op := range ops {
 				if op.Key == "" {

@@ -66,19 +66,21 @@ func makeNodes(t *testing.T, n int, now func() int64) ([]*testNode, []ring.Membe
 
 func fixedClock(v int64) func() int64 { return func() int64 { return v } }
 
-// ways are how a caller has a router decide ops: Do, and Start (an event loop's way),
-// waited for. Tests of what a caller sees run both.
+// ways are how a caller has a router decide ops: counter.Do (waiting), and
+// counter.Start (an rpc reader's way), waited for. Tests of what a caller sees run both.
 var ways = []struct {
 	name string
 	do   func(r *Router, ctx context.Context, ops []counter.Op, res []counter.Result)
 }{
-	{"Do", (*Router).Do},
+	{"Do", func(r *Router, ctx context.Context, ops []counter.Op, res []counter.Result) {
+		counter.Do(ctx, r, ops, res)
+	}},
 	{"Start", startAndWait},
 }
 
 func startAndWait(r *Router, ctx context.Context, ops []counter.Op, res []counter.Result) {
 	done := make(chan struct{})
-	r.Start(ctx, ops, res, func() { close(done) })
+	counter.Start(ctx, r, &counter.Batch{Ops: ops, Results: res, Done: func() { close(done) }})
 	<-done
 }
 
@@ -109,7 +111,7 @@ func TestClusterMatchesOneStore(t *testing.T) {
 		got := make([]counter.Result, len(batch))
 		want := make([]counter.Result, len(batch))
 		ways[rng.IntN(len(ways))].do(nodes[rng.IntN(len(nodes))].router, context.Background(), batch, got)
-		ref.Do(context.Background(), batch, want)
+		ref.DecideNow(batch, want)
 		for k := range batch {
 			if (got[k].Err == nil) != (want[k].Err == nil) || (got[k].Err == nil && got[k] != want[k]) {
 				t.Fatalf("batch %d op %d %+v (seed %d): got %+v; want %+v", i, k, batch[k], seed, got[k], want[k])
@@ -137,7 +139,7 @@ func TestConcurrentAllowAdmitsExactlyLimit(t *testing.T) {
 			op := []counter.Op{{Kind: counter.Allow, Key: "hot", Window: 60_000, Buckets: 10, N: 1, Limit: limit}}
 			res := make([]counter.Result, 1)
 			for i := 0; i < 100; i++ {
-				tn.router.Do(context.Background(), op, res)
+				counter.Do(context.Background(), tn.router, op, res)
 				if res[0].Err != nil {
 					t.Error(res[0].Err)
 					return
@@ -170,7 +172,7 @@ func TestNoBounceBetweenDisagreeingNodes(t *testing.T) {
 	nodes[1].router.SetRing(ring.New(members[:1], ring.Config{}))
 	nodes[0].router.RetryWait = 100 * time.Millisecond
 	res := make([]counter.Result, 1)
-	nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
+	counter.Do(context.Background(), nodes[0].router, []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
 	if !errors.Is(res[0].Err, counter.ErrUnavailable) {
 		t.Fatalf("got %+v; want ErrUnavailable (ownership moving)", res[0])
 	}
@@ -179,7 +181,7 @@ func TestNoBounceBetweenDisagreeingNodes(t *testing.T) {
 	}
 	// Once the rings agree again, the op succeeds.
 	nodes[1].router.SetRing(full)
-	nodes[0].router.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
+	counter.Do(context.Background(), nodes[0].router, []counter.Op{{Kind: counter.Incr, Key: key, Window: 1000, Buckets: 10, N: 1}}, res)
 	if res[0].Err != nil || res[0].Count != 1 {
 		t.Fatalf("after the rings agree: got %+v; want count 1", res[0])
 	}
@@ -270,7 +272,7 @@ func testUnreachableOwner(t *testing.T, do func(*Router, context.Context, []coun
 func TestNoRingYet(t *testing.T) {
 	r := New("n0", &counter.Local{Store: leaparray.NewStore(), Now: fixedClock(t0)}, rpc.NewClient(rpc.Config{}), counter.Limits{})
 	res := make([]counter.Result, 2)
-	r.Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: "a", Window: 1000, Buckets: 10, N: 1}, {Kind: counter.Incr}}, res)
+	counter.Do(context.Background(), r, []counter.Op{{Kind: counter.Incr, Key: "a", Window: 1000, Buckets: 10, N: 1}, {Kind: counter.Incr}}, res)
 	if !errors.Is(res[0].Err, counter.ErrUnavailable) || !counter.IsBadInput(res[1].Err) {
 		t.Fatalf("got %v, %v; want unavailable, bad input", res[0].Err, res[1].Err)
 	}

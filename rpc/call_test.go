@@ -302,7 +302,7 @@ func (pipeAddr) String() string  { return "pipe" }
 func TestDialIsInjectable(t *testing.T) {
 	pn := newPipeNet()
 	local := &counter.Local{Store: leaparray.NewStore(), Now: func() int64 { return t0 }}
-	srv := NewServer(HandlerFunc(func(ctx context.Context, req *Request, res []counter.Result) { local.Do(ctx, req.Ops, res) }), nil)
+	srv := NewServer(HandlerFunc(func(ctx context.Context, req *Request, res []counter.Result) { local.DecideNow(req.Ops, res) }), nil)
 	go srv.Serve(pn)
 	defer srv.Close()
 	c := NewClient(Config{Dial: pn.Dial})

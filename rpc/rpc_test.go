@@ -56,7 +56,7 @@ func startOwner(t *testing.T, addr string, setup ...func(*Server)) *owner {
 		if !req.Forwarded {
 			panic("test sender always sets the hop mark")
 		}
-		o.local.Do(ctx, req.Ops, res)
+		o.local.DecideNow(req.Ops, res)
 	}), nil)
 	for _, f := range setup {
 		f(o.srv)

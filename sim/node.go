@@ -265,7 +265,7 @@ func (n *node) ownerOf(key string) (string, bool) {
 // results to done once decided.
 func (n *node) decide(ops []counter.Op, done func([]counter.Result)) {
 	res := make([]counter.Result, len(ops))
-	n.owner.Start(bg, ops, res, func() {
+	counter.Start(bg, n.owner, &counter.Batch{Ops: ops, Results: res, Done: func() {
 		if debugKey != "" {
 			for i := range ops {
 				if ops[i].Key == debugKey {
@@ -274,7 +274,7 @@ func (n *node) decide(ops []counter.Op, done func([]counter.Result)) {
 			}
 		}
 		done(res)
-	})
+	}})
 }
 
 var debugKey = os.Getenv("LEAPCOUNT_SIM_DEBUG_KEY")
