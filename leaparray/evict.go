@@ -12,8 +12,8 @@ type Evicted struct {
 }
 
 // evictBatch bounds the slots one lock hold of Evict looks at, so that ops on a shard
-// wait at most that long for a ring change (BenchmarkIncrDuringRingChange in package
-// owner: one lock hold per shard stalled them for tens of milliseconds at 3M counters).
+// wait at most that long for a ring change: one lock hold per shard stalled them on a
+// large store (BenchmarkIncrDuringRingChange in package owner).
 const evictBatch = 256
 
 // Evict removes every counter whose key match accepts and returns them, with the resets
