@@ -6,7 +6,7 @@
 // broken with one Docker fault per scenario: kill, pause, partition (network
 // disconnect), Redis stopped, Redis with its data lost, a fourth node joining and
 // leaving, a rolling restart, and a node with a skewed clock. Every op is recorded as
-// ok, failed or unknown (packages load and history), and every counter is checked
+// ok, failed or unknown (packages faultload and history), and every counter is checked
 // through every node against what README's Guarantees allow for that fault.
 //
 // It runs under its own compose project (leapcount-chaos) on host ports prefixed 1

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/history"
-	"github.com/leapcount/leapcount/internal/load"
 )
 
 // probes are increments a scenario sends itself, to put chosen counters in chosen
@@ -29,7 +29,7 @@ func (r *run) probe(node, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	err := cl.Do(ctx, "SW.INCR", key, r.incrs.Window()).Err()
-	r.probes.log.Incr(key, 1, load.OutcomeOf(err))
+	r.probes.log.Incr(key, 1, faultload.OutcomeOf(err))
 	if !slices.Contains(r.probes.keys, key) {
 		r.probes.keys = append(r.probes.keys, key)
 	}
@@ -48,7 +48,7 @@ func (r *run) pairOn(node string) (string, string) {
 }
 
 // checkProbes checks the probed counters through node.
-func (r *run) checkProbes(ctx context.Context, node string, counter load.Counter) {
+func (r *run) checkProbes(ctx context.Context, node string, counter faultload.Counter) {
 	if len(r.probes.keys) == 0 {
 		return
 	}

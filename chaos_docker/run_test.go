@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/history"
-	"github.com/leapcount/leapcount/internal/load"
 )
 
 // flushInterval is the nodes' write-behind interval (--flush-interval, its default):
@@ -24,8 +24,8 @@ type run struct {
 	t       *testing.T
 	name    string
 	c       *cluster
-	incrs   *load.Gen
-	allows  *load.Allows
+	incrs   *faultload.Gen
+	allows  *faultload.Allows
 	through []string // the nodes clients send through
 	bounds  struct{ incr, allow history.Bounds }
 	probes  probes
@@ -40,8 +40,8 @@ type run struct {
 func begin(t *testing.T, name string, c *cluster) *run {
 	s := seed(t)
 	r := &run{t: t, name: name, c: c, began: time.Now(), allowsDone: make(chan struct{})}
-	r.incrs = load.New(load.Config{Keys: 1000, Workers: 8, Seed: s, Rate: 1500})
-	r.allows = load.NewAllows(load.AllowConfig{Keys: 4, Limit: 1000, Workers: 2, Seed: s})
+	r.incrs = faultload.New(faultload.Config{Keys: 1000, Workers: 8, Seed: s, Rate: 1500})
+	r.allows = faultload.NewAllows(faultload.AllowConfig{Keys: 4, Limit: 1000, Workers: 2, Seed: s})
 	t.Cleanup(func() { r.incrs.Close(); r.allows.Close() })
 	r.send(c.members...)
 	r.incrs.Start(10*time.Minute, 1<<40)
@@ -137,7 +137,7 @@ func (r *run) finish() row {
 	var out row
 	var first []int64
 	for _, n := range r.c.members {
-		counter := load.HTTPCounter{Addr: r.c.httpAddr(n), Client: r.c.http}
+		counter := faultload.HTTPCounter{Addr: r.c.httpAddr(n), Client: r.c.http}
 		counts, err := counter.Counts(ctx, tallies.Keys, r.incrs.Window())
 		if err != nil {
 			t.Fatalf("counts through %s: %v", n, err)
@@ -151,7 +151,7 @@ func (r *run) finish() row {
 		r.checkProbes(ctx, n, counter)
 		if first == nil {
 			first, out = counts, r.row(st, incr, allow)
-		} else if d, ex := load.Disagree(tallies.Keys, first, counts); d > 0 {
+		} else if d, ex := faultload.Disagree(tallies.Keys, first, counts); d > 0 {
 			t.Errorf("%s: %s disagrees with %s on %d counters, e.g. %v", r.name, n, r.c.members[0], d, ex)
 		}
 	}
@@ -186,7 +186,7 @@ func (r *run) judge(node string, incr, allow history.Summary) {
 }
 
 // incrLog is the history of the increments the generator sent.
-func incrLog(c load.Counts) *history.Log {
+func incrLog(c faultload.Counts) *history.Log {
 	var l history.Log
 	for i, k := range c.Keys {
 		l.Incr(k, c.Acked[i], history.OK)
@@ -205,7 +205,7 @@ func finalCounts(keys []string, counts []int64) map[string]int64 {
 }
 
 // row sums the scenario up: increments and allows together for the ops.
-func (r *run) row(st load.Stats, incr, allow history.Summary) row {
+func (r *run) row(st faultload.Stats, incr, allow history.Summary) row {
 	a := r.allows.Stats()
 	return row{scenario: r.name, ops: st.Sent + a.Sent, acked: st.Acked + a.Acked, failed: st.Failed + a.Failed,
 		unknown: st.Unknown + a.Unknown, final: incr.Final, lost: incr.Lost + allow.Lost, overAdmitted: allow.OverAdmitted,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/load"
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/internal/testredis"
 )
@@ -55,7 +55,7 @@ func TestAcceptanceRedisHandoff(t *testing.T) {
 	}
 	args = append(args, fastDetection...)
 	c := proctest.StartCluster(t, 3, proctest.Options{Args: args})
-	g := load.New(load.Config{Keys: 2000, Workers: 8, Seed: s, Rate: 4000}, c.RESPAddrs()...)
+	g := faultload.New(faultload.Config{Keys: 2000, Workers: 8, Seed: s, Rate: 4000}, c.RESPAddrs()...)
 	defer g.Close()
 	a := &acceptance{t: t, c: c, g: g}
 
@@ -83,7 +83,7 @@ func TestAcceptanceRedisHandoff(t *testing.T) {
 	n1.Stop()
 	c.WaitConverged()
 	a.run(2 * time.Second)
-	a.end(func(st load.Stats) {
+	a.end(func(st faultload.Stats) {
 		if st.Failed+st.Unknown != 0 {
 			t.Errorf("sigterm: %d requests through the other nodes failed and %d got no answer; want all to succeed (errors %v)",
 				st.Failed, st.Unknown, g.Errors())
@@ -106,7 +106,7 @@ func TestAcceptanceRedisHandoff(t *testing.T) {
 	n2.Resume()
 	c.WaitConverged()
 	a.run(time.Second)
-	a.end(func(st load.Stats) {
+	a.end(func(st faultload.Stats) {
 		t.Logf("sigstop: %d requests failed and %d had an unknown outcome while the frozen node's partitions moved", st.Failed, st.Unknown)
 		if failed+unknown > 0 {
 			t.Errorf("sigstop: %d requests through the other nodes failed and %d had an unknown outcome %v after the freeze; want all to succeed once its partitions moved (errors %v)",
@@ -146,10 +146,10 @@ func others(c *proctest.Cluster, n *proctest.Node) []string {
 type acceptance struct {
 	t     *testing.T
 	c     *proctest.Cluster
-	g     *load.Gen
+	g     *faultload.Gen
 	base  []int64 // the counts the previous step ended with; nil: zeros
 	name  string
-	from  load.Counts // the tallies when the step began
+	from  faultload.Counts // the tallies when the step began
 	began time.Time
 	rows  []string
 }
@@ -168,7 +168,7 @@ func (a *acceptance) run(d time.Duration) { time.Sleep(d) }
 // and checks every counter through every live node; more adds checks of the step's
 // load stats. It returns, per key, the acknowledged increments the counts lack, and the
 // step's tallies.
-func (a *acceptance) end(more func(load.Stats)) ([]int64, load.Counts) {
+func (a *acceptance) end(more func(faultload.Stats)) ([]int64, faultload.Counts) {
 	a.t.Helper()
 	st := a.g.Stop()
 	a.c.WaitConverged()
@@ -195,7 +195,7 @@ func (a *acceptance) end(more func(load.Stats)) ([]int64, load.Counts) {
 }
 
 // missing is, per key, how many acknowledged increments the counts lack (0 or more).
-func missing(tallies load.Counts, base, counts []int64) []int64 {
+func missing(tallies faultload.Counts, base, counts []int64) []int64 {
 	lost := make([]int64, len(tallies.Keys))
 	if counts == nil {
 		return lost
@@ -212,7 +212,7 @@ func missing(tallies load.Counts, base, counts []int64) []int64 {
 
 // killEnd ends the SIGKILL step: the nodes must agree (checked by end), and no counter
 // may lack more than the increments acknowledged for it in window.
-func (a *acceptance) killEnd(window load.Counts) {
+func (a *acceptance) killEnd(window faultload.Counts) {
 	a.t.Helper()
 	lost, _ := a.end(nil)
 	var total, bound, over int64

@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leapcount/leapcount/internal/load"
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/ring"
 )
@@ -34,7 +34,7 @@ func TestThreeProcessesAnswerExactly(t *testing.T) {
 	t.Logf("three processes converged %v after the start (build included)", time.Since(start).Round(time.Millisecond))
 	checkMembership(t, c)
 
-	g := load.New(load.Config{Keys: 2000, Workers: 6, Seed: s}, c.RESPAddrs()...)
+	g := faultload.New(faultload.Config{Keys: 2000, Workers: 6, Seed: s}, c.RESPAddrs()...)
 	defer g.Close()
 	g.Start(20*time.Second, 20_000)
 	st := g.Wait()
@@ -46,8 +46,8 @@ func TestThreeProcessesAnswerExactly(t *testing.T) {
 	tallies := g.Snapshot()
 	ctx := context.Background()
 	for _, n := range c.Nodes() {
-		for _, counter := range []load.Counter{load.HTTPCounter{Addr: n.HTTP(), Client: httpClient}, load.RESPCounter{Addr: n.RESP()}} {
-			r, _, err := load.Check(ctx, counter, tallies, nil, g.Window())
+		for _, counter := range []faultload.Counter{faultload.HTTPCounter{Addr: n.HTTP(), Client: httpClient}, faultload.RESPCounter{Addr: n.RESP()}} {
+			r, _, err := faultload.Check(ctx, counter, tallies, nil, g.Window())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func allowAdmitsLimit(t *testing.T, c *proctest.Cluster, key string) {
 		t.Errorf("concurrent SW.ALLOW: got %d allowed, %d denied; want %d allowed of %d", allowed.Load(), denied.Load(), limit, total)
 	}
 	for _, n := range c.Nodes() {
-		got, err := load.RESPCounter{Addr: n.RESP()}.Counts(context.Background(), []string{key}, "10m")
+		got, err := faultload.RESPCounter{Addr: n.RESP()}.Counts(context.Background(), []string{key}, "10m")
 		if err != nil {
 			t.Fatal(err)
 		}

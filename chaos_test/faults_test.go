@@ -5,22 +5,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/history"
-	"github.com/leapcount/leapcount/internal/load"
 	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/internal/testredis"
 )
 
 // faultCase is a fault test on real node processes: load (increments, and allows under
 // a limit) through every node while fault runs, then every node's counts are checked
-// against what clients were told (packages load and history).
+// against what clients were told (packages faultload and history).
 type faultCase struct {
 	t      *testing.T
 	c      *proctest.Cluster
 	redis  *testredis.Server
 	fw     *proctest.Firewall
-	incrs  *load.Gen
-	allows *load.Allows
+	incrs  *faultload.Gen
+	allows *faultload.Allows
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -36,8 +36,8 @@ func startFaultCase(t *testing.T, withRedis bool) *faultCase {
 		args = append(args, "--redis", f.redis.URL())
 	}
 	f.c = proctest.StartCluster(t, 3, proctest.Options{Args: args, OwnAddrs: true})
-	f.incrs = load.New(load.Config{Keys: 500, Workers: 6, Seed: s, Rate: 2000, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
-	f.allows = load.NewAllows(load.AllowConfig{Keys: 4, Limit: 300, Workers: 2, Seed: s, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
+	f.incrs = faultload.New(faultload.Config{Keys: 500, Workers: 6, Seed: s, Rate: 2000, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
+	f.allows = faultload.NewAllows(faultload.AllowConfig{Keys: 4, Limit: 300, Workers: 2, Seed: s, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
 	t.Cleanup(func() { f.incrs.Close(); f.allows.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
@@ -64,8 +64,8 @@ func (f *faultCase) finish(overAdmit int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, n := range f.c.Live() {
-		counter := load.HTTPCounter{Addr: n.HTTP(), Client: httpClient}
-		r, counts, err := load.Check(ctx, counter, tallies, nil, f.incrs.Window())
+		counter := faultload.HTTPCounter{Addr: n.HTTP(), Client: httpClient}
+		r, counts, err := faultload.Check(ctx, counter, tallies, nil, f.incrs.Window())
 		if err != nil {
 			t.Fatalf("check through %s: %v", n.Name(), err)
 		}
@@ -74,7 +74,7 @@ func (f *faultCase) finish(overAdmit int64) {
 		}
 		if first == nil {
 			first = counts
-		} else if d, ex := load.Disagree(tallies.Keys, first, counts); d > 0 {
+		} else if d, ex := faultload.Disagree(tallies.Keys, first, counts); d > 0 {
 			t.Errorf("%s disagrees on %d keys, e.g. %v", n.Name(), d, ex)
 		}
 		s, err := f.allows.Check(ctx, counter, history.Bounds{OverAdmit: overAdmit})

@@ -1,5 +1,5 @@
 // Package chaos_test runs real leapcount node processes (package proctest) under load
-// (package load) and breaks them with real signals: the cluster must keep answering
+// (package faultload) and breaks them with real signals: the cluster must keep answering
 // every counter exactly. Each test bounds every wait and finishes within about a minute.
 package chaos_test
 
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/load"
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/proctest"
 )
 
@@ -28,15 +28,15 @@ var httpClient = &http.Client{Timeout: 10 * time.Second}
 // checkEvery reads every key's count through every live node (HTTP /v1/batch),
 // compares each with base + tallies, and reports how many keys the nodes disagree on.
 // It returns the first node's report and counts.
-func checkEvery(t *testing.T, c *proctest.Cluster, tallies load.Counts, base []int64, window string) (load.Report, []int64, int) {
+func checkEvery(t *testing.T, c *proctest.Cluster, tallies faultload.Counts, base []int64, window string) (faultload.Report, []int64, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var first load.Report
+	var first faultload.Report
 	var firstCounts []int64
 	disagree := 0
 	for _, n := range c.Live() {
-		r, counts, err := load.Check(ctx, load.HTTPCounter{Addr: n.HTTP(), Client: httpClient}, tallies, base, window)
+		r, counts, err := faultload.Check(ctx, faultload.HTTPCounter{Addr: n.HTTP(), Client: httpClient}, tallies, base, window)
 		if err != nil {
 			t.Errorf("check through %s: %v", n.Name(), err)
 			continue
@@ -45,7 +45,7 @@ func checkEvery(t *testing.T, c *proctest.Cluster, tallies load.Counts, base []i
 			first, firstCounts = r, counts
 			continue
 		}
-		if d, ex := load.Disagree(tallies.Keys, firstCounts, counts); d > 0 {
+		if d, ex := faultload.Disagree(tallies.Keys, firstCounts, counts); d > 0 {
 			disagree = max(disagree, d)
 			t.Errorf("%s disagrees with %s on %d keys, e.g. %v", n.Name(), c.Live()[0].Name(), d, ex)
 		}

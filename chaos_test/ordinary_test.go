@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/load"
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/internal/testredis"
 )
@@ -46,7 +46,7 @@ func ordinaryOnce(t *testing.T, s uint64, withRedis bool) {
 		args = []string{"--redis", testredis.Start(t).URL()}
 	}
 	c := proctest.StartCluster(t, 3, proctest.Options{Args: args})
-	g := load.New(load.Config{Keys: 500, Workers: 4, Seed: s, Rate: 800}, c.RESPAddrs()...)
+	g := faultload.New(faultload.Config{Keys: 500, Workers: 4, Seed: s, Rate: 800}, c.RESPAddrs()...)
 	defer g.Close()
 	step := func(name string, during func()) {
 		t.Helper()
@@ -84,7 +84,7 @@ func ordinaryOnce(t *testing.T, s uint64, withRedis bool) {
 
 // leave takes clients off n (as a load balancer does once its /readyz turns 503), stops
 // it gracefully, and waits for the others to converge.
-func leave(t *testing.T, c *proctest.Cluster, g *load.Gen, n *proctest.Node) {
+func leave(t *testing.T, c *proctest.Cluster, g *faultload.Gen, n *proctest.Node) {
 	t.Helper()
 	g.SetAddrs(others(c, n)...)
 	if err := g.WaitIdle(n.RESP(), 10*time.Second); err != nil {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/certtest"
-	"github.com/leapcount/leapcount/internal/load"
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
@@ -42,7 +42,7 @@ func TestOutsidersCannotUseTheClusterPlane(t *testing.T) {
 	secured := []string{"--gossip-key", key, "--cluster-name", "prod"}
 	c := proctest.StartCluster(t, 3, proctest.Options{Args: secured})
 	const counted = "victim"
-	hc := load.HTTPCounter{Addr: c.Node(0).HTTP(), Client: httpClient}
+	hc := faultload.HTTPCounter{Addr: c.Node(0).HTTP(), Client: httpClient}
 	incr(t, c, counted, 5)
 
 	t.Run("rpc ops and handoffs", func(t *testing.T) {
@@ -234,7 +234,7 @@ func TestMutualTLSCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range c.Nodes() {
-		got, err := load.HTTPCounter{Addr: n.HTTP(), Client: httpClient}.Counts(ctx, keys, "1m")
+		got, err := faultload.HTTPCounter{Addr: n.HTTP(), Client: httpClient}.Counts(ctx, keys, "1m")
 		if err != nil {
 			t.Fatalf("counts through %s: %v", n.Name(), err)
 		}
@@ -291,7 +291,7 @@ func TestOpenRPCPortBoundsHostileFrames(t *testing.T) {
 		t.Error("the node took a handoff of a counter with 2^31 buckets")
 	}
 	incr(t, c, "steady", 4)
-	got, err := load.HTTPCounter{Addr: n.HTTP(), Client: httpClient}.Counts(ctx, []string{"steady"}, "1m")
+	got, err := faultload.HTTPCounter{Addr: n.HTTP(), Client: httpClient}.Counts(ctx, []string{"steady"}, "1m")
 	if err != nil || got[0] != 7 {
 		t.Errorf("count of steady = %v (%v); want [7]", got, err)
 	}

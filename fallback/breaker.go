@@ -52,13 +52,13 @@ func (b *breaker) admit() (probe, ok bool) {
 }
 
 // settle records how an admitted call fared.
-func (b *breaker) settle(probe bool, v verdict) {
+func (b *breaker) settle(probe bool, r reachability) {
 	b.mu.Lock()
 	if probe {
 		b.probing = false
 	}
 	changed := false
-	switch v {
+	switch r {
 	case reached:
 		b.fails = 0
 		changed, b.open = b.open, false
@@ -126,11 +126,11 @@ func (st *Store) guard(ctx context.Context, f func() error) error {
 	}
 	start := time.Now()
 	err := f()
-	v := classify(err)
-	if v == unreached && cutShort(ctx, start, st.cfg.ReadTimeout) {
-		v = neutral
+	r := classify(err)
+	if r == unreached && cutShort(ctx, start, st.cfg.ReadTimeout) {
+		r = neutral
 	}
-	st.br.settle(probe, v)
+	st.br.settle(probe, r)
 	return err
 }
 

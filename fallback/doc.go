@@ -72,19 +72,19 @@
 // # Write-behind: many counters per script call, each applied at most once
 //
 // An owner flushes, every interval (100 ms by default), the per-bucket deltas of the
-// counters that changed since the last flush: at 100k incr/s over 10k counters, some
-// 6.3k deltas per flush. One script call per delta would cost Redis nearly as many
-// commands as one per request, so a Batch (NewBatch) cuts the deltas into merge_many.lua
-// calls of Config.FlushKeys deltas (256 by default), its ARGV holding, per delta, the
-// reset flag, B, the TTL, the number of pairs and the (bucket, count) pairs. Each counter
-// gets exactly Merge's rule (tests hold both to leaparray's Reset and Merge), within
-// pcall: a counter that fails (a key of the wrong type) fails before it writes and
-// alone, and the reply lists a result per counter. A delta with Reset deletes the
-// counter's hash and then merges its buckets, in the same call, so a reset is ordered
-// with the adds around it; a counter's deltas all go in one call, in order. SendBatch
-// pipelines the calls, FlushChunk deltas (and at most 16384 buckets) per round trip, so
-// that Redis runs a round trip's scripts well within the read timeout. In the scenario
-// above that is 250 EVALSHAs per second instead of 100k (BenchmarkWriteBehindCommands).
+// counters that changed since the last flush; over many counters, most increments of a
+// flush touch a counter of their own. One script call per delta would cost Redis nearly
+// as many commands as one per request, so a Batch (NewBatch) cuts the deltas into
+// merge_many.lua calls of Config.FlushKeys deltas (256 by default), its ARGV holding,
+// per delta, the reset flag, B, the TTL, the number of pairs and the (bucket, count)
+// pairs. Each counter gets exactly Merge's rule (tests hold both to leaparray's Reset
+// and Merge), within pcall: a counter that fails (a key of the wrong type) fails before
+// it writes and alone, and the reply lists a result per counter. A delta with Reset
+// deletes the counter's hash and then merges its buckets, in the same call, so a reset
+// is ordered with the adds around it; a counter's deltas all go in one call, in order.
+// SendBatch pipelines the calls, FlushChunk deltas (and at most 16384 buckets) per
+// round trip, so that Redis runs a round trip's scripts well within the read timeout.
+// BenchmarkWriteBehindCommands counts the EVALSHAs this takes against one per request.
 //
 // At most once. A call whose reply was lost (a timeout) may have run, and go-redis's
 // Cluster client even sends a pipeline again by itself after a timeout or a redirect; a
@@ -124,17 +124,15 @@
 // seq order, each at most once, whatever fails in between; a call whose predecessor was
 // confirmed does not wait, so a mark that expired (below) never blocks a batch.
 //
-// The cost and the limit. A mark is one small string key, about 140 bytes of Redis
-// memory with a 30-byte name (measured with INFO memory), alive for Config.OnceTTL (1
+// The cost and the limit. A mark is one small string key, alive for Config.OnceTTL (1
 // hour) after the writer's last call to its slot. So a server holds one key per writer
 // run in the last hour, whatever the traffic; a Cluster one per writer and slot written
-// in the last hour: at most 16384 per writer (2.3 MB), some 7.5k for the 10k counters of
-// the scenario above (about 1 MB per node run), where a key per call would hold 33M
-// keys (4 GB) even for 10 minutes. A call in doubt for longer than OnceTTL (Redis kept it
-// unanswered, or the writer did not send it again in time) may have lost its mark, and
-// sending it then could apply it twice: a writer must not send again a call whose
-// writer and slot saw no write for OnceTTL (its counters' state in Redis is then unknown
-// and is to be rebuilt from memory).
+// in the last hour, at most 16384 per writer, where a key per call would grow with the
+// traffic. A call in doubt for longer than OnceTTL (Redis kept it unanswered, or the
+// writer did not send it again in time) may have lost its mark, and sending it then
+// could apply it twice: a writer must not send again a call whose writer and slot saw
+// no write for OnceTTL (its counters' state in Redis is then unknown and is to be
+// rebuilt from memory).
 //
 // merge_pairs moves the head once, to the newest bucket given, and then adds the pairs
 // that are still in the window, which ends in the same hash as adding them one by one
@@ -144,13 +142,12 @@
 // when it does (BenchmarkFlushDeltas reports redis-cmds/delta).
 //
 // A Cluster runs a script only on keys of one hash slot, so NewBatch groups a Cluster's
-// deltas by slot (CRC16 of the hash tag, as Redis computes it). Each counter has its own
-// tag (which spreads counters over the masters), so counters share a call only when their
-// slots collide (a key's shapes always do): 6.3k counters fall in some 5.5k of the 16384
-// slots, and write-behind to a Cluster saves round trips (one pipeline per master) but
-// few commands (BenchmarkWriteBehindCommands/cluster3: 1.8× fewer than one per incr).
-// Sharing a call across counters there would take a coarser hash tag, which is a change
-// of the key layout.
+// deltas by slot (CRC16 of the hash tag, as Redis computes it). Each counter has its
+// own tag (which spreads counters over the masters), so counters share a call only when
+// their slots collide (a key's shapes always do), and few do: write-behind to a Cluster
+// saves round trips (one pipeline per master) but few commands
+// (BenchmarkWriteBehindCommands/cluster3). Sharing a call across counters there would
+// take a coarser hash tag, which is a change of the key layout.
 //
 // # Circuit breaker: no request waits on a dead Redis
 //

@@ -30,18 +30,19 @@ func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
-// verdict is what one exchange with Redis says about Redis, for the breaker.
-type verdict int
+// reachability is what one exchange with Redis says about whether Redis can be
+// reached, for the breaker.
+type reachability int
 
 const (
-	reached   verdict = iota // Redis answered (an error reply too: a script error, WRONGTYPE)
-	unreached                // Redis could not be reached or did not answer in time
-	neutral                  // says nothing about Redis (the caller gave up, the store is closed)
+	reached   reachability = iota // Redis answered (an error reply too: a script error, WRONGTYPE)
+	unreached                     // Redis could not be reached or did not answer in time
+	neutral                       // says nothing about Redis (the caller gave up, the store is closed)
 )
 
 // classify tells Redis being unreachable (connection refused or reset, a timeout, a
 // server that is loading or has lost its master or cluster) from everything else.
-func classify(err error) verdict {
+func classify(err error) reachability {
 	switch {
 	case err == nil:
 		return reached

@@ -9,9 +9,8 @@ import (
 // A slab holds one shard's counters of one Spec in flat, pointer-free arrays, so that
 // ten million counters are a few dozen large blocks, mapped outside the Go heap (vec.go),
 // that the garbage collector never sees, and no counter costs a heap object or a
-// pointer. Written by hand rather than as a map[string]*ring because
-// BenchmarkStoreMemory showed the map costs about twice the bytes per counter and one
-// scanned object each.
+// pointer. Written by hand rather than as a map[string]*ring because the map costs far
+// more bytes per counter, and one scanned object each (BenchmarkStoreMemory).
 //
 // Counter i of the slab (its slot) is refs[i] (its key bytes in the arena), heads[i]
 // and counts[i*b : (i+1)*b]. Slots are dense: removing a counter moves the last one
@@ -98,9 +97,7 @@ func (s *slab[C]) find(key string, h uint64) int {
 
 // prefetchRing asks for slot's head, counts and pending mark before its key is read and
 // compared: the key's place (refs), the key and the head are three cache misses in a row
-// otherwise.
-// BenchmarkStoreIncrBatch, fastest of 8 interleaved runs: 202 ns an Incr without this,
-// 137 ns with it (154 and 129 with Store.Prefetch first).
+// otherwise (BenchmarkStoreIncrBatch).
 func (s *slab[C]) prefetchRing(slot int) {
 	if slot < len(s.heads.s) {
 		prefetch(uintptr(unsafe.Pointer(&s.heads.s[slot])))
@@ -160,11 +157,9 @@ func (s *slab[C]) rehash(n int) {
 
 // home is the first place an index entry of fingerprint fp (its key's hash's high 32
 // bits) is looked for. It is made from the fingerprint alone, so that moving entries
-// (unindex, rehash) reads no key to hash it again. Measured by CPU time of the passes of
-// BenchmarkStoreMemory/touches=10 (1M counters, same runs): the second pass, where each
-// counter moves into a ring (shard.unfold), 955-1053 ms with homes from the hash's low
-// bits and keys hashed again, 730-768 ms with this; the first 283-333 and 263-290 ms.
-// The shard bits of the hash (table.shard) are constant within a slab, and the multiply
+// (unindex, rehash) reads no key to hash it again: that makes moving counters into
+// rings faster (the second pass of BenchmarkStoreMemory/touches=10, shard.unfold). The
+// shard bits of the hash (table.shard) are constant within a slab, and the multiply
 // spreads the others.
 func home(fp, mask uint64) uint64 { return (fp * 0x9E3779B97F4A7C15) >> 32 & mask }
 

@@ -225,6 +225,15 @@ func (s *Store) Merge(key string, sp Spec, buckets []Bucket) {
 	})
 }
 
+// Has reports whether the counter is held.
+func (s *Store) Has(key string, sp Spec) bool {
+	held := false
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
+		_, held = sh.find(key, h)
+	})
+	return held
+}
+
 // Len is the number of counters held.
 func (s *Store) Len() int {
 	n := 0

@@ -13,9 +13,7 @@ import (
 // about twice that (GOGC headroom, and the old arrays each append doubling left behind as
 // garbage). A mapped vec grows with mremap, which moves page-table entries rather than
 // copying and leaves nothing behind, and gives its memory back with munmap at once when
-// it shrinks or is freed. BenchmarkStoreMemory shows what this pays: 1M counters touched
-// once, rss-bytes/counter 182 with the slabs on the heap, 96 mapped (both before the
-// one-bucket form of one.go); every bucket touched, 181 and 99 (with it).
+// it shrinks or is freed. BenchmarkStoreMemory (rss-bytes/counter) shows what this pays.
 //
 // Nothing may hold a view into a vec (a slice of it, or a string made with unsafe.String)
 // across a call that may grow, shrink or free it: once unmapped, reading it would crash
@@ -28,8 +26,8 @@ type vec[T any] struct {
 // mapMin is the size from which a vec is mapped: one page, a mapping's granularity.
 // The small arrays below it stay on the heap, so a Spec with a few counters costs no
 // page per array. It is no more, because every array that grows on the heap leaves its
-// old copies behind as garbage: with 64 KiB, 1M counters took 25% more RSS than mapped
-// bytes (BenchmarkStoreMemory, rss-bytes/counter).
+// old copies behind as garbage: a larger mapMin cost RSS well beyond the mapped bytes
+// (BenchmarkStoreMemory, rss-bytes/counter).
 const mapMin = 4 << 10
 
 // maxMappings bounds the vecs mapped at once (each is one mapping, however large),

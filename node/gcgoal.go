@@ -11,16 +11,8 @@ import (
 // few MiB whatever the counters held, and GOGC alone collects it many times a second
 // under load. gcGoal raises GOGC so that the heap may grow by 1/gcStoreShare of what is
 // mapped before a collection, at a cost in RSS of about that share (garbage and
-// headroom). The memory section of make bench (10M counters; 10 s of steady load after
-// loading them), runs one after the other on a loaded machine:
-//
-//	GOGC=100 alone:   4432 pauses loading, 1206 under the steady load
-//	a quarter (1/4):   370 pauses loading,    4 steady; but 1M counters with every
-//	                   bucket touched took 143 B of RSS each, not 94 (0.63x Redis's)
-//	a sixteenth:       894 pauses loading,   46 steady; 102 B (0.47x)
-//
-// (With the slabs on the heap there were none under the steady load: the heap goal was
-// twice the store.)
+// headroom). A sixteenth keeps both pauses and RSS low in the memory section of make
+// bench: GOGC alone pauses far more often, and a quarter costs more RSS per counter.
 type gcGoal struct {
 	base    int // GOGC the process was started with; negative (off): left alone
 	percent int // GOGC set now

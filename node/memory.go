@@ -12,11 +12,10 @@ import (
 
 // Sizing the default --max-counters: a quarter of the memory this process may use, at
 // CounterBytes per counter unit. The estimate is deliberately high: a counter of the
-// default 10 buckets with a short key holds about 50 bytes touched in one bucket and 100
-// with a ring (BenchmarkStoreMemory: 49 and 98 bytes beyond its key), but one of 16
-// buckets widened to 64-bit counts with a key of --max-key-bytes, in slabs that have just
-// grown, holds about twice 128 + 64 bytes plus its key. So even a store full of the worst counters stays near a quarter of
-// memory; typical ones use far less.
+// default 10 buckets with a short key holds far less (BenchmarkStoreMemory), but one of
+// 16 buckets widened to 64-bit counts with a key of --max-key-bytes, in slabs that have
+// just grown, holds about twice 128 + 64 bytes plus its key. So even a store full of the
+// worst counters stays near a quarter of memory; typical ones use far less.
 const (
 	counterOverheadBytes = 256 // ring, head, index and slab slack of one unit (leaparray.UnitBuckets)
 	memoryShare          = 4   // counters get 1/memoryShare of the memory

@@ -19,9 +19,9 @@ import (
 // Why not gnet, which was tried first: its loops wait in epoll_wait inside a system
 // call, holding their P until sysmon takes it back, up to 10 ms later; with a loop per
 // P, every other goroutine of the node (Redis loads, forwarding, leases) waited that
-// long, and TestRedisJoinKeepsCounts (node) failed 2 runs in 4 on Redis loads that
-// timed out, where it passes with goroutines per connection. This loop does what that
-// one did for us, a read and a write per batch of commands, in a file.
+// long, and TestRedisJoinKeepsCounts (node) failed on Redis loads that timed out, where
+// it passes with goroutines per connection. This loop does what that one did for us, a
+// read and a write per batch of commands, in a file.
 type poller struct {
 	l      *loops
 	epfd   int
@@ -102,9 +102,8 @@ func (p *poller) run() {
 		// A busy loop always finds events and never parks: every yieldEvery it lets the
 		// other goroutines of its P (another loop, a parked session coming back) have a
 		// turn, or they would wait for the scheduler's 10 ms preemption when the GC or
-		// another process takes a core (p99.9 of make bench's unpipelined SW.INCR was
-		// 22-30 ms). Not after every round: that cost about a tenth of the node's CPU per
-		// SW.INCR (redis-benchmark -c 50, same runs).
+		// another process takes a core (make bench's p99.9 of unpipelined SW.INCR shows
+		// it). Not after every round: that costs CPU on every SW.INCR (redis-benchmark).
 		if now := nanotime(); now-lastYield > int64(yieldEvery) {
 			runtime.Gosched()
 			lastYield = nanotime()

@@ -31,11 +31,11 @@ type gcResult struct {
 // pipelined 16 deep from the usual connections on the loaded counters (uniform over
 // them: the fastest load, so the most garbage and collections), and reads them again.
 //
-// With the counters off the Go heap, the load makes little garbage: a 10 s steady
-// phase saw 4 pauses (two a collection), and their p99 was their slowest one. So the
-// harness also asks for a collection every forceEvery during it (the profiler's
-// /debug/pprof/heap?gc=1, which runs runtime.GC: the same stop-the-world phases as any
-// cycle, with every counter live), for a p99 over about a hundred pauses.
+// With the counters off the Go heap, the load makes little garbage: a steady phase saw
+// a handful of pauses, and their p99 was their slowest one. So the harness also asks
+// for a collection every forceEvery during it (the profiler's /debug/pprof/heap?gc=1,
+// which runs runtime.GC: the same stop-the-world phases as any cycle, with every
+// counter live), for a p99 over about a hundred pauses.
 //
 // During it the node runs on serverCPU and this process on clientCPU (where taskset
 // exists): on two cores shared with the load generator, the OS would deschedule the

@@ -15,6 +15,12 @@ import (
 //go:embed changes.md
 var changes string
 
+// figures is the hand-written list of the measurements behind design choices that
+// code comments name by benchmark; every report carries it at the end.
+//
+//go:embed figures.md
+var figures string
+
 // Report is a run's figures; Markdown renders BENCHMARKS.md.
 type Report struct {
 	opts                Options
@@ -51,6 +57,7 @@ func (r *Report) Markdown() string {
 	b.WriteString(r.throughputSection())
 	b.WriteString(r.memorySection())
 	b.WriteString(r.rlsSection())
+	b.WriteString(figures)
 	return b.String()
 }
 

@@ -1,17 +1,4 @@
-// Package load drives a leapcount cluster with a bounded stream of increments and
-// checks afterwards that the cluster counted exactly what it acknowledged.
-//
-// A Gen sends SW.INCR key window BY 1 over RESP (go-redis, RESP2, no retries: a retry
-// could count twice without the client knowing) through a node picked at random from a
-// set the caller can change while it runs, over a fixed set of keys. Per key it counts
-// the increments acknowledged (a reply came), failed (an error reply, or the request
-// could not be sent) and unknown (sent, no reply: it may or may not have counted). A run
-// is bounded in time and in operations and stops by itself; runs can follow each other
-// and the tallies add up.
-//
-// Check asks the cluster, through one node, for every key's count (HTTP /v1/batch, or
-// SW.COUNT over RESP) and compares it with what was acknowledged.
-package load
+package faultload
 
 import (
 	"fmt"

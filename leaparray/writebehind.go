@@ -1,0 +1,158 @@
+package leaparray
+
+// The write-behind of a store made WithDeltas, as its users see it: draining what
+// happened to counters since the last drain, reading and adding to what is pending, and
+// (Bases) the counters without what is pending, for a persistence store that lost its
+// data. How a slab keeps what is pending is in delta.go.
+
+// Drain appends to dst what happened to every counter since the last Drain, and forgets
+// it: one Delta per counter that was added to or reset. Without WithDeltas it appends
+// nothing.
+func (s *Store) Drain(dst []Delta) []Delta {
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			dst = sh.drain(dst, t.spec)
+			sh.mu.Unlock()
+		}
+	}
+	return dst
+}
+
+// DrainMatching is Drain for the counters (held or not) whose key match accepts: what
+// happened to them since the last drain, as one Delta each, forgotten here. match must
+// not keep the key it is given: it is a view of the store's memory.
+func (s *Store) DrainMatching(match func(key string) bool, dst []Delta) []Delta {
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			from := len(dst)
+			dst = drainMatching(&sh.one, t.spec, match, dst)
+			dst = drainMatching(&sh.narrow, t.spec, match, dst)
+			dst = drainMatching(&sh.wide, t.spec, match, dst)
+			for k := from; k < len(dst); k++ {
+				dst[k].Reset = sh.takeReset(dst[k].Key)
+			}
+			for key := range sh.resets {
+				if match(key) {
+					dst = append(dst, Delta{Key: key, Spec: t.spec, Reset: true})
+					delete(sh.resets, key)
+				}
+			}
+			sh.mu.Unlock()
+		}
+	}
+	return dst
+}
+
+func drainMatching[C count](s *slab[C], sp Spec, match func(string) bool, dst []Delta) []Delta {
+	if !s.deltas {
+		return dst
+	}
+	for slot := range s.refs.s {
+		if s.pend.s[slot] != 0 && match(s.keyView(slot)) {
+			dst = append(dst, Delta{Key: s.key(slot), Spec: sp, Buckets: s.takePending(slot)})
+		}
+	}
+	return dst
+}
+
+// Pending returns the counter's buckets not yet drained (a copy; nil when it is not
+// held or nothing is pending), and whether a reset of it is not yet drained.
+func (s *Store) Pending(key string, sp Spec) (buckets []Bucket, reset bool) {
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
+		_, reset = sh.resets[key]
+		r, ok := sh.find(key, h)
+		if !ok {
+			return
+		}
+		switch r.tier {
+		case one:
+			buckets = sh.one.pendingOf(r.slot)
+		case narrow:
+			buckets = sh.narrow.pendingOf(r.slot)
+		default:
+			buckets = sh.wide.pendingOf(r.slot)
+		}
+	})
+	return buckets, reset
+}
+
+// ResetPending reports whether a reset of the counter is recorded and not yet drained
+// (by Drain, or taken by Evict): its persisted state is about to be erased, so a node
+// must not load that state back. Without WithDeltas it is always false.
+func (s *Store) ResetPending(key string, sp Spec) bool {
+	pending := false
+	s.locked(key, sp, lookup, func(sh *shard, _ uint64, _ int64) {
+		_, pending = sh.resets[key]
+	})
+	return pending
+}
+
+// AddPending records buckets (and, with reset, a reset ahead of everything pending) as
+// pending write-behind of a held counter, without changing its counts, and reports
+// whether the counter is held. A node that takes over a counter with the part its last
+// owner had not yet persisted calls Seed, then AddPending with that part. Without
+// WithDeltas it records nothing.
+func (s *Store) AddPending(key string, sp Spec, buckets []Bucket, reset bool) bool {
+	held := false
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
+		r, ok := sh.find(key, h)
+		if !ok {
+			return
+		}
+		held = true
+		for _, b := range buckets {
+			sh.noteAdd(r, b.Index, b.Count)
+		}
+		if reset {
+			sh.noteReset(key)
+		}
+	})
+	return held
+}
+
+// Bases calls fn with every counter held whose key match accepts, and its buckets
+// without what is pending of them (WithDeltas): what a persistence store held of it
+// before it lost its data, when every delta drained so far reached it. Written back,
+// base and the deltas still to drain make the counter whole again. It locks one shard
+// at a time. match must not keep the key it is given: it is a view of the store's
+// memory.
+func (s *Store) Bases(match func(key string) bool, fn func(key string, sp Spec, base []Bucket)) {
+	for _, t := range s.tables.cur.Load().list {
+		for i := range t.shards {
+			sh := &t.shards[i]
+			sh.mu.Lock()
+			basesOf(&sh.one, t.spec, match, fn)
+			basesOf(&sh.narrow, t.spec, match, fn)
+			basesOf(&sh.wide, t.spec, match, fn)
+			sh.mu.Unlock()
+		}
+	}
+}
+
+func basesOf[C count](s *slab[C], sp Spec, match func(string) bool, fn func(string, Spec, []Bucket)) {
+	for slot := range s.refs.s {
+		if match(s.keyView(slot)) {
+			fn(s.key(slot), sp, subtract(s.appendBuckets(nil, slot), s.pendingOf(slot)))
+		}
+	}
+}
+
+// subtract takes pending out of buckets, bucket by bucket, dropping those left empty.
+func subtract(buckets, pending []Bucket) []Bucket {
+	out := buckets[:0]
+	for _, b := range buckets {
+		for _, p := range pending {
+			if p.Index == b.Index {
+				b.Count -= min(p.Count, b.Count)
+			}
+		}
+		if b.Count > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
