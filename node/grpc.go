@@ -118,7 +118,7 @@ func (n *Node) listenGRPC() error {
 		}
 		n.limits.Store(st)
 	}
-	srv, err := rlsapi.New(rlsapi.Config{Decider: n.decider, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
+	srv, err := rlsapi.New(rlsapi.Config{Decider: n.router, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		ResponseHeaders: n.cfg.RLSHeaders, DeniedConsumesNothing: n.cfg.RLSDeniedConsumesNothing, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.Ready, Registerer: n.reg, Logger: n.cfg.Logger})
 	if err != nil {
 		return err

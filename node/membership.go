@@ -12,6 +12,7 @@ import (
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/route"
 )
 
 // joinCluster starts gossip, advertising this node's RPC address, and the lease keeper.
@@ -41,11 +42,17 @@ func (n *Node) joinCluster() error {
 	// node with no one to join is the whole cluster: it is ready before Start returns.
 	if len(n.cfg.Join) == 0 {
 		n.syncMembership()
-		n.joined.Store(true)
+		n.setJoined()
 	}
 	n.loops.Add(1)
 	go n.watchMembership()
 	return nil
+}
+
+// setJoined marks the node joined: its router takes client ops from now on.
+func (n *Node) setJoined() {
+	n.joined.Store(true)
+	n.router.SetAdmission(route.Admitting)
 }
 
 // startLeases starts the heartbeats that grant and renew partition leases; they go on
@@ -94,7 +101,7 @@ func (n *Node) watchMembership() {
 			joinedAt = time.Now()
 		}
 		if !joinedAt.IsZero() && (!n.joined.Load() || !n.keeper.HasVoters()) && n.seesCluster(joinedAt) {
-			n.joined.Store(true)
+			n.setJoined()
 		}
 		if n.joined.Load() {
 			n.syncMembership()

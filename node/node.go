@@ -39,7 +39,6 @@ type Node struct {
 	redis     *fallback.Store // nil without --redis
 	owner     *owner.Owner
 	router    *route.Router
-	decider   *gate
 	hot       *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
 	handoffs  *handoffMetrics
 	decisions counter.Tally // the allows decided here (leapcount_decisions_total)
@@ -141,7 +140,7 @@ func Start(cfg Config) (*Node, error) {
 	n.router.Disagrees = (&ringSyncer{sync: n.syncWith, log: func(member string, err error) {
 		cfg.Logger.Debug("state exchange with a member that disagrees", "member", member, "err", err)
 	}}).disagrees
-	n.decider = &gate{next: n.router, ready: n.serves}
+	n.router.SetAdmission(route.Joining) // until joinCluster has joined (n.joined)
 	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandoffHandler(countingReceiver{n.owner, n.handoffs})
 	n.rpcSrv.SetLeaseHandler(n.keeper.Handle)
@@ -179,7 +178,7 @@ func (n *Node) serves() bool { return n.joined.Load() && n.router.Ring() != nil 
 
 func (n *Node) listen(limits counter.Limits) error {
 	h, err := httpapi.New(httpapi.Config{
-		Decider: n.decider, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
+		Decider: n.router, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		Ready: n.Ready, Cluster: n.clusterInfo, HotKeys: n.hotKeys, Status: n.statusInfo, UI: uiHandler(), Registerer: n.reg, Logger: n.cfg.Logger,
 		Metrics: promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}),
 	})
@@ -187,7 +186,7 @@ func (n *Node) listen(limits counter.Limits) error {
 		return err
 	}
 	n.redisCluster = &redisCluster{n: n, settle: n.cfg.Lease.WithDefaults().Duration}
-	n.resp, err = respapi.New(respapi.Config{Decider: n.decider, Limits: limits, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
+	n.resp, err = respapi.New(respapi.Config{Decider: n.router, Limits: limits, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		MaxClients: n.cfg.MaxClients, IdleTimeout: n.cfg.RESPIdleTimeout, Registerer: n.reg,
 		Logger: n.cfg.Logger, MaxUnanswered: max(n.cfg.MaxBodyBytes, respapi.DefaultMaxUnanswered),
 		Cluster: n.redisCluster})
@@ -298,7 +297,7 @@ func (n *Node) Store() *leaparray.Store { return n.store }
 
 // Do decides ops as a client request to this node would be (tests call it in-process).
 func (n *Node) Do(ctx context.Context, ops []counter.Op, results []counter.Result) {
-	counter.Do(ctx, n.decider, ops, results)
+	counter.Do(ctx, n.router, ops, results)
 }
 
 // RedisStatus is "off" without --redis, else "up" or "down" (its breaker's view).
@@ -343,13 +342,13 @@ func (n *Node) stop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
 	defer cancel()
 	close(n.quit)
-	// Client requests first: HTTP Shutdown waits for in-flight requests; the gate then
+	// Client requests first: HTTP Shutdown waits for in-flight requests; the router then
 	// refuses whatever still arrives on open RESP connections until they close.
 	err := n.httpSrv.Shutdown(ctx)
 	if n.grpc != nil {
 		n.grpc.Stop(ctx)
 	}
-	n.decider.close()
+	n.router.SetAdmission(route.Stopping)
 	// RESP takes no new connections. Redis Cluster clients keep theirs until the drain
 	// is done: their ops are answered -TRYAGAIN while this node still owns their keys,
 	// and -MOVED to the new owners once it does not, so they follow the move.

@@ -290,3 +290,21 @@ func TestBuildRecoversFromConsistentPanic(t *testing.T) {
 		t.Fatalf("got %v, %v; want nil and an error", c, err)
 	}
 }
+
+// A checked op's slot finds the same partition and owner as its key.
+func TestSlotLookupsMatchKeyLookups(t *testing.T) {
+	rg := New([]Member{{Name: "a"}, {Name: "b"}, {Name: "c"}}, Config{})
+	for i := range 2000 {
+		key := fmt.Sprintf("key-%d", i)
+		if i%7 == 0 {
+			key = fmt.Sprintf("{user%d}:logins", i%50)
+		}
+		slot := hashslot.Of(key)
+		m1, ok1 := rg.Owner(key)
+		m2, ok2 := rg.SlotOwner(slot)
+		if rg.SlotPartition(slot) != rg.Partition(key) || m1 != m2 || ok1 != ok2 {
+			t.Fatalf("%q (slot %d): partition %d by slot, %d by key; owner %v by slot, %v by key",
+				key, slot, rg.SlotPartition(slot), rg.Partition(key), m2, m1)
+		}
+	}
+}

@@ -1,8 +1,11 @@
-// Package route sends each operation to its counter's owner. A Router is the Doer the
-// front ends call: ops whose key this node owns are decided here; the rest are grouped
-// by owner and forwarded, one batched rpc call per owner, all owners at once. The Router
-// is also the owner's side of the protocol (an rpc.Handler): it decides forwarded ops
-// it owns and answers counter.ErrNotOwner for the others, never forwarding a second time.
+// Package route sends each operation to its counter's owner. A Router is the
+// counter.Decider the front ends call (router.go): ops whose key this node owns are
+// decided here (local.go); the rest are forwarded, one batched rpc call per owner, all
+// owners at once (forward.go); allow ops nobody could decide get the fail policy's
+// answer (policy.go). While its node joins or stops, it refuses client ops
+// (SetAdmission). The Router is also the owner's side of the protocol (an
+// rpc.AsyncHandler, handle.go): it decides forwarded ops it owns and answers
+// counter.ErrNotOwner for the others, never forwarding a second time.
 //
 // A forwarded op answered "not owner" means the two nodes' rings differ, which happens
 // for a moment while membership changes; an owner that cannot be dialed has usually

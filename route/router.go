@@ -28,6 +28,7 @@ type Router struct {
 	ring    atomic.Pointer[ring.Ring]
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every SetRing
 	calls   sync.Pool                     // *localCall, reused: the local path allocates nothing
+	admits  atomic.Uint32                 // an Admission: whether Decide takes client ops now
 
 	failedOpen, failedClosed atomic.Uint64 // allow ops answered by the fail policy (FailPolicyAnswers)
 
@@ -74,11 +75,58 @@ func (r *Router) SetRing(rg *ring.Ring) {
 // Ring is the ring in use (nil before SetRing).
 func (r *Router) Ring() *ring.Ring { return r.ring.Load() }
 
-// Decide decides each op on its owner (see counter.Decider). Ops this node owns go to
-// the local Decider (decideLocal), at once when it can; ops of one other owner are
-// forwarded without waiting (forwardAll); ops of several owners are split by owner on
-// a goroutine (decideSpread). Ops are checked here when no front end checked them.
+// Admission is whether the router takes client ops (Decide), as its node says
+// (SetAdmission): forwarded ops (HandleAsync) are the cluster's, and always taken.
+type Admission uint32
+
+const (
+	// Admitting takes client ops: the default, and a node's once it has joined.
+	Admitting Admission = iota
+	// Joining answers counter.ErrUnavailable: the node's ring may not know the other
+	// owners yet.
+	Joining
+	// Stopping answers counter.ErrShuttingDown, for good: a stopping node decides
+	// nothing new.
+	Stopping
+)
+
+// SetAdmission sets whether Decide takes client ops. Stopping is final.
+func (r *Router) SetAdmission(a Admission) {
+	for {
+		old := r.admits.Load()
+		if Admission(old) == Stopping || r.admits.CompareAndSwap(old, uint32(a)) {
+			return
+		}
+	}
+}
+
+// refused answers every op of b when the router takes no client op now, and reports
+// whether it did.
+func (r *Router) refused(b *counter.Batch) bool {
+	var err error
+	switch Admission(r.admits.Load()) {
+	case Admitting:
+		return false
+	case Joining:
+		err = fmt.Errorf("%w: node is joining the cluster", counter.ErrUnavailable)
+	default:
+		err = counter.ErrShuttingDown
+	}
+	for i := range b.Results {
+		b.Results[i] = counter.Result{Err: err}
+	}
+	return true
+}
+
+// Decide decides each client op on its owner (see counter.Decider). Ops this node owns
+// go to the local Decider (decideLocal), at once when it can; ops of one other owner
+// are forwarded without waiting (forwardAll); ops of several owners are split by owner
+// on a goroutine (decideSpread). Ops are checked here when no front end checked them.
+// While the node joins or stops it answers why not (SetAdmission), at once.
 func (r *Router) Decide(ctx context.Context, b *counter.Batch) bool {
+	if r.refused(b) {
+		return true
+	}
 	for i := range b.Ops {
 		_ = r.limits.Ready(&b.Ops[i]) // an invalid op stays unchecked: answered, never sent
 	}
