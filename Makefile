@@ -3,15 +3,25 @@
 GO ?= go
 BIN ?= bin/leapcount-node
 
-.PHONY: test build bench bench-short bench-rls gobench fuzz tools clean chart
+.PHONY: test test-long build bench bench-short bench-rls gobench fuzz tools clean chart
 
 # Installs redis-server, chromium and prometheus if missing (the tests start their own
-# servers, on free ports), then vets and runs every test under the race detector. The
-# status page's screenshots land in bin/artifacts.
+# servers, on free ports), then vets and runs the tests under the race detector, with
+# -short: the long ones are test-long's (internal/longtest). The status page's
+# screenshots land in bin/artifacts. Then the simulation's first thousand seeds.
 test: tools
 	$(GO) vet ./...
-	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -timeout 20m ./...
+	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -short -timeout 20m ./...
 	$(GO) test -count=1 -run 'TestSimulation$$' ./sim/
+
+# The long tests, which CI runs too (.ci/run): the fault suites against real node
+# processes (chaos_test), node's randomized fault runs, ring's balance at large sizes,
+# the simulation's seeds 1001-5000, and the soak.
+test-long: tools
+	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -count=1 -timeout 40m ./chaos_test/
+	$(GO) test -race -count=1 -timeout 20m -run '^(TestRandomizedFaults|TestBalanceWithinLoadBound)$$' ./node/ ./ring/
+	LEAPCOUNT_SIM_SEEDS=4000 LEAPCOUNT_SIM_FIRST=1001 $(GO) test -count=1 -timeout 30m -run 'TestSimulation$$' ./sim/
+	$(MAKE) soak
 
 # The cluster simulation (package sim) for more seeds than make test's thousand: SEEDS
 # seeds from a random first one (printed), or one seed replayed: make sim SEED=n REDIS=true.

@@ -5,6 +5,8 @@ package chaos_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"testing"
@@ -14,7 +16,16 @@ import (
 	"github.com/leapcount/leapcount/internal/proctest"
 )
 
-func TestMain(m *testing.M) { os.Exit(proctest.Main(m)) }
+// TestMain runs the suite, except under go test -short (make test): these are the
+// fault suites make test-long runs.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("chaos_test: the fault suites against real nodes run in make test-long")
+		os.Exit(0)
+	}
+	os.Exit(proctest.Main(m))
+}
 
 // seed picks a random seed and prints it, so a failing run can be replayed.
 func seed(t *testing.T) uint64 {

@@ -186,7 +186,11 @@ func TestMovedEdgeCases(t *testing.T) {
 }
 
 func TestBalanceWithinLoadBound(t *testing.T) {
-	for _, n := range []int{2, 3, 5, 10, 50, 100, 271} {
+	sizes := []int{2, 3, 5, 10, 50, 100, 271}
+	if testing.Short() {
+		sizes = sizes[:4] // the large rings are make test-long's: they take most of the time under -race
+	}
+	for _, n := range sizes {
 		r := New(members(n), Config{})
 		if r.Err() != nil {
 			t.Fatalf("n=%d: %v", n, r.Err())

@@ -12,12 +12,16 @@ import (
 
 // seedsToRun is how many seeds TestSimulation runs: LEAPCOUNT_SIM_SEEDS, or 1000 (100
 // under the race detector, which makes a run about ten times slower and has nothing to
-// find in one goroutine; the thousand run without it in make test).
+// find in one goroutine, and 20 with -short as well: make test runs the thousand
+// without it).
 func seedsToRun() int {
 	if v, err := strconv.Atoi(os.Getenv("LEAPCOUNT_SIM_SEEDS")); err == nil && v > 0 {
 		return v
 	}
-	if raceEnabled {
+	switch {
+	case raceEnabled && testing.Short():
+		return 20
+	case raceEnabled:
 		return 100
 	}
 	return 1000
