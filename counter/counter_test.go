@@ -213,20 +213,21 @@ func TestCheckStampsTheSlotOnce(t *testing.T) {
 type countingDecider struct{ later bool }
 
 func (d countingDecider) Decide(_ context.Context, b *Batch) bool {
-	fill := func() {
-		for i := range b.Ops {
-			b.Results[i].Count = int64(i + 1)
-		}
-	}
 	if !d.later {
-		fill()
+		fillCounts(b)
 		return true
 	}
 	go func() {
-		fill()
+		fillCounts(b)
 		b.Done()
 	}()
 	return false
+}
+
+func fillCounts(b *Batch) {
+	for i := range b.Ops {
+		b.Results[i].Count = int64(i + 1)
+	}
 }
 
 func TestDoAndStartWaitForEitherWay(t *testing.T) {
@@ -244,5 +245,30 @@ func TestDoAndStartWaitForEitherWay(t *testing.T) {
 		if res[2].Count != 3 {
 			t.Fatalf("Start (later %v): results %+v", later, res)
 		}
+	}
+}
+
+func BenchmarkDo(b *testing.B) {
+	ops := []Op{{Kind: Incr, Key: "k", Window: 60_000, Buckets: 10, N: 1}}
+	res := make([]Result, 1)
+	for _, later := range []bool{false, true} {
+		b.Run(fmt.Sprintf("later=%v", later), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Do(context.Background(), countingDecider{later}, ops, res)
+			}
+		})
+	}
+}
+
+func TestDoAtOnceAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop what it is given")
+	}
+	ops := []Op{{Kind: Incr, Key: "k", Window: 60_000, Buckets: 10, N: 1}}
+	res := make([]Result, 1)
+	var d Decider = countingDecider{}
+	if n := testing.AllocsPerRun(100, func() { Do(context.Background(), d, ops, res) }); n > 0 {
+		t.Errorf("Do of a batch decided at once: %v allocations; want none", n)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package counter
+
+const raceEnabled = true
