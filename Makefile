@@ -7,12 +7,17 @@ BIN ?= bin/leapcount-node
 
 # Installs redis-server, chromium and prometheus if missing (the tests start their own
 # servers, on free ports), then vets and runs the tests under the race detector, with
-# -short: the long ones are test-long's (internal/longtest). The status page's
-# screenshots land in bin/artifacts. Then the simulation's first thousand seeds.
+# -short: the long ones are test-long's (internal/longtest), three packages at a time;
+# beside them, without the race detector, the simulation's first thousand seeds. The
+# status page's screenshots land in bin/artifacts.
 test: tools
 	$(GO) vet ./...
-	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -short -timeout 20m ./...
-	$(GO) test -count=1 -run 'TestSimulation$$' ./sim/
+	@mkdir -p bin; set -e; \
+	$(GO) test -count=1 -run 'TestSimulation$$' ./sim/ > bin/sim-test.log 2>&1 & sim=$$!; \
+	trap 'kill $$sim 2>/dev/null || true' EXIT; \
+	echo "go test -count=1 -run 'TestSimulation\$$' ./sim/ (beside the race run: its tests mostly wait on timers)"; \
+	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -short -p 3 -timeout 20m ./...; \
+	if wait $$sim; then cat bin/sim-test.log; else cat bin/sim-test.log; exit 1; fi
 
 # The long tests, which CI runs too (.ci/run): the fault suites against real node
 # processes (chaos_test), node's randomized fault runs, ring's balance at large sizes,
