@@ -2,7 +2,7 @@ package counter
 
 import "errors"
 
-// Errors an operation can end in. Every error a Doer or a parser returns wraps one of
+// Errors an operation can end in. Every error a Decider or a parser returns wraps one of
 // these, so front ends map them to status codes with errors.Is; the wrapping message
 // adds the detail (which field, what value).
 //

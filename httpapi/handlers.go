@@ -71,7 +71,7 @@ type batchResponse struct {
 	Results []any `json:"results"`
 }
 
-// handleBatch answers POST /v1/batch: the valid ops go to the Doer in one call, and
+// handleBatch answers POST /v1/batch: the valid ops go to the Decider in one call, and
 // each invalid one gets its error in its place among the results.
 func (s *server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	var req batchRequest

@@ -36,7 +36,7 @@ func TestDecidesOnlyWhileHolding(t *testing.T) {
 		t.Fatalf("waited %v for the lease; want about AcquireWait (200ms)", waited)
 	}
 	if a.tryAtOnce([]counter.Op{incr(mine, 1)}, make([]counter.Result, 1)) {
-		t.Fatal("TryDo decided without the lease")
+		t.Fatal("decideAtOnce decided without the lease")
 	}
 	a.leases.grantAll()
 	if r := do(a.Owner, incr(mine, 3))[0]; r.Err != nil || r.Count != 3 {

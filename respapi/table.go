@@ -7,7 +7,7 @@ type command struct {
 	name   string       // lower case, as replies and metrics name it
 	arity  int          // as Redis counts it, name included: n means exactly n, -n at least n
 	noAuth bool         // allowed before AUTH (as in Redis: AUTH, HELLO, QUIT; not PING)
-	kind   counter.Kind // set for the SW.* commands, which are ops for the Doer
+	kind   counter.Kind // set for the SW.* commands, which are ops for the Decider
 	run    func(s *Server, c *client, args [][]byte) error
 	id     int // index into the per-command metrics
 }

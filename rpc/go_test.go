@@ -163,7 +163,7 @@ func TestAnswerEndsTheLinger(t *testing.T) {
 	}
 }
 
-// Once done is called its caller owns the ops again (counter.Starter's contract: the
+// Once done is called its caller owns the ops again (counter.Decider's contract: the
 // RESP loop clears its batch and fills it with the next). A call given up at its
 // deadline while the writer was still encoding its ops let done run under the writer:
 // under -race (make test) the detector failed this test, 3 runs in 3. done overwrites
