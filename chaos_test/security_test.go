@@ -18,9 +18,11 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/certtest"
 	"github.com/leapcount/leapcount/internal/faultload"
+	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
+	"github.com/leapcount/leapcount/owner"
 	"github.com/leapcount/leapcount/peerauth"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -46,19 +48,19 @@ func TestOutsidersCannotUseTheClusterPlane(t *testing.T) {
 	incr(t, c, counted, 5)
 
 	t.Run("rpc ops and handoffs", func(t *testing.T) {
-		outsider := rpc.NewClient(rpc.Config{})
+		outsider := peerrpc.NewClient(rpc.Config{})
 		defer outsider.Close()
 		for _, n := range c.Nodes() {
 			addr := n.Addrs().RPC
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			res := make([]counter.Result, 1)
-			err := outsider.Do(ctx, addr, rpc.Request{Ops: []counter.Op{{Kind: counter.Incr, Key: counted, Window: 60_000, Buckets: 10, N: 1000}}}, res)
+			err := outsider.Do(ctx, addr, rpc.Request[counter.Op]{Ops: []counter.Op{{Kind: counter.Incr, Key: counted, Window: 60_000, Buckets: 10, N: 1000}}}, res)
 			if err == nil && res[0].Err == nil {
 				t.Errorf("%s decided an outsider's increment: %+v", n.Name(), res[0])
 			}
-			huge := &rpc.Handoff{From: "rogue", ID: 1, Counters: []rpc.HandoffCounter{{Key: counted,
+			huge := &owner.Handoff{From: "rogue", ID: 1, Counters: []owner.HandoffCounter{{Key: counted,
 				Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 1 << 31}}}}
-			if err := outsider.Handoff(ctx, addr, huge); err == nil {
+			if err := (peerrpc.Handoffs{C: outsider}).Handoff(ctx, addr, huge); err == nil {
 				t.Errorf("%s took an outsider's handoff", n.Name())
 			}
 			cancel()
@@ -205,9 +207,9 @@ func TestMutualTLSCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d net.Dialer
-	outsiders := map[string]*rpc.Client{
-		"plain": rpc.NewClient(rpc.Config{}),
-		"foreign CA": rpc.NewClient(rpc.Config{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+	outsiders := map[string]*peerrpc.Client{
+		"plain": peerrpc.NewClient(rpc.Config{}),
+		"foreign CA": peerrpc.NewClient(rpc.Config{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			nc, err := d.DialContext(ctx, "tcp", addr)
 			if err != nil {
 				return nil, err
@@ -219,7 +221,7 @@ func TestMutualTLSCluster(t *testing.T) {
 		for _, n := range c.Nodes() {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			res := make([]counter.Result, 1)
-			err := cl.Do(ctx, n.Addrs().RPC, rpc.Request{Ops: []counter.Op{{Kind: counter.Incr, Key: "k0", Window: 60_000, Buckets: 10, N: 1000}}}, res)
+			err := cl.Do(ctx, n.Addrs().RPC, rpc.Request[counter.Op]{Ops: []counter.Op{{Kind: counter.Incr, Key: "k0", Window: 60_000, Buckets: 10, N: 1000}}}, res)
 			cancel()
 			if err == nil && res[0].Err == nil {
 				t.Errorf("%s: %s decided an outsider's increment", name, n.Name())
@@ -275,7 +277,7 @@ func TestOpenRPCPortBoundsHostileFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d net.Dialer
-	outsider := rpc.NewClient(rpc.Config{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+	outsider := peerrpc.NewClient(rpc.Config{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
@@ -285,9 +287,9 @@ func TestOpenRPCPortBoundsHostileFrames(t *testing.T) {
 	defer outsider.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	huge := &rpc.Handoff{From: "rogue", ID: 1, Counters: []rpc.HandoffCounter{{Key: "steady",
+	huge := &owner.Handoff{From: "rogue", ID: 1, Counters: []owner.HandoffCounter{{Key: "steady",
 		Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 1 << 31}, Buckets: []leaparray.Bucket{{Index: 0, Count: 123456}}}}}
-	if err := outsider.Handoff(ctx, n.Addrs().RPC, huge); err == nil {
+	if err := (peerrpc.Handoffs{C: outsider}).Handoff(ctx, n.Addrs().RPC, huge); err == nil {
 		t.Error("the node took a handoff of a counter with 2^31 buckets")
 	}
 	incr(t, c, "steady", 4)

@@ -135,6 +135,10 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	if c.shutdown {
 		return ErrShutdown
 	}
+	// Again, now that no join is in progress: a member marked leaving while its first
+	// join was under way had not yet heard of the peers it was joining, so the mark went
+	// to nobody; they would take its departure for a death.
+	c.pushLeaving(time.Until(deadline) / 2)
 	if err := c.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 		return fmt.Errorf("cluster: leave: %w", err)
 	}

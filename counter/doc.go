@@ -32,9 +32,10 @@
 //
 // An op owned elsewhere takes steps 1-4 on the node it entered, where Router.Decide
 // finds one other owner (oneRemote) and forwardAll (route/forward.go) hands the batch
-// to rpc.Client.Go without waiting. On the owner, rpc.Server's reader calls
-// Router.HandleAsync (route/handle.go), which checks the ops (they arrive unchecked off
-// the wire) and starts Owner.Decide: steps 5 and 6. The answer reaches
+// to the rpc client without waiting (internal/peerrpc's Forwarder, rpc.Client.Go; ops
+// and results encoded by this package's Wire). On the owner, rpc.Server's reader calls
+// Router.HandleAsync (route/handle.go, through peerrpc), which checks the ops (they
+// arrive unchecked off the wire) and starts Owner.Decide: steps 5 and 6. The answer reaches
 // forwardCall.answered (route/forward.go) on the entry node's rpc reader, and the
 // batch's Done (loopConn.batchDecided) brings it back to the event loop: steps 7 and 8.
 // An op that cannot be decided at once (its counter loads from Redis, its partition

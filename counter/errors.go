@@ -40,6 +40,14 @@ var (
 	// ErrNotOwner: the node asked does not decide the counter now (it is not the owner
 	// in its ring, or does not hold the lease yet). The op was certainly not applied.
 	ErrNotOwner = errors.New("not the counter's owner")
+	// ErrExpired: the owner read the op after its sender had given up on it (its time
+	// budget ran out on the way, or while it waited there), so it did not decide it. The
+	// op was certainly not applied.
+	ErrExpired = errors.New("request arrived after its deadline")
+	// ErrNotSent: the op was never sent to its owner (the peer could not be reached, is
+	// marked down, or its queue was full). It was certainly not applied, and may be
+	// routed again.
+	ErrNotSent = errors.New("not sent to the owner")
 )
 
 var badInput = []error{ErrEmptyKey, ErrKeyTooLong, ErrBadWindow, ErrBadBuckets, ErrBadN,

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Exchanger sends a heartbeat to the node at addr and returns its reply (rpc.Client in
-// production).
+// Exchanger sends a heartbeat to the node at addr and returns its reply
+// (peerrpc.Heartbeats in production).
 type Exchanger interface {
 	Exchange(ctx context.Context, addr string, req *Request) (*Reply, error)
 }
@@ -139,7 +139,13 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 	defer k.mu.Unlock()
 	k.view, k.peers = view, peers
 	for _, name := range view.Left {
-		if run, ok := k.runs[name]; ok {
+		// The run gossip says left, when it says one: the member may have restarted
+		// since, and its new run's heartbeats reach this node before gossip tells it
+		// that run is alive. The run last heard would then be taken for the one that
+		// left, and a later run never seen as one to hand partitions to (runHeard).
+		if run := view.LeftRuns[name]; run != 0 {
+			k.leftRuns[name] = run
+		} else if run, ok := k.runs[name]; ok {
 			k.leftRuns[name] = run
 		}
 	}

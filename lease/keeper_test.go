@@ -317,3 +317,24 @@ func TestPeersAreNotSilentToANodeThatWasFrozen(t *testing.T) {
 		t.Fatal("b not silent after a ran a lease's length without hearing it")
 	}
 }
+
+// A member that left and restarted under its name: its new run's heartbeats may reach
+// this node before gossip tells it that run is alive, while gossip still lists the
+// member left. The run that left stays the run gossip says left: taking the run last
+// heard for it made the new run look gone, so nothing was ever handed on to it.
+func TestLeftRunIsTheRunGossipSaysLeft(t *testing.T) {
+	k := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4})
+	k.voters = votersOf("a", "a", "b") // b is still a voter: its heartbeats are remembered
+	k.Handle(&Request{From: "b", Incarnation: 7, Round: 1})
+	left := View{Alive: []string{"a"}, Left: []string{"b"}, LeftRuns: map[string]uint64{"b": 7}}
+	k.SetView(left, nil)
+	k.Handle(&Request{From: "b", Incarnation: 8, Round: 1}) // b's next run
+	k.SetView(left, nil)                                    // gossip has not seen it yet
+	if got, run := k.LeftRun("b"), k.Incarnation("b"); got != 7 || run != 8 {
+		t.Fatalf("b's left run %d, its run heard %d; want 7 (the run that left) and 8", got, run)
+	}
+	k.SetView(View{Alive: []string{"a", "b"}}, nil)
+	if got := k.LeftRun("b"); got != 7 {
+		t.Fatalf("b's left run %d once its next run is alive; want 7 still", got)
+	}
+}

@@ -27,10 +27,11 @@ type report struct {
 
 // View is what this node's membership says now.
 type View struct {
-	Alive     []string         // members alive or leaving, self included
-	Leaving   []string         // members leaving gracefully (handing on), self included when it leaves
-	Left      []string         // members that left gracefully
-	DeadSince map[string]int64 // members declared dead, and since when (monotonic ns)
+	Alive     []string          // members alive or leaving, self included
+	Leaving   []string          // members leaving gracefully (handing on), self included when it leaves
+	Left      []string          // members that left gracefully
+	LeftRuns  map[string]uint64 // of Left: the run (incarnation) that left, as gossip says (0 or none: unknown)
+	DeadSince map[string]int64  // members declared dead, and since when (monotonic ns)
 }
 
 // NewVoters returns an empty set for the member named self: it takes the voters of the

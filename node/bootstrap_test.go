@@ -19,6 +19,7 @@ import (
 // any of them must) found one cluster between them: the one with the smallest name
 // founds it after a short wait, the others learn their voters from it and are admitted.
 func TestNodesThatAllJoinFoundOneCluster(t *testing.T) {
+	t.Parallel() // mostly waiting out bootstrap timers, on a network of its own
 	all := []string{nodetest.GossipAddr("node-0"), nodetest.GossipAddr("node-1"), nodetest.GossipAddr("node-2")}
 	c := nodetest.MakeNetCluster(t, 0, func(cfg *node.Config) { cfg.Join = all })
 	for i := 0; i < 3; i++ {
@@ -60,6 +61,7 @@ func (s *seedNames) lookup(_ context.Context, host string) ([]string, error) {
 // without failing, and founds the cluster once the name lists only itself; each later
 // pod finds the ones before it in the name. All end in one cluster, every one a voter.
 func TestStatefulSetBootstrapThroughOneSeedName(t *testing.T) {
+	t.Parallel() // mostly waiting out bootstrap timers, on a network of its own
 	var dns seedNames
 	c := nodetest.MakeNetCluster(t, 0, func(cfg *node.Config) {
 		cfg.Join, cfg.LookupHost = []string{"peers.test:7946"}, dns.lookup
@@ -111,6 +113,7 @@ func incrThroughEach(t *testing.T, c *nodetest.Cluster) {
 // other and are cut off from the start: neither founds; once the cut heals they found
 // one cluster.
 func TestNoClusterIsFoundedWhileASeedIsUnreachable(t *testing.T) {
+	t.Parallel() // mostly waiting out bootstrap timers, on a network of its own
 	all := []string{nodetest.GossipAddr("node-0"), nodetest.GossipAddr("node-1")}
 	c := nodetest.MakeNetCluster(t, 0, func(cfg *node.Config) { cfg.Join = all })
 	c.Net.Cut(nodetest.Host("node-0"), nodetest.Host("node-1"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -38,6 +39,10 @@ type Config struct {
 	MaxKeyBytes          int      // --max-key-bytes
 	MaxBodyBytes         int64    // --max-body-bytes
 	MaxClients           int      // --max-clients: most open connections on the RESP listener, and on the HTTP one
+
+	// AuthGuesses is the wrong-token budget per source address, shared by every front
+	// end (no flag; zero fields: 10 guesses, then one a second).
+	AuthGuesses authlimit.Config
 
 	RESPIdleTimeout time.Duration // --resp-idle-timeout: a RESP connection that sends nothing this long is closed; 0: never
 

@@ -12,8 +12,9 @@
 //     rediscluster.go) and gRPC, Envoy's rate limit service (rlsapi: grpc.go);
 //   - the cluster plane: gossip membership and the ring (cluster, ring: membership.go,
 //     cluster.go, disagree.go), partition leases (lease), the node-to-node rpc client
-//     and server (rpc, dialed from the node's own address: dial.go) and their
-//     authentication (peerauth: security.go);
+//     and server (rpc, carrying counter's ops, owner's Handoffs and lease's heartbeats
+//     through internal/peerrpc's adapters; dialed from the node's own address: dial.go)
+//     and their authentication (peerauth: security.go);
 //   - metrics of all of these (metrics.go, opsmetrics.go, forwardmetrics.go,
 //     handoffmetrics.go) and the runtime's GC tuning and pauses (gcgoal.go, gcpause.go);
 //   - the background loops: membership, the owner's flushes and hand-offs, the sweep of

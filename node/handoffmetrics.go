@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leapcount/leapcount/owner"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // handoffMetrics count the Handoffs this node sends and receives: how many, how many
@@ -62,7 +61,7 @@ type countingPeers struct {
 	m *handoffMetrics
 }
 
-func (c countingPeers) Handoff(addr string, h *rpc.Handoff, done func(error)) {
+func (c countingPeers) Handoff(addr string, h *owner.Handoff, done func(error)) {
 	start, n, size := time.Now(), len(h.Counters), countersSize(h)
 	c.Peers.Handoff(addr, h, func(err error) {
 		c.m.duration.Observe(time.Since(start).Seconds())
@@ -79,12 +78,12 @@ func (c countingPeers) Handoff(addr string, h *rpc.Handoff, done func(error)) {
 
 // countingReceiver is the owner as the rpc server's Handoff handler, counted.
 type countingReceiver struct {
-	rpc.HandoffHandler
+	owner.Receiver
 	m *handoffMetrics
 }
 
-func (c countingReceiver) Handoff(ctx context.Context, h *rpc.Handoff) error {
-	err := c.HandoffHandler.Handoff(ctx, h)
+func (c countingReceiver) Handoff(ctx context.Context, h *owner.Handoff) error {
+	err := c.Receiver.Handoff(ctx, h)
 	if err == nil {
 		c.m.received.Inc()
 		c.m.counters.WithLabelValues("received").Add(float64(len(h.Counters)))
@@ -94,10 +93,10 @@ func (c countingReceiver) Handoff(ctx context.Context, h *rpc.Handoff) error {
 }
 
 // countersSize is the bytes h's counters take in its frame.
-func countersSize(h *rpc.Handoff) int {
+func countersSize(h *owner.Handoff) int {
 	n := 0
 	for i := range h.Counters {
-		n += rpc.HandoffSize(&h.Counters[i])
+		n += owner.HandoffSize(&h.Counters[i])
 	}
 	return n
 }

@@ -164,12 +164,13 @@ func (n *Node) noteSeen() {
 }
 
 // syncMembership tells the keeper what gossip says, forgets the connections of members
-// gone, marks down peers that stopped answering heartbeats, and rebuilds the ring.
+// gone (connectionDone), marks down peers that stopped answering heartbeats, and
+// rebuilds the ring.
 func (n *Node) syncMembership() {
 	members := n.cluster.Members()
 	n.logMemberChanges(members)
 	now := n.keeper.Now()
-	view := lease.View{DeadSince: map[string]int64{}}
+	view := lease.View{DeadSince: map[string]int64{}, LeftRuns: map[string]uint64{}}
 	var peers []lease.Peer
 	live := map[string]bool{}
 	for _, m := range members {
@@ -183,18 +184,34 @@ func (n *Node) syncMembership() {
 			live[m.RPCAddr] = true
 		case cluster.StateLeft:
 			view.Left = append(view.Left, m.Name)
+			view.LeftRuns[m.Name] = m.Incarnation
 		case cluster.StateDead:
 			view.DeadSince[m.Name] = now - int64(time.Since(m.Since))
 		}
 	}
 	n.keeper.SetView(view, peers)
 	for _, m := range members {
-		if (m.State == cluster.StateLeft || m.State == cluster.StateDead) && m.RPCAddr != "" && !live[m.RPCAddr] {
+		if m.RPCAddr != "" && !live[m.RPCAddr] && n.connectionDone(m) {
 			n.rpcClient.Forget(m.RPCAddr)
 		}
 	}
 	n.markSilentPeers(members, now)
 	n.rebuildRing()
+}
+
+// connectionDone reports whether the connection to m, a member gossip lists gone, may be
+// dropped. A member that left drained first: nothing is in flight to it. One listed dead
+// may be alive (a busy host's probes time out), and dropping its connection would turn
+// the answers it still sends to calls in flight into "outcome unknown": it is dropped
+// once any such call has met its own timeout.
+func (n *Node) connectionDone(m cluster.Member) bool {
+	switch m.State {
+	case cluster.StateLeft:
+		return true
+	case cluster.StateDead:
+		return time.Since(m.Since) >= n.cfg.RPC.WithDefaults().Timeout
+	}
+	return false
 }
 
 // silent reports whether m has gone silent (lease.Keeper.Silent), counting from when

@@ -21,6 +21,7 @@ import (
 	"github.com/leapcount/leapcount/httpapi"
 	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/internal/connlimit"
+	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
@@ -69,8 +70,8 @@ type Node struct {
 	grpc          *rlsapi.Server
 	limits        atomic.Pointer[limitsState] // --limits in force
 	redisCluster  *redisCluster
-	rpcSrv        *rpc.Server
-	rpcClient     *rpc.Client
+	rpcSrv        *peerrpc.Server
+	rpcClient     *peerrpc.Client
 	rpcLn         net.Listener
 
 	joined     atomic.Bool  // gossip has found a peer, or there was none to find
@@ -103,7 +104,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	cfg.Logger.Info("memory bounds", "max_counters", cfg.MaxCounters, "max_counters_from", sized, "max_shapes", cfg.MaxShapes)
 	n := &Node{cfg: cfg, reg: prometheus.NewRegistry(), quit: make(chan struct{}), hot: hotkeys.New(hotkeys.Config{}), incarnation: uint64(time.Now().UnixNano()),
-		authLimiter: authlimit.New(authlimit.Config{})}
+		authLimiter: authlimit.New(cfg.AuthGuesses)}
 	limits := counter.Limits{MaxKeyBytes: cfg.MaxKeyBytes}
 	auth, err := cfg.peerAuth()
 	if err != nil {
@@ -118,10 +119,10 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.RPC.OpDone = func(d time.Duration) { forwardTook.Observe(d.Seconds()) }
-	n.rpcClient = rpc.NewClient(cfg.RPC)
+	n.rpcClient = peerrpc.NewClient(cfg.RPC)
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
-		Exchanger: n.rpcClient, Found: len(cfg.Join) == 0, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
+		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
 		OnChange: func() {
 			if o := n.owner; o != nil {
 				o.LeasesChanged()
@@ -131,19 +132,17 @@ func Start(cfg Config) (*Node, error) {
 	n.handoffs = newHandoffMetrics(n.reg)
 	n.memberChanges = newMemberChanges(n.reg)
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
-		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(n.rpcClient), n.handoffs}, Now: cfg.Now, Limits: limits,
+		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(peerrpc.Handoffs{C: n.rpcClient}), n.handoffs}, Now: cfg.Now, Limits: limits,
 		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
 		Logger: cfg.Logger.With("component", "owner")})
-	n.router = route.New(cfg.Name, n.owner, n.rpcClient, limits)
+	n.router = route.New(cfg.Name, n.owner, peerrpc.Forwarder{C: n.rpcClient}, limits)
 	n.router.FailOpen = cfg.FailOpen
 	n.router.Forwarded = n.owner
 	n.router.Disagrees = (&ringSyncer{sync: n.syncWith, log: func(member string, err error) {
 		cfg.Logger.Debug("state exchange with a member that disagrees", "member", member, "err", err)
 	}}).disagrees
 	n.router.SetAdmission(route.Joining) // until joinCluster has joined (n.joined)
-	n.rpcSrv = rpc.NewServer(n.router, cfg.Logger.With("component", "rpc"))
-	n.rpcSrv.SetHandoffHandler(countingReceiver{n.owner, n.handoffs})
-	n.rpcSrv.SetLeaseHandler(n.keeper.Handle)
+	n.rpcSrv = peerrpc.NewServer(n.router, countingReceiver{n.owner, n.handoffs}, n.keeper.Handle, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandshake(auth.Server)
 	n.rpcAuth = auth.Mode()
 	n.warnIfOpen(n.rpcAuth)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/faultload"
 	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
@@ -20,12 +21,22 @@ import (
 )
 
 // loadRun sends SW.INCR BY 1 over keys through the given nodes from several workers
-// until stop closes, and counts per key the increments acknowledged.
+// until stop closes, and counts per key the increments acknowledged, and the requests
+// that failed: certainly not counted, or with their outcome unknown.
+//
+// Its checks are the counts' (checkExact): nothing acknowledged lost, nothing counted
+// that was not sent. A failed request is allowed: under the race detector, with every
+// node in one process on a loaded host, a partition's move can take longer than an op
+// is held for it (≈2 s), and an op then fails unavailable, as README says. That a join
+// or a leave answers every request is the soak's to check (chaos_test
+// TestOrdinaryOperationsAnswerNoErrors: node processes, make test-long).
 type loadRun struct {
-	acked  []atomic.Int64
-	failed atomic.Int64
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	acked    []atomic.Int64
+	failed   atomic.Int64 // certainly not counted
+	unknown  atomic.Int64 // may have counted
+	firstErr atomic.Value // the first failed request's error, for the report
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 func startLoad(t *testing.T, nodes []*node.Node, keys int) *loadRun {
@@ -43,7 +54,12 @@ func startLoad(t *testing.T, nodes []*node.Node, keys int) *loadRun {
 				}
 				k := i % keys
 				if err := cl.Do(context.Background(), "SW.INCR", fmt.Sprint("lk:", k), "10m").Err(); err != nil {
-					l.failed.Add(1)
+					if faultload.MayHaveCounted(err) {
+						l.unknown.Add(1)
+					} else {
+						l.failed.Add(1)
+					}
+					l.firstErr.CompareAndSwap(nil, err.Error())
 				} else {
 					l.acked[k].Add(1)
 				}
@@ -55,7 +71,8 @@ func startLoad(t *testing.T, nodes []*node.Node, keys int) *loadRun {
 
 func (l *loadRun) finish() { close(l.stop); l.wg.Wait() }
 
-// checkExact reads every key through n and compares it with what was acknowledged.
+// checkExact reads every key through n and compares it with what was acknowledged:
+// none lost, and no more counted than the requests whose outcome is unknown.
 func (l *loadRun) checkExact(t *testing.T, n *node.Node) {
 	t.Helper()
 	cl := respClient(t, n)
@@ -71,8 +88,13 @@ func (l *loadRun) checkExact(t *testing.T, n *node.Node) {
 			extra += int(got - want)
 		}
 	}
-	if lost != 0 || extra != 0 || l.failed.Load() != 0 {
-		t.Fatalf("through %s: lost %d, extra %d, failed requests %d", n.Name(), lost, extra, l.failed.Load())
+	failed, unknown := l.failed.Load(), l.unknown.Load()
+	if lost != 0 || int64(extra) > unknown {
+		t.Fatalf("through %s: lost %d, extra %d; want none lost, at most %d extra (outcome unknown); %d failed (first error: %v)",
+			n.Name(), lost, extra, unknown, failed, l.firstErr.Load())
+	}
+	if failed+unknown > 0 {
+		t.Logf("through %s: exact; %d requests failed, %d with outcome unknown (first error: %v)", n.Name(), failed, unknown, l.firstErr.Load())
 	}
 }
 

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -54,5 +55,45 @@ func TestSilentOwnerLosesItsPartitionsBeforeGossipCallsItDead(t *testing.T) {
 		if m.Name == cut.Name() && m.State != cluster.StateAlive {
 			t.Fatalf("gossip at %s says %s is %v: the test needs it still alive there", a.Name(), m.Name, m.State)
 		}
+	}
+}
+
+// A member that gossip takes for dead while a call to it is in flight (here it is cut off
+// from node-1, its gossip to node-0 lost and its answers late) still answers that call: its connection is kept
+// until the call's own timeout. Before, the node dropped the connection at once and the
+// client saw "outcome unknown" for an op the owner had decided (TestMembershipChangesUnderLoad
+// failed so in a make test beside two busy loops, the new member taken for dead for a moment).
+func TestCallInFlightToAMemberTakenForDeadIsAnswered(t *testing.T) {
+	t.Parallel() // mostly waiting for the late answer, on a network of its own
+	c := nodetest.MakeNetCluster(t, 3, func(cfg *node.Config) { cfg.RPC.Timeout = 20 * time.Second })
+	key := ownedBy(c, "node-2", 1)[0]
+	owner := nodetest.Host("node-2")
+	c.Net.Cut(owner, nodetest.Host("node-1"))
+	c.Net.DropPackets(owner, nodetest.Host("node-0"))          // its gossip to node-0 is lost,
+	c.Net.Delay(owner, nodetest.Host("node-0"), 6*time.Second) // and its answers come late
+	res := make([]counter.Result, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Nodes[0].Do(context.Background(), []counter.Op{{Kind: counter.Incr, Key: key, Window: 60_000, Buckets: 10, N: 1}}, res)
+	}()
+	wait.For(t, 5*time.Second, func() error {
+		for _, m := range c.Nodes[0].Cluster().Members() {
+			if m.Name == "node-2" && m.State == cluster.StateDead {
+				return nil
+			}
+		}
+		return errors.New("node-0 does not see node-2 dead yet")
+	})
+	select {
+	case <-done:
+		if res[0].Err == nil {
+			t.Fatalf("answered before node-2 was taken for dead: the faults did not hold the answer back")
+		}
+	default:
+		<-done
+	}
+	if res[0].Err != nil || res[0].Count != 1 {
+		t.Fatalf("incr of %s, owned by node-2: got %d, %v; want 1, node-2's answer", key, res[0].Count, res[0].Err)
 	}
 }

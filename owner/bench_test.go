@@ -10,13 +10,12 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // discardSender accepts every Handoff and keeps nothing.
 type discardSender struct{}
 
-func (discardSender) Handoff(context.Context, string, *rpc.Handoff) error { return nil }
+func (discardSender) Handoff(context.Context, string, *Handoff) error { return nil }
 
 // BenchmarkIncrDuringRingChange measures what a ring change costs the ops on the
 // partitions that stay: an owner holding n counters loses half its partitions (their

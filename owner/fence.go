@@ -8,9 +8,9 @@ import (
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/internal/mutate"
+	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // Fences keep counts that are in memory here and may not be in Redis yet from being
@@ -26,6 +26,14 @@ import (
 // are. So is a fence whose writer's run is over (it left, or it restarted): no one will
 // send its call again, and loads would wait fenceMax for nothing. All are dropped when
 // Redis loses its data (reseed), marks included.
+//
+// A counter handed over under a fence that the receiver did not take into memory (it
+// loads from Redis, which may hold newer counts than the sender's: receive.go) is held
+// beside its fences as it came, until they are reached. Should Redis lose its data
+// first, the sender does not send its call again (dropHandedOn: it leaves the counts
+// to the receiver's memory, unless the counter went without its buckets), and a load
+// from the emptied Redis would have none of them, so the receiver takes the counter
+// into memory as it came and writes it back in full (takeHeld; sim seed 4462).
 
 // fenceMax bounds how long a fence holds loads back.
 const fenceMax = time.Minute
@@ -38,10 +46,11 @@ type fences struct {
 type fenceSet struct {
 	fs    []fallback.Fence
 	since time.Duration // Clock.Since when the first came
+	held  []HandoffCounter
 }
 
 // add records fs on partitions ps at now.
-func (f *fences) add(ps []int, fs []rpc.HandoffFence, now time.Duration) {
+func (f *fences) add(ps []int, fs []HandoffFence, now time.Duration) {
 	if len(fs) == 0 {
 		return
 	}
@@ -65,6 +74,33 @@ func (f *fences) add(ps []int, fs []rpc.HandoffFence, now time.Duration) {
 	}
 }
 
+// hold keeps c, handed over under the fences of its partition p and not taken into
+// memory, until they are reached or Redis loses its data (takeHeld). A no-op for a
+// partition without fences.
+func (f *fences) hold(p int, c HandoffCounter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set, ok := f.by[p]
+	if !ok {
+		return
+	}
+	c.Pending, c.Reset = nil, false // (its buckets hold both)
+	set.held = slices.DeleteFunc(set.held, func(h HandoffCounter) bool { return h.Key == c.Key && h.Spec == c.Spec })
+	set.held = append(set.held, c)
+	f.by[p] = set
+}
+
+// heldOf returns the counters held for partitions ps.
+func (f *fences) heldOf(ps []int) []HandoffCounter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []HandoffCounter
+	for _, p := range ps {
+		out = append(out, f.by[p].held...)
+	}
+	return out
+}
+
 func (f *fences) has(p int) bool {
 	if mutate.On(mutate.IgnoreFence) {
 		return false
@@ -76,13 +112,13 @@ func (f *fences) has(p int) bool {
 }
 
 // of returns the fences of partitions ps, once each; drop forgets them.
-func (f *fences) of(ps []int, drop bool) []rpc.HandoffFence {
+func (f *fences) of(ps []int, drop bool) []HandoffFence {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []rpc.HandoffFence
+	var out []HandoffFence
 	for _, p := range ps {
 		for _, fe := range f.by[p].fs {
-			h := rpc.HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq}
+			h := HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq}
 			if !slices.Contains(out, h) {
 				out = append(out, h)
 			}
@@ -94,15 +130,25 @@ func (f *fences) of(ps []int, drop bool) []rpc.HandoffFence {
 	return out
 }
 
-// clear drops every fence and returns how many partitions had some: Redis lost its data,
-// the marks that would show them reached with it, and a counter loaded now may lose what
-// Redis lost anyway (README: Redis emptied).
-func (f *fences) clear() int {
+// clear drops every fence and returns how many partitions had some, and the counters
+// held for them by partition: Redis lost its data, the marks that would show them
+// reached with it, and a counter loaded now may lose what Redis lost anyway (README:
+// Redis emptied).
+func (f *fences) clear() (int, map[int][]HandoffCounter) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := len(f.by)
+	var held map[int][]HandoffCounter
+	for p, set := range f.by {
+		if len(set.held) > 0 {
+			if held == nil {
+				held = map[int][]HandoffCounter{}
+			}
+			held[p] = set.held
+		}
+	}
 	clear(f.by)
-	return n
+	return n, held
 }
 
 // expire drops the fences older than fenceMax, whatever reads them (a partition never
@@ -174,24 +220,41 @@ func (o *Owner) reached(p int, done func(bool)) {
 }
 
 // ownFences are the fences of this node's write-behind calls in doubt that carry
-// deltas of counters of the partitions in set, which are handed on: the batches note
-// it (dropHandedOn). The caller holds mu, with no flush in flight (a send changes its
-// calls' states).
-func (o *Owner) ownFences(rg *ring.Ring, set lease.Set) []rpc.HandoffFence {
-	var out []rpc.HandoffFence
+// deltas of counters of the partitions in set, which are handed on (partial: those
+// whose memory goes without its buckets): the batches note it (dropHandedOn). The
+// caller holds mu, with no flush in flight (a send changes its calls' states).
+func (o *Owner) ownFences(rg *ring.Ring, set lease.Set, partial partialMemory) []HandoffFence {
+	var out []HandoffFence
 	for _, sb := range o.flush.batches {
 		fs := sb.b.Fences(func(d fallback.Delta) bool { return set.Has(rg.Partition(d.Key)) })
 		for _, fe := range fs {
-			out = append(out, rpc.HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq})
+			out = append(out, HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq})
 		}
 		if len(fs) > 0 {
 			if sb.handed == nil {
 				sb.handed = lease.NewSet(len(o.parts.state))
 			}
-			set.Each(sb.handed.Add)
+			set.Each(func(p int) {
+				sb.handed.Add(p)
+				sb.markPartial(rg, p, partial.stale[p], func(key string) bool { return partial.has(p, key) })
+			})
 		}
 	}
 	return out
+}
+
+// handedWithoutBuckets notes that the counter c of partition p, on its way to a new
+// owner, now goes without its buckets (releaseStale). The caller holds mu.
+func (o *Owner) handedWithoutBuckets(p int, c *HandoffCounter) {
+	ref := fallback.CounterRef{Key: c.Key, Spec: c.Spec}
+	for _, sb := range o.flush.batches {
+		if sb.handed != nil && sb.handed.Has(p) && slices.Contains(sb.refs, ref) {
+			if sb.partial == nil {
+				sb.partial = map[fallback.CounterRef]bool{}
+			}
+			sb.partial[ref] = true
+		}
+	}
 }
 
 // orphanHandedOn marks, as Redis lost its data, the deltas of sb handed on so far for
@@ -212,8 +275,9 @@ func orphanHandedOn(sb *sentBatch) {
 // the deltas of counters handed on under a fence and not in memory here: the receiver
 // counted them as this node's to write, dropped the fence when it found Redis emptied
 // (which took with it the record that makes a call apply once), and writes its memory
-// back in full, them included. Sent again, they would count twice (sim seed 2872). The
-// caller holds mu.
+// back in full, them included. Sent again, they would count twice (sim seed 2872).
+// Those of counters that went without their buckets (sb.partial) stay: the receiver's
+// memory lacks them, and no one else writes them (sim seed 1766). The caller holds mu.
 func (o *Owner) dropHandedOn(sb *sentBatch) {
 	rg := o.ring.Load()
 	if sb.orphaned == nil || rg == nil {
@@ -222,9 +286,53 @@ func (o *Owner) dropHandedOn(sb *sentBatch) {
 	orphaned := sb.orphaned
 	sb.orphaned = nil
 	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
-		return d, !orphaned.Has(rg.Partition(d.Key)) || o.cfg.Store.Has(d.Key, d.Spec)
+		return d, !orphaned.Has(rg.Partition(d.Key)) || o.cfg.Store.Has(d.Key, d.Spec) ||
+			sb.partial[fallback.CounterRef{Key: d.Key, Spec: d.Spec}]
 	})
 	if n > 0 {
 		o.cfg.Logger.Warn("Redis lost its data: write-behind in doubt of counters handed on is left to their new owners, who write them back in full", "deltas", n)
 	}
+}
+
+// takeHeld takes into memory, as Redis lost its data, the counters held for fences
+// (hold) of the partitions this node owns: Redis has none of their counts now, nor
+// will the senders' writes in doubt bring theirs (dropHandedOn), so they are written
+// back in full as they came (reseedDue, the partitions being due), the best there is.
+// Those of partitions on their way out through Redis go with their release's counters.
+// The caller holds mu, in reseed, before the releases' counters are written back.
+func (o *Owner) takeHeld(held map[int][]HandoffCounter) int {
+	n := 0
+	for _, p := range sortedKeys(held) {
+		switch st := o.parts.get(p); st {
+		case Owned, Stale:
+			for _, c := range held[p] {
+				if o.cfg.Store.Seed(c.Key, c.Spec, c.Buckets) {
+					n++
+				}
+			}
+		case Releasing, ReleasingStale:
+			for _, rel := range o.releases.jobs {
+				if rel.persist && containsInt(rel.parts, p) {
+					rel.ev = withHeld(rel.ev, held[p])
+					n += len(held[p])
+				}
+			}
+		}
+	}
+	return n
+}
+
+// withHeld adds to ev, counters leaving memory, the counters held for fences (hold)
+// that are not in memory: with their buckets, which include their pending part.
+func withHeld(ev []leaparray.Evicted, held []HandoffCounter) []leaparray.Evicted {
+	for _, c := range held {
+		i := slices.IndexFunc(ev, func(e leaparray.Evicted) bool { return e.Key == c.Key && e.Spec == c.Spec })
+		switch {
+		case i < 0:
+			ev = append(ev, leaparray.Evicted{Key: c.Key, Spec: c.Spec, Buckets: c.Buckets})
+		case len(ev[i].Buckets) == 0:
+			ev[i].Buckets = c.Buckets // it left as its pending part alone
+		}
+	}
+	return ev
 }

@@ -64,6 +64,23 @@ type sentBatch struct {
 	// under a fence (ownFences) since Redis last lost its data; orphaned those handed
 	// on before it did (reseed): see dropHandedOn.
 	handed, orphaned lease.Set
+	// partial are the counters of handed or orphaned partitions that went without
+	// their buckets (partialMemory): their receiver's memory lacks these deltas, so
+	// they are never left to it (dropHandedOn).
+	partial map[fallback.CounterRef]bool
+}
+
+// markPartial notes, of the counters of this batch in partition p, those partial says
+// go without their buckets (all of them, stale).
+func (sb *sentBatch) markPartial(rg *ring.Ring, p int, stale bool, partial func(key string) bool) {
+	for _, ref := range sb.refs {
+		if rg.Partition(ref.Key) == p && (stale || partial(ref.Key)) {
+			if sb.partial == nil {
+				sb.partial = map[fallback.CounterRef]bool{}
+			}
+			sb.partial[ref] = true
+		}
+	}
 }
 
 func (f *flusher) init() {

@@ -18,7 +18,6 @@ import (
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 const t0 = 1_699_999_200_000
@@ -152,7 +151,7 @@ func (f *fakeLeases) grantAll() {
 type net struct {
 	mu      sync.Mutex
 	owners  map[string]*Owner
-	fail    func(to string, h *rpc.Handoff) (drop, lose bool)
+	fail    func(to string, h *Handoff) (drop, lose bool)
 	refused atomic.Int64      // Handoffs refused by their receiver
 	clock   atomic.Int64      // the counters' clock, ms; t0 until set
 	flush   time.Duration     // owners' FlushInterval (default 20ms)
@@ -161,22 +160,22 @@ type net struct {
 	run     uint64            // the run (Config.Run) of the owners added next; 0: runs not checked
 }
 
-func (n *net) Handoff(ctx context.Context, addr string, h *rpc.Handoff) error {
+func (n *net) Handoff(ctx context.Context, addr string, h *Handoff) error {
 	n.mu.Lock()
 	o, fail := n.owners[addr], n.fail
 	n.mu.Unlock()
 	if o == nil {
-		return fmt.Errorf("%w: no %s", rpc.ErrPeerUnreachable, addr)
+		return fmt.Errorf("%w: no %s", counter.ErrNotSent, addr)
 	}
 	drop, lose := false, false
 	if fail != nil {
 		drop, lose = fail(addr, h)
 	}
 	if drop {
-		return fmt.Errorf("%w: dropped", rpc.ErrPeerUnreachable)
+		return fmt.Errorf("%w: dropped", counter.ErrNotSent)
 	}
 	err := o.Handoff(ctx, h)
-	if errors.Is(err, rpc.ErrHandoffRefused) {
+	if errors.Is(err, ErrHandoffRefused) {
 		n.refused.Add(1)
 	}
 	if lose {

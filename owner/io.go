@@ -6,7 +6,6 @@ import (
 
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/lease"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // The owner does no I/O of its own and never blocks on it: it asks for it through these
@@ -43,9 +42,9 @@ type Batch interface {
 	Unconfirmed() []fallback.Delta
 }
 
-// Peers delivers Handoffs to other nodes (production: rpc.Client, through PeersIO).
+// Peers delivers Handoffs to other nodes (production: PeersIO over node's rpc client).
 type Peers interface {
-	Handoff(addr string, h *rpc.Handoff, done func(error))
+	Handoff(addr string, h *Handoff, done func(error))
 }
 
 // Clock is the owner's sense of elapsed time (leases keep their own).
@@ -70,9 +69,12 @@ type Leases interface {
 	Legacy(name string) bool        // whether it runs the version before Handoff.Epoch (lease.Keeper.Legacy)
 }
 
-// Sender delivers Handoffs and waits for the outcome (rpc.Client).
+// Sender delivers Handoffs and waits for the outcome: nil when applied, a refusal
+// (ErrHandoffRefused and those that wrap it), an error wrapping counter.ErrNotSent when
+// it was certainly never sent, any other error when its outcome is unknown. In a node
+// it is the rpc client, through an adapter of node's that translates its errors.
 type Sender interface {
-	Handoff(ctx context.Context, addr string, h *rpc.Handoff) error
+	Handoff(ctx context.Context, addr string, h *Handoff) error
 }
 
 // ioTimeout bounds each Redis call the production adapters make.
@@ -170,7 +172,7 @@ func PeersIO(s Sender) Peers { return peersIO{s} }
 
 type peersIO struct{ s Sender }
 
-func (p peersIO) Handoff(addr string, h *rpc.Handoff, done func(error)) {
+func (p peersIO) Handoff(addr string, h *Handoff, done func(error)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), handoffTimeout)
 		defer cancel()

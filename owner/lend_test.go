@@ -8,7 +8,6 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // A partition handed on and given back by the ring before its counters came back is not
@@ -46,7 +45,7 @@ func TestLentPartitionDecidedAgainWhenItsHolderLeaves(t *testing.T) {
 	do(a.Owner, incr(k, 5))
 	b.SetRing(ringOf("b"))
 	var flipped atomic.Bool
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if to == "b" && len(h.Counters) > 0 && flipped.CompareAndSwap(false, true) {
 			a.SetRing(two) // a is back in its own ring, and k is a's again
 		}
@@ -109,7 +108,7 @@ func TestLentPartitionLapsedReloadsWhenBack(t *testing.T) {
 func (n *net) releaseFlipping(t *testing.T, a *testOwner, to, back *ring.Ring) {
 	t.Helper()
 	var flipped atomic.Bool
-	n.fail = func(dst string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(dst string, h *Handoff) (bool, bool) {
 		if dst == "b" && len(h.Counters) > 0 && flipped.CompareAndSwap(false, true) {
 			a.SetRing(back)
 		}
@@ -140,7 +139,7 @@ func TestLendEndsOnlyByItsHolder(t *testing.T) {
 	if st := a.PartitionState(p); st != Lent {
 		t.Fatalf("partition %d on a: %v; want lent", p, st)
 	}
-	if err := a.Handoff(context.Background(), &rpc.Handoff{From: "c", ID: 1, Partitions: []int{p}}); err != nil {
+	if err := a.Handoff(context.Background(), &Handoff{From: "c", ID: 1, Partitions: []int{p}}); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(a.Owner, count(k))[0]; !errors.Is(r.Err, counter.ErrNotOwner) {

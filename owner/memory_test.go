@@ -9,7 +9,6 @@ import (
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // A partition due a write-back in full (Redis lost its data since its counters came
@@ -61,7 +60,7 @@ func TestHandedCounterLacksThisNodesDepartedWrites(t *testing.T) {
 	}
 	b.parts.decided[rg.Partition(k)].departed.Add(1)
 	idx := sp.Bucket(now)
-	h := &rpc.Handoff{From: "a", ID: 1, Counters: []rpc.HandoffCounter{{Key: k, Spec: sp,
+	h := &Handoff{From: "a", ID: 1, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 25}}, Pending: []leaparray.Bucket{{Index: idx, Count: 13}}}}}
 	if err := b.Handoff(context.Background(), h); err != nil {
 		t.Fatal(err)
@@ -120,7 +119,7 @@ func TestHandedCounterLacksThisNodesUnconfirmedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := sp.Bucket(now)
-	h := &rpc.Handoff{From: "a", ID: 1, Counters: []rpc.HandoffCounter{{Key: k, Spec: sp,
+	h := &Handoff{From: "a", ID: 1, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 25}}, Pending: []leaparray.Bucket{{Index: idx, Count: 13}}}}}
 	b.mu.Lock()
 	b.flush.enqueue([]fallback.Delta{{Key: k, Spec: sp, Buckets: []leaparray.Bucket{{Index: idx, Count: 3}}}})
@@ -194,7 +193,7 @@ func TestHandoffDuringALoadVoidsTheLoad(t *testing.T) {
 	// arrives without its buckets, its pending part to be written and loaded back.
 	b.parts.decided[p].departed.Add(1)
 	idx := sp.Bucket(n.now())
-	h := &rpc.Handoff{From: "a", ID: 1, Counters: []rpc.HandoffCounter{{Key: k, Spec: sp,
+	h := &Handoff{From: "a", ID: 1, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 16}}, Pending: []leaparray.Bucket{{Index: idx, Count: 16}}}}}
 	b.mu.Lock()
 	err := b.takeIn(h)
@@ -230,7 +229,7 @@ func TestHandedCounterOlderThanRedisLoadsFromRedis(t *testing.T) {
 		t.Fatal("b knows no epoch after a flush: the test needs one")
 	}
 	idx := sp.Bucket(n.now())
-	h := &rpc.Handoff{From: "a", ID: 1, Epoch: epoch, Counters: []rpc.HandoffCounter{{Key: k, Spec: sp,
+	h := &Handoff{From: "a", ID: 1, Epoch: epoch, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 58}}}}}
 	b.mu.Lock()
 	err := b.takeIn(h)

@@ -10,7 +10,6 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // Config is what an Owner needs.
@@ -20,7 +19,7 @@ type Config struct {
 	Writer string           // unique per run: names this run's write-behind (fallback.NewBatch); WriterName(Self, Run)
 	Store  *leaparray.Store // made WithDeltas when Redis is set
 	Redis  Redis            // nil: no persistence; Handoffs carry state (RedisIO wraps a fallback.Store)
-	Peers  Peers            // delivers Handoffs (PeersIO wraps an rpc.Client)
+	Peers  Peers            // delivers Handoffs (PeersIO wraps peerrpc.Handoffs)
 	Leases Leases
 	Clock  Clock        // nil: RealClock
 	Now    func() int64 // counters' clock, ms since the Unix epoch
@@ -32,7 +31,7 @@ type Config struct {
 	// gracefully since; lost if it had not applied it), or not (its receiver stayed out
 	// of the ring; counted twice should it come back having applied it). Tests and the
 	// simulation bound their checks by it.
-	OnAmbiguous func(h *rpc.Handoff, delivered bool)
+	OnAmbiguous func(h *Handoff, delivered bool)
 	// ID seeds this run's Handoff ids (nil: from the wall clock, so that a restarted
 	// node never reuses one); a simulation sets it to replay.
 	ID func() uint64

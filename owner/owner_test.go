@@ -12,7 +12,6 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // A node decides a partition only while the ring makes it the owner and it holds the
@@ -83,7 +82,7 @@ func TestReleaseWithoutRedisHandsCountersOn(t *testing.T) {
 	}
 	var calls atomic.Int64
 	gate := make(chan struct{})
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if calls.Add(1) == 1 {
 			<-gate // the first chunk waits: the partitions must stay claimed meanwhile
 		}
@@ -131,7 +130,7 @@ func TestHandoffRetriedAppliesOnce(t *testing.T) {
 	k := keysOf(two, "b", 1)[0]
 	do(a.Owner, incr(k, 5))
 	var lost, ready atomic.Bool
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		return false, len(h.Counters) > 0 && ready.Load() && lost.CompareAndSwap(false, true)
 	}
 	a.SetRing(two) // b has no ring yet: it refuses until it has one
@@ -167,7 +166,7 @@ func TestHandoffInDoubtToARestartedRunIsTakenAsDelivered(t *testing.T) {
 	do(a.Owner, incr(k, 5))
 	var sends atomic.Int64
 	var restarted atomic.Bool
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if len(h.Counters) > 0 {
 			sends.Add(1)
 		}
@@ -215,7 +214,7 @@ func TestHandoffToAnEarlierRunGoesToTheNextOne(t *testing.T) {
 	two := ringOf("a", "b")
 	k := keysOf(two, "b", 1)[0]
 	do(a.Owner, incr(k, 5))
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if h.ToRun == 1 {
 			a.leases.peerRun.Store(2) // run 2's heartbeat arrives while this one is on its way
 		}
@@ -265,7 +264,7 @@ func TestConcurrentDuplicateHandoffAppliesOnce(t *testing.T) {
 	b := n.sole(t, "b", nil)
 	for i := 0; i < 300; i++ {
 		key := fmt.Sprintf("dup%d", i)
-		h := &rpc.Handoff{From: "a", ID: uint64(i + 1), Counters: []rpc.HandoffCounter{{Key: key, Spec: sp,
+		h := &Handoff{From: "a", ID: uint64(i + 1), Counters: []HandoffCounter{{Key: key, Spec: sp,
 			Buckets: []leaparray.Bucket{{Index: t0 / (sp.WindowMs / int64(sp.Buckets)), Count: 3}}}}}
 		var wg sync.WaitGroup
 		for range 2 {
@@ -294,7 +293,7 @@ func TestHandoffInDoubtStaysInDoubtThroughUnreachable(t *testing.T) {
 	k := keysOf(two, "b", 1)[0]
 	do(a.Owner, incr(k, 5))
 	var sends atomic.Int64
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if len(h.Counters) == 0 {
 			return false, false
 		}
@@ -336,7 +335,7 @@ func TestHandoffInDoubtToANodeGoneGoesElsewhere(t *testing.T) {
 	}
 	do(a.Owner, incr(k, 5))
 	var sends atomic.Int64
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if to != "b" || len(h.Counters) == 0 {
 			return false, false
 		}
@@ -372,7 +371,7 @@ func TestHandoffInDoubtHoldsUpOnlyItsReceiver(t *testing.T) {
 	kb, kc := keysOf(abc, "b", 1)[0], keysOf(abc, "c", 1)[0]
 	do(a.Owner, incr(kb, 2), incr(kc, 3))
 	var toB atomic.Int64
-	n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if to != "b" || len(h.Counters) == 0 {
 			return false, false
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/leaparray"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // received is the receiving side's memory of Handoffs applied, so that a Handoff sent
@@ -104,16 +103,16 @@ func forgetLeastRecent(m map[string]*appliedIDs) {
 // Handoff applies a Handoff from a node that hands counters on to this one: it takes
 // them into memory (with Redis, with their part not yet in Redis to write behind). It
 // refuses, applying nothing, when a counter's partition is not this node's in its ring
-// (rpc.ErrHandoffNotOwner: the sender sends it where it belongs). A Handoff already
+// (ErrHandoffNotOwner: the sender sends it where it belongs). A Handoff already
 // applied is acknowledged and not applied again; one meant for another run of this node
 // is refused. The partitions it names were released
 // by the sender, so this node asks for their leases at once, and those it had lent to
 // the sender are decided again.
-func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
+func (o *Owner) Handoff(_ context.Context, h *Handoff) error {
 	if h.ToRun != 0 && o.cfg.Run != 0 && h.ToRun != o.cfg.Run {
 		// Meant for an earlier run of this node: whether that one applied it is gone
 		// with it, and its ID means nothing here. Certainly not applied here.
-		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", rpc.ErrHandoffOtherRun, h.ToRun, o.cfg.Self, o.cfg.Run)
+		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", ErrHandoffOtherRun, h.ToRun, o.cfg.Self, o.cfg.Run)
 	}
 	o.mu.Lock()
 	if o.recv.seen(h.From, h.ID) {
@@ -122,7 +121,7 @@ func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
 	}
 	if seenIn(o.recv.refused, h.From, h.ID) {
 		o.mu.Unlock()
-		return fmt.Errorf("%w: handoff %d was refused before", rpc.ErrHandoffNotOwner, h.ID)
+		return fmt.Errorf("%w: handoff %d was refused before", ErrHandoffNotOwner, h.ID)
 	}
 	if len(h.Counters) > 0 {
 		if err := o.takeIn(h); err != nil {
@@ -145,18 +144,18 @@ func (o *Owner) Handoff(_ context.Context, h *rpc.Handoff) error {
 
 // takeIn installs a Handoff's counters, all or none, while no partition changes state.
 // The caller holds mu.
-func (o *Owner) takeIn(h *rpc.Handoff) error {
+func (o *Owner) takeIn(h *Handoff) error {
 	o.decide.RLock()
 	defer o.decide.RUnlock()
 	rg := o.ring.Load()
 	if rg == nil {
-		return fmt.Errorf("%w: this node has no ring yet", rpc.ErrHandoffNotOwner)
+		return fmt.Errorf("%w: this node has no ring yet", ErrHandoffNotOwner)
 	}
 	specs := make([]leaparray.Spec, len(h.Counters))
 	for i := range h.Counters {
 		p := rg.Partition(h.Counters[i].Key)
 		if st := o.parts.get(p); st != Owned && st != Stale && st != Lent && st != LentStale {
-			return fmt.Errorf("%w: partition %d is not this node's", rpc.ErrHandoffNotOwner, p)
+			return fmt.Errorf("%w: partition %d is not this node's", ErrHandoffNotOwner, p)
 		}
 		specs[i] = h.Counters[i].Spec
 	}
@@ -166,7 +165,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 	if err := o.cfg.Store.Admits(specs); err != nil {
 		o.cfg.Logger.Warn("handoff refused: memory holds twice its bound; the sender keeps the counters and tries again",
 			"from", h.From, "counters", len(h.Counters), "err", err)
-		return fmt.Errorf("%w: this node is full: %v", rpc.ErrHandoffRefused, err)
+		return fmt.Errorf("%w: this node is full: %v", ErrHandoffRefused, err)
 	}
 	if o.cfg.Redis == nil {
 		for i := range h.Counters {
@@ -194,6 +193,11 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 		o.parts.decided[rg.Partition(h.Counters[i].Key)].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
 	}
 	o.fenced.add(ps, h.Fences, o.cfg.Clock.Since())
+	for _, c := range h.Counters {
+		if len(h.Fences) > 0 && len(c.Buckets) > 0 && !o.cfg.Store.Has(c.Key, c.Spec) {
+			o.fenced.hold(rg.Partition(c.Key), c) // loads from Redis (fence.go)
+		}
+	}
 	o.forgetLate(ps)
 	o.tookInEpoch(h.Epoch, ps)
 	return nil
@@ -209,7 +213,7 @@ func (o *Owner) takeIn(h *rpc.Handoff) error {
 // turn as owner (sim seed 3390: a Handoff of 58 delivered after the receiver had
 // written 64 and dropped its memory). Otherwise it is created from the state it
 // arrived with, the best there is.
-func (o *Owner) installCounter(c *rpc.HandoffCounter, fromRedis bool) {
+func (o *Owner) installCounter(c *HandoffCounter, fromRedis bool) {
 	st := o.cfg.Store
 	if o.cfg.Redis == nil {
 		st.Merge(c.Key, c.Spec, c.Buckets)

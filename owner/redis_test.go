@@ -11,7 +11,6 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 func redisIs(t *testing.T, st *fallback.Store, key string, want int64) {
@@ -106,7 +105,7 @@ func TestHandoffEpochOnlyToNodesThatReadIt(t *testing.T) {
 		redisIs(t, st, k, 5) // written: a knows the epoch
 		stopRedis(t, srv, st, a.Owner)
 		var epochs sync.Map
-		n.fail = func(to string, h *rpc.Handoff) (bool, bool) {
+		n.fail = func(to string, h *Handoff) (bool, bool) {
 			if len(h.Counters) > 0 {
 				epochs.Store(h.Epoch, true)
 			}

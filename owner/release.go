@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // persistWait bounds how long a release waits for Redis to confirm the released
@@ -45,25 +45,25 @@ type release struct {
 	epochOK  bool          // Redis's epoch read unchanged since their deltas were confirmed
 	stepAt   time.Duration // when a timer steps it again (0: none armed)
 
-	partial partialMemory                // counters whose memory lacks what Redis holds
-	byPart  map[int][]rpc.HandoffCounter // handing on: the counters not delivered yet
-	lentTo  map[int]string               // where counters of a partition went: lent, should it come back
-	fences  []rpc.HandoffFence
+	partial partialMemory            // counters whose memory lacks what Redis holds
+	byPart  map[int][]HandoffCounter // handing on: the counters not delivered yet
+	lentTo  map[int]string           // where counters of a partition went: lent, should it come back
+	fences  []HandoffFence
 	sends   map[string]*send // by receiver: at most one each
 	wait    time.Duration    // backoff after a failed send
 	next    time.Duration    // no new send starts before this
 	count   int              // counters handed on, for the log
 }
 
-// send delivers one receiver's partitions, in Handoffs of at most rpc.MaxHandoffBytes/2,
+// send delivers one receiver's partitions, in Handoffs of at most MaxHandoffBytes/2,
 // the last naming the partitions.
 type send struct {
 	to       ring.Member
 	parts    []int
-	cs       []rpc.HandoffCounter
-	done     int          // counters applied at the receiver
-	h        *rpc.Handoff // the Handoff in flight, or in doubt
-	n        int          // counters in h
+	cs       []HandoffCounter
+	done     int      // counters applied at the receiver
+	h        *Handoff // the Handoff in flight, or in doubt
+	n        int      // counters in h
 	flying   bool
 	inDoubt  bool          // h went out and no answer came: only sending it again, to the same node, can tell
 	run      uint64        // the receiver's incarnation h is meant for (0: unknown)
@@ -153,8 +153,8 @@ func (o *Owner) stepPersist(rel *release) {
 		o.stepLater(rel, fencePoll) // (a flush in flight changes what is unsent: wait for its end)
 		return
 	}
-	rel.ev = o.withUnsent(rel.ev, rg, setOf(rg, rel.parts))
-	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts)), o.fenced.of(rel.parts, true)...)
+	rel.ev = withHeld(o.withUnsent(rel.ev, rg, setOf(rg, rel.parts)), o.fenced.heldOf(rel.parts))
+	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts), rel.partial), o.fenced.of(rel.parts, true)...)
 	rel.persist = false
 	o.handOnDirectly(rel, rg)
 }
@@ -217,7 +217,7 @@ func (o *Owner) persisted(rel *release) {
 // hint tells each new owner that its partitions were released. Best effort.
 func (o *Owner) hint(ps []int) {
 	for _, g := range byOwner(o.ring.Load(), ps) {
-		h := &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Partitions: g.parts}
+		h := &Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Partitions: g.parts}
 		o.cfg.Peers.Handoff(g.m.RPCAddr, h, func(err error) {
 			if err != nil {
 				o.cfg.Logger.Debug("release hint not delivered", "to", g.m.Name, "err", err)
@@ -308,6 +308,7 @@ func (o *Owner) releaseStale(ps []int) {
 			rel.partial.stale[p] = true
 			for i := range rel.byPart[p] {
 				rel.byPart[p][i].Buckets = nil
+				o.handedWithoutBuckets(p, &rel.byPart[p][i])
 			}
 		}
 		for _, sd := range rel.sends {
@@ -316,8 +317,9 @@ func (o *Owner) releaseStale(ps []int) {
 				from += sd.n
 			}
 			for i := from; i < len(sd.cs); i++ {
-				if set.Has(rg.Partition(sd.cs[i].Key)) {
+				if p := rg.Partition(sd.cs[i].Key); set.Has(p) {
 					sd.cs[i].Buckets = nil
+					o.handedWithoutBuckets(p, &sd.cs[i])
 				}
 			}
 		}
@@ -326,10 +328,10 @@ func (o *Owner) releaseStale(ps []int) {
 
 // handOnDirectly makes the release send its counters to their new owners.
 func (o *Owner) handOnDirectly(rel *release, rg *ring.Ring) {
-	rel.byPart = map[int][]rpc.HandoffCounter{}
+	rel.byPart = map[int][]HandoffCounter{}
 	for _, e := range rel.ev {
 		p := rg.Partition(e.Key)
-		c := rpc.HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset}
+		c := HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset}
 		if rel.partial.has(p, e.Key) {
 			// Its memory lacks what Redis holds (started blind, or stale): it goes as
 			// its pending part alone, which the receiver writes; it loads the rest.
@@ -446,7 +448,7 @@ func (o *Owner) reclaim(rel *release) {
 // runHeard reports whether a run of the member named name that has not left was heard:
 // a Handoff is sent only to such a run, and names it (Handoff.ToRun), so that one in
 // doubt is meant for a run that took part, and a later run refuses it as such
-// (rpc.ErrHandoffOtherRun) instead of as one it does not own; a heartbeat comes soon.
+// (ErrHandoffOtherRun) instead of as one it does not own; a heartbeat comes soon.
 func (o *Owner) runHeard(name string) bool {
 	run := o.cfg.Leases.Incarnation(name)
 	return run != 0 && run != o.cfg.Leases.LeftRun(name)
@@ -466,13 +468,13 @@ func (o *Owner) startSend(rel *release, m ring.Member, parts []int) {
 func (o *Owner) sendHandoff(rel *release, s *send) {
 	if s.h == nil {
 		n, size := 0, 0
-		for rest := s.cs[s.done:]; n < len(rest) && (n == 0 || size+rpc.HandoffSize(&rest[n]) <= rpc.MaxHandoffBytes/2); n++ {
-			size += rpc.HandoffSize(&rest[n])
+		for rest := s.cs[s.done:]; n < len(rest) && (n == 0 || size+HandoffSize(&rest[n]) <= MaxHandoffBytes/2); n++ {
+			size += HandoffSize(&rest[n])
 		}
 		// Meant for the receiver's run as last heard: sent again while in doubt, it
 		// never reaches a later run, which could not know its ID (receive.go).
 		s.run = o.cfg.Leases.Incarnation(s.to.Name)
-		s.h = &rpc.Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), ToRun: s.run, Counters: s.cs[s.done : s.done+n], Fences: rel.fences,
+		s.h = &Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), ToRun: s.run, Counters: s.cs[s.done : s.done+n], Fences: rel.fences,
 			Epoch: o.handoffEpoch(s.to.Name)}
 		if s.done+n == len(s.cs) {
 			s.h.Partitions = s.parts
@@ -497,13 +499,13 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 // take them back, and count them twice if the first was applied. A receiver checks a
 // Handoff's id before it refuses one, so a refusal then is an answer too. The caller
 // holds mu.
-func (o *Owner) sentHandoff(rel *release, s *send, h *rpc.Handoff, err error) {
+func (o *Owner) sentHandoff(rel *release, s *send, h *Handoff, err error) {
 	s.flying = false
 	now := o.cfg.Clock.Since()
 	switch {
 	case err == nil:
 		o.applied(rel, s)
-	case errors.Is(err, rpc.ErrHandoffOtherRun) && s.inDoubt:
+	case errors.Is(err, ErrHandoffOtherRun) && s.inDoubt:
 		// The run it went to is gone (restarted): had it applied the Handoff, it handed
 		// its counters on as it left, or lost them as it crashed; sending them again
 		// would count them twice in the first case. Taken as delivered (README:
@@ -514,8 +516,8 @@ func (o *Owner) sentHandoff(rel *release, s *send, h *rpc.Handoff, err error) {
 			o.cfg.OnAmbiguous(h, true)
 		}
 		o.applied(rel, s)
-	case errors.Is(err, rpc.ErrHandoffRefused) || errors.Is(err, rpc.ErrHandoffNotOwner) ||
-		errors.Is(err, rpc.ErrPeerUnreachable) && !s.inDoubt:
+	case errors.Is(err, ErrHandoffRefused) || errors.Is(err, ErrHandoffNotOwner) ||
+		errors.Is(err, counter.ErrNotSent) && !s.inDoubt:
 		o.cfg.Logger.Debug("handoff not delivered yet", "to", s.to.Name, "partitions", len(s.parts), "err", err)
 		delete(rel.sends, s.to.Name)
 		rel.wait = min(max(2*rel.wait, 50*time.Millisecond), 2*time.Second)

@@ -96,6 +96,8 @@ func (o *Owner) reseed() {
 		}
 	}
 	n := o.reseedDue()
+	fenced, held := o.fenced.clear()
+	n += o.takeHeld(held)
 	rg := o.ring.Load()
 	for _, rel := range o.releases.jobs {
 		if rel.persist {
@@ -115,7 +117,7 @@ func (o *Owner) reseed() {
 	for _, sb := range o.flush.batches {
 		orphanHandedOn(sb)
 	}
-	if fenced := o.fenced.clear(); fenced > 0 {
+	if fenced > 0 {
 		o.cfg.Logger.Warn("Redis lost its data: the writes in doubt that held loads back cannot be seen reached any more; loads go on", "partitions", fenced)
 	}
 	if o.flush.epoch != "" {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/leapcount/leapcount/rpc"
 )
 
 func TestParseWriter(t *testing.T) {
@@ -59,15 +57,15 @@ func TestWriterGone(t *testing.T) {
 func TestFencesOfARunThatIsOverAreDropped(t *testing.T) {
 	var f fences
 	gone, alive := "lc:{w}:w:"+WriterName("b", 5), "lc:{w}:w:"+WriterName("c", 6)
-	f.add([]int{3, 4}, []rpc.HandoffFence{{WriterKey: gone, Seq: 9}}, 0)
-	f.add([]int{3}, []rpc.HandoffFence{{WriterKey: alive, Seq: 2}}, 0)
+	f.add([]int{3, 4}, []HandoffFence{{WriterKey: gone, Seq: 9}}, 0)
+	f.add([]int{3}, []HandoffFence{{WriterKey: alive, Seq: 2}}, 0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	isGone := func(k string) bool { return k == gone }
 	f.expire(time.Second, isGone, log)
 	if f.has(4) {
 		t.Error("partition 4 still fenced by a writer whose run is over")
 	}
-	if got := f.of([]int{3}, false); !slices.Equal(got, []rpc.HandoffFence{{WriterKey: alive, Seq: 2}}) {
+	if got := f.of([]int{3}, false); !slices.Equal(got, []HandoffFence{{WriterKey: alive, Seq: 2}}) {
 		t.Errorf("partition 3's fences: got %+v; want only the live writer's", got)
 	}
 	f.expire(time.Second, func(string) bool { return true }, log)

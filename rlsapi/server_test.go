@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/limits"
 	"github.com/leapcount/leapcount/ring"
@@ -380,7 +381,7 @@ func TestDeniedRequestConsumesNothing(t *testing.T) {
 func TestFailPolicyAnswerIsNotADecision(t *testing.T) {
 	f := start(t, "domain: d\ndenied_consumes_nothing: true\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 5}\n", func(c *Config) {
 		local := &counter.Local{Store: leaparray.NewStore(leaparray.WithBounds(leaparray.Bounds{MaxUnits: 1})), Now: func() int64 { return epoch.UnixMilli() }}
-		r := route.New("n0", local, rpc.NewClient(rpc.Config{}), counter.Limits{})
+		r := route.New("n0", local, peerrpc.Forwarder{C: peerrpc.NewClient(rpc.Config{})}, counter.Limits{})
 		r.SetRing(ring.New([]ring.Member{{Name: "n0", RPCAddr: "127.0.0.1:1"}}, ring.Config{}))
 		r.FailOpen = true
 		c.Decider = r

@@ -8,19 +8,18 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // answering is a Forwarder that answers every op at once, in this process: what a
 // router costs around its forwarder, without the network.
 type answering struct{}
 
-func (a answering) Go(ctx context.Context, addr string, req rpc.Request, results []counter.Result, done func(error)) {
-	done(a.Do(ctx, addr, req, results))
+func (a answering) Go(ctx context.Context, addr string, epoch uint64, ops []counter.Op, results []counter.Result, done func(error)) {
+	done(a.Do(ctx, addr, epoch, ops, results))
 }
 
-func (answering) Do(_ context.Context, _ string, req rpc.Request, results []counter.Result) error {
-	for i := range req.Ops {
+func (answering) Do(_ context.Context, _ string, _ uint64, ops []counter.Op, results []counter.Result) error {
+	for i := range ops {
 		results[i] = counter.Result{Count: 1}
 	}
 	return nil

@@ -3,9 +3,11 @@
 // decided here (local.go); the rest are forwarded, one batched rpc call per owner, all
 // owners at once (forward.go); allow ops nobody could decide get the fail policy's
 // answer (policy.go). While its node joins or stops, it refuses client ops
-// (SetAdmission). The Router is also the owner's side of the protocol (an
-// rpc.AsyncHandler, handle.go): it decides forwarded ops it owns and answers
-// counter.ErrNotOwner for the others, never forwarding a second time.
+// (SetAdmission). The Router is also the owner's side of the protocol (HandleAsync,
+// handle.go, which node serves over rpc): it decides forwarded ops it owns and answers
+// counter.ErrNotOwner for the others, never forwarding a second time. Route knows no
+// transport: its Forwarder reports ops never sent as counter.ErrNotSent, and every
+// other failure of a call as an unknown outcome.
 //
 // A forwarded op answered "not owner" means the two nodes' rings differ, which happens
 // for a moment while membership changes; an owner that cannot be dialed has usually

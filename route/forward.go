@@ -10,7 +10,6 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/backoff"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // forwardCall is a batch of ops whose one owner is another member, in flight to it.
@@ -26,7 +25,7 @@ type forwardCall struct {
 // map or copies), and does not wait: answered ends the call (BenchmarkDoForwarded).
 func (r *Router) forwardAll(ctx context.Context, rg *ring.Ring, m ring.Member, b *counter.Batch) {
 	c := &forwardCall{r: r, ctx: ctx, rg: rg, to: m, b: b}
-	r.forward.Go(ctx, m.RPCAddr, forwardRequest(rg, b.Ops), b.Results, c.answered)
+	r.forward.Go(ctx, m.RPCAddr, rg.Epoch(), b.Ops, b.Results, c.answered)
 }
 
 // answered takes the owner's answer, err for the whole call, on the rpc connection's
@@ -46,11 +45,6 @@ func (c *forwardCall) answered(err error) {
 func (c *forwardCall) finish(err error) {
 	c.r.forwarded(c.ctx, c.rg, c.to, c.b.Ops, c.b.Results, err)
 	c.b.Done()
-}
-
-// forwardRequest is the request that forwards ops to their owner under ring rg.
-func forwardRequest(rg *ring.Ring, ops []counter.Op) rpc.Request {
-	return rpc.Request{Epoch: rg.Epoch(), Forwarded: true, Ops: ops}
 }
 
 // forwarded finishes ops sent to their one owner m, which answered err for the whole
@@ -190,7 +184,7 @@ func (p *plan) run(ctx context.Context, r *Router, rg *ring.Ring) {
 }
 
 // remote forwards a group to its owner. An error for the whole call says the ops were
-// never sent (rpc.ErrPeerUnreachable: routed again), or sent without an answer: their
+// never sent (counter.ErrNotSent: routed again), or sent without an answer: their
 // outcome is unknown, and they are never decided elsewhere, which could count them
 // twice.
 func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
@@ -202,7 +196,7 @@ func (p *plan) remote(ctx context.Context, r *Router, rg *ring.Ring, g *group) {
 // forwardTo sends ops to their owner m and fills results (see remote for what an
 // error for the whole call means).
 func (r *Router) forwardTo(ctx context.Context, rg *ring.Ring, m ring.Member, ops []counter.Op, results []counter.Result) {
-	failForward(m, r.forward.Do(ctx, m.RPCAddr, forwardRequest(rg, ops), results), results)
+	failForward(m, r.forward.Do(ctx, m.RPCAddr, rg.Epoch(), ops, results), results)
 }
 
 // failForward sets every result to err, the error for a whole call to m, as the router
@@ -212,7 +206,7 @@ func failForward(m ring.Member, err error, results []counter.Result) {
 	if err == nil {
 		return
 	}
-	if !errors.Is(err, rpc.ErrPeerUnreachable) {
+	if !errors.Is(err, counter.ErrNotSent) {
 		err = fmt.Errorf("%w: owner %s (%s) did not answer: %v", counter.ErrOutcomeUnknown, m.Name, m.RPCAddr, err)
 	}
 	for k := range results {
@@ -289,7 +283,7 @@ func (r *Router) waitChange(ctx context.Context, sent *ring.Ring, wait time.Dura
 // decided, or never sent, or it is a count whose answer was lost (asking again changes
 // nothing).
 func Retryable(op *counter.Op, err error) bool {
-	return err != nil && (undecided(err) || errors.Is(err, rpc.ErrPeerUnreachable) ||
+	return err != nil && (undecided(err) || errors.Is(err, counter.ErrNotSent) ||
 		op.Kind == counter.Count && errors.Is(err, counter.ErrOutcomeUnknown))
 }
 
@@ -321,7 +315,7 @@ func toRetry(ops []counter.Op, results []counter.Result) []int {
 // it may be sent again: the node was not its owner (or had no lease for it yet), or read
 // it after its deadline.
 func undecided(err error) bool {
-	return errors.Is(err, counter.ErrNotOwner) || errors.Is(err, rpc.ErrExpired)
+	return errors.Is(err, counter.ErrNotOwner) || errors.Is(err, counter.ErrExpired)
 }
 
 // undecidedOps lists the ops whose error says they were certainly not decided.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/rpc"
@@ -27,7 +28,7 @@ func (d failingDoer) Decide(_ context.Context, b *counter.Batch) bool {
 func TestLocalOwnerAllowGetsFailPolicy(t *testing.T) {
 	for _, cause := range []error{counter.ErrFull, counter.ErrUnavailable} {
 		for _, open := range []bool{false, true} {
-			r := New("n0", failingDoer{cause}, rpc.NewClient(rpc.Config{}), counter.Limits{})
+			r := New("n0", failingDoer{cause}, peerrpc.Forwarder{C: peerrpc.NewClient(rpc.Config{})}, counter.Limits{})
 			r.SetRing(ring.New([]ring.Member{{Name: "n0", RPCAddr: "127.0.0.1:1"}}, ring.Config{}))
 			r.FailOpen = open
 			ops := []counter.Op{
@@ -49,7 +50,7 @@ func TestLocalOwnerAllowGetsFailPolicy(t *testing.T) {
 // in between; forwarded ops are not client ops, and are taken throughout.
 func TestAdmission(t *testing.T) {
 	local := &counter.Local{Store: leaparray.NewStore(), Now: fixedClock(t0)}
-	r := New("n0", local, rpc.NewClient(rpc.Config{}), counter.Limits{})
+	r := New("n0", local, peerrpc.Forwarder{C: peerrpc.NewClient(rpc.Config{})}, counter.Limits{})
 	r.SetRing(ring.New([]ring.Member{{Name: "n0", RPCAddr: "127.0.0.1:1"}}, ring.Config{}))
 	r.FailOpen = true
 	allow := func() counter.Result {
@@ -59,7 +60,7 @@ func TestAdmission(t *testing.T) {
 	}
 	forwarded := func() counter.Result {
 		res := make([]counter.Result, 1)
-		r.Handle(context.Background(), &rpc.Request{Forwarded: true, Ops: []counter.Op{{Kind: counter.Incr, Key: "f", Window: 1000, Buckets: 10, N: 1}}}, res)
+		r.Handle(context.Background(), 0, []counter.Op{{Kind: counter.Incr, Key: "f", Window: 1000, Buckets: 10, N: 1}}, res)
 		return res[0]
 	}
 	steps := []struct {

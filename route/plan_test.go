@@ -9,7 +9,6 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // recording is a Forwarder that answers each op with a count naming where it was sent:
@@ -20,16 +19,16 @@ type recording struct {
 	calls int
 }
 
-func (f *recording) Go(ctx context.Context, addr string, req rpc.Request, results []counter.Result, done func(error)) {
-	done(f.Do(ctx, addr, req, results))
+func (f *recording) Go(ctx context.Context, addr string, epoch uint64, ops []counter.Op, results []counter.Result, done func(error)) {
+	done(f.Do(ctx, addr, epoch, ops, results))
 }
 
-func (f *recording) Do(_ context.Context, addr string, req rpc.Request, results []counter.Result) error {
+func (f *recording) Do(_ context.Context, addr string, _ uint64, ops []counter.Op, results []counter.Result) error {
 	f.mu.Lock()
 	f.calls++
 	f.mu.Unlock()
-	for i := range req.Ops {
-		results[i] = counter.Result{Count: int64(f.addrs[addr])*1000 + req.Ops[i].N}
+	for i := range ops {
+		results[i] = counter.Result{Count: int64(f.addrs[addr])*1000 + ops[i].N}
 	}
 	return nil
 }

@@ -9,14 +9,17 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
-// Forwarder sends a batch of ops to the node at addr (rpc.Client in production): Do
-// waits for the answer, Go hands it to done, from another goroutine, and does not wait.
+// Forwarder sends ops to their owner, the node at addr, marked as forwarded (the owner
+// never forwards them again) under the sender's ring epoch, and fills results (in
+// production: node's adapter of the rpc client). Do waits for the answer; Go hands it
+// to done, from another goroutine, and does not wait. An error is for the whole call:
+// one wrapping counter.ErrNotSent says the ops were certainly never sent (they may be
+// routed again); any other says their outcome is unknown.
 type Forwarder interface {
-	Do(ctx context.Context, addr string, req rpc.Request, results []counter.Result) error
-	Go(ctx context.Context, addr string, req rpc.Request, results []counter.Result, done func(error))
+	Do(ctx context.Context, addr string, epoch uint64, ops []counter.Op, results []counter.Result) error
+	Go(ctx context.Context, addr string, epoch uint64, ops []counter.Op, results []counter.Result, done func(error))
 }
 
 // Router decides ops on their owners (a counter.Decider). It is safe for concurrent use.

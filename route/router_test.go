@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/freeport"
+	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
@@ -25,9 +27,9 @@ type testNode struct {
 	name   string
 	router *Router
 	store  *leaparray.Store
-	srv    *rpc.Server
+	srv    *rpc.Server[counter.Op, counter.Result]
 	addr   string
-	client *rpc.Client
+	client *peerrpc.Client
 	frames atomic.Int64                  // forwarded requests this node's server handled
 	hold   atomic.Pointer[chan struct{}] // when set, forwarded requests wait for it to close
 }
@@ -42,16 +44,16 @@ func makeNodes(t *testing.T, n int, now func() int64) ([]*testNode, []ring.Membe
 		if err != nil {
 			t.Fatal(err)
 		}
-		tn := &testNode{name: fmt.Sprint("n", i), store: leaparray.NewStore(), addr: ln.Addr().String(), client: rpc.NewClient(rpc.Config{})}
+		tn := &testNode{name: fmt.Sprint("n", i), store: leaparray.NewStore(), addr: ln.Addr().String(), client: peerrpc.NewClient(rpc.Config{})}
 		local := &counter.Local{Store: tn.store, Now: now}
-		tn.router = New(tn.name, local, tn.client, counter.Limits{})
-		tn.srv = rpc.NewServer(rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request, res []counter.Result) {
+		tn.router = New(tn.name, local, peerrpc.Forwarder{C: tn.client}, counter.Limits{})
+		tn.srv = rpc.NewServer(rpc.HandlerFunc[counter.Op, counter.Result](func(ctx context.Context, req *rpc.Request[counter.Op], res []counter.Result) {
 			tn.frames.Add(1)
 			if h := tn.hold.Load(); h != nil {
 				<-*h
 			}
-			tn.router.Handle(context.Background(), req, res)
-		}), nil)
+			tn.router.Handle(context.Background(), req.Epoch, req.Ops, res)
+		}), counter.Wire{}, nil)
 		go tn.srv.Serve(ln)
 		t.Cleanup(func() { tn.srv.Close(); tn.client.Close() })
 		nodes[i] = tn
@@ -241,8 +243,17 @@ func TestUnreachableOwner(t *testing.T) {
 }
 
 func testUnreachableOwner(t *testing.T, do func(*Router, context.Context, []counter.Op, []counter.Result)) {
-	nodes, _ := makeNodes(t, 2, fixedClock(t0))
+	nodes, members := makeNodes(t, 2, fixedClock(t0))
 	nodes[1].srv.Close()
+	// n1's port, now closed, might be taken by another test's server: n1 moves to an
+	// address that stays refused.
+	addr, free, err := freeport.Refused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(free)
+	members[1].RPCAddr = addr
+	nodes[0].router.SetRing(ring.New(members, ring.Config{}))
 	ops := make([]counter.Op, 20)
 	for i := range ops {
 		ops[i] = counter.Op{Kind: counter.Incr, Key: fmt.Sprint("k", i), Window: 1000, Buckets: 10, N: 1}
@@ -270,7 +281,7 @@ func testUnreachableOwner(t *testing.T, do func(*Router, context.Context, []coun
 }
 
 func TestNoRingYet(t *testing.T) {
-	r := New("n0", &counter.Local{Store: leaparray.NewStore(), Now: fixedClock(t0)}, rpc.NewClient(rpc.Config{}), counter.Limits{})
+	r := New("n0", &counter.Local{Store: leaparray.NewStore(), Now: fixedClock(t0)}, peerrpc.Forwarder{C: peerrpc.NewClient(rpc.Config{})}, counter.Limits{})
 	res := make([]counter.Result, 2)
 	counter.Do(context.Background(), r, []counter.Op{{Kind: counter.Incr, Key: "a", Window: 1000, Buckets: 10, N: 1}, {Kind: counter.Incr}}, res)
 	if !errors.Is(res[0].Err, counter.ErrUnavailable) || !counter.IsBadInput(res[1].Err) {

@@ -30,7 +30,7 @@ func BenchmarkCodec(b *testing.B) {
 	req := fwd(benchOps(100)...)
 	b.Run("hand", func(b *testing.B) {
 		var buf []byte
-		var out Request
+		var out testRequest
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			buf = appendRequestFrame(buf[:0], uint64(i), req)
@@ -49,7 +49,7 @@ func BenchmarkCodec(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(buf.Len()), "bytes/frame")
-			var out Request
+			var out testRequest
 			if err := gob.NewDecoder(&buf).Decode(&out); err != nil {
 				b.Fatal(err)
 			}
@@ -75,13 +75,13 @@ func BenchmarkForward(b *testing.B) {
 		{"batching=off,auth=key", Config{MaxBatchOps: 1}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			var setup []func(*Server)
+			var setup []func(*testServer)
 			if strings.Contains(mode.name, "auth=key") { // TLS 1.3 and a key proof (package peerauth)
 				a, err := peerauth.New(peerauth.Config{Keys: [][]byte{[]byte("0123456789abcdef")}})
 				if err != nil {
 					b.Fatal(err)
 				}
-				setup = append(setup, func(s *Server) { s.SetHandshake(a.Server) })
+				setup = append(setup, func(s *testServer) { s.SetHandshake(a.Server) })
 				var d net.Dialer
 				mode.cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
 					nc, err := d.DialContext(ctx, "tcp", addr)
@@ -92,11 +92,11 @@ func BenchmarkForward(b *testing.B) {
 				}
 			}
 			if strings.Contains(mode.name, "inline") {
-				setup = append(setup, func(s *Server) { s.SetInline(func() bool { return true }) })
+				setup = append(setup, func(s *testServer) { s.SetInline(func() bool { return true }) })
 			}
 			o := startOwner(&testing.T{}, "", setup...)
 			defer o.srv.Close()
-			c := NewClient(mode.cfg)
+			c := newTestClient(mode.cfg)
 			defer c.Close()
 			b.SetParallelism(32) // many callers at once, as behind a busy front end
 			b.ReportAllocs()

@@ -14,13 +14,12 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
-	"github.com/leapcount/leapcount/lease"
 )
 
 var spec10 = leaparray.Spec{WindowMs: 60_000, Buckets: 10}
 
 // goDo starts c.Do in a goroutine; its error and results arrive on the channel.
-func goDo(ctx context.Context, c *Client, addr string, ops ...counter.Op) chan doResult {
+func goDo(ctx context.Context, c *testClient, addr string, ops ...counter.Op) chan doResult {
 	ch := make(chan doResult, 1)
 	go func() {
 		res := make([]counter.Result, len(ops))
@@ -47,7 +46,7 @@ func TestCancelAffectsOnlyItsCall(t *testing.T) {
 			if sameFrame {
 				cfg.Linger = time.Minute
 			}
-			c := NewClient(cfg)
+			c := newTestClient(cfg)
 			defer c.Close()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -117,7 +116,7 @@ func gatedDial(dialing chan<- struct{}, release <-chan struct{}) func(context.Co
 func TestAbandonedQueuedCallIsNotSent(t *testing.T) {
 	o := startOwner(t, "")
 	dialing, release := make(chan struct{}, 1), make(chan struct{})
-	c := NewClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Timeout: time.Minute})
+	c := newTestClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Timeout: time.Minute})
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := goDo(ctx, c, o.addr, incr("a", 1))
@@ -159,7 +158,7 @@ func TestFrameBudgetIsCallersTimeLeft(t *testing.T) {
 		}
 	}
 	t.Run("caller's deadline", func(t *testing.T) {
-		c := NewClient(Config{Timeout: time.Minute})
+		c := newTestClient(Config{Timeout: time.Minute})
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
@@ -171,7 +170,7 @@ func TestFrameBudgetIsCallersTimeLeft(t *testing.T) {
 		within(t, <-o.budgets, d, start, time.Now())
 	})
 	t.Run("bounded by Timeout", func(t *testing.T) {
-		c := NewClient(Config{Timeout: 2 * time.Second})
+		c := newTestClient(Config{Timeout: 2 * time.Second})
 		defer c.Close()
 		start := time.Now()
 		if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), make([]counter.Result, 1)); err != nil {
@@ -185,7 +184,7 @@ func TestFrameBudgetIsCallersTimeLeft(t *testing.T) {
 	t.Run("earliest of a batch", func(t *testing.T) {
 		o.block = make(chan struct{})
 		defer func() { o.block = nil }()
-		c := NewClient(Config{MaxBatchOps: 2, Linger: time.Minute, Timeout: time.Minute})
+		c := newTestClient(Config{MaxBatchOps: 2, Linger: time.Minute, Timeout: time.Minute})
 		defer c.Close()
 		held := goDo(context.Background(), c, o.addr, incr("h", 1)) // makes the next two batch up
 		<-o.budgets
@@ -212,9 +211,8 @@ func TestFrameBudgetIsCallersTimeLeft(t *testing.T) {
 // MarkDown makes calls fail at once, unsent, even with a live connection, until it
 // passes or is cleared.
 func TestMarkDown(t *testing.T) {
-	o := startOwner(t, "")
-	o.srv.SetLeaseHandler(func(r *lease.Request) *lease.Reply { return &lease.Reply{Round: r.Round} })
-	c := NewClient(Config{})
+	o := startOwner(t, "", echoHeartbeats)
+	c := newTestClient(Config{})
 	defer c.Close()
 	res := make([]counter.Result, 1)
 	if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res); err != nil {
@@ -230,8 +228,8 @@ func TestMarkDown(t *testing.T) {
 		t.Fatalf("frames sent: got %d; want 1 (none while marked down)", got)
 	}
 	// Heartbeats still go: they are how a peer marked down is heard from again.
-	if rep, err := c.Exchange(context.Background(), o.addr, &lease.Request{From: "x", Round: 7}); err != nil || rep.Round != 7 {
-		t.Fatalf("heartbeat while marked down: got %+v, %v; want round 7 answered", rep, err)
+	if back, err := sendEcho(c, o.addr, KindHeartbeat, "7"); err != nil || back != "7" {
+		t.Fatalf("heartbeat while marked down: got %q, %v; want 7 answered", back, err)
 	}
 	c.MarkDown(o.addr, time.Time{})
 	if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res); err != nil || res[0].Count != 2 {
@@ -243,7 +241,7 @@ func TestMarkDown(t *testing.T) {
 	}
 	// A peer never called yet can be marked down too: it is not even dialed.
 	var dials atomic.Int64
-	c2 := NewClient(Config{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+	c2 := newTestClient(Config{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 		dials.Add(1)
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
@@ -302,10 +300,10 @@ func (pipeAddr) String() string  { return "pipe" }
 func TestDialIsInjectable(t *testing.T) {
 	pn := newPipeNet()
 	local := &counter.Local{Store: leaparray.NewStore(), Now: func() int64 { return t0 }}
-	srv := NewServer(HandlerFunc(func(ctx context.Context, req *Request, res []counter.Result) { local.DecideNow(req.Ops, res) }), nil)
+	srv := newTestServer(testHandlerFunc(func(ctx context.Context, req *testRequest, res []counter.Result) { local.DecideNow(req.Ops, res) }), nil)
 	go srv.Serve(pn)
 	defer srv.Close()
-	c := NewClient(Config{Dial: pn.Dial})
+	c := newTestClient(Config{Dial: pn.Dial})
 	defer c.Close()
 	res := make([]counter.Result, 1)
 	for i := int64(1); i <= 3; i++ {
@@ -321,7 +319,7 @@ func TestDialIsInjectable(t *testing.T) {
 // A failed dial marks the peer down for DownFor: the calls meanwhile do not dial.
 func TestFailedDialMarksDown(t *testing.T) {
 	var dials atomic.Int64
-	c := NewClient(Config{DownFor: time.Minute, Dial: func(context.Context, string) (net.Conn, error) {
+	c := newTestClient(Config{DownFor: time.Minute, Dial: func(context.Context, string) (net.Conn, error) {
 		dials.Add(1)
 		return nil, errors.New("refused")
 	}})
@@ -340,7 +338,7 @@ func TestFailedDialMarksDown(t *testing.T) {
 // it) does not wait for a dial, and ends it.
 func TestDialOutsidePeerLock(t *testing.T) {
 	dialing := make(chan struct{}, 1)
-	c := NewClient(Config{Dial: gatedDial(dialing, nil), DialTimeout: time.Minute, Timeout: time.Minute})
+	c := newTestClient(Config{Dial: gatedDial(dialing, nil), DialTimeout: time.Minute, Timeout: time.Minute})
 	defer c.Close()
 	a := goDo(context.Background(), c, "x", incr("a", 1))
 	<-dialing
@@ -366,7 +364,7 @@ func TestForgetReleasesGoroutines(t *testing.T) {
 	o := startOwner(t, "")
 	base := runtime.NumGoroutine()
 	o.block = make(chan struct{})
-	c := NewClient(Config{MaxBatchOps: 1, Timeout: time.Minute})
+	c := newTestClient(Config{MaxBatchOps: 1, Timeout: time.Minute})
 	defer c.Close()
 	calls := []chan doResult{goDo(context.Background(), c, o.addr, incr("a", 1))}
 	wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 })
@@ -397,7 +395,7 @@ func TestForgetReleasesGoroutines(t *testing.T) {
 func TestForgetWhileCalling(t *testing.T) {
 	o := startOwner(t, "")
 	base := runtime.NumGoroutine()
-	c := NewClient(Config{MaxBatchOps: 1})
+	c := newTestClient(Config{MaxBatchOps: 1})
 	defer c.Close()
 	for round := 0; round < 50; round++ {
 		var wg sync.WaitGroup

@@ -2,13 +2,14 @@ package rpc
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wire"
 )
 
 // Config shapes a Client. Zero fields take the defaults below.
@@ -42,7 +43,8 @@ type Config struct {
 	OpDone func(time.Duration)
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults is c with every unset field at its default.
+func (c Config) WithDefaults() Config {
 	if c.Timeout <= 0 {
 		c.Timeout = time.Second
 	}
@@ -68,18 +70,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Client sends ops to peers. It is safe for concurrent use.
-type Client struct {
+// Client sends ops (of type O, answered with results of type R, encoded by its Codec)
+// and messages to peers. It is safe for concurrent use.
+type Client[O, R any] struct {
 	cfg    Config
+	codec  Codec[O, R]
 	stats  stats
 	mu     sync.Mutex
-	peers  map[string]*peer
+	peers  map[string]*peer[O, R]
 	closed bool
 }
 
 // NewClient returns a client with no connections yet; they are dialed on first use.
-func NewClient(cfg Config) *Client {
-	return &Client{cfg: cfg.withDefaults(), peers: map[string]*peer{}}
+func NewClient[O, R any](cfg Config, codec Codec[O, R]) *Client[O, R] {
+	return &Client[O, R]{cfg: cfg.WithDefaults(), codec: codec, peers: map[string]*peer[O, R]{}}
 }
 
 // Do sends req to the node at addr and fills results (len(req.Ops)) with its answers.
@@ -87,14 +91,14 @@ func NewClient(cfg Config) *Client {
 // documentation for what each says about the outcome); per-op failures, such as
 // ErrNotOwner, come back in each result's Err. The request's deadline, which the owner
 // keeps to, is ctx's bounded by Config.Timeout (req's Budget and Deadline are ignored).
-func (c *Client) Do(ctx context.Context, addr string, req Request, results []counter.Result) error {
+func (c *Client[O, R]) Do(ctx context.Context, addr string, req Request[O], results []R) error {
 	if len(req.Ops) == 0 {
 		return nil
 	}
 	if len(results) != len(req.Ops) {
 		return fmt.Errorf("rpc: %d results for %d ops", len(results), len(req.Ops))
 	}
-	return c.call(ctx, addr, &call{req: req, results: results, started: c.opStart(), opDone: c.cfg.OpDone})
+	return c.call(ctx, addr, &call[O, R]{req: req, results: results, started: c.opStart(), opDone: c.cfg.OpDone})
 }
 
 // Go sends req as Do does, without waiting: done gets what Do would have returned,
@@ -104,7 +108,7 @@ func (c *Client) Do(ctx context.Context, addr string, req Request, results []cou
 // must not block. ctx's deadline bounds the call; its cancellation after Go returns is
 // not watched (Config.Timeout bounds the call whatever happens).
 // An event loop forwards with Go, where Do would need a goroutine per batch.
-func (c *Client) Go(ctx context.Context, addr string, req Request, results []counter.Result, done func(error)) {
+func (c *Client[O, R]) Go(ctx context.Context, addr string, req Request[O], results []R, done func(error)) {
 	switch {
 	case len(req.Ops) == 0:
 		done(nil)
@@ -121,12 +125,24 @@ func (c *Client) Go(ctx context.Context, addr string, req Request, results []cou
 		done(err)
 		return
 	}
-	cl := &call{req: req, results: results, then: done, deadline: c.deadline(ctx), started: c.opStart(), opDone: c.cfg.OpDone}
+	cl := &call[O, R]{req: req, results: results, then: done, deadline: c.deadline(ctx), started: c.opStart(), opDone: c.cfg.OpDone}
 	p.start(cl)
 }
 
+// Send sends body, a message of kind k in its own package's encoding, to the node at
+// addr on a frame of its own (never batched with ops), and waits for the answer: read
+// decodes its body, and its error is the call's. An answer read leaves malformed (its
+// decoder's error) drops the connection, and the call fails with ErrConnectionLost.
+// What a call's error says about the outcome is as for Do.
+func (c *Client[O, R]) Send(ctx context.Context, addr string, k Kind, body []byte, read func(d *wire.Decoder) error) error {
+	if n := 4 + 1 + binary.MaxVarintLen64 + len(body); n > MaxFrameBytes {
+		return fmt.Errorf("%w: %d bytes, over MaxFrameBytes (%d)", ErrTooLarge, n, MaxFrameBytes)
+	}
+	return c.call(ctx, addr, &call[O, R]{kind: k, body: body, read: read})
+}
+
 // deadline is a call's deadline: ctx's, bounded by Config.Timeout.
-func (c *Client) deadline(ctx context.Context) time.Time {
+func (c *Client[O, R]) deadline(ctx context.Context) time.Time {
 	d := time.Now().Add(c.cfg.Timeout)
 	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
 		return cd
@@ -135,7 +151,7 @@ func (c *Client) deadline(ctx context.Context) time.Time {
 }
 
 // call sends cl to addr and waits for its outcome, within Config.Timeout.
-func (c *Client) call(ctx context.Context, addr string, cl *call) error {
+func (c *Client[O, R]) call(ctx context.Context, addr string, cl *call[O, R]) error {
 	p, err := c.peer(addr, true)
 	if err != nil {
 		return err
@@ -169,7 +185,7 @@ func stopTimer(t *time.Timer) {
 }
 
 // peer returns addr's peer, making it when create says so (nil if there is none).
-func (c *Client) peer(addr string, create bool) (*peer, error) {
+func (c *Client[O, R]) peer(addr string, create bool) (*peer[O, R], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -177,19 +193,19 @@ func (c *Client) peer(addr string, create bool) (*peer, error) {
 	}
 	p := c.peers[addr]
 	if p == nil && create {
-		p = newPeer(addr, c.cfg, &c.stats)
+		p = newPeer(addr, c.cfg, c.codec, &c.stats)
 		c.peers[addr] = p
 	}
 	return p, nil
 }
 
-// MarkDown makes calls to addr other than heartbeats (Exchange) fail at once with
+// MarkDown makes calls to addr other than heartbeats (KindHeartbeat) fail at once with
 // ErrPeerUnreachable, unsent, until until (calls already queued too; calls already
 // sent go on). A zero until clears the mark, and so does a later MarkDown with an
 // earlier until. Heartbeats still go: they are how a peer is heard from again. A
 // failed dial marks the peer down for Config.DownFor, for every call. Forget drops
 // the marks with the peer.
-func (c *Client) MarkDown(addr string, until time.Time) {
+func (c *Client[O, R]) MarkDown(addr string, until time.Time) {
 	p, _ := c.peer(addr, !until.IsZero())
 	if p == nil {
 		return
@@ -202,7 +218,7 @@ func (c *Client) MarkDown(addr string, until time.Time) {
 }
 
 // opStart is an op call's start for OpDone (zero without it: no clock read).
-func (c *Client) opStart() time.Time {
+func (c *Client[O, R]) opStart() time.Time {
 	if c.cfg.OpDone == nil {
 		return time.Time{}
 	}
@@ -217,9 +233,9 @@ type PeerLoad struct {
 }
 
 // Load returns each peer's load now.
-func (c *Client) Load() []PeerLoad {
+func (c *Client[O, R]) Load() []PeerLoad {
 	c.mu.Lock()
-	peers := make([]*peer, 0, len(c.peers))
+	peers := make([]*peer[O, R], 0, len(c.peers))
 	for _, p := range c.peers {
 		peers = append(peers, p)
 	}
@@ -247,14 +263,14 @@ type Stats struct {
 type stats struct{ frames, ops atomic.Uint64 }
 
 // Stats returns how many frames and ops the client has sent.
-func (c *Client) Stats() Stats {
+func (c *Client[O, R]) Stats() Stats {
 	return Stats{Frames: c.stats.frames.Load(), Ops: c.stats.ops.Load()}
 }
 
 // Forget releases everything the client holds for addr (a peer that left): its queued
 // calls fail with ErrClosed, those in flight with ErrClosed too, and its connection,
 // goroutines and mark-down go. A later call to addr starts afresh.
-func (c *Client) Forget(addr string) {
+func (c *Client[O, R]) Forget(addr string) {
 	c.mu.Lock()
 	p := c.peers[addr]
 	delete(c.peers, addr)
@@ -265,11 +281,11 @@ func (c *Client) Forget(addr string) {
 }
 
 // Close closes every connection; calls in flight fail with ErrClosed.
-func (c *Client) Close() error {
+func (c *Client[O, R]) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	peers := c.peers
-	c.peers = map[string]*peer{}
+	c.peers = map[string]*peer[O, R]{}
 	c.mu.Unlock()
 	for _, p := range peers {
 		p.close()

@@ -7,13 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wire"
 )
 
 // conn is one connection to a peer with the frames in flight on it.
-type conn struct {
+type conn[O, R any] struct {
 	nc   net.Conn
-	peer *peer
+	peer *peer[O, R]
 	bw   *bufio.Writer // only the peer's writer uses it
 
 	// answered gets a token whenever an op frame leaves inflight (answered, given up
@@ -22,34 +22,34 @@ type conn struct {
 
 	mu       sync.Mutex
 	nextID   uint64 // the last frame id used
-	inflight map[uint64]*pending
+	inflight map[uint64]*pending[O, R]
 	ops      int // op frames in inflight
 	failed   error
 }
 
 // pending is one frame in flight: its calls, in order, and how many of them still
 // wait for its answer.
-type pending struct {
+type pending[O, R any] struct {
 	answer uint8 // the type its answer must have
-	calls  []*call
+	calls  []*call[O, R]
 	live   int
 }
 
-func newConn(nc net.Conn, p *peer) *conn {
-	c := &conn{nc: nc, peer: p, bw: bufio.NewWriterSize(nc, 64<<10), inflight: map[uint64]*pending{}, answered: make(chan struct{}, 1)}
+func newConn[O, R any](nc net.Conn, p *peer[O, R]) *conn[O, R] {
+	c := &conn[O, R]{nc: nc, peer: p, bw: bufio.NewWriterSize(nc, 64<<10), inflight: map[uint64]*pending[O, R]{}, answered: make(chan struct{}, 1)}
 	go c.readLoop()
 	return c
 }
 
 // opFrames is how many op frames wait for their answers on this connection.
-func (c *conn) opFrames() int {
+func (c *conn[O, R]) opFrames() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ops
 }
 
 // forget takes frame id out of inflight (c.mu held).
-func (c *conn) forget(id uint64, f *pending) {
+func (c *conn[O, R]) forget(id uint64, f *pending[O, R]) {
 	delete(c.inflight, id)
 	if f.answer == frameResponse {
 		c.ops--
@@ -63,7 +63,7 @@ func (c *conn) forget(id uint64, f *pending) {
 // send writes one frame holding the calls of batch that are still wanted, and
 // registers it in flight. Only the peer's writer calls it; the frame goes out at the
 // writer's next flush (or sooner, when the buffer fills).
-func (c *conn) send(buf []byte, batch []*call) []byte {
+func (c *conn[O, R]) send(buf []byte, batch []*call[O, R]) []byte {
 	c.mu.Lock()
 	if c.failed != nil {
 		err := c.failed
@@ -88,7 +88,7 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 		return buf
 	}
 	c.nextID = id
-	f := &pending{answer: answerType(calls[0]), calls: calls, live: len(calls)}
+	f := &pending[O, R]{answer: answerType(calls[0]), calls: calls, live: len(calls)}
 	c.inflight[id] = f
 	if f.answer == frameResponse {
 		c.ops++
@@ -98,12 +98,9 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 
 	n := 0
 	switch first := calls[0]; {
-	case first.handoff != nil:
-		buf = appendHeader(buf, frameHandoff, id)
-		buf = appendHandoff(buf, first.handoff)
-	case first.lease != nil:
-		buf = appendHeader(buf, frameLease, id)
-		buf = appendLeaseRequest(buf, first.lease)
+	case first.solo():
+		buf = appendHeader(buf, uint8(first.kind), id)
+		buf = append(buf, first.body...)
 	default:
 		// The frame's budget is the time left to its calls' earliest deadline: the owner
 		// must not decide any of them after its caller has given up.
@@ -114,12 +111,12 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 				deadline = cl.deadline
 			}
 		}
-		head := Request{Epoch: first.req.Epoch, Forwarded: first.req.Forwarded, Budget: time.Until(deadline), HasBudget: true}
+		h := head{epoch: first.req.Epoch, forwarded: first.req.Forwarded, budget: time.Until(deadline), hasBudget: true}
 		buf = appendHeader(buf, frameRequest, id)
-		buf = appendRequestHead(buf, &head, n)
+		buf = appendRequestHead(buf, &h, n)
 		for _, cl := range calls {
 			for i := range cl.req.Ops {
-				buf = appendOp(buf, &cl.req.Ops[i])
+				buf = c.peer.codec.AppendOp(buf, &cl.req.Ops[i])
 			}
 		}
 	}
@@ -135,18 +132,15 @@ func (c *conn) send(buf []byte, batch []*call) []byte {
 }
 
 // answerType is the frame type that answers a frame starting with cl.
-func answerType(cl *call) uint8 {
-	switch {
-	case cl.handoff != nil:
-		return frameHandoffAck
-	case cl.lease != nil:
-		return frameLeaseReply
+func answerType[O, R any](cl *call[O, R]) uint8 {
+	if cl.solo() {
+		return uint8(cl.kind) + 1
 	}
 	return frameResponse
 }
 
 // flush sends what is buffered.
-func (c *conn) flush() {
+func (c *conn[O, R]) flush() {
 	if c.bw.Buffered() == 0 {
 		return
 	}
@@ -157,19 +151,19 @@ func (c *conn) flush() {
 }
 
 // lost fails the connection after an I/O error or a malformed answer.
-func (c *conn) lost(err error) {
+func (c *conn[O, R]) lost(err error) {
 	c.peer.forgetConn(c)
 	c.fail(c.lostErr(err))
 }
 
-func (c *conn) lostErr(err error) error {
+func (c *conn[O, R]) lostErr(err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrConnectionLost, c.peer.addr, err)
 }
 
 // release drops a call whose caller gave up from its frame in flight; the frame is
 // forgotten once none of its calls is wanted, so a peer that never answers does not
 // make the map grow.
-func (c *conn) release(id uint64) {
+func (c *conn[O, R]) release(id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if f := c.inflight[id]; f != nil {
@@ -180,17 +174,21 @@ func (c *conn) release(id uint64) {
 }
 
 // readLoop reads answers and hands each frame's results to its calls.
-func (c *conn) readLoop() {
+func (c *conn[O, R]) readLoop() {
 	fr := newFrameReader(c.nc, frameStall)
 	var frame []byte
-	var results []counter.Result
+	var results []R
+	// One decoder for every answer: a decoder made per frame escapes through the
+	// codec's methods, an allocation per frame (BenchmarkForwarding).
+	var d wire.Decoder
 	for {
 		var err error
 		if frame, err = fr.next(frame); err != nil {
 			c.lost(err)
 			return
 		}
-		if err = c.deliver(frame, &results); err != nil {
+		d = wire.NewDecoder(frame)
+		if err = c.deliver(&d, &results); err != nil {
 			c.peer.forgetConn(c)
 			c.fail(err)
 			return
@@ -200,12 +198,11 @@ func (c *conn) readLoop() {
 
 // deliver hands an answer frame to its calls. An error means the frame was malformed
 // (its calls have it already): the connection must be dropped.
-func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
-	d := decoder{b: frame}
-	typ := d.byte("type")
-	id := d.uvarint("id")
-	if d.err != nil {
-		return c.lostErr(d.err)
+func (c *conn[O, R]) deliver(d *wire.Decoder, scratch *[]R) error {
+	typ := d.Byte("type")
+	id := d.Uvarint("id")
+	if d.Err() != nil {
+		return c.lostErr(d.Err())
 	}
 	c.mu.Lock()
 	f := c.inflight[id]
@@ -222,7 +219,7 @@ func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
 	}
 	var err error
 	if typ == f.answer {
-		err = c.settle(f, &d, scratch)
+		err = c.settle(f, d, scratch)
 	} else {
 		err = fmt.Errorf("%w: answer of type %d to a frame answered by type %d", ErrBadFrame, typ, f.answer)
 	}
@@ -237,43 +234,30 @@ func (c *conn) deliver(frame []byte, scratch *[]counter.Result) error {
 }
 
 // settle decodes the answer to f and hands each call its part.
-func (c *conn) settle(f *pending, d *decoder, scratch *[]counter.Result) error {
-	switch f.answer {
-	case frameHandoffAck:
-		err := decodeHandoffAck(d)
-		if d.end() != nil {
-			return d.err
-		}
-		f.calls[0].settle(nil, err)
-		return nil
-	case frameLeaseReply:
-		rep, err := d.leaseAnswer()
-		if d.end() != nil {
-			return d.err
-		}
-		f.calls[0].settle(func(cl *call) { cl.reply = rep }, err)
-		return nil
+func (c *conn[O, R]) settle(f *pending[O, R], d *wire.Decoder, scratch *[]R) error {
+	if f.answer != frameResponse {
+		return settleMessage(f.calls[0], d)
 	}
 	n := 0
 	for _, cl := range f.calls {
 		n += len(cl.req.Ops)
 	}
 	*scratch = resize(*scratch, n)
-	d.results(*scratch)
-	if d.end() != nil {
-		return d.err
+	readResults(d, c.peer.codec, *scratch)
+	if err := d.End(); err != nil {
+		return err
 	}
 	off := 0
 	for _, cl := range f.calls {
 		part := (*scratch)[off : off+len(cl.req.Ops)]
 		off += len(cl.req.Ops)
-		cl.settle(func(cl *call) { copy(cl.results, part) }, nil)
+		cl.settle(func(cl *call[O, R]) { copy(cl.results, part) }, nil)
 	}
 	return nil
 }
 
 // fail closes the connection and settles every call in flight with err.
-func (c *conn) fail(err error) {
+func (c *conn[O, R]) fail(err error) {
 	if err == nil {
 		err = fmt.Errorf("%w: connection dropped", ErrConnectionLost)
 	}
@@ -282,7 +266,7 @@ func (c *conn) fail(err error) {
 		c.failed = err
 	}
 	inflight := c.inflight
-	c.inflight = map[uint64]*pending{}
+	c.inflight = map[uint64]*pending[O, R]{}
 	c.ops = 0
 	c.mu.Unlock()
 	c.nc.Close()
@@ -293,10 +277,27 @@ func (c *conn) fail(err error) {
 	}
 }
 
+// settleMessage hands a message's call its answer, decoded by the call's read (its
+// error is the call's outcome), unless its caller gave up: then the answer is dropped
+// unread, since read may write where the caller no longer looks. An error means the
+// answer was malformed: the connection must be dropped.
+func settleMessage[O, R any](cl *call[O, R], d *wire.Decoder) error {
+	if !cl.state.CompareAndSwap(callSent, callSettled) {
+		return nil
+	}
+	err := cl.read(d)
+	if bad := d.End(); bad != nil {
+		cl.finish(fmt.Errorf("%w: %w", ErrConnectionLost, bad))
+		return bad
+	}
+	cl.finish(err)
+	return nil
+}
+
 // resize returns rs with length n, zeroed, reusing its memory when it can.
-func resize(rs []counter.Result, n int) []counter.Result {
+func resize[R any](rs []R, n int) []R {
 	if cap(rs) < n {
-		return make([]counter.Result, n)
+		return make([]R, n)
 	}
 	rs = rs[:n]
 	clear(rs)

@@ -1,7 +1,15 @@
-// Package rpc is the node-to-node protocol: a node sends operations on counters it does
-// not own to their owner, and the owner answers. Handoffs (counters moving between
-// owners) and lease heartbeats travel on the same connections, each on a frame of its
-// own.
+// Package rpc is the node-to-node transport: a node sends operations on counters it
+// does not own to their owner, and the owner answers. Messages of other kinds (in a
+// node: handoffs, counters moving between owners, and lease heartbeats) travel on the
+// same connections, each on a frame of its own.
+//
+// It moves bytes and owns no domain type. A Client and a Server carry ops of a type O,
+// answered with results of a type R, encoded by a Codec their user gives (in a node,
+// counter's Op and Result, and counter.Wire); a message is bytes in its own package's
+// encoding, sent with Client.Send and answered by the MessageHandler of its Kind.
+// Package internal/peerrpc joins the two in a node, and translates ErrPeerUnreachable
+// into counter.ErrNotSent, so that no routing decision depends on this package's
+// errors.
 //
 // # Batching and pipelining
 //
@@ -49,8 +57,10 @@
 //     the call was sent: outcome unknown. The owner may have decided it (its answer was
 //     late, or lost); sending it elsewhere could count it twice.
 //   - ErrClosed: the client was closed, or the peer forgotten; unknown if it was sent.
-//   - nil: the peer answered; per-op errors are in the results (ErrNotOwner and
-//     ErrExpired there say the op was certainly not decided).
+//   - nil: the peer answered; per-op errors are in the results, as the codec carries
+//     them (in a node, counter.ErrNotOwner and counter.ErrExpired there say the op was
+//     certainly not decided; an op the server did not decide because its budget ran
+//     out is answered with the codec's Expired result).
 //
 // # Wire format
 //
@@ -65,26 +75,17 @@
 // stay idle as long as it likes. A malformed frame of any type drops the connection.
 //
 // Type 1, ops: u8 flags (bit 0: forwarded; bit 1: budget; others ignored) | uvarint
-// epoch | uvarint deadline | uvarint count | ops, each op u8 kind | uvarint key length |
-// key | uvarint window ms | uvarint buckets | uvarint n | uvarint limit. With bit 1 the
-// deadline is 2^48 + the budget in ms: the previous version, which ignores bit 1, reads
-// it as unix ms in the year 10889, no deadline in effect, rather than expiring every
-// op. Without it (the previous version's frames) the deadline is unix ms (0: none),
-// checked against the owner's wall clock. Type 2 answers it: uvarint
-// count | results, each u8 code and, for code OK, uvarint count | u8 allowed | uvarint
-// remaining | varint retry | u8 existed; for an error code, uvarint length | message.
+// epoch | uvarint deadline | uvarint count | ops, each in the codec's encoding. With
+// bit 1 the deadline is 2^48 + the budget in ms: the previous version, which ignores
+// bit 1, reads it as unix ms in the year 10889, no deadline in effect, rather than
+// expiring every op. Without it (the previous version's frames) the deadline is unix ms
+// (0: none), checked against the owner's wall clock. Type 2 answers it: uvarint count |
+// results, each in the codec's encoding (counter.Wire documents a node's ops and
+// results).
 //
-// Type 3, handoff (at most MaxHandoffBytes): name from | uvarint id | uvarint to-run (the receiver's incarnation; 0: any) |
-// uvarint count | uvarint partitions | uvarint count | counters, each name key | uvarint
-// window ms | uvarint buckets | u8 flags (bit 0: reset) | buckets | pending, each a
-// uvarint count (at most the counter's buckets) of varint index | uvarint count. Type 4
-// answers it: u8 status (0 applied, 1 refused, 2 refused: not owner) and, when refused,
-// name message.
-//
-// Type 5, heartbeat: name from | uvarint incarnation | uvarint round | set claims | set
-// releases | names voters | names alive. Type 6 answers it: u8 status (0 replied, 1 no
-// reply) and then uvarint round | u8 refusal | set granted | names voters | names alive,
-// or name message. A name is uvarint length | bytes (at most lease.MaxNameBytes in a
-// heartbeat), names a uvarint count (at most lease.MaxMembers) of names, a set a
-// uvarint count of uvarint 64-bit words (at most lease.MaxPartitions bits).
+// A message of Kind k is a frame of type k whose body is the message, in its package's
+// encoding; its answer is a frame of type k+1 with the answer's body. A node sends
+// KindHandoff (3, at most owner.MaxHandoffBytes; package owner's handoffwire.go
+// documents its encoding) and KindHeartbeat (5; package lease's wire.go). A frame of a
+// type no handler takes, or over its kind's bound, is malformed.
 package rpc

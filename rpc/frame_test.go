@@ -81,7 +81,7 @@ func startStallServer(t *testing.T, stall time.Duration) string {
 		t.Fatal(err)
 	}
 	local := &counter.Local{Store: leaparray.NewStore(), Now: func() int64 { return t0 }}
-	srv := NewServer(HandlerFunc(func(ctx context.Context, req *Request, res []counter.Result) { local.DecideNow(req.Ops, res) }), nil)
+	srv := newTestServer(testHandlerFunc(func(ctx context.Context, req *testRequest, res []counter.Result) { local.DecideNow(req.Ops, res) }), nil)
 	srv.stall = stall
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

@@ -22,12 +22,12 @@ type goResult struct {
 }
 
 // startGo calls Go and returns where its outcome arrives.
-func startGo(ctx context.Context, c *Client, addr string, ops ...counter.Op) chan goResult {
+func startGo(ctx context.Context, c *testClient, addr string, ops ...counter.Op) chan goResult {
 	return startGoRequest(ctx, c, addr, fwd(ops...))
 }
 
 // startGoRequest is startGo for a whole Request.
-func startGoRequest(ctx context.Context, c *Client, addr string, req Request) chan goResult {
+func startGoRequest(ctx context.Context, c *testClient, addr string, req testRequest) chan goResult {
 	ch := make(chan goResult, 2) // 2: a second call of done would show, not block
 	res := make([]counter.Result, len(req.Ops))
 	c.Go(ctx, addr, req, res, func(err error) { ch <- goResult{err, res} })
@@ -54,7 +54,7 @@ func outcome(t *testing.T, ch chan goResult) goResult {
 // Go's calls are answered like Do's, several in one frame when they come together.
 func TestGoAnswers(t *testing.T) {
 	o := startOwner(t, "")
-	c := NewClient(Config{})
+	c := newTestClient(Config{})
 	defer c.Close()
 	var chans []chan goResult
 	for range 20 {
@@ -81,7 +81,7 @@ func TestGoAnswers(t *testing.T) {
 func TestGoTimesOut(t *testing.T) {
 	o := startOwner(t, "")
 	o.block = make(chan struct{})
-	c := NewClient(Config{Timeout: time.Minute})
+	c := newTestClient(Config{Timeout: time.Minute})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -109,7 +109,7 @@ func TestGoTimesOut(t *testing.T) {
 func TestGoUnsent(t *testing.T) {
 	o := startOwner(t, "")
 	dialing, release := make(chan struct{}, 1), make(chan struct{})
-	c := NewClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Timeout: 100 * time.Millisecond})
+	c := newTestClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Timeout: 100 * time.Millisecond})
 	defer c.Close()
 	r := outcome(t, startGo(context.Background(), c, o.addr, incr("a", 1)))
 	if !errors.Is(r.err, ErrPeerUnreachable) {
@@ -127,7 +127,7 @@ func TestGoUnsent(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := ln.Addr().String()
 	ln.Close()
-	c2 := NewClient(Config{})
+	c2 := newTestClient(Config{})
 	defer c2.Close()
 	for i := range 2 { // the first dials and fails, the second finds the peer marked down
 		if r := outcome(t, startGo(context.Background(), c2, closed, incr("a", 1))); !errors.Is(r.err, ErrPeerUnreachable) {
@@ -141,7 +141,7 @@ func TestGoUnsent(t *testing.T) {
 func TestAnswerEndsTheLinger(t *testing.T) {
 	o := startOwner(t, "")
 	o.block = make(chan struct{})
-	c := NewClient(Config{Linger: time.Hour, Timeout: time.Hour})
+	c := newTestClient(Config{Linger: time.Hour, Timeout: time.Hour})
 	defer c.Close()
 	first := startGo(context.Background(), c, o.addr, incr("a", 1))
 	wait.ForTrue(t, 10*time.Second, func() bool { return o.frames.Load() == 1 })
@@ -170,7 +170,7 @@ func TestAnswerEndsTheLinger(t *testing.T) {
 // each op, as the loop's next batch does (the detector does not see clear's writes).
 func TestGoDoneWaitsForTheEncoding(t *testing.T) {
 	o := startOwner(t, "")
-	c := NewClient(Config{Timeout: time.Minute})
+	c := newTestClient(Config{Timeout: time.Minute})
 	defer c.Close()
 	if r := outcome(t, startGo(context.Background(), c, o.addr, incr("warm", 1))); r.err != nil {
 		t.Fatal(r.err) // dialed: the next call is claimed by the writer at once
@@ -203,11 +203,11 @@ func TestGoDoneWaitsForTheEncoding(t *testing.T) {
 func TestLingerFlushesTheFrameItWaitsFor(t *testing.T) {
 	o := startOwner(t, "")
 	dialing, release := make(chan struct{}, 1), make(chan struct{})
-	c := NewClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Linger: 2 * time.Second, Timeout: time.Minute})
+	c := newTestClient(Config{Dial: gatedDial(dialing, release), DialTimeout: time.Minute, Linger: 2 * time.Second, Timeout: time.Minute})
 	defer c.Close()
-	first := startGoRequest(context.Background(), c, o.addr, Request{Epoch: 7, Forwarded: true, Ops: []counter.Op{incr("a", 1)}})
+	first := startGoRequest(context.Background(), c, o.addr, testRequest{Epoch: 7, Forwarded: true, Ops: []counter.Op{incr("a", 1)}})
 	<-dialing // the writer holds the first call; the second queues behind it
-	second := startGoRequest(context.Background(), c, o.addr, Request{Epoch: 8, Forwarded: true, Ops: []counter.Op{incr("b", 1)}})
+	second := startGoRequest(context.Background(), c, o.addr, testRequest{Epoch: 8, Forwarded: true, Ops: []counter.Op{incr("b", 1)}})
 	start := time.Now()
 	close(release) // the second cannot join the first's frame (another epoch): it is held back
 	if r := outcome(t, first); r.err != nil {
@@ -229,7 +229,7 @@ func TestLingerFlushesTheFrameItWaitsFor(t *testing.T) {
 func TestGoQueueFullFailsAtOnce(t *testing.T) {
 	base := runtime.NumGoroutine()
 	dialing := make(chan struct{}, 1)
-	c := NewClient(Config{Dial: gatedDial(dialing, nil), DialTimeout: time.Hour, Timeout: time.Minute})
+	c := newTestClient(Config{Dial: gatedDial(dialing, nil), DialTimeout: time.Hour, Timeout: time.Minute})
 	defer c.Close()
 	p, _ := c.peer("x", true)
 	const over = 1000

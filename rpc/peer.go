@@ -8,19 +8,21 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/internal/wire"
 )
 
-// call is one caller's request waiting for its answer.
-type call struct {
-	req      Request
-	handoff  *Handoff       // a handoff: sent on its own frame
-	lease    *lease.Request // a heartbeat: sent on its own frame
-	results  []counter.Result
-	reply    *lease.Reply // the heartbeat's answer
-	deadline time.Time    // the caller's, bounded by Config.Timeout
-	done     chan error   // buffered 1: whoever settles the call sends once (Do's)
+// call is one caller's request waiting for its answer: ops, or a message of its own
+// kind (Send).
+type call[O, R any] struct {
+	req     Request[O]
+	results []R
+	// kind, when not 0, makes the call a message: body goes on a frame of its own, and
+	// read decodes its answer.
+	kind     Kind
+	body     []byte
+	read     func(d *wire.Decoder) error
+	deadline time.Time  // the caller's, bounded by Config.Timeout
+	done     chan error // buffered 1: whoever settles the call sends once (Do's)
 	// then, instead of done, is Go's: called once with the outcome by whoever settles
 	// the call, and by expiry (the Timeout bound) if nobody has.
 	then   func(error)
@@ -38,7 +40,7 @@ type call struct {
 	state atomic.Int32
 	// conn and id name the frame the call went out in. The writer sets them before it
 	// marks the call sent, and the caller reads them only after it saw it sent.
-	conn *conn
+	conn *conn[O, R]
 	id   uint64
 }
 
@@ -50,11 +52,11 @@ const (
 )
 
 // solo reports whether the call goes on a frame of its own.
-func (c *call) solo() bool { return c.handoff != nil || c.lease != nil }
+func (c *call[O, R]) solo() bool { return c.kind != 0 }
 
 // settle hands the call its outcome (fill, on success, sets its answer), unless the
 // caller has given up.
-func (c *call) settle(fill func(*call), err error) {
+func (c *call[O, R]) settle(fill func(*call[O, R]), err error) {
 	if !c.state.CompareAndSwap(callQueued, callSettled) && !c.state.CompareAndSwap(callSent, callSettled) {
 		return
 	}
@@ -66,7 +68,7 @@ func (c *call) settle(fill func(*call), err error) {
 
 // finish hands the outcome to whoever waits for it; only the one who moved the call
 // to settled or abandoned calls it.
-func (c *call) finish(err error) {
+func (c *call[O, R]) finish(err error) {
 	if c.opDone != nil {
 		c.opDone(time.Since(c.started))
 	}
@@ -81,11 +83,12 @@ func (c *call) finish(err error) {
 }
 
 // peer is the connection to one node and the goroutine that writes to it.
-type peer struct {
+type peer[O, R any] struct {
 	addr  string
 	cfg   Config
+	codec Codec[O, R]
 	stats *stats
-	queue chan *call
+	queue chan *call[O, R]
 	// ctx ends when the peer is forgotten or the client closed: the writer stops, and a
 	// dial in progress is abandoned.
 	ctx  context.Context
@@ -98,11 +101,11 @@ type peer struct {
 	silentUntil atomic.Int64
 
 	mu   sync.Mutex
-	conn *conn // current connection; nil until dialed or after it failed
+	conn *conn[O, R] // current connection; nil until dialed or after it failed
 }
 
-func newPeer(addr string, cfg Config, st *stats) *peer {
-	p := &peer{addr: addr, cfg: cfg, stats: st, queue: make(chan *call, 4096)}
+func newPeer[O, R any](addr string, cfg Config, codec Codec[O, R], st *stats) *peer[O, R] {
+	p := &peer[O, R]{addr: addr, cfg: cfg, codec: codec, stats: st, queue: make(chan *call[O, R], 4096)}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	go p.writeLoop()
 	return p
@@ -111,7 +114,7 @@ func newPeer(addr string, cfg Config, st *stats) *peer {
 // do queues cl and waits for its outcome, or for ctx to end or expire to fire (the
 // Timeout bound): then the call is abandoned (its answer, if one comes, is dropped) and
 // the connection goes on.
-func (p *peer) do(ctx context.Context, expire <-chan time.Time, cl *call) error {
+func (p *peer[O, R]) do(ctx context.Context, expire <-chan time.Time, cl *call[O, R]) error {
 	if err := p.downErr(); err != nil {
 		return err
 	}
@@ -153,7 +156,7 @@ func (p *peer) do(ctx context.Context, expire <-chan time.Time, cl *call) error 
 
 // start queues cl, a call of Go's, without waiting: its outcome goes to cl.then, from
 // whoever settles it, or from its expiry at its deadline.
-func (p *peer) start(cl *call) {
+func (p *peer[O, R]) start(cl *call[O, R]) {
 	err := p.downErr()
 	if err == nil {
 		err = p.silentErr(cl)
@@ -179,14 +182,14 @@ func (p *peer) start(cl *call) {
 // wait (it is an event loop), and a goroutine waiting for room per call would grow
 // without bound while the peer is slow. The call races only its expiry, by the state
 // giveUp uses, so exactly one of them hands over its outcome.
-func (p *peer) refuse(cl *call) {
+func (p *peer[O, R]) refuse(cl *call[O, R]) {
 	if cl.state.CompareAndSwap(callQueued, callAbandoned) {
 		cl.finish(fmt.Errorf("%w: %s: queue full (%d calls waiting): not sent", ErrPeerUnreachable, p.addr, cap(p.queue)))
 	}
 }
 
 // expire gives up a call of Go's at its deadline, unless it was settled first.
-func (p *peer) expire(cl *call) {
+func (p *peer[O, R]) expire(cl *call[O, R]) {
 	if err, ok := p.giveUp(context.DeadlineExceeded, cl); ok {
 		cl.then(err)
 	}
@@ -194,7 +197,7 @@ func (p *peer) expire(cl *call) {
 
 // abandon gives up cl for its caller, whose call ended with cause (its ctx's error, or
 // DeadlineExceeded at the Timeout bound), and says what became of it.
-func (p *peer) abandon(cause error, cl *call) error {
+func (p *peer[O, R]) abandon(cause error, cl *call[O, R]) error {
 	if err, ok := p.giveUp(cause, cl); ok {
 		return err
 	}
@@ -203,7 +206,7 @@ func (p *peer) abandon(cause error, cl *call) error {
 
 // giveUp moves cl to abandoned, unless it was settled, and says what became of it; ok
 // is false when it was settled (its outcome is on its way to the caller).
-func (p *peer) giveUp(cause error, cl *call) (err error, ok bool) {
+func (p *peer[O, R]) giveUp(cause error, cl *call[O, R]) (err error, ok bool) {
 	switch {
 	case cl.state.CompareAndSwap(callQueued, callAbandoned):
 		return fmt.Errorf("%w: %s: not sent before the call ended: %w", ErrPeerUnreachable, p.addr, cause), true
@@ -219,15 +222,15 @@ func (p *peer) giveUp(cause error, cl *call) (err error, ok bool) {
 
 // silentErr is ErrPeerUnreachable for a call other than a heartbeat while MarkDown
 // says the peer does not answer.
-func (p *peer) silentErr(cl *call) error {
-	if u := p.silentUntil.Load(); cl.lease == nil && u != 0 && time.Now().UnixNano() < u {
+func (p *peer[O, R]) silentErr(cl *call[O, R]) error {
+	if u := p.silentUntil.Load(); cl.kind != KindHeartbeat && u != 0 && time.Now().UnixNano() < u {
 		return fmt.Errorf("%w: %s is marked down", ErrPeerUnreachable, p.addr)
 	}
 	return nil
 }
 
 // downErr is ErrPeerUnreachable while the peer is marked down after a failed dial.
-func (p *peer) downErr() error {
+func (p *peer[O, R]) downErr() error {
 	if u := p.downUntil.Load(); u != 0 && time.Now().UnixNano() < u {
 		return fmt.Errorf("%w: %s is marked down", ErrPeerUnreachable, p.addr)
 	}
@@ -235,7 +238,7 @@ func (p *peer) downErr() error {
 }
 
 // markDownFor marks the peer down for d from now, unless it already is for longer.
-func (p *peer) markDownFor(d time.Duration) {
+func (p *peer[O, R]) markDownFor(d time.Duration) {
 	until := time.Now().Add(d).UnixNano()
 	for {
 		cur := p.downUntil.Load()
@@ -245,22 +248,22 @@ func (p *peer) markDownFor(d time.Duration) {
 	}
 }
 
-func (p *peer) close() {
+func (p *peer[O, R]) close() {
 	p.stop()
 	p.dropConn(ErrClosed)
 }
 
 // writeLoop packs queued calls into frames and writes them. It is the only goroutine
 // that writes to the peer's connection, so frames never interleave.
-func (p *peer) writeLoop() {
+func (p *peer[O, R]) writeLoop() {
 	var (
 		buf   []byte
-		last  *conn // where the last frame went: flushed before waiting
-		held  *call // a call that did not fit the last frame: it starts the next one
+		last  *conn[O, R] // where the last frame went: flushed before waiting
+		held  *call[O, R] // a call that did not fit the last frame: it starts the next one
 		timer = time.NewTimer(time.Hour)
 	)
 	timer.Stop()
-	batch := make([]*call, 0, 64)
+	batch := make([]*call[O, R], 0, 64)
 	for {
 		first := held
 		held = nil
@@ -293,7 +296,7 @@ func (p *peer) writeLoop() {
 
 // next returns the next queued call, or nil once the peer is closed. When the queue is
 // empty it first flushes what was written to c: nothing more is coming to join it.
-func (p *peer) next(c *conn) *call {
+func (p *peer[O, R]) next(c *conn[O, R]) *call[O, R] {
 	select {
 	case cl := <-p.queue:
 		return cl
@@ -316,7 +319,7 @@ func (p *peer) next(c *conn) *call {
 // more ops or for an answer, which lets the next frame go; a lone caller at low load
 // never waits. A call that cannot join, because it would overfill the frame, goes on a
 // frame of its own, or carries another epoch or hop mark, is returned as held.
-func (p *peer) collect(batch []*call, timer *time.Timer, c *conn) ([]*call, *call) {
+func (p *peer[O, R]) collect(batch []*call[O, R], timer *time.Timer, c *conn[O, R]) ([]*call[O, R], *call[O, R]) {
 	if batch[0].solo() {
 		return batch, nil
 	}
@@ -331,7 +334,7 @@ func (p *peer) collect(batch []*call, timer *time.Timer, c *conn) ([]*call, *cal
 		}
 	}()
 	for n < p.cfg.MaxBatchOps {
-		var cl *call
+		var cl *call[O, R]
 		select {
 		case cl = <-p.queue:
 		default:
@@ -371,7 +374,7 @@ func (p *peer) collect(batch []*call, timer *time.Timer, c *conn) ([]*call, *cal
 	return batch, nil
 }
 
-func (p *peer) failQueued(err error) {
+func (p *peer[O, R]) failQueued(err error) {
 	for {
 		select {
 		case cl := <-p.queue:
@@ -385,7 +388,7 @@ func (p *peer) failQueued(err error) {
 // connection returns the live connection, dialing one if needed. Only the writer
 // calls it, so there is one dial at a time; it dials without holding p.mu, so that
 // Forget, Close and the readers' clean-up never wait for a dial.
-func (p *peer) connection() (*conn, error) {
+func (p *peer[O, R]) connection() (*conn[O, R], error) {
 	if p.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
@@ -422,7 +425,7 @@ func (p *peer) connection() (*conn, error) {
 
 // dropConn closes the current connection (if any), failing its calls in flight with
 // err (ErrConnectionLost when nil).
-func (p *peer) dropConn(err error) {
+func (p *peer[O, R]) dropConn(err error) {
 	p.mu.Lock()
 	c := p.conn
 	p.conn = nil
@@ -433,7 +436,7 @@ func (p *peer) dropConn(err error) {
 }
 
 // forgetConn clears c as the current connection if it still is.
-func (p *peer) forgetConn(c *conn) {
+func (p *peer[O, R]) forgetConn(c *conn[O, R]) {
 	p.mu.Lock()
 	if p.conn == c {
 		p.conn = nil

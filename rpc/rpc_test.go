@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/freeport"
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 )
@@ -20,7 +21,7 @@ const t0 = 1_699_999_200_000
 // owner is a real server deciding ops against a real store, counting the frames it got.
 type owner struct {
 	addr    string
-	srv     *Server
+	srv     *testServer
 	local   *counter.Local
 	frames  atomic.Int64
 	budgets chan time.Duration // when non-nil, Handle sends each frame's Budget on it (-1: none)
@@ -28,7 +29,7 @@ type owner struct {
 	done    chan struct{}      // closed when the test ends
 }
 
-func startOwner(t *testing.T, addr string, setup ...func(*Server)) *owner {
+func startOwner(t *testing.T, addr string, setup ...func(*testServer)) *owner {
 	t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -38,7 +39,7 @@ func startOwner(t *testing.T, addr string, setup ...func(*Server)) *owner {
 		t.Fatal(err)
 	}
 	o := &owner{addr: ln.Addr().String(), local: &counter.Local{Store: leaparray.NewStore(), Now: func() int64 { return t0 }}}
-	o.srv = NewServer(HandlerFunc(func(ctx context.Context, req *Request, res []counter.Result) {
+	o.srv = newTestServer(testHandlerFunc(func(ctx context.Context, req *testRequest, res []counter.Result) {
 		o.frames.Add(1)
 		if o.budgets != nil {
 			b := req.Budget
@@ -71,11 +72,11 @@ func incr(key string, n int64) counter.Op {
 	return counter.Op{Kind: counter.Incr, Key: key, Window: 60_000, Buckets: 10, N: n}
 }
 
-func fwd(ops ...counter.Op) Request { return Request{Epoch: 7, Forwarded: true, Ops: ops} }
+func fwd(ops ...counter.Op) testRequest { return testRequest{Epoch: 7, Forwarded: true, Ops: ops} }
 
 func TestRoundTrip(t *testing.T) {
 	o := startOwner(t, "")
-	c := NewClient(Config{})
+	c := newTestClient(Config{})
 	defer c.Close()
 	ops := []counter.Op{
 		incr("a", 3), incr("a", 2),
@@ -101,21 +102,21 @@ func TestRoundTrip(t *testing.T) {
 
 func TestNotOwnerCrossesTheHop(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	srv := NewServer(HandlerFunc(func(_ context.Context, req *Request, res []counter.Result) {
+	srv := newTestServer(testHandlerFunc(func(_ context.Context, req *testRequest, res []counter.Result) {
 		for i := range res {
-			res[i].Err = fmt.Errorf("%w: epoch %d", ErrNotOwner, req.Epoch)
+			res[i].Err = fmt.Errorf("%w: epoch %d", counter.ErrNotOwner, req.Epoch)
 		}
 	}), nil)
 	go srv.Serve(ln)
 	defer srv.Close()
-	c := NewClient(Config{})
+	c := newTestClient(Config{})
 	defer c.Close()
 	res := make([]counter.Result, 1)
 	if err := c.Do(context.Background(), ln.Addr().String(), fwd(incr("a", 1)), res); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(res[0].Err, ErrNotOwner) {
-		t.Fatalf("got %v; want ErrNotOwner", res[0].Err)
+	if !errors.Is(res[0].Err, counter.ErrNotOwner) {
+		t.Fatalf("got %v; want counter.ErrNotOwner", res[0].Err)
 	}
 }
 
@@ -124,7 +125,7 @@ func TestNotOwnerCrossesTheHop(t *testing.T) {
 func TestBatchClosesWhenFull(t *testing.T) {
 	o := startOwner(t, "")
 	o.block = make(chan struct{})
-	c := NewClient(Config{MaxBatchOps: 8, Linger: time.Minute})
+	c := newTestClient(Config{MaxBatchOps: 8, Linger: time.Minute})
 	defer c.Close()
 	var wg sync.WaitGroup
 	call := func() {
@@ -158,7 +159,7 @@ func TestBatchClosesWhenFull(t *testing.T) {
 func TestBatchClosesAfterLinger(t *testing.T) {
 	o := startOwner(t, "")
 	o.block = make(chan struct{})
-	c := NewClient(Config{MaxBatchOps: 100, Linger: 50 * time.Millisecond})
+	c := newTestClient(Config{MaxBatchOps: 100, Linger: 50 * time.Millisecond})
 	defer c.Close()
 	done := make(chan error, 2)
 	go func() { done <- c.Do(context.Background(), o.addr, fwd(incr("k", 1)), make([]counter.Result, 1)) }()
@@ -176,7 +177,7 @@ func TestBatchClosesAfterLinger(t *testing.T) {
 	}
 }
 
-func framesInFlight(c *Client, addr string) int {
+func framesInFlight(c *testClient, addr string) int {
 	p, _ := c.peer(addr, false)
 	if p == nil {
 		return 0
@@ -193,10 +194,12 @@ func framesInFlight(c *Client, addr string) int {
 }
 
 func TestUnreachablePeerFailsFast(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now: connection refused
-	c := NewClient(Config{DownFor: time.Minute})
+	addr, free, err := freeport.Refused() // a closed listener's port may be taken by another test
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer free()
+	c := newTestClient(Config{DownFor: time.Minute})
 	defer c.Close()
 	res := make([]counter.Result, 1)
 	for i := 0; i < 3; i++ {
@@ -214,7 +217,7 @@ func TestUnreachablePeerFailsFast(t *testing.T) {
 func TestTimeoutAndLateAnswer(t *testing.T) {
 	o := startOwner(t, "")
 	o.block = make(chan struct{})
-	c := NewClient(Config{Timeout: 100 * time.Millisecond})
+	c := newTestClient(Config{Timeout: 100 * time.Millisecond})
 	defer c.Close()
 	res := make([]counter.Result, 1)
 	start := time.Now()
@@ -242,7 +245,7 @@ func TestTimeoutAndLateAnswer(t *testing.T) {
 }
 
 // currentConn is the peer's live connection (nil if none).
-func currentConn(c *Client, addr string) *conn {
+func currentConn(c *testClient, addr string) *conn[counter.Op, counter.Result] {
 	p, _ := c.peer(addr, false)
 	if p == nil {
 		return nil
@@ -256,7 +259,7 @@ func currentConn(c *Client, addr string) *conn {
 func TestOwnerRestart(t *testing.T) {
 	o := startOwner(t, "")
 	addr := o.addr
-	c := NewClient(Config{DownFor: time.Millisecond})
+	c := newTestClient(Config{DownFor: time.Millisecond})
 	defer c.Close()
 	res := make([]counter.Result, 1)
 	if err := c.Do(context.Background(), addr, fwd(incr("a", 1)), res); err != nil {
@@ -313,23 +316,12 @@ func TestMalformedFrameDropsConnection(t *testing.T) {
 		}
 		nc.Close()
 	}
-	c := NewClient(Config{})
+	c := newTestClient(Config{})
 	defer c.Close()
 	res := make([]counter.Result, 1)
 	if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res); err != nil || res[0].Count != 1 {
 		t.Fatalf("after garbage: got %v %+v; want count 1", err, res[0])
 	}
-}
-
-// appendRequestFrame encodes a whole request frame (the client builds it from calls).
-func appendRequestFrame(b []byte, id uint64, req Request) []byte {
-	b = appendHeader(b, frameRequest, id)
-	b = appendRequestHead(b, &req, len(req.Ops))
-	for i := range req.Ops {
-		b = appendOp(b, &req.Ops[i])
-	}
-	finishFrame(b, 0)
-	return b
 }
 
 // A request in the previous version's form, read after its deadline (unix ms, on the
@@ -348,11 +340,11 @@ func TestExpiredRequestIsNotDecided(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := decoder{b: frame[1:]}
-	d.uvarint("id")
 	res := make([]counter.Result, 1)
-	d.results(res)
-	if !errors.Is(res[0].Err, counter.ErrUnavailable) || !errors.Is(res[0].Err, ErrExpired) {
+	if err := decodeAnswer(frame, res); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[0].Err, counter.ErrUnavailable) || !errors.Is(res[0].Err, counter.ErrExpired) {
 		t.Fatalf("got %+v; want unavailable (expired)", res[0])
 	}
 	if got := o.local.Store.Count("late", leaparray.Spec{WindowMs: 60_000, Buckets: 10}, t0); got != 0 {
@@ -368,7 +360,7 @@ func TestInlineFramesStartFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(HandlerFunc(func(_ context.Context, req *Request, res []counter.Result) {
+	srv := newTestServer(testHandlerFunc(func(_ context.Context, req *testRequest, res []counter.Result) {
 		for i := range res {
 			if res[i] != (counter.Result{}) {
 				t.Errorf("op %d of %d: handler got %+v; want a zero result", i, len(res), res[i])
@@ -377,14 +369,14 @@ func TestInlineFramesStartFresh(t *testing.T) {
 			case 1:
 				res[i] = counter.Result{Count: 7, Existed: true}
 			case 2:
-				res[i].Err = fmt.Errorf("%w: elsewhere", ErrNotOwner)
+				res[i].Err = fmt.Errorf("%w: elsewhere", counter.ErrNotOwner)
 			} // 3: left as it was
 		}
 	}), nil)
 	srv.SetInline(func() bool { return true })
 	go srv.Serve(ln)
 	defer srv.Close()
-	c := NewClient(Config{MaxBatchOps: 1})
+	c := newTestClient(Config{MaxBatchOps: 1})
 	defer c.Close()
 	for _, sizes := range [][]int{{5, 1}, {2, 3}, {8, 8}, {1, 5}} {
 		for _, n := range sizes {
@@ -398,7 +390,7 @@ func TestInlineFramesStartFresh(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i, r := range res {
-					ok := map[int64]bool{1: r == counter.Result{Count: 7, Existed: true}, 2: errors.Is(r.Err, ErrNotOwner),
+					ok := map[int64]bool{1: r == counter.Result{Count: 7, Existed: true}, 2: errors.Is(r.Err, counter.ErrNotOwner),
 						3: r == counter.Result{}}[kind]
 					if !ok {
 						t.Fatalf("%d ops of n=%d, op %d: got %+v", n, kind, i, r)

@@ -13,14 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/internal/wire"
 )
 
 // Handler decides a batch that arrived from a peer, filling results[i] for req.Ops[i].
 // For a forwarded request it answers ErrNotOwner for ops it does not own.
-type Handler interface {
-	Handle(ctx context.Context, req *Request, results []counter.Result)
+type Handler[O, R any] interface {
+	Handle(ctx context.Context, req *Request[O], results []R)
 }
 
 // AsyncHandler is a Handler that decides without its caller waiting: HandleAsync
@@ -29,16 +28,16 @@ type Handler interface {
 // one decides every op frame from the connection's reader, which goes on reading
 // meanwhile: a frame that waits (for a lease, a load) holds up no other, nor the
 // heartbeats on its connection.
-type AsyncHandler interface {
-	Handler
-	HandleAsync(ctx context.Context, req *Request, results []counter.Result, done func())
+type AsyncHandler[O, R any] interface {
+	Handler[O, R]
+	HandleAsync(ctx context.Context, req *Request[O], results []R, done func())
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, req *Request, results []counter.Result)
+type HandlerFunc[O, R any] func(ctx context.Context, req *Request[O], results []R)
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, req *Request, results []counter.Result) {
+func (f HandlerFunc[O, R]) Handle(ctx context.Context, req *Request[O], results []R) {
 	f(ctx, req, results)
 }
 
@@ -46,18 +45,20 @@ func (f HandlerFunc) Handle(ctx context.Context, req *Request, results []counter
 // server goroutine forever.
 const writeTimeout = 5 * time.Second
 
-// Server answers peers' requests on the --rpc address.
-type Server struct {
-	h       Handler
-	handoff HandoffHandler
-	lease   func(req *lease.Request) *lease.Reply
-	inline  func() bool
-	shake   func(net.Conn) (net.Conn, error)
-	logger  *slog.Logger
-	stall   time.Duration    // frameStall; shorter in tests
-	now     func() time.Time // time.Now; tests skew it to play a node whose wall clock is off
+// Server answers peers' requests on the --rpc address: ops, decided by its Handler,
+// and messages, by their kinds' MessageHandlers.
+type Server[O, R any] struct {
+	h        Handler[O, R]
+	async    AsyncHandler[O, R] // h, when it is one
+	codec    Codec[O, R]
+	messages [256]*MessageHandler
+	inline   func() bool
+	shake    func(net.Conn) (net.Conn, error)
+	logger   *slog.Logger
+	stall    time.Duration    // frameStall; shorter in tests
+	now      func() time.Time // time.Now; tests skew it to play a node whose wall clock is off
 
-	lastFrame atomic.Int64 // unix ns of the last op or handoff frame read
+	lastFrame atomic.Int64 // unix ns of the last frame read, other than InReader messages
 	refused   atomic.Int64 // connections whose handshake failed
 	warned    atomic.Int64 // unix ns of the last warning about one
 
@@ -68,18 +69,19 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// NewServer returns a server that decides requests with h.
-func NewServer(h Handler, logger *slog.Logger) *Server {
+// NewServer returns a server that decides ops with h, decoded and answered with codec.
+func NewServer[O, R any](h Handler[O, R], codec Codec[O, R], logger *slog.Logger) *Server[O, R] {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{h: h, logger: logger, stall: frameStall, now: time.Now, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s := &Server[O, R]{h: h, codec: codec, logger: logger, stall: frameStall, now: time.Now, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s.async, _ = h.(AsyncHandler[O, R])
 	s.lastFrame.Store(time.Now().UnixNano())
 	return s
 }
 
 // Serve accepts connections on ln until Close. It returns ErrClosed after Close.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server[O, R]) Serve(ln net.Listener) error {
 	if !s.track(ln, nil) {
 		ln.Close()
 		return ErrClosed
@@ -105,7 +107,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-func (s *Server) track(ln net.Listener, c net.Conn) bool {
+func (s *Server[O, R]) track(ln net.Listener, c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -120,7 +122,7 @@ func (s *Server) track(ln net.Listener, c net.Conn) bool {
 	return true
 }
 
-func (s *Server) isClosed() bool {
+func (s *Server[O, R]) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
@@ -129,33 +131,25 @@ func (s *Server) isClosed() bool {
 // SetInline, before Serve, tells the server when op frames may be decided in the
 // connection's reader goroutine, in order: when none of them can wait for long. Without
 // it every frame is decided in its own goroutine.
-func (s *Server) SetInline(f func() bool) { s.inline = f }
+func (s *Server[O, R]) SetInline(f func() bool) { s.inline = f }
 
 // SetHandshake, before Serve, makes every connection begin with handshake (peer
 // authentication, see package peerauth): no frame is read from a connection before it
 // succeeds, and one it fails is closed. It runs in the connection's own goroutine, so a
 // slow one holds up no other connection; it must bound its own time.
-func (s *Server) SetHandshake(handshake func(net.Conn) (net.Conn, error)) { s.shake = handshake }
+func (s *Server[O, R]) SetHandshake(handshake func(net.Conn) (net.Conn, error)) { s.shake = handshake }
 
 // Refused counts connections closed because their handshake failed.
-func (s *Server) Refused() int64 { return s.refused.Load() }
+func (s *Server[O, R]) Refused() int64 { return s.refused.Load() }
 
-// SetHandoffHandler sets who receives Handoffs (before Serve).
-func (s *Server) SetHandoffHandler(h HandoffHandler) { s.handoff = h }
-
-// SetLeaseHandler sets who answers heartbeats (before Serve). h is called in the
-// connection's reader goroutine, so it must be fast and never wait; a nil reply (as
-// when no handler is set) reaches the sender as ErrNoLeaseReply.
-func (s *Server) SetLeaseHandler(h func(req *lease.Request) *lease.Reply) { s.lease = h }
-
-// IdleFor reports how long ago the last op or handoff frame arrived (since start if
-// none did). Heartbeats do not count: they never stop while the node is a member.
-func (s *Server) IdleFor() time.Duration {
+// IdleFor reports how long ago the last op frame or message other than an InReader
+// one (a heartbeat) arrived (since start if none did).
+func (s *Server[O, R]) IdleFor() time.Duration {
 	return time.Since(time.Unix(0, s.lastFrame.Load()))
 }
 
 // Close stops accepting, closes every connection and waits for their goroutines.
-func (s *Server) Close() error {
+func (s *Server[O, R]) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	for ln := range s.lns {
@@ -179,7 +173,7 @@ const maxInflight = 256
 // its own goroutine, so that a frame that waits (for a handoff) holds up no other: in
 // particular not the Handoff frame that would end its wait. Frames on one connection
 // come from callers who do not wait for each other, so they need no order among them.
-func (s *Server) serveConn(raw net.Conn) {
+func (s *Server[O, R]) serveConn(raw net.Conn) {
 	defer s.wg.Done()
 	var handlers sync.WaitGroup
 	defer func() {
@@ -202,7 +196,7 @@ func (s *Server) serveConn(raw net.Conn) {
 	// (BenchmarkForward/batching=off,inline); a frame handed to a goroutine takes its
 	// buffer along.
 	var buf []byte
-	sc := &scratch{}
+	sc := &scratch[R]{}
 	for {
 		frame, err := fr.next(buf)
 		if err != nil {
@@ -212,17 +206,22 @@ func (s *Server) serveConn(raw net.Conn) {
 			return
 		}
 		read := s.now() // an op frame's budget counts from here
-		if frame[0] != frameLease {
+		mh, err := s.messageHandler(frame)
+		if err != nil {
+			s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", c.RemoteAddr().String(), "err", err)
+			return
+		}
+		if mh == nil || !mh.InReader {
 			s.lastFrame.Store(time.Now().UnixNano())
 		}
-		if st, ok := s.h.(AsyncHandler); ok && frame[0] == frameRequest {
-			if !s.start(ctx, st, w, frame, read, fr.br.Buffered() == 0, &sc, slots, &handlers) {
+		if s.async != nil && mh == nil {
+			if !s.start(ctx, w, frame, read, fr.br.Buffered() == 0, &sc, slots, &handlers) {
 				return
 			}
 			buf = nil
 			continue
 		}
-		if frame[0] == frameLease || frame[0] != frameHandoff && s.inline != nil && s.inline() {
+		if mh != nil && mh.InReader || mh == nil && s.inline != nil && s.inline() {
 			if !s.answerTo(ctx, w, frame, read, fr.br.Buffered() == 0, sc) {
 				return
 			}
@@ -241,17 +240,33 @@ func (s *Server) serveConn(raw net.Conn) {
 	}
 }
 
+// messageHandler returns the handler of frame's kind of message, nil for an ops frame,
+// or an error for a frame no handler takes, or too large for its kind.
+func (s *Server[O, R]) messageHandler(frame []byte) (*MessageHandler, error) {
+	if frame[0] == frameRequest {
+		return nil, nil
+	}
+	mh := s.messages[frame[0]]
+	switch {
+	case mh == nil:
+		return nil, fmt.Errorf("%w: frame type %d", ErrBadFrame, frame[0])
+	case len(frame)+4 > mh.MaxBytes:
+		return nil, fmt.Errorf("%w: message of kind %d of %d bytes, over its bound (%d)", ErrBadFrame, frame[0], len(frame)+4, mh.MaxBytes)
+	}
+	return mh, nil
+}
+
 // start decides an ops frame with st without waiting for it: answered at once (the
 // common case) it is written like a frame decided in the reader, with sc's memory;
 // otherwise it takes one of the connection's slots, and its answer is written when it
 // comes, with memory of its own (sc is replaced: the frame keeps the one it was
 // given). With no slot free, the frame is answered expired: certainly not decided, and
 // sent again by its sender. It reports false when the connection must be dropped.
-func (s *Server) start(ctx context.Context, st AsyncHandler, w *responder, frame []byte, read time.Time, flush bool,
-	scp **scratch, slots chan struct{}, handlers *sync.WaitGroup) bool {
+func (s *Server[O, R]) start(ctx context.Context, w *responder, frame []byte, read time.Time, flush bool,
+	scp **scratch[R], slots chan struct{}, handlers *sync.WaitGroup) bool {
 	sc := *scp
-	var req Request
-	id, err := decodeRequestFrame(frame, &req)
+	var req Request[O]
+	id, err := s.decodeRequestFrame(&sc.dec, frame, &req)
 	if err != nil {
 		s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", w.c.RemoteAddr().String(), "err", err)
 		w.c.Close()
@@ -260,13 +275,13 @@ func (s *Server) start(ctx context.Context, st AsyncHandler, w *responder, frame
 	sc.results = resize(sc.results, len(req.Ops))
 	left, limited := s.timeLeft(read, &req)
 	if limited && left <= 0 {
-		expired(sc.results)
+		s.expired(sc.results)
 		return s.reply(w, id, sc, flush)
 	}
 	select {
 	case slots <- struct{}{}:
 	default:
-		expired(sc.results) // too many frames waiting here: the sender tries again
+		s.expired(sc.results) // too many frames waiting here: the sender tries again
 		return s.reply(w, id, sc, flush)
 	}
 	cancel := context.CancelFunc(func() {})
@@ -277,14 +292,14 @@ func (s *Server) start(ctx context.Context, st AsyncHandler, w *responder, frame
 	var mu sync.Mutex
 	inReader := true // done, if called before Start returns, leaves the answer to the reader
 	answered := false
-	st.HandleAsync(ctx, &req, sc.results, func() {
+	s.async.HandleAsync(ctx, &req, sc.results, func() {
 		mu.Lock()
 		answered = true
 		later := !inReader
 		mu.Unlock()
 		if later {
 			cancel()
-			out := appendResponse(nil, id, sc.results)
+			out := s.appendResponse(nil, id, sc.results)
 			if w.send(out, true) != nil {
 				w.c.Close()
 			}
@@ -297,7 +312,7 @@ func (s *Server) start(ctx context.Context, st AsyncHandler, w *responder, frame
 	now := answered
 	mu.Unlock()
 	if !now {
-		*scp = &scratch{} // the frame waiting keeps sc
+		*scp = &scratch[R]{} // the frame waiting keeps sc
 		return true
 	}
 	cancel()
@@ -307,8 +322,8 @@ func (s *Server) start(ctx context.Context, st AsyncHandler, w *responder, frame
 }
 
 // reply writes the answer to frame id from sc's results.
-func (s *Server) reply(w *responder, id uint64, sc *scratch, flush bool) bool {
-	sc.out = appendResponse(sc.out[:0], id, sc.results)
+func (s *Server[O, R]) reply(w *responder, id uint64, sc *scratch[R], flush bool) bool {
+	sc.out = s.appendResponse(sc.out[:0], id, sc.results)
 	err := w.send(sc.out, flush)
 	if cap(sc.out) > 1<<20 {
 		sc.out = nil // do not keep megabytes per connection
@@ -324,7 +339,7 @@ func (s *Server) reply(w *responder, id uint64, sc *scratch, flush bool) bool {
 // handshake runs the handshake, if one is set, and returns the connection to serve, or
 // nil if the peer was refused. Refusals are counted, and warned of at most once a
 // minute: a flood of outsiders must not flood the log.
-func (s *Server) handshake(c net.Conn) net.Conn {
+func (s *Server[O, R]) handshake(c net.Conn) net.Conn {
 	if s.shake == nil {
 		return c
 	}
@@ -343,14 +358,15 @@ func (s *Server) handshake(c net.Conn) net.Conn {
 }
 
 // scratch is memory one connection's reader reuses for the frames it answers itself.
-type scratch struct {
-	results []counter.Result
+type scratch[R any] struct {
+	dec     wire.Decoder // a decoder made per frame escapes through the codec's methods
+	results []R
 	out     []byte
 }
 
 // answerTo decides frame, read at read, and writes its answer, flushing when told to,
 // with sc's memory when not nil. It reports false when the connection must be dropped.
-func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, read time.Time, flush bool, sc *scratch) bool {
+func (s *Server[O, R]) answerTo(ctx context.Context, w *responder, frame []byte, read time.Time, flush bool, sc *scratch[R]) bool {
 	out, err := s.answer(ctx, frame, read, sc)
 	if err != nil {
 		s.logger.Warn("rpc: dropping connection after a malformed frame", "peer", w.c.RemoteAddr().String(), "err", err)
@@ -366,26 +382,27 @@ func (s *Server) answerTo(ctx context.Context, w *responder, frame []byte, read 
 
 // answer decides one frame, read at read, and returns the response frame (in sc's
 // memory, when not nil: valid until the next call with it).
-func (s *Server) answer(ctx context.Context, frame []byte, read time.Time, sc *scratch) ([]byte, error) {
-	switch frame[0] {
-	case frameHandoff:
-		return s.serveHandoff(ctx, frame)
-	case frameLease:
-		return s.serveLease(frame)
+func (s *Server[O, R]) answer(ctx context.Context, frame []byte, read time.Time, sc *scratch[R]) ([]byte, error) {
+	if frame[0] != frameRequest {
+		return s.answerMessage(ctx, frame)
 	}
-	var req Request
-	id, err := decodeRequestFrame(frame, &req)
+	var req Request[O]
+	d := new(wire.Decoder)
+	if sc != nil {
+		d = &sc.dec
+	}
+	id, err := s.decodeRequestFrame(d, frame, &req)
 	if err != nil {
 		return nil, err
 	}
 	if sc == nil {
-		results := make([]counter.Result, len(req.Ops))
+		results := make([]R, len(req.Ops))
 		s.handle(ctx, read, &req, results)
-		return appendResponse(nil, id, results), nil
+		return s.appendResponse(nil, id, results), nil
 	}
 	sc.results = resize(sc.results, len(req.Ops))
 	s.handle(ctx, read, &req, sc.results)
-	sc.out = appendResponse(sc.out[:0], id, sc.results)
+	sc.out = s.appendResponse(sc.out[:0], id, sc.results)
 	if cap(sc.out) > 1<<20 {
 		defer func() { sc.out = nil }() // do not keep megabytes per connection
 	}
@@ -415,21 +432,38 @@ func (w *responder) send(frame []byte, flush bool) error {
 	return nil
 }
 
-func decodeRequestFrame(frame []byte, req *Request) (uint64, error) {
-	d := decoder{b: frame}
-	if typ := d.byte("type"); typ != frameRequest && d.err == nil {
-		return 0, fmt.Errorf("%w: type %d, want a request", ErrBadFrame, typ)
+// answerMessage answers a message frame (its kind has a handler: messageHandler) and
+// returns the answer frame.
+func (s *Server[O, R]) answerMessage(ctx context.Context, frame []byte) ([]byte, error) {
+	d := wire.NewDecoder(frame[1:])
+	id := d.Uvarint("id")
+	if err := d.Err(); err != nil {
+		return nil, err
 	}
-	id := d.uvarint("id")
-	d.request(req)
-	return id, d.end()
+	out := appendHeader(nil, frame[0]+1, id)
+	out, err := s.messages[frame[0]].Answer(ctx, d.Rest(), out)
+	if err != nil {
+		return nil, err
+	}
+	finishFrame(out, 0)
+	return out, nil
 }
 
-func appendResponse(b []byte, id uint64, results []counter.Result) []byte {
+func (s *Server[O, R]) decodeRequestFrame(d *wire.Decoder, frame []byte, req *Request[O]) (uint64, error) {
+	*d = wire.NewDecoder(frame)
+	if typ := d.Byte("type"); typ != frameRequest && d.Err() == nil {
+		return 0, fmt.Errorf("%w: type %d, want a request", ErrBadFrame, typ)
+	}
+	id := d.Uvarint("id")
+	readRequest(d, s.codec, req)
+	return id, d.End()
+}
+
+func (s *Server[O, R]) appendResponse(b []byte, id uint64, results []R) []byte {
 	b = appendHeader(b, frameResponse, id)
 	b = binary.AppendUvarint(b, uint64(len(results)))
 	for i := range results {
-		b = appendResult(b, &results[i])
+		b = s.codec.AppendResult(b, &results[i])
 	}
 	finishFrame(b, 0)
 	return b
@@ -438,14 +472,14 @@ func appendResponse(b []byte, id uint64, results []counter.Result) []byte {
 // handle decides req, read at read, unless its time is up. The handler gets the time
 // left as its context's deadline, and must not decide ops once it has passed (it may
 // wait, for instance for a handoff): the sender has given up on them by then.
-func (s *Server) handle(ctx context.Context, read time.Time, req *Request, results []counter.Result) {
+func (s *Server[O, R]) handle(ctx context.Context, read time.Time, req *Request[O], results []R) {
 	left, limited := s.timeLeft(read, req)
 	if !limited {
 		s.h.Handle(ctx, req, results)
 		return
 	}
 	if left <= 0 {
-		expired(results)
+		s.expired(results)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, left)
@@ -455,7 +489,7 @@ func (s *Server) handle(ctx context.Context, read time.Time, req *Request, resul
 
 // timeLeft is how long req, read at read, may still be decided; limited is false when
 // it carries no deadline at all.
-func (s *Server) timeLeft(read time.Time, req *Request) (left time.Duration, limited bool) {
+func (s *Server[O, R]) timeLeft(read time.Time, req *Request[O]) (left time.Duration, limited bool) {
 	switch {
 	case req.HasBudget:
 		return req.Budget - s.now().Sub(read), true // spans on this node's monotonic clock
@@ -467,8 +501,8 @@ func (s *Server) timeLeft(read time.Time, req *Request) (left time.Duration, lim
 }
 
 // expired answers a request whose time ran out before it was decided: not decided.
-func expired(results []counter.Result) {
+func (s *Server[O, R]) expired(results []R) {
 	for i := range results {
-		results[i] = counter.Result{Err: ErrExpired}
+		results[i] = s.codec.Expired()
 	}
 }

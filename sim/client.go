@@ -7,7 +7,6 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/route"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // client sends one op at a time to a random running node, as an application would, and
@@ -107,7 +106,7 @@ func (c *client) route(o counter.Op, entry *node, back func(counter.Result)) {
 		switch {
 		case err == nil:
 			back(v.(counter.Result))
-		case errors.Is(err, rpc.ErrPeerUnreachable):
+		case errors.Is(err, counter.ErrNotSent):
 			back(counter.Result{Err: err})
 		default:
 			back(counter.Result{Err: fmt.Errorf("%w: owner %s did not answer: %v", counter.ErrOutcomeUnknown, owner, err)})

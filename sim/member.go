@@ -10,7 +10,9 @@ import (
 // Membership is modelled, not run (memberlist needs real sockets and time): a node
 // sees a member alive while it can reach it, directly or through a third node (as
 // memberlist's indirect probes do), and dead once it could not for detectAfter; a
-// member that stops gracefully is seen leaving while it drains, then left.
+// member that stops gracefully is seen leaving while it drains, then left. A member's
+// new run (it restarted) is seen only after a gossip delay (runSeenAfter), while its
+// heartbeats flow at once, as they do in production.
 
 type memberState uint8
 
@@ -25,60 +27,53 @@ type memberView struct {
 	state memberState
 	since time.Duration // when the node last changed its view of it
 	heard time.Duration // when it last reached it
+	run   uint64        // the member's run it last saw (the one that left, once left)
+	newAt time.Duration // a new run was reached: when gossip shows it (0: none pending)
 }
+
+// runSeenAfter bounds how long gossip takes to show a member's new run to a node that
+// reaches it: memberlist spreads a rejoin by gossip, a few rounds.
+const runSeenAfter = 300 * time.Millisecond
 
 // detectAfter is how long a node must fail to reach a member before it is declared
 // dead (failure detection, --gossip-* in production).
 const detectAfter = 2 * time.Second
 
-// gossip updates every running node's view of the members, and each node whose view
-// changed tells its keeper and rebuilds its ring.
+// gossip updates every running node's view of the members, and each node tells its
+// keeper and rebuilds its ring.
 func (w *world) gossip() {
 	for _, n := range w.nodes {
 		if !n.up || n.pausedUntil > w.sched.now {
 			continue
 		}
-		changed := false
 		for _, m := range w.nodes {
-			if m.inc == 0 || m == n {
-				continue
-			}
-			if w.see(n, m) {
-				changed = true
+			if m.inc != 0 && m != n {
+				w.see(n, m)
 			}
 		}
 		if n.view[n.name] == nil {
-			n.view[n.name] = &memberView{state: alive, since: w.sched.now}
-			changed = true
+			n.view[n.name] = &memberView{state: alive, since: w.sched.now, run: n.inc}
 		}
-		if n.leaving && n.view[n.name].state != leaving {
+		if n.leaving {
 			n.view[n.name].state = leaving
-			changed = true
 		}
-		if w.founds(n) {
-			changed = true
-		}
-		if changed {
-			n.syncMembership()
-		} else {
-			n.rebuildRing() // the voters change without gossip (node.watchMembership's tick)
-		}
+		w.founds(n)
+		n.syncMembership() // on every tick, changed or not, as node.watchMembership does
 	}
 }
 
-// founds makes n found a cluster, as node.seesCluster does, and reports whether it
-// did: when it knows no voters, no member it has ever seen has a smaller name, it sees
-// every seed (its --join) alive, and every member it sees alive told it it has no
-// voters either. A seed it cannot reach may be the one member that remembers the
+// founds makes n found a cluster, as node.seesCluster does: when it knows no voters,
+// no member it has ever seen has a smaller name, it sees every seed (its --join)
+// alive, and every member it sees alive told it it has no voters either. A seed it cannot reach may be the one member that remembers the
 // cluster (all others restarted): founding beside it would make two.
-func (w *world) founds(n *node) bool {
+func (w *world) founds(n *node) {
 	if n.keeper.HasVoters() {
-		return false
+		return
 	}
 	var seen []string
 	for name, v := range n.view {
 		if name < n.name {
-			return false
+			return
 		}
 		if v.state == alive {
 			seen = append(seen, name)
@@ -86,31 +81,33 @@ func (w *world) founds(n *node) bool {
 	}
 	for i := 0; i < n.seeds; i++ {
 		if v := n.view[w.nodes[i].name]; v == nil || v.state != alive {
-			return false
+			return
 		}
 	}
 	if !n.keeper.NoneHaveVoters(seen) {
-		return false
+		return
 	}
 	n.keeper.Found()
 	w.trace("%s founds a new cluster: no member it saw has voters", n.name)
-	return true
 }
 
-// see updates n's view of m and reports whether it changed.
-func (w *world) see(n, m *node) bool {
+// see updates n's view of m.
+func (w *world) see(n, m *node) {
 	now := w.sched.now
 	v := n.view[m.name]
 	reach := m.up && w.reaches(n, m)
 	if v == nil {
 		if !reach {
-			return false // never heard of: nothing to say
+			return // never heard of: nothing to say
 		}
-		v = &memberView{state: alive, since: now}
+		v = &memberView{state: alive, since: now, run: m.inc}
 		n.view[m.name] = v
 		v.heard = now
 		w.seenAlive(v, m)
-		return true
+		return
+	}
+	if reach && m.inc != v.run && !w.newRunSeen(v, m) {
+		return // its earlier run, as gossip last said
 	}
 	if reach {
 		v.heard = now
@@ -128,9 +125,21 @@ func (w *world) see(n, m *node) bool {
 	}
 	if v.state != was {
 		v.since = now
-		return true
 	}
-	return false
+}
+
+// newRunSeen reports whether gossip shows m's new run to a node whose view of m is v,
+// a random delay after it was first reached.
+func (w *world) newRunSeen(v *memberView, m *node) bool {
+	now := w.sched.now
+	if v.newAt == 0 {
+		v.newAt = now + w.jitter(runSeenAfter/2)
+	}
+	if now < v.newAt {
+		return false
+	}
+	v.run, v.newAt = m.inc, 0
+	return true
 }
 
 // seenAlive sets what a reachable member is: leaving while it drains, else alive.

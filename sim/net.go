@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leapcount/leapcount/rpc"
+	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/owner"
 )
 
 // network carries messages between nodes: each after a small random delay (so
@@ -57,8 +58,8 @@ const rpcTimeout = time.Second
 
 // call sends a request to the node named to and waits for its answer: serve runs there
 // and hands its answer to respond; back gets it at the caller, or an error: unsent
-// (rpc.ErrPeerUnreachable: to is not running, or the caller has not heard from it for
-// a lease, as rpc.Client.MarkDown does), or with the outcome unknown after rpcTimeout.
+// (counter.ErrNotSent: to is not running, or the caller has not heard from it for
+// a lease, as rpc.Client.MarkDown does in a node), or with the outcome unknown after rpcTimeout.
 // dup lets the request be delivered twice (a resend): serve must be idempotent.
 func (nw *network) call(from *node, toName string, dup bool, serve func(respond func(any)), back func(any, error)) {
 	w := nw.w
@@ -72,7 +73,7 @@ func (nw *network) call(from *node, toName string, dup bool, serve func(respond 
 	}
 	if to == nil || !to.up || nw.silent(from, to) {
 		w.sched.after(w.jitter(100*time.Microsecond), from, func() {
-			finish(nil, fmt.Errorf("%w: %s is not reachable", rpc.ErrPeerUnreachable, toName))
+			finish(nil, fmt.Errorf("%w: %s is not reachable", counter.ErrNotSent, toName))
 		})
 		return
 	}
@@ -101,7 +102,7 @@ func (nw *network) silent(from, to *node) bool {
 // peers is a node's owner.Peers: Handoffs as rpc calls.
 type peers struct{ n *node }
 
-func (p peers) Handoff(addr string, h *rpc.Handoff, done func(error)) {
+func (p peers) Handoff(addr string, h *owner.Handoff, done func(error)) {
 	w := p.n.w
 	w.handoffs++
 	w.net.call(p.n, addr, true, func(respond func(any)) {

@@ -12,7 +12,6 @@ import (
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
 	"github.com/leapcount/leapcount/ring"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // node is one run of a node: the real lease keeper, owner and store, on the
@@ -118,7 +117,7 @@ func (n *node) start(found bool) {
 	n.owner = owner.New(owner.Config{Self: n.name, Run: inc, Writer: owner.WriterName(n.name, inc), Store: n.store,
 		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: clock{n}, Now: n.wall,
 		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, AcquireWait: acquireWait,
-		OnAmbiguous: func(h *rpc.Handoff, delivered bool) { w.ambiguous(h, delivered) },
+		OnAmbiguous: func(h *owner.Handoff, delivered bool) { w.ambiguous(h, delivered) },
 		Logger:      slog.New(traceHandler{n: n})})
 	w.trace("%s starts (run %d)%s", n.name, n.inc, map[bool]string{true: ", founding the cluster"}[found])
 	n.every(w.leaseCfg.Heartbeat, n.heartbeat)
@@ -180,7 +179,7 @@ func (n *node) crash() {
 // syncMembership tells the keeper what gossip says, and rebuilds the ring from the
 // members that serve and vote (node/membership.go does the same with real gossip).
 func (n *node) syncMembership() {
-	view := lease.View{DeadSince: map[string]int64{}}
+	view := lease.View{DeadSince: map[string]int64{}, LeftRuns: map[string]uint64{}}
 	var peers []lease.Peer
 	for _, name := range sortedViewNames(n.view) {
 		m := n.view[name]
@@ -193,6 +192,7 @@ func (n *node) syncMembership() {
 			peers = append(peers, lease.Peer{Name: name, Addr: name})
 		case left:
 			view.Left = append(view.Left, name)
+			view.LeftRuns[name] = m.run
 		case dead:
 			view.DeadSince[name] = int64(n.mono() - n.simToMono(n.w.sched.now-m.since))
 		}

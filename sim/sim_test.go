@@ -11,9 +11,9 @@ import (
 )
 
 // seedsToRun is how many seeds TestSimulation runs: LEAPCOUNT_SIM_SEEDS, or 1000 (100
-// under the race detector, which makes a run about ten times slower and has nothing to
-// find in one goroutine, and 20 with -short as well: make test runs the thousand
-// without it).
+// under the race detector, which makes a run about twenty times slower and has nothing
+// to find in one goroutine, and 20 with -short as well: make test's; make test-long
+// runs 5000 without it).
 func seedsToRun() int {
 	if v, err := strconv.Atoi(os.Getenv("LEAPCOUNT_SIM_SEEDS")); err == nil && v > 0 {
 		return v
@@ -69,6 +69,26 @@ func TestSimulation(t *testing.T) {
 	}
 	t.Logf("%d seeds in %v: %d events, %d client ops, %d faults; %d failed", n, time.Since(start).Round(time.Millisecond),
 		steps, ops, faults, failed)
+}
+
+// seedsThatFailed are seeds beyond make test's that failed in an earlier
+// version (README: Known gaps), each run in the mode runSeeds gives it (even seeds with
+// Redis), so that make test replays them.
+var seedsThatFailed = []uint64{
+	2109, // two deciders while the voters shrank to a cut-off member (lease/voters.go)
+	2872, // a write in doubt of counters handed on, applied twice after Redis lost its data (owner/fence.go dropHandedOn)
+	4462, // counters handed on under a fence, loaded from Redis after it lost its data: the write in doubt lost (owner/fence.go takeHeld)
+	857,  // a member restarted: its new run's heartbeats came before gossip saw it, and were taken for the run that left (lease/keeper.go SetView)
+	1766, // counters handed on without their buckets under a fence, Redis lost its data: the write in doubt dropped, and no one wrote it (owner/fence.go dropHandedOn)
+}
+
+// TestSeedsThatFailedOnce replays seedsThatFailed.
+func TestSeedsThatFailedOnce(t *testing.T) {
+	for _, seed := range seedsThatFailed {
+		if r := Run(Options{Seed: seed, Redis: seed%2 == 0, Faults: true}); r.Failed() {
+			t.Errorf("%s", r.Report())
+		}
+	}
 }
 
 // runSeeds runs n seeds from first, on every core, each seed on its own (a run is one

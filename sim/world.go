@@ -9,7 +9,6 @@ import (
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
-	"github.com/leapcount/leapcount/rpc"
 )
 
 // Timings of a simulated node: production's defaults, scaled down where only the
@@ -163,7 +162,7 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 }
 
 // noteHandoff is told each Handoff applied.
-func (w *world) noteHandoff(from, to *node, h *rpc.Handoff) {
+func (w *world) noteHandoff(from, to *node, h *owner.Handoff) {
 	if from.ring != nil {
 		for _, c := range h.Counters {
 			p := from.ring.Partition(c.Key)
@@ -239,7 +238,7 @@ func (n *node) lateHandoff(p int) bool {
 // ambiguous is told of a Handoff in doubt that a node settled without an answer: taken
 // as delivered, its counts are lost if its receiver never applied it; else they may
 // count twice, should the receiver come back having applied it.
-func (w *world) ambiguous(h *rpc.Handoff, delivered bool) {
+func (w *world) ambiguous(h *owner.Handoff, delivered bool) {
 	for _, c := range h.Counters {
 		var n, pending int64
 		for _, b := range c.Buckets {

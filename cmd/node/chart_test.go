@@ -43,7 +43,7 @@ func TestChartRenderings(t *testing.T) {
 	if err != nil || len(values) == 0 {
 		t.Fatalf("no renderings (*.values.yaml) in %s: %v", dir, err)
 	}
-	bin := buildBinary(t)
+	bin := nodeBinary(t)
 	for _, vf := range values {
 		name := strings.TrimSuffix(filepath.Base(vf), ".values.yaml")
 		t.Run(name, func(t *testing.T) {

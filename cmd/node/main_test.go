@@ -13,12 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/internal/wait"
 )
 
@@ -116,10 +118,10 @@ func TestTestClockOffsetFlag(t *testing.T) {
 
 func noEnv(string) (string, bool) { return "", false }
 
-// TestBinaryServesAndStopsOnSIGTERM builds the real binary, starts it on free ports,
+// TestBinaryServesAndStopsOnSIGTERM starts the node as a process on free ports,
 // uses it, and checks that SIGTERM ends it with exit code 0.
 func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
-	bin := buildBinary(t)
+	bin := nodeBinary(t)
 	p := startBinary(t, bin, "--name", "t1")
 	if r, err := http.Get("http://" + p.http + "/readyz"); err != nil || r.StatusCode != 200 {
 		t.Fatalf("/readyz right after \"node serving\": %v %v; want 200 (a node with no one to join is ready at once)", r, err)
@@ -148,7 +150,7 @@ func TestTokenFile(t *testing.T) {
 	if err != nil || cfg.TokenFile != file {
 		t.Fatalf("--token-file: got %q, %v; want %q", cfg.TokenFile, err, file)
 	}
-	p := startBinary(t, buildBinary(t), "--name", "t1", "--token-file", file)
+	p := startBinary(t, nodeBinary(t), "--name", "t1", "--token-file", file)
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
 	if err != nil || bytes.Contains(cmdline, []byte("s3cret")) {
 		t.Fatalf("the command line %q (%v) shows the token", cmdline, err)
@@ -226,12 +228,29 @@ func (l *stderrLines) all(t *testing.T) []string {
 	return append([]string(nil), l.lines...)
 }
 
-func buildBinary(t *testing.T) string {
+// asNodeEnv, set to 1 in a process started from this test binary, makes it run the
+// node's main instead of the tests.
+const asNodeEnv = "LEAPCOUNT_CMD_NODE_TEST_AS_NODE"
+
+// TestMain runs main when the tests start their own binary as a node (nodeBinary);
+// otherwise it runs the tests, with proctest's clean-up of stale firewall rules.
+func TestMain(m *testing.M) {
+	if os.Getenv(asNodeEnv) == "1" {
+		main() // it exits
+	}
+	os.Setenv(asNodeEnv, "1") // for every process the tests start from nodeBinary's path
+	os.Exit(proctest.Main(m))
+}
+
+// nodeBinary is the path of the node the tests run: this test binary, which holds
+// main, compiled as the tests are (under the race detector in make test). A separate go
+// build of the command (as chaos_test's proctest.Binary does) compiled every dependency
+// once more, without -race, in a cold make test.
+func nodeBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "leapcount-node")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	bin, err := os.Executable()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -254,6 +273,17 @@ func startBinary(t *testing.T, bin string, args ...string) proc {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	found := make(chan proc, 1)
 	lines := &stderrLines{done: make(chan struct{})}
+	t.Cleanup(func() {
+		if t.Failed() { // what the node logged explains most failures
+			name := "node"
+			if i := slices.Index(args, "--name"); i >= 0 && i+1 < len(args) {
+				name = args[i+1]
+			}
+			for _, l := range lines.snapshot() {
+				t.Logf("%s: %s", name, l)
+			}
+		}
+	})
 	go func() {
 		defer close(lines.done)
 		sc := bufio.NewScanner(stderr)
@@ -292,7 +322,7 @@ func waitExit(cmd *exec.Cmd, d time.Duration) error {
 // 0 for a ready node, also given a wildcard address as inside a container, and 1 when
 // nothing answers.
 func TestHealthcheckSubcommand(t *testing.T) {
-	p := startBinary(t, buildBinary(t), "--name", "t1")
+	p := startBinary(t, nodeBinary(t), "--name", "t1")
 	_, port, _ := net.SplitHostPort(p.http)
 	for _, addr := range []string{p.http, "0.0.0.0:" + port} {
 		var out bytes.Buffer
@@ -329,7 +359,7 @@ func TestJoinTakesDNSNames(t *testing.T) {
 // `version` and `--version` print the built binary's version line, with the Go that
 // built it, and exit 0 without starting a node.
 func TestVersionSubcommand(t *testing.T) {
-	bin := buildBinary(t)
+	bin := nodeBinary(t)
 	for _, arg := range []string{"version", "--version"} {
 		out, err := exec.Command(bin, arg).Output()
 		if err != nil {
@@ -346,7 +376,7 @@ func TestVersionSubcommand(t *testing.T) {
 // one line for each change of a member's state (b: alive, leaving, left), and a
 // graceful stop logs no ERROR, on the node that stops or on the one that stays.
 func TestLogsAreOneStreamAndQuietOnAGracefulStop(t *testing.T) {
-	bin := buildBinary(t)
+	bin := nodeBinary(t)
 	a := startBinary(t, bin, "--name", "a")
 	b := startBinary(t, bin, "--name", "b", "--join", a.gossip)
 	wait.For(t, 30*time.Second, func() error {

@@ -21,7 +21,7 @@ import (
 // joining the first, and waits until status reads the whole cluster as OK.
 func threeNodes(t *testing.T) (nodes []proc, tokenFile string) {
 	t.Helper()
-	bin := buildBinary(t)
+	bin := nodeBinary(t)
 	tokenFile = filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)

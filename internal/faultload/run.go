@@ -267,6 +267,10 @@ const (
 	outcomeUnknown         // sent, and no reply
 )
 
+// MayHaveCounted reports whether a request that failed with err may have counted
+// nonetheless: it was sent and no decided answer came back (outcome unknown).
+func MayHaveCounted(err error) bool { return err != nil && classify(err) == outcomeUnknown }
+
 // classify tells what a request's error says about its fate.
 func classify(err error) outcome {
 	if err == nil {

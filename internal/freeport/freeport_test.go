@@ -1,9 +1,12 @@
 package freeport
 
 import (
+	"errors"
 	"net"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestPortsCanBeBound(t *testing.T) {
@@ -24,5 +27,23 @@ func TestPortsCanBeBound(t *testing.T) {
 	u.Close()
 	if p, err := TCP(); err != nil || p <= 0 {
 		t.Fatalf("TCP: %d, %v", p, err)
+	}
+}
+
+func TestRefusedRefusesAndKeepsThePort(t *testing.T) {
+	addr, free, err := Refused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer free()
+	if c, err := net.DialTimeout("tcp", addr, time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial %s: %v; want connection refused", addr, err)
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Fatalf("listened on %s while Refused holds it", addr)
 	}
 }

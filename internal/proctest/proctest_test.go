@@ -5,11 +5,17 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/longtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
 
+// The tests that start nodes run in make test-long, beside chaos_test, which uses this
+// harness: under make test, Binary's build of the node would compile every dependency
+// once more, without -race, for them alone.
 func TestHasFlag(t *testing.T) {
+	longtest.Skip(t)
 	if !HasFlag(t, "redis") {
 		t.Errorf("HasFlag(redis) = false; want true")
 	}
@@ -21,6 +27,7 @@ func TestHasFlag(t *testing.T) {
 // The harness's own life cycle: start two nodes, stop one gracefully, restart it on
 // the same ports, freeze and thaw it, crash it and restart it again.
 func TestLifeCycle(t *testing.T) {
+	longtest.Skip(t)
 	c := StartCluster(t, 2, Options{})
 	n1 := c.Node(1)
 	for _, n := range c.Nodes() {

@@ -1,19 +1,24 @@
-package rpc
+package owner
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wire"
 	"github.com/leapcount/leapcount/leaparray"
 )
+
+var spec10 = leaparray.Spec{WindowMs: 60_000, Buckets: 10}
 
 type handoffSink struct {
 	mu  sync.Mutex
@@ -34,12 +39,30 @@ func (s *handoffSink) refuse(err error) {
 	s.mu.Unlock()
 }
 
+// answerHandoff delivers h as a receiver reads it, to sink, and returns what its
+// sender hears.
+func answerHandoff(t *testing.T, sink Receiver, h *Handoff) error {
+	t.Helper()
+	body, err := EncodeHandoff(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := HandoffAnswerer(sink)(context.Background(), body, nil)
+	if err != nil {
+		t.Fatalf("the receiver rejects %+v: %v", h, err)
+	}
+	d := wire.NewDecoder(ack)
+	err = ReadHandoffAck(&d)
+	if bad := d.End(); bad != nil {
+		t.Fatalf("malformed ack %x: %v", ack, bad)
+	}
+	return err
+}
+
+// A Handoff reaches its receiver intact, in each of the forms senders have sent it,
+// and the sender hears the receiver's refusal as it was meant.
 func TestHandoffRoundTrip(t *testing.T) {
-	o := startOwner(t, "")
 	sink := &handoffSink{}
-	o.srv.SetHandoffHandler(sink)
-	c := NewClient(Config{})
-	defer c.Close()
 	h := &Handoff{From: "n1", ID: 9, ToRun: 77, Partitions: []int{3, 270},
 		Counters: []HandoffCounter{
 			{Key: "k{x}", Spec: spec10,
@@ -48,9 +71,6 @@ func TestHandoffRoundTrip(t *testing.T) {
 			{Key: "", Spec: leaparray.Spec{WindowMs: 1, Buckets: 1}},
 		},
 		Fences: []HandoffFence{{WriterKey: "lc:{w}:w:n1.7", Seq: 1 << 40}, {WriterKey: "", Seq: 0}}}
-	if err := c.Handoff(context.Background(), o.addr, h); err != nil {
-		t.Fatal(err)
-	}
 	noFences := *h
 	noFences.ID, noFences.Fences = 10, nil // the frame of a sender without fences (and of older nodes)
 	epochOnly := noFences
@@ -58,8 +78,8 @@ func TestHandoffRoundTrip(t *testing.T) {
 	both := *h
 	both.ID, both.Epoch = 12, "1a2b"
 	want := []*Handoff{h, &noFences, &epochOnly, &both}
-	for _, x := range want[1:] {
-		if err := c.Handoff(context.Background(), o.addr, x); err != nil {
+	for _, x := range want {
+		if err := answerHandoff(t, sink, x); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,20 +88,19 @@ func TestHandoffRoundTrip(t *testing.T) {
 		t.Fatalf("got %+v; want %+v", sink.got, want)
 	}
 	sink.mu.Unlock()
-	sink.refuse(errors.New("not expecting it"))
-	err := c.Handoff(context.Background(), o.addr, h)
-	if !errors.Is(err, ErrHandoffRefused) || errors.Is(err, ErrHandoffNotOwner) {
-		t.Fatalf("refused handoff: got %v; want ErrHandoffRefused, not ErrHandoffNotOwner", err)
-	}
-	sink.refuse(fmt.Errorf("%w: partition 3 is n2's here", ErrHandoffNotOwner))
-	err = c.Handoff(context.Background(), o.addr, h)
-	if !errors.Is(err, ErrHandoffNotOwner) || !errors.Is(err, ErrHandoffRefused) {
-		t.Fatalf("handoff to a non-owner: got %v; want ErrHandoffNotOwner (an ErrHandoffRefused)", err)
-	}
-	// Ops still work on the same connection.
-	res := make([]counter.Result, 1)
-	if err := c.Do(context.Background(), o.addr, fwd(incr("a", 1)), res); err != nil || res[0].Count != 1 {
-		t.Fatalf("after handoffs: %v %+v", err, res[0])
+	for _, tc := range []struct {
+		refusal     error
+		want, wantN error
+	}{
+		{errors.New("not expecting it"), ErrHandoffRefused, ErrHandoffNotOwner},
+		{fmt.Errorf("%w: partition 3 is n2's here", ErrHandoffNotOwner), ErrHandoffNotOwner, ErrHandoffOtherRun},
+		{fmt.Errorf("%w: run 8", ErrHandoffOtherRun), ErrHandoffOtherRun, ErrHandoffNotOwner},
+	} {
+		sink.refuse(tc.refusal)
+		err := answerHandoff(t, sink, h)
+		if !errors.Is(err, tc.want) || !errors.Is(err, ErrHandoffRefused) || errors.Is(err, tc.wantN) {
+			t.Fatalf("refused with %v: got %v; want %v (an ErrHandoffRefused), not %v", tc.refusal, err, tc.want, tc.wantN)
+		}
 	}
 }
 
@@ -114,7 +133,7 @@ func TestHandoffSize(t *testing.T) {
 			t.Fatalf("counter %d: HandoffSize got %d; want %d", i, got, want)
 		}
 		h := &Handoff{From: "n1", ID: r.Uint64(), ToRun: r.Uint64(), Partitions: []int{r.IntN(1 << 20)}, Counters: []HandoffCounter{c}}
-		frame := appendHandoff(appendHeader(nil, frameHandoff, 1<<63), h)
+		frame := appendHandoff(make([]byte, 4+1+binary.MaxVarintLen64), h) // length, type, the longest id
 		if bound := handoffFrameSize(h); bound < len(frame) || bound > len(frame)+9 {
 			t.Fatalf("handoff %d: frame size bound %d for a frame of %d", i, bound, len(frame))
 		}
@@ -136,17 +155,11 @@ func bigCounters(bytes int) []HandoffCounter {
 	return cs
 }
 
-// A handoff over MaxHandoffBytes, or one the receiver would reject, is refused at once,
-// unsent; one just under the limit is applied.
+// A handoff over MaxHandoffBytes, or one the receiver would reject, is refused before
+// it is sent; one just under the limit is applied.
 func TestHandoffLimits(t *testing.T) {
-	o := startOwner(t, "")
-	sink := &handoffSink{}
-	o.srv.SetHandoffHandler(sink)
-	c := NewClient(Config{Timeout: 10 * time.Second})
-	defer c.Close()
 	cs := bigCounters(MaxHandoffBytes)
-	err := c.Handoff(context.Background(), o.addr, &Handoff{From: "n1", Counters: cs})
-	if !errors.Is(err, ErrHandoffTooLarge) {
+	if _, err := EncodeHandoff(&Handoff{From: "n1", Counters: cs}); !errors.Is(err, ErrHandoffTooLarge) {
 		t.Fatalf("handoff over the limit: got %v; want ErrHandoffTooLarge", err)
 	}
 	for _, bad := range []HandoffCounter{
@@ -154,26 +167,22 @@ func TestHandoffLimits(t *testing.T) {
 		{Key: "b", Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 7}},
 		{Key: "n", Spec: leaparray.Spec{WindowMs: 60_000, Buckets: 1}, Pending: make([]leaparray.Bucket, 2)},
 	} {
-		if err := c.Handoff(context.Background(), o.addr, &Handoff{Counters: []HandoffCounter{bad}}); err == nil {
-			t.Errorf("%+v: sent a counter the receiver rejects", bad.Spec)
+		if _, err := EncodeHandoff(&Handoff{Counters: []HandoffCounter{bad}}); err == nil {
+			t.Errorf("%+v: encoded a counter the receiver rejects", bad.Spec)
 		}
-	}
-	if got := c.Stats().Frames; got != 0 {
-		t.Fatalf("frames: got %d; want 0", got)
 	}
 	h := &Handoff{From: "n1", Counters: cs[:len(cs)-1]}
 	if handoffFrameSize(h) > MaxHandoffBytes {
 		t.Fatal("test bug: the smaller handoff is over the limit too")
 	}
-	if err := c.Handoff(context.Background(), o.addr, h); err != nil {
+	if err := answerHandoff(t, &handoffSink{}, h); err != nil {
 		t.Fatalf("handoff under the limit: %v", err)
 	}
 }
 
-// rawHandoff builds a handoff frame body (type onwards) with one counter given raw.
+// RawHandoff builds a handoff's encoding with one counter given raw.
 func rawHandoff(counter ...[]byte) []byte {
-	b := []byte{frameHandoff, 1}
-	b = append(b, nameOf(2)...)
+	b := nameOf(2)
 	b = append(b, 1, 1, 0, 1) // id, epoch, no partitions, one counter
 	for _, p := range counter {
 		b = append(b, p...)
@@ -211,13 +220,13 @@ func TestDecodeHandoffBounds(t *testing.T) {
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		out, err := (&Server{}).serveHandoff(context.Background(), tc.frame)
+		out, err := HandoffAnswerer(&handoffSink{})(context.Background(), tc.frame, nil)
 		runtime.ReadMemStats(&after)
 		if (err == nil) != tc.ok || (err == nil) != (out != nil) {
 			t.Errorf("%s: got %v; want ok=%v", tc.name, err, tc.ok)
 		}
-		if err != nil && !errors.Is(err, ErrBadFrame) {
-			t.Errorf("%s: got %v; want ErrBadFrame", tc.name, err)
+		if err != nil && !errors.Is(err, wire.ErrMalformed) {
+			t.Errorf("%s: got %v; want wire.ErrMalformed", tc.name, err)
 		}
 		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 			t.Errorf("%s: decoding allocated %d bytes", tc.name, n)
@@ -225,15 +234,6 @@ func TestDecodeHandoffBounds(t *testing.T) {
 	}
 }
 
-// A malformed handoff drops the connection, like any malformed frame.
-func TestMalformedHandoffDropsConnection(t *testing.T) {
-	o := startOwner(t, "")
-	o.srv.SetHandoffHandler(&handoffSink{})
-	key := nameOf(1)
-	if !answered(t, o.addr, rawHandoff(key, uv(60_000), uv(10), []byte{0}, uv(0), uv(0))) {
-		t.Fatal("the server did not answer a valid handoff")
-	}
-	if answered(t, o.addr, rawHandoff(key, uv(60_000), uv(7), []byte{0}, uv(0), uv(0))) {
-		t.Fatal("the server answered a handoff with an invalid spec")
-	}
-}
+func uv(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+
+func nameOf(n int) []byte { return append(uv(uint64(n)), strings.Repeat("n", n)...) }

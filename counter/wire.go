@@ -1,0 +1,121 @@
+package counter
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/leapcount/leapcount/internal/wire"
+)
+
+// Wire is how ops and their results travel between nodes, in the frames of package
+// rpc (its Codec): an op is u8 kind | uvarint key length | key | uvarint window ms |
+// uvarint buckets | uvarint n | uvarint limit; a result is u8 code and, for code OK,
+// uvarint count | u8 allowed | uvarint remaining | varint retry | u8 existed, for an
+// error code uvarint length | message. The codes carry this package's sentinel errors
+// across the hop, so errors.Is works on a result decoded from a peer.
+type Wire struct{}
+
+// Result codes on the wire.
+const (
+	codeOK uint8 = iota
+	codeBadInput
+	codeNotOwner
+	codeUnavailable
+	codeShuttingDown
+	codeExpired
+	codeFull // a node that does not know it reads it as codeUnavailable
+)
+
+// AppendOp appends op.
+func (Wire) AppendOp(b []byte, op *Op) []byte {
+	b = append(b, uint8(op.Kind))
+	b = wire.AppendString(b, op.Key)
+	b = binary.AppendUvarint(b, uint64(op.Window))
+	b = binary.AppendUvarint(b, uint64(op.Buckets))
+	b = binary.AppendUvarint(b, uint64(op.N))
+	return binary.AppendUvarint(b, uint64(op.Limit))
+}
+
+// ReadOp reads an op into op. It is not checked: a receiver checks it as it checks
+// every op it is given (Limits.Check).
+func (Wire) ReadOp(d *wire.Decoder, op *Op) {
+	*op = Op{Kind: Kind(d.Byte("kind"))}
+	op.Key = string(d.Bytes("key"))
+	op.Window = d.Int63("window")
+	op.Buckets = int(min(d.Uvarint("buckets"), 1<<31))
+	op.N = d.Int63("n")
+	op.Limit = d.Int63("limit")
+}
+
+// AppendResult appends r.
+func (Wire) AppendResult(b []byte, r *Result) []byte {
+	code := errCode(r.Err)
+	b = append(b, code)
+	if code != codeOK {
+		return wire.AppendString(b, r.Err.Error())
+	}
+	b = binary.AppendUvarint(b, uint64(r.Count))
+	b = append(b, wire.Bool(r.Allowed))
+	b = binary.AppendUvarint(b, uint64(r.Remaining))
+	b = binary.AppendVarint(b, r.RetryAfterMs)
+	return append(b, wire.Bool(r.Existed))
+}
+
+// ReadResult reads a result into r.
+func (Wire) ReadResult(d *wire.Decoder, r *Result) {
+	code := d.Byte("code")
+	if code != codeOK {
+		*r = Result{Err: codeErr(code, string(d.Bytes("message")))}
+		return
+	}
+	*r = Result{
+		Count:        d.Int63("count"),
+		Allowed:      d.Byte("allowed") == 1,
+		Remaining:    d.Int63("remaining"),
+		RetryAfterMs: d.Varint("retry"),
+		Existed:      d.Byte("existed") == 1,
+	}
+}
+
+// Expired is the result of an op its receiver did not decide because its time ran out
+// (ErrExpired).
+func (Wire) Expired() Result { return Result{Err: ErrExpired} }
+
+func errCode(err error) uint8 {
+	switch {
+	case err == nil:
+		return codeOK
+	case errors.Is(err, ErrNotOwner):
+		return codeNotOwner
+	case errors.Is(err, ErrExpired):
+		return codeExpired
+	case errors.Is(err, ErrShuttingDown):
+		return codeShuttingDown
+	case errors.Is(err, ErrFull):
+		return codeFull
+	case IsBadInput(err):
+		return codeBadInput
+	}
+	return codeUnavailable
+}
+
+// codeErr rebuilds an error from the wire, wrapping the matching sentinel.
+func codeErr(code uint8, msg string) error {
+	switch code {
+	case codeOK:
+		return nil
+	case codeNotOwner:
+		return fmt.Errorf("%w: %s", ErrNotOwner, msg)
+	case codeExpired:
+		return fmt.Errorf("%w: %w: %s", ErrUnavailable, ErrExpired, msg)
+	case codeShuttingDown:
+		return fmt.Errorf("%w: %s", ErrShuttingDown, msg)
+	case codeBadInput:
+		return fmt.Errorf("%w: %s", ErrBadArgument, msg)
+	case codeFull: // the message already says it, once is enough
+		return fmt.Errorf("%w: %s", ErrFull, strings.TrimPrefix(msg, ErrFull.Error()+": "))
+	}
+	return fmt.Errorf("%w: %s", ErrUnavailable, msg)
+}

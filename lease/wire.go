@@ -1,0 +1,232 @@
+package lease
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/leapcount/leapcount/internal/wire"
+)
+
+// How heartbeats travel between nodes (package rpc carries them as messages of their
+// own kind). A heartbeat is name from | uvarint incarnation | uvarint round | set claims |
+// set releases | names voters | names alive | uvarint voters version. Its answer is u8
+// status (0 replied, 1 no reply) and then uvarint round | u8 refusal | set granted |
+// names voters | names alive | uvarint voters version, or name message. A name is
+// uvarint length | bytes (at most MaxNameBytes), names a uvarint count (at most
+// MaxMembers) of names, a set a uvarint count of uvarint 64-bit words (at most
+// MaxPartitions bits). Versions before the voters' version send neither it nor expect
+// it (Legacy).
+
+// ErrNoReply: the peer answered a heartbeat without a reply: it has no lease handler,
+// or its reply did not fit the wire's bounds.
+var ErrNoReply = errors.New("lease: peer gave no heartbeat reply")
+
+// maxSetWords bounds a partition set on the wire: MaxPartitions bits.
+const maxSetWords = MaxPartitions / 64
+
+// Heartbeat answer status.
+const (
+	replied uint8 = iota
+	noReply
+)
+
+// AppendRequest appends r in the wire's encoding. CheckRequest says whether a
+// receiver will take it.
+func AppendRequest(b []byte, r *Request) []byte {
+	b = wire.AppendString(b, r.From)
+	b = binary.AppendUvarint(b, r.Incarnation)
+	b = binary.AppendUvarint(b, r.Round)
+	b = appendSet(appendSet(b, r.Claims), r.Releases)
+	b = appendNames(appendNames(b, r.Voters), r.Alive)
+	if r.Legacy {
+		return b
+	}
+	return binary.AppendUvarint(b, r.Version)
+}
+
+// ReadRequest reads a heartbeat into r; the decoder's error says if it was malformed.
+func ReadRequest(d *wire.Decoder, r *Request) {
+	r.From = name(d, "from")
+	r.Incarnation = d.Uvarint("incarnation")
+	r.Round = d.Uvarint("round")
+	r.Claims = set(d, "claims")
+	r.Releases = set(d, "releases")
+	r.Voters = names(d, "voters")
+	r.Alive = names(d, "alive")
+	r.Version, r.Legacy = votersVersion(d)
+}
+
+// AppendAnswer appends the answer to a heartbeat: rep, or why there is none.
+func AppendAnswer(b []byte, rep *Reply) []byte {
+	if err := checkReply(rep); err != nil {
+		return wire.AppendString(append(b, noReply), err.Error())
+	}
+	b = binary.AppendUvarint(append(b, replied), rep.Round)
+	b = append(b, uint8(rep.Refused))
+	b = appendSet(b, rep.Granted)
+	b = appendNames(appendNames(b, rep.Voters), rep.Alive)
+	if !rep.Legacy {
+		b = binary.AppendUvarint(b, rep.Version)
+	}
+	return b
+}
+
+// ReadAnswer reads a heartbeat's answer: the reply, or the peer's reason for giving
+// none (ErrNoReply). The decoder's error says if it was malformed.
+func ReadAnswer(d *wire.Decoder) (*Reply, error) {
+	switch d.Byte("status") {
+	case replied:
+	case noReply:
+		msg := string(d.Bytes("message"))
+		return nil, fmt.Errorf("%w: %s", ErrNoReply, msg)
+	default:
+		d.Fail("heartbeat answer status")
+		return nil, nil
+	}
+	rep := &Reply{Round: d.Uvarint("round")}
+	refused := Refusal(d.Byte("refusal"))
+	if refused > RefusedWrongShape {
+		d.Fail("refusal")
+	}
+	rep.Refused = refused
+	rep.Granted = set(d, "granted")
+	rep.Voters = names(d, "voters")
+	rep.Alive = names(d, "alive")
+	rep.Version, rep.Legacy = votersVersion(d)
+	return rep, nil
+}
+
+// Answerer answers heartbeats that arrive as bytes (rpc.MessageHandler's Answer), with
+// handle (Keeper.Handle in a node; nil: no reply). It is called in the connection's
+// reader, so handle must be fast and never wait.
+func Answerer(handle func(*Request) *Reply) func(ctx context.Context, body, out []byte) ([]byte, error) {
+	return func(_ context.Context, body, out []byte) ([]byte, error) {
+		var req Request
+		d := wire.NewDecoder(body)
+		ReadRequest(&d, &req)
+		if err := d.End(); err != nil {
+			return nil, err
+		}
+		var rep *Reply
+		if handle != nil {
+			rep = handle(&req)
+		}
+		if rep != nil {
+			rep.Legacy = req.Legacy // answered in the format it was asked in
+		}
+		return AppendAnswer(out, rep), nil
+	}
+}
+
+func appendSet(b []byte, s Set) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	for _, w := range s {
+		b = binary.AppendUvarint(b, w)
+	}
+	return b
+}
+
+func appendNames(b []byte, names []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, n := range names {
+		b = wire.AppendString(b, n)
+	}
+	return b
+}
+
+// votersVersion reads the voters' version, the last field of a heartbeat or its answer,
+// which versions before it do not send (legacy).
+func votersVersion(d *wire.Decoder) (version uint64, legacy bool) {
+	if d.Err() == nil && d.Len() == 0 {
+		return 0, true
+	}
+	return d.Uvarint("voters version"), false
+}
+
+func name(d *wire.Decoder, what string) string {
+	v := d.Bytes(what)
+	if len(v) > MaxNameBytes {
+		d.Fail(what)
+	}
+	return string(v)
+}
+
+func names(d *wire.Decoder, what string) []string {
+	n := d.Count(what, 1, MaxMembers)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		out = append(out, name(d, what))
+	}
+	return out
+}
+
+func set(d *wire.Decoder, what string) Set {
+	n := d.Count(what, 1, maxSetWords)
+	if n == 0 {
+		return nil
+	}
+	s := make(Set, 0, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		s = append(s, d.Uvarint(what))
+	}
+	return s
+}
+
+// CheckRequest is what the receiver's decoder demands of r, checked before sending: a
+// frame it rejects would cost the connection and every call on it.
+func CheckRequest(r *Request) error {
+	if len(r.From) > MaxNameBytes {
+		return fmt.Errorf("lease: heartbeat sender's name of %d bytes, over lease.MaxNameBytes (%d)", len(r.From), MaxNameBytes)
+	}
+	if err := checkSet("claims", r.Claims); err != nil {
+		return err
+	}
+	if err := checkSet("releases", r.Releases); err != nil {
+		return err
+	}
+	if err := checkNames("voters", r.Voters); err != nil {
+		return err
+	}
+	return checkNames("alive", r.Alive)
+}
+
+// checkReply is CheckRequest for a reply (none is an error too).
+func checkReply(r *Reply) error {
+	if r == nil {
+		return fmt.Errorf("no reply (this node has no lease handler, or it gave none)")
+	}
+	if r.Refused > RefusedWrongShape {
+		return fmt.Errorf("lease: heartbeat reply: unknown refusal %d", r.Refused)
+	}
+	if err := checkSet("granted", r.Granted); err != nil {
+		return err
+	}
+	if err := checkNames("voters", r.Voters); err != nil {
+		return err
+	}
+	return checkNames("alive", r.Alive)
+}
+
+func checkSet(what string, s Set) error {
+	if len(s) > maxSetWords {
+		return fmt.Errorf("lease: heartbeat %s: set of %d partitions, over lease.MaxPartitions (%d)", what, 64*len(s), MaxPartitions)
+	}
+	return nil
+}
+
+func checkNames(what string, names []string) error {
+	if len(names) > MaxMembers {
+		return fmt.Errorf("lease: heartbeat %s: %d names, over lease.MaxMembers (%d)", what, len(names), MaxMembers)
+	}
+	for _, n := range names {
+		if len(n) > MaxNameBytes {
+			return fmt.Errorf("lease: heartbeat %s: name of %d bytes, over lease.MaxNameBytes (%d)", what, len(n), MaxNameBytes)
+		}
+	}
+	return nil
+}
