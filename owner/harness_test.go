@@ -158,6 +158,7 @@ type net struct {
 	bounds  *leaparray.Bounds // the bounds of the stores of owners added next; nil: none
 	wrap    func(Redis) Redis // when set, what the owners added next use as Redis
 	run     uint64            // the run (Config.Run) of the owners added next; 0: runs not checked
+	logs    slog.Handler      // where the owners added next log (nil: nowhere)
 }
 
 func (n *net) Handoff(ctx context.Context, addr string, h *Handoff) error {
@@ -214,9 +215,13 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	if n.wrap != nil && rio != nil {
 		rio = n.wrap(rio)
 	}
+	logs := n.logs
+	if logs == nil {
+		logs = slog.DiscardHandler
+	}
 	o := New(Config{Self: name, Run: n.run, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
 		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(logs)})
 	fl.onChange = o.LeasesChanged
 	go o.Run()
 	t.Cleanup(o.Close)

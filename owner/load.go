@@ -1,8 +1,10 @@
 package owner
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -69,6 +71,7 @@ func (o *Owner) listMisses(rg *ring.Ring, r *request, now int64) (*load, []int) 
 		o.noteDecided(p)
 		if o.skipsLoad(p, op) {
 			o.skipped.Add(1)
+			o.traceLoad(op.Key, p, nil)
 			continue
 		}
 		l.misses = append(l.misses, &miss{op: i, gen: o.parts.gen[p].Load()})
@@ -173,6 +176,7 @@ func (o *Owner) loadStamps(l *load) {
 		for _, m := range l.todo() {
 			if op := &l.r.ops[m.op]; o.skipsLoad(l.rg.SlotPartition(op.Slot), op) {
 				o.skipped.Add(1)
+				o.traceLoad(op.Key, l.rg.SlotPartition(op.Slot), nil)
 				m.buckets = []leaparray.Bucket{} // nothing to load: created empty by its op
 			}
 		}
@@ -264,6 +268,7 @@ func (o *Owner) install(l *load) map[int]error {
 			if mutate.On(mutate.SkipResetCheck) {
 				mark = o.cfg.Store.ResetMark()
 			}
+			o.traceLoad(op.Key, p, m.buckets)
 			if _, err := o.cfg.Store.TrySeed(op.Key, spec(op), m.buckets, o.cfg.Now(), mark); errors.Is(err, leaparray.ErrResetSince) {
 				bad[ref] = fmt.Errorf("%w: a counter was reset while %q was loaded", counter.ErrNotOwner, op.Key)
 			} else if err != nil {
@@ -282,4 +287,21 @@ func (o *Owner) install(l *load) map[int]error {
 		}
 	}
 	return failed
+}
+
+// traceLoad logs, at debug level, a counter loaded from Redis (buckets) or created
+// without a load (nil): the story of a count that went wrong starts there.
+func (o *Owner) traceLoad(key string, p int, buckets []leaparray.Bucket) {
+	if !o.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	if buckets == nil {
+		o.cfg.Logger.Debug("counter created without a load", "key", key, "partition", p, "gen", o.parts.gen[p].Load())
+		return
+	}
+	var sum uint64
+	for _, b := range buckets {
+		sum += b.Count
+	}
+	o.cfg.Logger.Debug("counter loaded", "key", key, "partition", p, "gen", o.parts.gen[p].Load(), "sum", sum, "buckets", len(buckets))
 }

@@ -35,6 +35,7 @@ func (o *Owner) decideAtOnce(ops []counter.Op, results []counter.Result) bool {
 			if !o.skipsLoad(p, op) {
 				return false // Redis may hold some of it: a load
 			}
+			o.traceLoad(op.Key, p, nil)
 			skips++
 		}
 	}

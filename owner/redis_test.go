@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,6 +65,48 @@ func TestReleaseThroughRedis(t *testing.T) {
 		mustCount(t, b.Owner, k, 5)
 	}
 }
+
+// A release that ended is not stepped again by a timer or an answer armed before its
+// end: it persisted once ("released partitions through Redis" was logged twice, the
+// second time for no partition).
+func TestReleaseEndsOnce(t *testing.T) {
+	_, st := startRedis(t)
+	logs := &messageCount{msg: "released partitions through Redis"}
+	n := net{logs: logs}
+	a, b := n.sole(t, "a", st), n.add(t, "b", st)
+	two := ringOf("a", "b")
+	do(a.Owner, incr(keysOf(two, "b", 1)[0], 1))
+	b.SetRing(two)
+	a.SetRing(two)
+	a.mu.Lock()
+	rel := a.releases.jobs[0]
+	a.mu.Unlock()
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.stepRelease(rel) // as the poll timer armed while it waited for Redis does
+	a.mu.Unlock()
+	if got := logs.n.Load(); got != 1 {
+		t.Fatalf("the release ended %d times; want once", got)
+	}
+}
+
+// messageCount is a log handler that counts the records whose message is msg.
+type messageCount struct {
+	msg string
+	n   atomic.Int64
+}
+
+func (h *messageCount) Enabled(context.Context, slog.Level) bool { return true }
+func (h *messageCount) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h *messageCount) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *messageCount) WithGroup(string) slog.Handler      { return h }
 
 // With Redis down, a partition that moves carries its counters to the new owner
 // directly, each with the part Redis has not seen. Redis comes back empty: the new owner,

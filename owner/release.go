@@ -108,6 +108,9 @@ func (o *Owner) stepReleases() {
 }
 
 func (o *Owner) stepRelease(rel *release) {
+	if !slices.Contains(o.releases.jobs, rel) {
+		return // it ended: a timer or an answer armed before that finds nothing to do
+	}
 	if rel.persist {
 		o.stepPersist(rel)
 	}
