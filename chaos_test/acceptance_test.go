@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,7 @@ func TestAcceptanceRedisHandoff(t *testing.T) {
 		t.Logf("the node has no --flush-interval flag yet: the loss bound assumes %v", flushInterval)
 	}
 	args = append(args, fastDetection...)
+	args = append(args, "--log-level", "debug") // a lost count's story (story)
 	c := proctest.StartCluster(t, 3, proctest.Options{Args: args})
 	g := faultload.New(faultload.Config{Keys: 2000, Workers: 8, Seed: s, Rate: 4000}, c.RESPAddrs()...)
 	defer g.Close()
@@ -183,6 +185,7 @@ func (a *acceptance) end(more func(faultload.Stats)) ([]int64, faultload.Counts)
 	}
 	if !r.OK() && a.name != "sigkill" {
 		a.t.Errorf("step %s: lost %d increments on %d keys, %d extra on %d keys; want none", a.name, r.Lost, r.LostKeys, r.Extra, r.ExtraKeys)
+		a.story(missing(tallies, a.base, counts), tallies.Keys)
 	}
 	if more != nil {
 		more(st)
@@ -192,6 +195,25 @@ func (a *acceptance) end(more func(faultload.Stats)) ([]int64, faultload.Counts)
 		a.base = counts
 	}
 	return missing(tallies, base, counts), tallies
+}
+
+// story logs, for the first two keys that lost counts, what every node's log says of
+// them: the nodes run with --log-level debug, which logs each counter loaded from Redis
+// or created without a load.
+func (a *acceptance) story(lost []int64, keys []string) {
+	shown := 0
+	for i, l := range lost {
+		if l == 0 || shown == 2 {
+			continue
+		}
+		shown++
+		var lines []string
+		for _, n := range a.c.Nodes() {
+			lines = append(lines, n.LogLines(`"key":"`+keys[i]+`"`, 40)...)
+		}
+		slices.Sort(lines) // JSON lines begin with their time after the node's name: by node, then time
+		a.t.Logf("the logs on %s (lost %d):\n%s", keys[i], l, strings.Join(lines, "\n"))
+	}
 }
 
 // missing is, per key, how many acknowledged increments the counts lack (0 or more).

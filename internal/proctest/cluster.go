@@ -3,7 +3,9 @@ package proctest
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,7 +71,32 @@ func (c *Cluster) cleanup() {
 		for _, n := range nodes {
 			c.t.Logf("%s", n.LogTail(6000))
 		}
+		c.keepLogs(nodes)
 	}
+}
+
+// keepLogs copies the nodes' whole logs of a failed test into the directory
+// LEAPCOUNT_KEEP_LOGS names, if any: the tails printed above are often not enough.
+func (c *Cluster) keepLogs(nodes []*Node) {
+	dir := os.Getenv("LEAPCOUNT_KEEP_LOGS")
+	if dir == "" {
+		return
+	}
+	dir = filepath.Join(dir, strings.ReplaceAll(c.t.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Logf("proctest: keep logs: %v", err)
+		return
+	}
+	for _, n := range nodes {
+		b, err := os.ReadFile(n.logPath)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, n.name+".log"), b, 0o644)
+		}
+		if err != nil {
+			c.t.Logf("proctest: keep logs: %v", err)
+		}
+	}
+	c.t.Logf("proctest: the nodes' logs are in %s", dir)
 }
 
 // Add starts one more node, node-i for the next i, joining node 0 if it is live, else

@@ -127,6 +127,9 @@ func (n *Node) launch(addrs Addrs, join []string) error {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
 	args = append(args, n.c.opts.Args...)
+	if more := os.Getenv("LEAPCOUNT_TEST_NODE_ARGS"); more != "" {
+		args = append(args, strings.Fields(more)...) // for a hunt: --log-level debug, say
+	}
 	f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -290,6 +293,22 @@ func (n *Node) Restart() {
 		n.forceKill()
 		n.c.t.Fatalf("proctest: restart %s: %v\n%s", n.name, err, n.LogTail(4096))
 	}
+}
+
+// LogLines returns the lines of the node's log that contain substr, at most max of
+// them (the last ones), each prefixed by the node's name.
+func (n *Node) LogLines(substr string, max int) []string {
+	b, err := os.ReadFile(n.logPath)
+	if err != nil {
+		return []string{fmt.Sprintf("(%s: no log: %v)", n.name, err)}
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, substr) {
+			out = append(out, n.name+": "+strings.TrimSuffix(line, "\n"))
+		}
+	}
+	return out[len(out)-min(max, len(out)):]
 }
 
 // LogTail is the last max bytes of the node's log, for failure messages.

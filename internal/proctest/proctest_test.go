@@ -3,6 +3,8 @@ package proctest
 import (
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -77,4 +79,19 @@ func TestLifeCycle(t *testing.T) {
 		t.Fatalf("Restart kept pid %d; want a new process", pid)
 	}
 	c.WaitConverged()
+}
+
+// LogLines finds a key's lines, the last max of them, named by their node.
+func TestLogLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n.log")
+	log := "{\"key\":\"a\",\"i\":1}\n{\"key\":\"b\"}\n{\"key\":\"a\",\"i\":2}\n{\"key\":\"a\",\"i\":3}\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{name: "node-7", logPath: path}
+	got := n.LogLines(`"key":"a"`, 2)
+	want := []string{`node-7: {"key":"a","i":2}`, `node-7: {"key":"a","i":3}`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("LogLines = %q; want %q", got, want)
+	}
 }
