@@ -173,7 +173,11 @@ func (n *Node) syncMembership() {
 	view := lease.View{DeadSince: map[string]int64{}, LeftRuns: map[string]uint64{}}
 	var peers []lease.Peer
 	live := map[string]bool{}
+	leavers := map[string]bool{}
 	for _, m := range members {
+		if m.State == cluster.StateLeaving || m.State == cluster.StateLeft {
+			leavers[m.Name] = true
+		}
 		switch m.State {
 		case cluster.StateAlive, cluster.StateLeaving:
 			view.Alive = append(view.Alive, m.Name)
@@ -189,6 +193,7 @@ func (n *Node) syncMembership() {
 			view.DeadSince[m.Name] = now - int64(time.Since(m.Since))
 		}
 	}
+	n.leavers.Store(&leavers) // before the ring is rebuilt: the owner reads it then
 	n.keeper.SetView(view, peers)
 	for _, m := range members {
 		if m.RPCAddr != "" && !live[m.RPCAddr] && n.connectionDone(m) {
@@ -325,4 +330,11 @@ func shortVersion(v string) string {
 		return v[:64]
 	}
 	return v
+}
+
+// leftGracefully reports whether gossip shows the member named leaving or left
+// (owner.Config.Leaving).
+func (n *Node) leftGracefully(name string) bool {
+	m := n.leavers.Load()
+	return m != nil && (*m)[name]
 }

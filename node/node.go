@@ -53,6 +53,9 @@ type Node struct {
 	incarnation uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth     peerauth.Mode // what authenticates peers on the rpc port
 	ringMembers []ring.Member // the members of the ring in use (watchMembership's)
+	// leavers are the members gossip shows leaving or left (syncMembership's): the
+	// owner waits for counters it handed to them (owner.Config.Leaving).
+	leavers atomic.Pointer[map[string]bool]
 	// smallestSeen is the smallest member name gossip has shown (watchMembership's):
 	// only that member may found a new cluster.
 	smallestSeen string
@@ -133,7 +136,7 @@ func Start(cfg Config) (*Node, error) {
 	n.memberChanges = newMemberChanges(n.reg)
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
 		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(peerrpc.Handoffs{C: n.rpcClient}), n.handoffs}, Now: cfg.Now, Limits: limits,
-		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait,
+		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait, Leaving: n.leftGracefully,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, peerrpc.Forwarder{C: n.rpcClient}, limits)
 	n.router.FailOpen = cfg.FailOpen
@@ -387,6 +390,7 @@ func (n *Node) drain(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d)/2, 0)
 	}
+	n.owner.Leave() // before the news: no counters are handed here from now on
 	if err := n.cluster.MarkLeaving(timeout); err != nil && !errors.Is(err, cluster.ErrShutdown) {
 		return err
 	}

@@ -159,6 +159,23 @@ type net struct {
 	wrap    func(Redis) Redis // when set, what the owners added next use as Redis
 	run     uint64            // the run (Config.Run) of the owners added next; 0: runs not checked
 	logs    slog.Handler      // where the owners added next log (nil: nowhere)
+	leavers map[string]bool   // the members every owner sees leaving (Config.Leaving); under mu
+}
+
+// leave makes every owner see the member named leaving gracefully (Config.Leaving).
+func (n *net) leave(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.leavers == nil {
+		n.leavers = map[string]bool{}
+	}
+	n.leavers[name] = true
+}
+
+func (n *net) leaving(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leavers[name]
 }
 
 func (n *net) Handoff(ctx context.Context, addr string, h *Handoff) error {
@@ -220,7 +237,7 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 		logs = slog.DiscardHandler
 	}
 	o := New(Config{Self: name, Run: n.run, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
-		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond,
+		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond, Leaving: n.leaving,
 		Logger: slog.New(logs)})
 	fl.onChange = o.LeasesChanged
 	go o.Run()

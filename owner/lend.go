@@ -13,9 +13,17 @@ import (
 // memory lacks what it handed on: decided from that memory, a count would be short and
 // an allow would admit past the limit. So it is claimed (nobody else is granted it) and
 // not decided (Lent) until the counters return: a Handoff from the node they went to
-// naming the partition (that node released it here), or that node left the ring (a
-// node that leaves without handing on loses its counts, README: Guarantees), or lentMax
-// passed.
+// naming the partition (that node released it here), or that node left the ring other
+// than gracefully (a crashed node's counts are lost, README: Guarantees; a cut-off
+// one's are added when it returns), or lentMax passed. A node leaving gracefully hands
+// them back before it stops (Config.Leaving).
+//
+// The same holds when the release had ended before the ring gave the partition back:
+// the node the counters went to may not have been granted it yet, and this node could
+// be granted it first, and decide from empty memory while they sit there (simulation
+// seeds 11293 and 15497, a node that left just after taking them). So an ended release
+// that sent counters remembers where for lentMax (parts.handed), and the partition is
+// gained Lent (GainedLent).
 type lend struct {
 	to    string        // the node its counters went to last
 	since time.Duration // Clock.Since when it was lent
@@ -31,6 +39,7 @@ const lentMax = 15 * time.Second
 // decidable again, or lent when some of its counters went to another node (lentTo).
 // The caller holds mu and decide.
 func (o *Owner) handedBack(p int, lentTo map[int]string) {
+	delete(o.parts.handed, p)
 	if to, ok := lentTo[p]; ok {
 		o.step(p, HandedBackLent)
 		o.parts.lent[p] = lend{to: to, since: o.cfg.Clock.Since()}
@@ -99,4 +108,36 @@ func left(prev, next *ring.Ring, name string) bool {
 	_, was := prev.Member(name)
 	_, is := next.Member(name)
 	return was && !is
+}
+
+// handedOn records that the release of p ended with some of its counters at the node
+// named to (none: nothing to remember). The caller holds mu.
+func (o *Owner) handedOn(p int, to string) {
+	if to != "" {
+		o.parts.handed[p] = lend{to: to, since: o.cfg.Clock.Since()}
+	}
+}
+
+// gainEvent is the event of the ring giving p to this node: GainedLent, and p lent
+// again, when an ended release sent its counters to a node within lentMax (unless that
+// node left the ring other than gracefully, or is out of it), else Gained. The caller
+// holds mu and decide.
+func (o *Owner) gainEvent(p int) Event {
+	h, ok := o.parts.handed[p]
+	delete(o.parts.handed, p)
+	if !ok || o.parts.get(p) != Idle || o.cfg.Clock.Since()-h.since > lentMax {
+		return Gained
+	}
+	if rg := o.ring.Load(); rg != nil {
+		if _, in := rg.Member(h.to); !in && !o.leaving(h.to) {
+			return Gained // crashed or cut off: as endLends would end it at once
+		}
+	}
+	o.parts.lent[p] = h
+	return GainedLent
+}
+
+// leaving reports whether the member named left gracefully (Config.Leaving).
+func (o *Owner) leaving(name string) bool {
+	return o.cfg.Leaving != nil && o.cfg.Leaving(name)
 }

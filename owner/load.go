@@ -20,6 +20,7 @@ type miss struct {
 	op      int    // index of the first op on it
 	gen     uint64 // its partition's generation when the miss was seen
 	buckets []leaparray.Bucket
+	skipped bool // created without a load (skipsLoad)
 	err     error
 }
 
@@ -177,7 +178,7 @@ func (o *Owner) loadStamps(l *load) {
 			if op := &l.r.ops[m.op]; o.skipsLoad(l.rg.SlotPartition(op.Slot), op) {
 				o.skipped.Add(1)
 				o.traceLoad(op.Key, l.rg.SlotPartition(op.Slot), nil)
-				m.buckets = []leaparray.Bucket{} // nothing to load: created empty by its op
+				m.buckets, m.skipped = []leaparray.Bucket{}, true // nothing to load: created empty by its op
 			}
 		}
 		o.loadFetch(l)
@@ -268,7 +269,9 @@ func (o *Owner) install(l *load) map[int]error {
 			if mutate.On(mutate.SkipResetCheck) {
 				mark = o.cfg.Store.ResetMark()
 			}
-			o.traceLoad(op.Key, p, m.buckets)
+			if !m.skipped {
+				o.traceLoad(op.Key, p, m.buckets)
+			}
 			if _, err := o.cfg.Store.TrySeed(op.Key, spec(op), m.buckets, o.cfg.Now(), mark); errors.Is(err, leaparray.ErrResetSince) {
 				bad[ref] = fmt.Errorf("%w: a counter was reset while %q was loaded", counter.ErrNotOwner, op.Key)
 			} else if err != nil {

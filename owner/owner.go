@@ -32,6 +32,11 @@ type Config struct {
 	// of the ring; counted twice should it come back having applied it). Tests and the
 	// simulation bound their checks by it.
 	OnAmbiguous func(h *Handoff, delivered bool)
+	// Leaving, when set, reports whether the member named, gone from the ring, left
+	// gracefully (it announced its leave): it hands back what it holds before it stops,
+	// so a partition whose counters went to it waits for them (lend.go) rather than be
+	// decided without them. nil: no member is.
+	Leaving func(member string) bool
 	// ID seeds this run's Handoff ids (nil: from the wall clock, so that a restarted
 	// node never reuses one); a simulation sets it to replay.
 	ID func() uint64
@@ -79,17 +84,18 @@ type Owner struct {
 	mu   sync.Mutex
 	ring atomic.Pointer[ring.Ring]
 
-	parts    parts
-	flush    flusher
-	recv     received
-	fenced   fences    // write-behind of other nodes that counters here wait for (fence.go)
-	blind    blindKeys // counters started from empty memory while Redis was down (blind.go)
-	late     lateMarks // late writes: this node's to mark, and others' marks seen (late.go)
-	waiting  waiters   // ops waiting for their partition (decide.go)
-	releases releases  // partitions being handed on (release.go)
-	cleaning bool      // a clean-up of stale memory is under way (under mu)
-	epoch    epochWatch
-	polled   time.Duration
+	parts     parts
+	flush     flusher
+	recv      received
+	fenced    fences    // write-behind of other nodes that counters here wait for (fence.go)
+	blind     blindKeys // counters started from empty memory while Redis was down (blind.go)
+	late      lateMarks // late writes: this node's to mark, and others' marks seen (late.go)
+	waiting   waiters   // ops waiting for their partition (decide.go)
+	releases  releases  // partitions being handed on (release.go)
+	cleaning  bool      // a clean-up of stale memory is under way (under mu)
+	departing bool      // Leave was called: no counters are taken in any more (under mu)
+	epoch     epochWatch
+	polled    time.Duration
 
 	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
 

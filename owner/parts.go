@@ -17,9 +17,10 @@ type parts struct {
 	decided []decidedSince  // since when each partition is decided here without a break
 	stamped []atomic.Int64  // when this node last stamped each partition written (fresh.go), ms
 	lent    map[int]lend    // the Lent partitions; under Owner.mu
+	handed  map[int]lend    // Idle partitions whose counters went to another node lately (lend.go); under Owner.mu
 }
 
-func (ps *parts) init() { ps.lent = map[int]lend{} }
+func (ps *parts) init() { ps.lent, ps.handed = map[int]lend{}, map[int]lend{} }
 
 func (ps *parts) size(n int) {
 	if len(ps.state) == 0 {
@@ -86,7 +87,7 @@ func (o *Owner) SetRing(next *ring.Ring) {
 		m, ok := next.PartitionOwner(p)
 		e := Lost
 		if ok && m.Name == o.cfg.Self {
-			e = Gained
+			e = o.gainEvent(p)
 		}
 		was := o.parts.get(p)
 		if o.step(p, e)&Release != 0 {
@@ -96,7 +97,7 @@ func (o *Owner) SetRing(next *ring.Ring) {
 		}
 	}
 	o.decide.Unlock()
-	o.endLends(func(l lend) bool { return left(prev, next, l.to) }, "the node they were handed to left the ring")
+	o.endLends(func(l lend) bool { return left(prev, next, l.to) && !o.leaving(l.to) }, "the node they were handed to left the ring")
 	o.cfg.Leases.SetClaims(o.parts.claims())
 	if len(lost) > 0 {
 		o.startRelease(lost, partial)

@@ -142,6 +142,19 @@ func (o *Owner) Handoff(_ context.Context, h *Handoff) error {
 	return nil
 }
 
+// Leave tells the owner that this node is leaving gracefully: from now on it takes no
+// counters in but its own coming back. Its ring still names it for a moment (until
+// gossip's news of the leave reaches its own membership), and counters handed to it
+// then would leave the sender's memory for a node about to stop: should the ring give
+// their partition back to the sender meanwhile, the sender would decide it from empty
+// memory while they sit here (simulation seeds 11293 and 15497). Refused, they stay
+// with the sender, which hands them on once its ring drops this node.
+func (o *Owner) Leave() {
+	o.mu.Lock()
+	o.departing = true
+	o.mu.Unlock()
+}
+
 // takeIn installs a Handoff's counters, all or none, while no partition changes state.
 // The caller holds mu.
 func (o *Owner) takeIn(h *Handoff) error {
@@ -154,8 +167,12 @@ func (o *Owner) takeIn(h *Handoff) error {
 	specs := make([]leaparray.Spec, len(h.Counters))
 	for i := range h.Counters {
 		p := rg.Partition(h.Counters[i].Key)
-		if st := o.parts.get(p); st != Owned && st != Stale && st != Lent && st != LentStale {
+		switch st := o.parts.get(p); {
+		case st != Owned && st != Stale && st != Lent && st != LentStale:
 			return fmt.Errorf("%w: partition %d is not this node's", ErrHandoffNotOwner, p)
+		case o.departing && (st == Owned || st == Stale):
+			// Its own counters coming back (Lent) it takes, to hand them on whole.
+			return fmt.Errorf("%w: this node is leaving (partition %d)", ErrHandoffNotOwner, p)
 		}
 		specs[i] = h.Counters[i].Spec
 	}

@@ -641,6 +641,7 @@ func (o *Owner) finish(ps []int, lentTo map[int]string) {
 			o.handedBack(p, lentTo)
 		} else {
 			o.step(p, HandedOn)
+			o.handedOn(p, lentTo[p])
 		}
 	}
 	o.decide.Unlock()

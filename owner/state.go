@@ -74,11 +74,15 @@ const (
 	// RedisBack: Redis answers again, and some of the partition's counters were started
 	// from empty memory while it was down (blind.go): they are reloaded.
 	RedisBack
+	// GainedLent: the ring gives the partition to this node, which handed its counters
+	// to another node lately (a release that ended) that has not handed them back: it
+	// waits for them as for a lend (lend.go).
+	GainedLent
 )
 
 var eventNames = [...]string{Gained: "gained", Lost: "lost", Lapsed: "lapsed", LateWrite: "late-write",
 	Reloaded: "reloaded", HandedOn: "handed-on", HandedBack: "handed-back", HandedBackLent: "handed-back-lent",
-	CountersBack: "counters-back", LendEnded: "lend-ended", RedisBack: "redis-back"}
+	CountersBack: "counters-back", LendEnded: "lend-ended", RedisBack: "redis-back", GainedLent: "gained-lent"}
 
 func (e Event) String() string {
 	if int(e) < len(eventNames) {
@@ -105,6 +109,7 @@ const (
 //
 //	state           event            → state           action
 //	idle            gained           → owned
+//	idle            gained-lent      → lent
 //	owned           lost             → releasing       release
 //	stale           lost             → releasing       release
 //	lent            lost             → releasing       release
@@ -134,6 +139,8 @@ func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
 	switch {
 	case s == Idle && e == Gained:
 		return Owned, 0, true
+	case s == Idle && e == GainedLent:
+		return Lent, 0, true
 	case s != Idle && !s.Releasing() && e == Lost:
 		return Releasing, Release, true
 	case s == Owned && (stales || e == RedisBack):

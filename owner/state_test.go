@@ -15,6 +15,7 @@ func TestStepTable(t *testing.T) {
 	}
 	table := map[key]to{
 		{Idle, Gained}:                   {Owned, 0},
+		{Idle, GainedLent}:               {Lent, 0},
 		{Owned, Lost}:                    {Releasing, Release},
 		{Stale, Lost}:                    {Releasing, Release},
 		{Lent, Lost}:                     {Releasing, Release},
@@ -39,7 +40,7 @@ func TestStepTable(t *testing.T) {
 		{ReleasingStale, HandedBackLent}: {LentStale, 0},
 	}
 	for s := Idle; s <= ReleasingStale; s++ {
-		for e := Gained; e <= RedisBack; e++ {
+		for e := Gained; e <= GainedLent; e++ {
 			next, act, ok := Step(s, e, true)
 			want, listed := table[key{s, e}]
 			switch {
@@ -68,7 +69,7 @@ func TestStateNames(t *testing.T) {
 			t.Errorf("state %d named %q", s, s)
 		}
 	}
-	for e := Gained; e <= RedisBack; e++ {
+	for e := Gained; e <= GainedLent; e++ {
 		if e.String() == "" || len(e.String()) > 5 && e.String()[:5] == "event" {
 			t.Errorf("event %d named %q", e, e)
 		}

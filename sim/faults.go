@@ -302,6 +302,7 @@ func (w *world) leave(n *node) {
 	}
 	w.trace("%s leaves", n.name)
 	n.leaving = true
+	n.owner.Leave()
 	deadline := w.sched.now + 10*time.Second
 	var check func()
 	check = func() {

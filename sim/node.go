@@ -118,6 +118,7 @@ func (n *node) start(found bool) {
 		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: clock{n}, Now: n.wall,
 		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, AcquireWait: acquireWait,
 		OnAmbiguous: func(h *owner.Handoff, delivered bool) { w.ambiguous(h, delivered) },
+		Leaving:     n.seesLeaving,
 		Logger:      slog.New(traceHandler{n: n})})
 	w.trace("%s starts (run %d)%s", n.name, n.inc, map[bool]string{true: ", founding the cluster"}[found])
 	n.every(w.leaseCfg.Heartbeat, n.heartbeat)
@@ -266,6 +267,7 @@ func (n *node) ownerOf(key string) (string, bool) {
 func (n *node) decide(ops []counter.Op, done func([]counter.Result)) {
 	res := make([]counter.Result, len(ops))
 	counter.Start(bg, n.owner, &counter.Batch{Ops: ops, Results: res, Done: func() {
+		n.checkDeciders(ops) // (soon: the owner answers under its lock)
 		if debugKey != "" {
 			for i := range ops {
 				if ops[i].Key == debugKey {
@@ -278,3 +280,29 @@ func (n *node) decide(ops []counter.Op, done func([]counter.Result)) {
 }
 
 var debugKey = os.Getenv("LEAPCOUNT_SIM_DEBUG_KEY")
+
+// seesLeaving reports whether this node's gossip shows the member named leaving or
+// left (owner.Config.Leaving).
+func (n *node) seesLeaving(name string) bool {
+	v := n.view[name]
+	return v != nil && (v.state == leaving || v.state == left)
+}
+
+// checkDeciders checks, at once after this event, the deciders of the partitions of
+// ops (world.checkDecider): the owner answers under its lock, which the check takes.
+func (n *node) checkDeciders(ops []counter.Op) {
+	if n.ring == nil {
+		return
+	}
+	var ps []int
+	for i := range ops {
+		if p := n.ring.Partition(ops[i].Key); !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	n.w.sched.after(0, nil, func() {
+		for _, p := range ps {
+			n.w.checkDecider(p)
+		}
+	})
+}

@@ -92,33 +92,41 @@ func (w *world) every(d time.Duration, f func()) {
 // holds counts of its allow keys: that node decides from its own memory, and may admit
 // up to the limit again (README: Guarantees).
 func (w *world) checkDeciders() {
+	for p := range w.opt.Partitions {
+		w.checkDecider(p)
+	}
+}
+
+// checkDecider is checkDeciders for partition p alone. Nodes call it for the partitions
+// of each batch they decide, before its answers count: a node that begins to decide
+// between two sweeps answers from memory that may lack counts another node holds, and
+// the sweep after may find them gone on their way (seed 843).
+func (w *world) checkDecider(p int) {
 	if w.decider == nil {
 		w.decider = make([]*node, w.opt.Partitions)
 	}
-	for p := range w.opt.Partitions {
-		var by []*node
+	var by []*node
+	for _, n := range w.nodes {
+		if n.up && n.pausedUntil <= w.sched.now && n.owner.Decides(p) {
+			by = append(by, n)
+		}
+	}
+	if len(by) > 1 {
+		var grants []string
 		for _, n := range w.nodes {
-			if n.up && n.pausedUntil <= w.sched.now && n.owner.Decides(p) {
-				by = append(by, n)
+			if n.up {
+				grants = append(grants, fmt.Sprintf("%s(voters %v, grants to %q, lease until %+.3fs)", n.name, n.keeper.Voters(),
+					n.keeper.GrantedTo(p), time.Duration(n.keeper.Until(p)-int64(n.mono())).Seconds()))
 			}
 		}
-		if len(by) > 1 {
-			var grants []string
-			for _, n := range w.nodes {
-				if n.up {
-					grants = append(grants, fmt.Sprintf("%s(voters %v, grants to %q, lease until %+.3fs)", n.name, n.keeper.Voters(),
-						n.keeper.GrantedTo(p), time.Duration(n.keeper.Until(p)-int64(n.mono())).Seconds()))
-				}
-			}
-			w.fail("partition %d decided by %s and %s at once: %v", p, by[0].name, by[1].name, grants)
-		}
-		switch {
-		case len(by) == 0:
-			w.decider[p] = nil
-		case by[0] != w.decider[p]: // a node begins to decide p (again)
-			w.decider[p] = by[0]
-			w.splitCounts(by[0], p)
-		}
+		w.fail("partition %d decided by %s and %s at once: %v", p, by[0].name, by[1].name, grants)
+	}
+	switch {
+	case len(by) == 0:
+		w.decider[p] = nil
+	case by[0] != w.decider[p]: // a node begins to decide p (again)
+		w.decider[p] = by[0]
+		w.splitCounts(by[0], p)
 	}
 }
 
