@@ -25,6 +25,12 @@ type lateMarks struct {
 	known    bool
 	seq      int64
 	seen     map[int]int64
+	// reload are partitions whose counters came into memory from another node's (Redis
+	// down or slow): the next poll that reaches Redis reloads them as if their mark had
+	// moved. A node that decided them meanwhile under its own lease (granted while they
+	// were on their way here) wrote to Redis what that memory lacks, and marked nothing
+	// (simulation seed 17414).
+	reload map[int]bool
 
 	pending atomic.Int64  // len(unmarked), for Unwritten
 	polls   atomic.Uint64 // polls that read Redis (tests wait for one after a write)
@@ -105,17 +111,22 @@ func (o *Owner) pollLate() {
 		}
 		l.polls.Add(1)
 		l.known, l.seq = true, seq
-		n := 0
+		moved := lease.NewSet(rg.PartitionCount())
+		for p := range l.reload {
+			if p >= 0 && p < rg.PartitionCount() {
+				moved.Add(p)
+			}
+		}
+		l.reload = nil
 		if marks != nil {
-			moved := lease.NewSet(rg.PartitionCount())
 			for p, m := range marks {
 				if p >= 0 && p < rg.PartitionCount() && l.seen[p] != m {
 					moved.Add(p)
 				}
 			}
 			l.seen = marks
-			n = o.markStale(moved, LateWrite)
 		}
+		n := o.markStale(moved, LateWrite)
 		o.mu.Unlock()
 		if n > 0 {
 			o.cfg.Logger.Warn("another node wrote deltas late: these partitions are reloaded from Redis before they are decided again", "partitions", n)
@@ -135,6 +146,17 @@ func (o *Owner) forgetLate(ps []int) {
 		delete(o.late.seen, p)
 	}
 	o.late.known = false // the next poll reads every mark
+}
+
+// reloadWhenBack makes the next poll that reaches Redis reload ps (lateMarks.reload).
+// The caller holds mu.
+func (o *Owner) reloadWhenBack(ps []int) {
+	if o.late.reload == nil {
+		o.late.reload = map[int]bool{}
+	}
+	for _, p := range ps {
+		o.late.reload[p] = true
+	}
 }
 
 // LatePolls reports how many times this node has read the late-write marks.

@@ -216,6 +216,9 @@ func (o *Owner) takeIn(h *Handoff) error {
 		}
 	}
 	o.forgetLate(ps)
+	if !fromRedis {
+		o.reloadWhenBack(ps)
+	}
 	o.tookInEpoch(h.Epoch, ps)
 	return nil
 }
