@@ -357,6 +357,19 @@ func (n *net) sole(t testing.TB, name string, redis *fallback.Store) *testOwner 
 func stopRedis(t *testing.T, srv *testredis.Server, st *fallback.Store, o *Owner) {
 	t.Helper()
 	srv.Stop()
+	breakerOpen(t, st, o)
+}
+
+// pauseRedis freezes srv (down, keeping its data) and waits until st's breaker says
+// Redis is down (o's ops probe it).
+func pauseRedis(t *testing.T, srv *testredis.Server, st *fallback.Store, o *Owner) {
+	t.Helper()
+	srv.Pause()
+	breakerOpen(t, st, o)
+}
+
+func breakerOpen(t *testing.T, st *fallback.Store, o *Owner) {
+	t.Helper()
 	eventually(t, "breaker open", func() error {
 		if st.Healthy() {
 			do(o, count("probe"))

@@ -486,14 +486,7 @@ func TestCountersHandedOverWhileRedisDownReloadWhenBack(t *testing.T) {
 	k := keysOf(two, "b", 1)[0]
 	do(a.Owner, incr(k, 5))
 	redisIs(t, st, k, 5)
-	srv.Pause() // down, keeping its data
-	eventually(t, "breaker open", func() error {
-		if st.Healthy() {
-			do(a.Owner, count("probe"))
-			return errors.New("Redis still looks up")
-		}
-		return nil
-	})
+	pauseRedis(t, srv, st, a.Owner)
 	b.SetRing(two)
 	a.SetRing(two) // a hands k to b directly
 	if err := a.WaitReleased(context.Background()); err != nil {
