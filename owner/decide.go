@@ -45,6 +45,13 @@ func (o *Owner) judge(p int, now int64, redisUp bool) action {
 		return waitFor
 	case Lent, LentStale:
 		return waitFor
+	case Releasing, ReleasingStale:
+		if o.owns(p) {
+			// The ring gave it back while its release was under way: the release ends
+			// (handed back) once its send in flight is answered, and the op is decided
+			// then. Answering it not-owned would send it round to this node again.
+			return waitFor
+		}
 	}
 	return notMine
 }
@@ -97,7 +104,8 @@ func (o *Owner) Decide(ctx context.Context, b *counter.Batch) bool {
 
 // start decides b's ops and then calls b.Done, possibly before it returns. Ops whose
 // partition this node owns but cannot decide yet (its lease is not granted yet, its
-// memory is being reloaded, its counters are lent) wait for that, at most
+// memory is being reloaded, its counters are lent, a release the ring undid is still
+// sending) wait for that, at most
 // AcquireWait; ops it does not decide are answered counter.ErrNotOwner: certainly not
 // applied, so the router sends them on. With Redis, counters not in memory are loaded
 // first. Nothing waits on a goroutine: waiting ops are retried when their partitions

@@ -283,6 +283,13 @@ func reset(key string) counter.Op {
 	return counter.Op{Kind: counter.Reset, Key: key, Window: sp.WindowMs, Buckets: sp.Buckets}
 }
 
+// parked is how many requests wait on o for their partitions.
+func (o *Owner) parked() int {
+	o.waiting.mu.Lock()
+	defer o.waiting.mu.Unlock()
+	return len(o.waiting.list)
+}
+
 // do decides ops on o and returns the results.
 func do(o *Owner, ops ...counter.Op) []counter.Result {
 	res := make([]counter.Result, len(ops))

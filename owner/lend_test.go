@@ -3,6 +3,7 @@ package owner
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -204,4 +205,38 @@ func TestLeavingNodeTakesNoCountersIn(t *testing.T) {
 	}
 	a.SetRing(one) // gossip tells a that b is leaving
 	mustCount(t, a.Owner, k, 5)
+}
+
+// An op on a partition the ring gave back while its release was sending waits for the
+// release to end, and is decided then. Before, it was answered not-owned at once (the
+// router would send it round to this same node), and TestLeavingNodeTakesNoCountersIn
+// failed about one run in five.
+func TestOpWaitsForAReleaseTheRingUndid(t *testing.T) {
+	var n net
+	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
+	one, two := ringOf("a"), ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	sending, answer := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	n.fail = func(string, *Handoff) (drop, lose bool) {
+		once.Do(func() { close(sending); <-answer })
+		return true, false // not sent: every counter stays on a
+	}
+	b.SetRing(two)
+	a.SetRing(two)
+	<-sending
+	a.SetRing(one) // the ring gives k back while its counters are being sent to b
+	got := make(chan counter.Result, 1)
+	go func() { got <- do(a.Owner, count(k))[0] }()
+	eventually(t, "the count is answered or waits", func() error {
+		if len(got) > 0 || a.parked() > 0 {
+			return nil
+		}
+		return errors.New("neither")
+	})
+	close(answer)
+	if r := <-got; r.Err != nil || r.Count != 5 {
+		t.Fatalf("count %q on a: got %d, %v; want 5", k, r.Count, r.Err)
+	}
 }
