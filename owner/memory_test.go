@@ -2,6 +2,8 @@ package owner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -238,4 +240,75 @@ func TestHandedCounterOlderThanRedisLoadsFromRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCount(t, b.Owner, k, 64)
+}
+
+// Counters of a release the ring undid come back into memory as they left, a write of
+// theirs in doubt or not: that write is this node's own, and memory has it. Before,
+// they came back as from another node, their pending part alone; with Redis down the
+// node then decided them from empty memory (sim seed 306: an incr answered 1 where 6
+// were acknowledged, and the count stayed short after Redis lost its data).
+func TestReleaseUndoneKeepsCountersWithAWriteInDoubt(t *testing.T) {
+	srv := startRedisServer(t)
+	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 300 * time.Millisecond}) // (the write times out sooner)
+	var n net
+	a, _ := n.sole(t, "a", st), n.add(t, "b", st)
+	one, two := ringOf("a"), ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	redisIs(t, st, k, 5)
+	srv.Pause()
+	do(a.Owner, incr(k, 1))
+	a.flushOnce(context.Background()) // it goes out, and no answer comes
+	if !a.flush.unsettledRef(k, sp) {
+		t.Fatalf("the write of %q is not in doubt", k)
+	}
+	breakerOpen(t, st, a.Owner)
+	n.fail = func(string, *Handoff) (drop, lose bool) { return true, false } // b is out of reach
+	a.SetRing(two)
+	eventually(t, "a's release goes node to node", func() error {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, rel := range a.releases.jobs {
+			if !rel.persist {
+				return nil
+			}
+		}
+		return errors.New("still through Redis")
+	})
+	a.SetRing(one)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustCount(t, a.Owner, k, 6)
+}
+
+// A release the ring undoes while its deltas are on their way to Redis ends at once:
+// its counters go back into memory as they left, and are decided here again. Before,
+// with Redis down, the partition was not decided for persistWait (ops failed not-owned
+// meanwhile), and its counters then came back as their pending part alone.
+func TestReleaseUndoneWhileOnItsWayToRedisEndsAtOnce(t *testing.T) {
+	srv := startRedisServer(t)
+	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 300 * time.Millisecond}) // (the breaker opens sooner)
+	var n net
+	a, _ := n.sole(t, "a", st), n.add(t, "b", st)
+	one, two := ringOf("a"), ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	redisIs(t, st, k, 5)
+	pauseRedis(t, srv, st, a.Owner)
+	do(a.Owner, incr(k, 1))
+	a.SetRing(two)
+	a.SetRing(one)
+	if st := a.PartitionState(one.Partition(k)); st != Owned {
+		t.Fatalf("a's partition of %q is %v once the ring gave it back; want owned", k, st)
+	}
+	mustCount(t, a.Owner, k, 6)
+	srv.Resume()
+	eventually(t, "Redis has k's last increment", func() error {
+		got, err := st.Count(context.Background(), k, sp, t0)
+		if err == nil && got != 6 {
+			err = fmt.Errorf("Redis has %d", got)
+		}
+		return err
+	})
 }

@@ -186,7 +186,7 @@ func (o *Owner) takeIn(h *Handoff) error {
 	}
 	if o.cfg.Redis == nil {
 		for i := range h.Counters {
-			o.installCounter(&h.Counters[i], false)
+			o.installCounter(&h.Counters[i], handedIn)
 		}
 		return nil
 	}
@@ -203,10 +203,12 @@ func (o *Owner) takeIn(h *Handoff) error {
 	for _, p := range ps {
 		o.parts.gen[p].Add(1)
 	}
-	fromRedis := o.cfg.Redis.Healthy() && h.Epoch != "" &&
-		(h.Epoch == o.flush.epoch || o.flush.epoch == "" && o.epoch.reseeds == 0)
+	how := handedIn
+	if o.cfg.Redis.Healthy() && h.Epoch != "" && (h.Epoch == o.flush.epoch || o.flush.epoch == "" && o.epoch.reseeds == 0) {
+		how = handedInRedisHas
+	}
 	for i := range h.Counters {
-		o.installCounter(&h.Counters[i], fromRedis)
+		o.installCounter(&h.Counters[i], how)
 		o.parts.decided[rg.Partition(h.Counters[i].Key)].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
 	}
 	o.fenced.add(ps, h.Fences, o.cfg.Clock.Since())
@@ -216,24 +218,39 @@ func (o *Owner) takeIn(h *Handoff) error {
 		}
 	}
 	o.forgetLate(ps)
-	if !fromRedis {
+	if how != handedInRedisHas {
 		o.reloadWhenBack(ps)
 	}
 	o.tookInEpoch(h.Epoch, ps)
 	return nil
 }
 
-// installCounter takes a counter handed on into memory. Without Redis its buckets are
-// added (each node's memory is what it counted; the sum is the count). With Redis, its
-// pending part is written behind, and a counter already in memory was loaded from
-// Redis, which has all but that part, so only that is added. One not in memory loads
-// from Redis on first use, once the pending part is confirmed, when fromRedis says
-// Redis answers and holds the sender's epoch: the sender's counts are only as new as
-// its last decision, and this node may have written newer ones since, in an earlier
-// turn as owner (sim seed 3390: a Handoff of 58 delivered after the receiver had
-// written 64 and dropped its memory). Otherwise it is created from the state it
-// arrived with, the best there is.
-func (o *Owner) installCounter(c *HandoffCounter, fromRedis bool) {
+// arrival is how a counter comes into memory whole (installCounter).
+type arrival uint8
+
+const (
+	// handedIn: from another node.
+	handedIn arrival = iota
+	// handedInRedisHas: from another node, and Redis answers and holds the sender's
+	// epoch (it has the sender's writes).
+	handedInRedisHas
+	// takenBack: this node's own, from a release the ring undid before it was handed
+	// on: as it left memory.
+	takenBack
+)
+
+// installCounter takes a counter into memory. Without Redis its buckets are added (each
+// node's memory is what it counted; the sum is the count). With Redis, its pending part
+// is written behind, and a counter already in memory was loaded from Redis, which has
+// all but that part, so only that is added. One handed in that is not in memory loads
+// from Redis on first use, once the pending part is confirmed, when Redis has the
+// sender's writes (handedInRedisHas): the sender's counts are only as new as its last
+// decision, and this node may have written newer ones since, in an earlier turn as
+// owner (sim seed 3390: a Handoff of 58 delivered after the receiver had written 64 and
+// dropped its memory). Otherwise it is created from the state it arrived with, the best
+// there is; one taken back always is (this node's writes in doubt of it are its own,
+// and were in it).
+func (o *Owner) installCounter(c *HandoffCounter, how arrival) {
 	st := o.cfg.Store
 	if o.cfg.Redis == nil {
 		st.Merge(c.Key, c.Spec, c.Buckets)
@@ -241,9 +258,9 @@ func (o *Owner) installCounter(c *HandoffCounter, fromRedis bool) {
 	}
 	if !st.Has(c.Key, c.Spec) {
 		buckets := c.Buckets
-		if fromRedis {
+		if how == handedInRedisHas {
 			buckets = nil
-		} else if rg := o.ring.Load(); rg != nil {
+		} else if rg := o.ring.Load(); how == handedIn && rg != nil {
 			d := &o.parts.decided[rg.Partition(c.Key)]
 			if d.departed.Load() != d.gainedDeparted.Load() || o.flush.unsettledRef(c.Key, c.Spec) {
 				// This node has decided the partition since it gained it (the sender's

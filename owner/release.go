@@ -124,6 +124,9 @@ func (o *Owner) stepRelease(rel *release) {
 // still on their way, and those of other nodes that their counters here wait for
 // (fences). Past persistWait it hands the counters on directly.
 func (o *Owner) stepPersist(rel *release) {
+	if o.takeBackPersisting(rel) {
+		return
+	}
 	rg := o.ring.Load()
 	if len(o.flush.unsettledIn(rg, setOf(rg, rel.parts))) == 0 {
 		var fenced []int
@@ -160,6 +163,46 @@ func (o *Owner) stepPersist(rel *release) {
 	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts), rel.partial), o.fenced.of(rel.parts, true)...)
 	rel.persist = false
 	o.handOnDirectly(rel, rg)
+}
+
+// takeBackPersisting ends the release of the partitions the ring gave back while their
+// deltas were on their way to Redis: their counters go back into memory as they left
+// (their pending parts stay queued for Redis), and the partitions are decided here
+// again at once, not after Redis confirms them or persistWait runs out. It reports
+// whether that ended the release. The caller holds mu.
+func (o *Owner) takeBackPersisting(rel *release) bool {
+	var back, rest []int
+	for _, p := range rel.parts {
+		if o.owns(p) {
+			back = append(back, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if len(back) == 0 {
+		return false
+	}
+	rg := o.ring.Load()
+	set := setOf(rg, back)
+	kept := rel.ev[:0]
+	for _, e := range rel.ev {
+		switch p := rg.Partition(e.Key); {
+		case !set.Has(p):
+			kept = append(kept, e)
+		case !rel.partial.has(p, e.Key):
+			// (One whose memory lacked what Redis holds is left out: it loads on first use.)
+			o.cfg.Store.Seed(e.Key, e.Spec, e.Buckets)
+		}
+	}
+	rel.ev, rel.parts = kept, rest
+	o.finish(back, nil)
+	if len(rest) > 0 {
+		return false
+	}
+	if o.endRelease(rel) {
+		o.cfg.Logger.Info("release undone: the ring gave its partitions back", "partitions", len(back))
+	}
+	return true
 }
 
 // fencePoll is how often a persisting release looks again: whether its deltas are
@@ -440,7 +483,7 @@ func (o *Owner) reclaim(rel *release) {
 	rel.parts = rest
 	for _, p := range back {
 		for _, c := range rel.byPart[p] {
-			o.installCounter(&c, false) // its own counts, as they left
+			o.installCounter(&c, takenBack)
 		}
 		delete(rel.byPart, p)
 	}
