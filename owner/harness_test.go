@@ -318,6 +318,14 @@ func redisCount(t *testing.T, st *fallback.Store, key string) int64 {
 
 func startRedisServer(t testing.TB) *testredis.Server { return testredis.Start(t) }
 
+// startRedisQuick is startRedis with a short read timeout, for tests that freeze Redis:
+// a write then times out, and the breaker opens, sooner.
+func startRedisQuick(t testing.TB) (*testredis.Server, *fallback.Store) {
+	t.Helper()
+	srv := startRedisServer(t)
+	return srv, openStore(t, srv.URL(), fallback.Config{ReadTimeout: 300 * time.Millisecond})
+}
+
 // openStore opens a Store on url with timeouts a loaded machine meets, unless cfg
 // says otherwise.
 func openStore(t testing.TB, url string, cfg fallback.Config) *fallback.Store {

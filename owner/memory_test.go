@@ -248,8 +248,7 @@ func TestHandedCounterOlderThanRedisLoadsFromRedis(t *testing.T) {
 // node then decided them from empty memory (sim seed 306: an incr answered 1 where 6
 // were acknowledged, and the count stayed short after Redis lost its data).
 func TestReleaseUndoneKeepsCountersWithAWriteInDoubt(t *testing.T) {
-	srv := startRedisServer(t)
-	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 300 * time.Millisecond}) // (the write times out sooner)
+	srv, st := startRedisQuick(t)
 	var n net
 	a, _ := n.sole(t, "a", st), n.add(t, "b", st)
 	one, two := ringOf("a"), ringOf("a", "b")
@@ -287,8 +286,7 @@ func TestReleaseUndoneKeepsCountersWithAWriteInDoubt(t *testing.T) {
 // with Redis down, the partition was not decided for persistWait (ops failed not-owned
 // meanwhile), and its counters then came back as their pending part alone.
 func TestReleaseUndoneWhileOnItsWayToRedisEndsAtOnce(t *testing.T) {
-	srv := startRedisServer(t)
-	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 300 * time.Millisecond}) // (the breaker opens sooner)
+	srv, st := startRedisQuick(t)
 	var n net
 	a, _ := n.sole(t, "a", st), n.add(t, "b", st)
 	one, two := ringOf("a"), ringOf("a", "b")
