@@ -168,3 +168,20 @@ func TestResetPending(t *testing.T) {
 		t.Fatal("ResetPending without WithDeltas = true; want false")
 	}
 }
+
+// Base is the counter without what is pending of it: what drained before, which Redis
+// holds once those deltas are written.
+func TestBaseIsWhatDrained(t *testing.T) {
+	s := NewStore(WithDeltas())
+	sp := Spec{WindowMs: 1000, Buckets: 10}
+	s.Incr("k", sp, 3, t0)
+	s.Drain(nil)
+	s.Incr("k", sp, 2, t0+200)
+	base := s.Base("k", sp)
+	if len(base) != 1 || base[0].Count != 3 {
+		t.Fatalf("base %v; want the 3 drained", base)
+	}
+	if b := s.Base("other", sp); b != nil {
+		t.Fatalf("base of a counter not held: %v", b)
+	}
+}

@@ -64,20 +64,33 @@ func drainMatching[C count](s *slab[C], sp Spec, match func(string) bool, dst []
 func (s *Store) Pending(key string, sp Spec) (buckets []Bucket, reset bool) {
 	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
 		_, reset = sh.resets[key]
-		r, ok := sh.find(key, h)
-		if !ok {
-			return
-		}
-		switch r.tier {
-		case one:
-			buckets = sh.one.pendingOf(r.slot)
-		case narrow:
-			buckets = sh.narrow.pendingOf(r.slot)
-		default:
-			buckets = sh.wide.pendingOf(r.slot)
+		if r, ok := sh.find(key, h); ok {
+			buckets = sh.pendingOf(r)
 		}
 	})
 	return buckets, reset
+}
+
+// Base returns the counter's buckets without what is pending of them, as Bases gives
+// each (nil when it is not held).
+func (s *Store) Base(key string, sp Spec) []Bucket {
+	var out []Bucket
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
+		if r, ok := sh.find(key, h); ok {
+			out = subtract(sh.buckets(nil, r), sh.pendingOf(r))
+		}
+	})
+	return out
+}
+
+func (sh *shard) pendingOf(r ref) []Bucket {
+	switch r.tier {
+	case one:
+		return sh.one.pendingOf(r.slot)
+	case narrow:
+		return sh.narrow.pendingOf(r.slot)
+	}
+	return sh.wide.pendingOf(r.slot)
 }
 
 // ResetPending reports whether a reset of the counter is recorded and not yet drained

@@ -70,6 +70,19 @@ func (b *blindKeys) has(p int, key string) bool {
 	return s.all || ok
 }
 
+// listed reports whether key of partition p was started blind and is listed by name
+// (not as one of a whole partition past the bounds).
+func (b *blindKeys) listed(p int, key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.by[p]
+	if s == nil {
+		return false
+	}
+	_, ok := s.keys[key]
+	return ok
+}
+
 // take removes and returns partition p's blind keys (nil: none).
 func (b *blindKeys) take(p int) *blindSet {
 	b.mu.Lock()

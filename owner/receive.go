@@ -281,6 +281,33 @@ func (o *Owner) installCounter(c *HandoffCounter, how arrival) {
 		}
 	} else {
 		st.Merge(c.Key, c.Spec, c.Pending)
+		if c.Reset && o.countedBlind(c.Key) {
+			o.resetBehind(c)
+			return
+		}
 	}
 	st.AddPending(c.Key, c.Spec, c.Pending, c.Reset)
+}
+
+// countedBlind reports whether this node holds key as a counter it started from empty
+// memory while Redis was down, listed by name: its memory is what this node counted.
+func (o *Owner) countedBlind(key string) bool {
+	rg := o.ring.Load()
+	if rg == nil {
+		return false
+	}
+	p := rg.Partition(key)
+	return o.parts.blind[p].Load() && o.blind.listed(p, key)
+}
+
+// resetBehind takes in c, a counter handed in with a reset, into a counter this node
+// counted blind: the sender reset it before this node counted any of it (its lease
+// ended before this node's began), but this node's deltas of it may be on their way to
+// Redis already, and the reset written after them would erase them (sim seed 5934). So
+// memory, which after that reset is all there is, goes behind them as a base instead
+// (a reset followed by its state), its pending part after it as usual.
+func (o *Owner) resetBehind(c *HandoffCounter) {
+	st := o.cfg.Store
+	st.AddPending(c.Key, c.Spec, c.Pending, false)
+	o.flush.enqueue([]fallback.Delta{{Key: c.Key, Spec: c.Spec, Buckets: st.Base(c.Key, c.Spec), Reset: true, Base: true}})
 }
