@@ -18,24 +18,18 @@ import (
 // owner. Before, it learned only at the next periodic push-pull (here an hour; 30 s by
 // default), and the op failed after RetryWait as "ownership is moving".
 func TestStaleNodeCatchesUpFromNotOwner(t *testing.T) {
-	c := nodetest.MakeNetCluster(t, 3, func(cfg *node.Config) { cfg.GossipTimings.PushPullInterval = time.Hour })
-	stale := c.Nodes[2]
-	for _, from := range []string{"node-0", "node-1", "node-3"} {
-		c.Net.DropPackets(nodetest.Host(from), nodetest.Host(stale.Name()))
-	}
-	added := c.Add()
-	if err := wait.Until(nodetest.Timeout, func() error {
-		for _, n := range []*node.Node{c.Nodes[0], c.Nodes[1], added} {
-			if got := n.Router().Ring().Len(); got != 4 {
-				return fmt.Errorf("%s: ring of %d", n.Name(), got)
-			}
+	var c *nodetest.Cluster
+	var stale, added *node.Node
+	for try := 1; ; try++ {
+		c, stale, added = joinUnseenBy(t)
+		if got := stale.Router().Ring().Len(); got == 3 {
+			break
+		} else if try == 3 {
+			t.Fatalf("%s: ring of %d members in 3 tries; want 3 (it must have missed the join)", stale.Name(), got)
 		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if got := stale.Router().Ring().Len(); got != 3 {
-		t.Fatalf("%s: ring of %d members; want 3 (it must have missed the join)", stale.Name(), got)
+		// The join reached it some other way than the gossip packets dropped (rarely):
+		// the scenario did not happen, and is set up again on a new cluster.
+		t.Logf("try %d: %s learned of the join all the same; again", try, stale.Name())
 	}
 	newRing, oldRing := c.Nodes[0].Router().Ring(), stale.Router().Ring()
 	key := ""
@@ -55,4 +49,27 @@ func TestStaleNodeCatchesUpFromNotOwner(t *testing.T) {
 	if got := stale.Router().Ring().Len(); got != 4 {
 		t.Fatalf("%s: ring of %d members after the op; want 4", stale.Name(), got)
 	}
+}
+
+// joinUnseenBy makes a cluster of three whose third node loses every gossip packet
+// from the others, then adds a fourth, and waits until the other three have it.
+func joinUnseenBy(t *testing.T) (c *nodetest.Cluster, stale, added *node.Node) {
+	t.Helper()
+	c = nodetest.MakeNetCluster(t, 3, func(cfg *node.Config) { cfg.GossipTimings.PushPullInterval = time.Hour })
+	stale = c.Nodes[2]
+	for _, from := range []string{"node-0", "node-1", "node-3"} {
+		c.Net.DropPackets(nodetest.Host(from), nodetest.Host(stale.Name()))
+	}
+	added = c.Add()
+	if err := wait.Until(nodetest.Timeout, func() error {
+		for _, n := range []*node.Node{c.Nodes[0], c.Nodes[1], added} {
+			if got := n.Router().Ring().Len(); got != 4 {
+				return fmt.Errorf("%s: ring of %d", n.Name(), got)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c, stale, added
 }
