@@ -154,9 +154,14 @@ func (o *Owner) attemptLocked(r *request, seq uint64) {
 	}
 	now := o.cfg.Leases.Now()
 	up := o.redisUp()
-	if o.waitsFor(rg, r.ops, now, up) && o.mayWait(r, now) && o.waiting.park(o, r, seq) {
-		o.decide.RUnlock()
-		return
+	for o.waitsFor(rg, r.ops, now, up) && o.mayWait(r, now) {
+		if o.waiting.park(o, r, seq) {
+			o.decide.RUnlock()
+			return
+		}
+		// A wake came since seq, and found r not parked yet: judge again.
+		seq = o.waiting.seen()
+		now, up = o.cfg.Leases.Now(), o.redisUp()
 	}
 	var unloaded []int
 	if o.cfg.Redis != nil && up {

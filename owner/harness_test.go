@@ -35,6 +35,7 @@ type fakeLeases struct {
 	onChange func()        // the owner's LeasesChanged
 	peerRun  atomic.Uint64 // the run heard of every peer; 0: 1
 	legacy   atomic.Bool   // every peer runs the version before Handoff.Epoch
+	onHolds  func()        // when set, called (once, then cleared) as Holds is first asked
 }
 
 func newFakeLeases() *fakeLeases {
@@ -53,6 +54,12 @@ func (f *fakeLeases) Legacy(string) bool { return f.legacy.Load() }
 
 func (f *fakeLeases) Holds(p int, _ int64) bool {
 	f.mu.Lock()
+	if hook := f.onHolds; hook != nil {
+		f.onHolds = nil
+		f.mu.Unlock()
+		hook()
+		f.mu.Lock()
+	}
 	defer f.mu.Unlock()
 	if n, ok := f.refuse[p]; ok {
 		if n > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 )
@@ -54,6 +55,32 @@ func TestDecidesOnlyWhileHolding(t *testing.T) {
 	a.leases.grant(true, p)
 	if r := <-done; r.Err != nil || r.Count != 4 {
 		t.Fatalf("incr granted while waiting: got %d, %v; want 4", r.Count, r.Err)
+	}
+}
+
+// An op whose partition waits for its lease still waits when a wake (a lease change
+// for some other partition, say) comes between its judgement and its parking: it is
+// judged again, not answered ErrNotOwner at once. (CI failed on this race in
+// TestDecidesOnlyWhileHolding.)
+func TestOpJudgedDuringAWakeStillWaits(t *testing.T) {
+	var n net
+	a := n.add(t, "a", nil)
+	rg := ringOf("a", "b")
+	a.SetRing(rg)
+	mine := keysOf(rg, "a", 1)[0]
+	a.leases.mu.Lock()
+	a.leases.onHolds = func() { // the at-once try asks first; the wake comes at the next ask
+		a.leases.mu.Lock()
+		a.leases.onHolds = a.LeasesChanged
+		a.leases.mu.Unlock()
+	}
+	a.leases.mu.Unlock()
+	done := make(chan counter.Result)
+	go func() { done <- do(a.Owner, incr(mine, 2))[0] }()
+	wait.ForTrue(t, 2*time.Second, func() bool { return a.parked() == 1 })
+	a.leases.grant(true, rg.Partition(mine))
+	if r := <-done; r.Err != nil || r.Count != 2 {
+		t.Fatalf("incr granted while waiting: got %d, %v; want 2", r.Count, r.Err)
 	}
 }
 
