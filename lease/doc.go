@@ -41,6 +41,10 @@
 // holds, and a change waits until a majority of the voters have held the set it starts
 // from for a grant's length: by then no lease granted under the set before that one
 // runs, and the two sets apart, whose majorities need not meet, are never both in use.
+// Which change is made from a set is chosen by ballot, as a single-decree Paxos chooses
+// a value, the voters of that set its acceptors (change.go): two nodes that each see
+// another change due at one moment (a member leaving, another joining) cannot both make
+// one, which would give two sets of one version whose majorities need not meet.
 // A grantor refuses every grant to a node it does not count as a voter.
 //
 // The package is pure state: it does no I/O and never reads the clock; times are

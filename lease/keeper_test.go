@@ -338,3 +338,25 @@ func TestLeftRunIsTheRunGossipSaysLeft(t *testing.T) {
 		t.Fatalf("b's left run %d once its next run is alive; want 7 still", got)
 	}
 }
+
+// A member whose heartbeats come without ballots (a node of the version before them) is
+// answered and sent heartbeats without them, which it can read, and changes the
+// voters with it as before ballots: it would answer no ballot.
+func TestKeeperSpeaksWithoutBallotsToPeersWithout(t *testing.T) {
+	net := &recordingNet{}
+	k := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Exchanger: net})
+	k.SetView(View{Alive: []string{"a", "b"}}, nil)
+	for _, without := range []bool{true, false} {
+		if rep := k.Handle(&Request{From: "b", Incarnation: 1, Round: 1, NoBallots: without}); rep.NoBallots != without {
+			t.Fatalf("b sent noBallots=%v; answered noBallots=%v", without, rep.NoBallots)
+		}
+		req, _, _ := k.begin()
+		k.exchange(context.Background(), Peer{Name: "b", Addr: "b"}, req)
+		net.mu.Lock()
+		sent := net.last
+		net.mu.Unlock()
+		if sent.NoBallots != without || req.NoBallots || without && sent.Change != nil {
+			t.Fatalf("b sent noBallots=%v; heartbeat to it noBallots=%v change %v", without, sent.NoBallots, sent.Change)
+		}
+	}
+}

@@ -61,10 +61,16 @@ type Request struct {
 	Version     uint64   // of Voters (Voters.Version)
 	Alive       []string // members the sender sees alive, itself included
 
+	// Change is the sender's phase message for a voter change it proposes (nil: none).
+	Change *ChangeMsg
+
 	// Legacy marks the format of versions before Version: such a frame lacks it, and a
 	// node of such a version refuses a frame that has it. A node answers and heartbeats
 	// a peer in the format the peer last sent it.
 	Legacy bool
+	// NoBallots marks the format of versions before voter changes by ballot: such a
+	// frame lacks Change (and Reply.Change), which such a node refuses; as Legacy.
+	NoBallots bool
 }
 
 // Refusal says why a grantor granted nothing.
@@ -85,7 +91,10 @@ type Reply struct {
 	Voters  []string
 	Version uint64 // of Voters
 	Alive   []string
-	Legacy  bool // as Request.Legacy: the Reply lacks Version on the wire
+	Change  *ChangeState // the grantor's acceptor state for a change from its voter set (nil: none)
+	Legacy  bool         // as Request.Legacy: the Reply lacks Version on the wire
+	// NoBallots: as Request.NoBallots, the Reply lacks Change on the wire.
+	NoBallots bool
 }
 
 // Limits of a Request or Reply on the wire, so a peer cannot make a node allocate

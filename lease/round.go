@@ -49,7 +49,8 @@ func (k *Keeper) begin() (*Request, []Peer, Set) {
 	n := k.next
 	k.next++
 	req := &Request{From: k.cfg.Self, Incarnation: k.cfg.Incarnation, Round: n, Claims: k.claims.Clone(),
-		Releases: k.releasing.Clone(), Voters: k.voters.List(), Version: k.voters.Version(), Alive: k.view.Alive}
+		Releases: k.releasing.Clone(), Voters: k.voters.List(), Version: k.voters.Version(), Alive: k.view.Alive,
+		Change: k.voters.ChangeMsg()}
 	// Releases go out in three rounds, then grants run out by themselves.
 	if k.released++; k.released >= 3 {
 		k.releasing = NewSet(k.cfg.Partitions)
@@ -133,10 +134,10 @@ func (k *Keeper) checkLapses(now int64) Set {
 func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	ctx, cancel := context.WithTimeout(ctx, k.cfg.Heartbeat)
 	defer cancel()
-	if k.Legacy(p.Name) {
-		legacy := *req
-		legacy.Legacy = true
-		req = &legacy
+	if legacy, noBallots := k.format(p.Name); legacy || noBallots {
+		older := *req
+		older.Legacy, older.NoBallots, older.Change = legacy, noBallots, nil
+		req = &older
 	}
 	rep, err := k.cfg.Exchanger.Exchange(ctx, p.Addr, req)
 	if err != nil || rep.Round != req.Round {
@@ -155,18 +156,37 @@ func (k *Keeper) Legacy(name string) bool {
 	return k.legacy[name]
 }
 
+// format is the format of the last heartbeat the member named name sent: Legacy, or
+// without ballots (NoBallots), or the current one (both false).
+func (k *Keeper) format(name string) (legacy, noBallots bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.legacy[name], k.noBallots[name]
+}
+
 // Absorb counts the reply of the peer named name to req, a request of Begin's.
 func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	k.mu.Lock()
 	now := k.now()
 	k.voters.Report(name, rep.Alive, rep.Voters, rep.Version, now)
 	k.heard(name, rep.Voters, now)
+	if !req.Legacy && !req.NoBallots && !rep.Legacy && !rep.NoBallots {
+		// (A node without ballots cannot read a request with them: it answered none.)
+		k.voters.SpeaksBallots(name, true)
+	}
 	if rep.Refused == RefusedNone && sameVoters(req, rep) {
 		k.holder.Grant(req.Round, name, rep.Granted)
 		k.noteHeld(rep.Granted, now)
 	}
+	moved := false
+	if req.Change != nil && sameVoters(req, rep) {
+		moved = k.voters.Answered(name, rep.Change, now)
+	}
 	k.mu.Unlock()
 	k.signal()
+	if moved {
+		k.Kick() // the proposal's next phase goes now, not at the next heartbeat
+	}
 }
 
 // sameVoters reports whether rep's grantor answered under the voter set req was sent

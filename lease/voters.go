@@ -15,6 +15,13 @@ type Voters struct {
 	since   int64             // when this node took the set it has (monotonic ns)
 	members map[string]bool   // the members alive at the last Update: their reports are kept too
 	reports map[string]report // latest report of each voter and member: what it sees alive, and its voters
+
+	ballots map[string]bool // the voters and members that speak ballots (change.go)
+	acc     acceptor        // this node's acceptor state for the change from its set
+	prop    *proposal       // the change this node proposes from its set, if any
+	highest uint64          // the highest ballot number seen
+	// acceptsFrom: no promise or acceptance before this (Quarantine).
+	acceptsFrom int64
 }
 
 type report struct {
@@ -38,11 +45,11 @@ type View struct {
 // first peer that reports some (Report), or founds a cluster alone (Found).
 func NewVoters(cfg Config, self string) *Voters {
 	return &Voters{cfg: cfg.WithDefaults(), self: self, set: map[string]bool{}, members: map[string]bool{},
-		reports: map[string]report{}}
+		reports: map[string]report{}, ballots: map[string]bool{}}
 }
 
 // Found makes self the only voter: a node with no cluster to join founds one.
-func (v *Voters) Found() { v.set, v.version = map[string]bool{v.self: true}, 1 }
+func (v *Voters) Found() { v.set, v.version, v.acceptsFrom = map[string]bool{v.self: true}, 1, 0 }
 
 // Version counts the changes made to the voters since the cluster was founded: of two
 // sets, the one with the higher version was made from the other, directly or not.
@@ -103,7 +110,9 @@ func (v *Voters) adopt(voters []string, version uint64, now int64) {
 // becomes one; a member dead for DeadVoterAfter that a majority of the voters (it
 // counted against) do not see alive stops being one. Each in step with the voters' own
 // sets (inStep, follow), so that the sets in use stay within one change of each other.
-// Changes come in name order, so nodes that see the same make the same.
+// Changes come in name order, so nodes that see the same make the same; which change is
+// made from a set, when two nodes want different ones, is chosen by ballot
+// (change.go): a change proposed may be made only after a round trip or two.
 func (v *Voters) Update(view View, now int64) bool {
 	clear(v.members)
 	for _, n := range view.Alive {
@@ -115,16 +124,17 @@ func (v *Voters) Update(view View, now int64) bool {
 	if v.follow(now) {
 		return true
 	}
+	if v.prop != nil && v.prop.base == v.version {
+		return v.stepProposal(now) // one change at a time: the one under way goes on
+	}
 	if v.set[v.self] && len(v.set) > 1 && slices.Contains(view.Leaving, v.self) && v.inStep(v.self, false, now) {
 		// Leaving: this node says so in its reports (the set without it), which lets
 		// the others drop it in step even when it is one of two.
-		v.change(v.self, false, now)
-		return true
+		return v.change(v.self, false, now)
 	}
 	for _, n := range sorted(append(slices.Clone(view.Left), view.Leaving...)) {
 		if v.set[n] && n != v.self && v.inStep(n, false, now) {
-			v.change(n, false, now)
-			return true
+			return v.change(n, false, now)
 		}
 	}
 	alive := make(map[string]bool, len(view.Alive))
@@ -136,8 +146,7 @@ func (v *Voters) Update(view View, now int64) bool {
 			continue // on its way out: adding it back would undo its drop
 		}
 		if !v.set[n] && v.agree(n, true, alive[n], now) >= v.Quorum() && v.inStep(n, true, now) {
-			v.change(n, true, now)
-			return true
+			return v.change(n, true, now)
 		}
 	}
 	for _, n := range v.List() {
@@ -148,22 +157,20 @@ func (v *Voters) Update(view View, now int64) bool {
 		// A majority of all the voters, the dead one counted against: two voters never
 		// drop each other, or each could become a majority of one.
 		if v.agree(n, false, false, now) >= v.Quorum() && v.inStep(n, false, now) {
-			v.change(n, false, now)
-			return true
+			return v.change(n, false, now)
 		}
 	}
 	return false
 }
 
-// change adds (or, with add false, drops) name: the next version of the set.
-func (v *Voters) change(name string, add bool, now int64) {
+// change proposes the next version of the set: with name added (or, with add false,
+// dropped). It reports whether the set changed now (propose).
+func (v *Voters) change(name string, add bool, now int64) bool {
+	next := slices.DeleteFunc(v.List(), func(n string) bool { return n == name })
 	if add {
-		v.set[name] = true
-	} else {
-		delete(v.set, name)
+		next = sorted(append(next, name))
 	}
-	v.version++
-	v.since = now
+	return v.propose(next, now)
 }
 
 // follow takes the newest voter set a fresh report shows, when it is newer than this
@@ -281,6 +288,11 @@ func (v *Voters) Forget(now int64) {
 	for n, r := range v.reports {
 		if now-r.at > int64(time.Minute) || !v.set[n] && !v.members[n] {
 			delete(v.reports, n)
+		}
+	}
+	for n := range v.ballots {
+		if !v.set[n] && !v.members[n] {
+			delete(v.ballots, n)
 		}
 	}
 }

@@ -43,7 +43,11 @@ func AppendRequest(b []byte, r *Request) []byte {
 	if r.Legacy {
 		return b
 	}
-	return binary.AppendUvarint(b, r.Version)
+	b = binary.AppendUvarint(b, r.Version)
+	if r.NoBallots {
+		return b
+	}
+	return appendChangeMsg(b, r.Change)
 }
 
 // ReadRequest reads a heartbeat into r; the decoder's error says if it was malformed.
@@ -56,6 +60,9 @@ func ReadRequest(d *wire.Decoder, r *Request) {
 	r.Voters = names(d, "voters")
 	r.Alive = names(d, "alive")
 	r.Version, r.Legacy = votersVersion(d)
+	if r.NoBallots = r.Legacy || d.Err() == nil && d.Len() == 0; !r.NoBallots {
+		r.Change = readChangeMsg(d)
+	}
 }
 
 // AppendAnswer appends the answer to a heartbeat: rep, or why there is none.
@@ -67,10 +74,14 @@ func AppendAnswer(b []byte, rep *Reply) []byte {
 	b = append(b, uint8(rep.Refused))
 	b = appendSet(b, rep.Granted)
 	b = appendNames(appendNames(b, rep.Voters), rep.Alive)
-	if !rep.Legacy {
-		b = binary.AppendUvarint(b, rep.Version)
+	if rep.Legacy {
+		return b
 	}
-	return b
+	b = binary.AppendUvarint(b, rep.Version)
+	if rep.NoBallots {
+		return b
+	}
+	return appendChangeState(b, rep.Change)
 }
 
 // ReadAnswer reads a heartbeat's answer: the reply, or the peer's reason for giving
@@ -95,6 +106,9 @@ func ReadAnswer(d *wire.Decoder) (*Reply, error) {
 	rep.Voters = names(d, "voters")
 	rep.Alive = names(d, "alive")
 	rep.Version, rep.Legacy = votersVersion(d)
+	if rep.NoBallots = rep.Legacy || d.Err() == nil && d.Len() == 0; !rep.NoBallots {
+		rep.Change = readChangeState(d)
+	}
 	return rep, nil
 }
 
@@ -114,7 +128,7 @@ func Answerer(handle func(*Request) *Reply) func(ctx context.Context, body, out 
 			rep = handle(&req)
 		}
 		if rep != nil {
-			rep.Legacy = req.Legacy // answered in the format it was asked in
+			rep.Legacy, rep.NoBallots = req.Legacy, req.NoBallots // answered in the format it was asked in
 		}
 		return AppendAnswer(out, rep), nil
 	}
@@ -192,7 +206,23 @@ func CheckRequest(r *Request) error {
 	if err := checkNames("voters", r.Voters); err != nil {
 		return err
 	}
+	if m := r.Change; m != nil {
+		if err := checkChange(m.Value, m.Ballot); err != nil {
+			return err
+		}
+	}
 	return checkNames("alive", r.Alive)
+}
+
+// checkChange is what the decoder demands of a change message's or state's value and
+// ballots.
+func checkChange(value []string, ballots ...Ballot) error {
+	for _, b := range ballots {
+		if len(b.By) > MaxNameBytes {
+			return fmt.Errorf("lease: heartbeat change: ballot name of %d bytes, over lease.MaxNameBytes (%d)", len(b.By), MaxNameBytes)
+		}
+	}
+	return checkNames("change", value)
 }
 
 // checkReply is CheckRequest for a reply (none is an error too).
@@ -208,6 +238,11 @@ func checkReply(r *Reply) error {
 	}
 	if err := checkNames("voters", r.Voters); err != nil {
 		return err
+	}
+	if st := r.Change; st != nil {
+		if err := checkChange(st.Value, st.Promised, st.Accepted); err != nil {
+			return err
+		}
 	}
 	return checkNames("alive", r.Alive)
 }
@@ -229,4 +264,71 @@ func checkNames(what string, names []string) error {
 		}
 	}
 	return nil
+}
+
+// A change message is u8 phase (0 none, 1 prepare, 2 accept) and then uvarint base |
+// ballot | names value; a ballot is uvarint number | name proposer. An acceptor's state
+// is u8 present (0 or 1) and then uvarint base | ballot promised | ballot accepted |
+// names value.
+
+func appendChangeMsg(b []byte, m *ChangeMsg) []byte {
+	switch {
+	case m == nil:
+		return append(b, 0)
+	case m.Accept:
+		b = append(b, 2)
+	default:
+		b = append(b, 1)
+	}
+	b = appendBallot(binary.AppendUvarint(b, m.Base), m.Ballot)
+	return appendNames(b, m.Value)
+}
+
+func readChangeMsg(d *wire.Decoder) *ChangeMsg {
+	phase := d.Byte("change phase")
+	if phase == 0 {
+		return nil
+	}
+	if phase > 2 {
+		d.Fail("change phase")
+		return nil
+	}
+	m := &ChangeMsg{Base: d.Uvarint("change base"), Accept: phase == 2}
+	m.Ballot = ballot(d, "change ballot")
+	m.Value = names(d, "change value")
+	return m
+}
+
+func appendChangeState(b []byte, st *ChangeState) []byte {
+	if st == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(append(b, 1), st.Base)
+	b = appendBallot(appendBallot(b, st.Promised), st.Accepted)
+	return appendNames(b, st.Value)
+}
+
+func readChangeState(d *wire.Decoder) *ChangeState {
+	switch d.Byte("change state") {
+	case 0:
+		return nil
+	case 1:
+	default:
+		d.Fail("change state")
+		return nil
+	}
+	st := &ChangeState{Base: d.Uvarint("change base")}
+	st.Promised = ballot(d, "promised ballot")
+	st.Accepted = ballot(d, "accepted ballot")
+	st.Value = names(d, "accepted value")
+	return st
+}
+
+func appendBallot(b []byte, bl Ballot) []byte {
+	return wire.AppendString(binary.AppendUvarint(b, bl.N), bl.By)
+}
+
+func ballot(d *wire.Decoder, what string) Ballot {
+	n := d.Uvarint(what)
+	return Ballot{N: n, By: name(d, what)}
 }

@@ -131,7 +131,14 @@ func TestDecodeHeartbeatBounds(t *testing.T) {
 		{"set too large", heartbeat(nameOf(1), zero, zero, zero, zeroSet(MaxPartitions/64+1), zero, zero, zero), false},
 		{"count beyond the bytes", heartbeat(nameOf(1), zero, zero, uv(1<<40)), false},
 		{"truncated", heartbeat(nameOf(1), zero, zero, zero, zero, zero), false},
-		{"trailing bytes", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), false},
+		{"no ballots: no change", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero), true},
+		{"no change proposed", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), true},
+		{"prepare", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{1}, uv(3), uv(7), nameOf(2), zero), true},
+		{"accept", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(2, 2)), true},
+		{"unknown change phase", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{3}, uv(3), uv(7), nameOf(2), zero), false},
+		{"ballot name too long", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{1}, uv(3), uv(7), nameOf(MaxNameBytes+1), zero), false},
+		{"too many in a change", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(MaxMembers+1, 1)), false},
+		{"trailing bytes", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero, zero), false},
 		{"overlong varint", heartbeat(nameOf(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1}), false},
 	} {
 		_, err := readRequest(tc.body)
@@ -174,5 +181,35 @@ func TestUnknownRefusalIsMalformed(t *testing.T) {
 	ReadAnswer(&d)
 	if err := d.End(); !errors.Is(err, wire.ErrMalformed) {
 		t.Fatalf("got %v; want wire.ErrMalformed", err)
+	}
+}
+
+// A heartbeat's change message and its answer's acceptor state go through the wire as
+// they are; without ballots (NoBallots) neither is sent, and the answer comes alike.
+func TestChangeMessagesOnTheWire(t *testing.T) {
+	m := &ChangeMsg{Base: 4, Ballot: Ballot{N: 9, By: "n2"}, Accept: true, Value: []string{"n1", "n2"}}
+	st := &ChangeState{Base: 4, Promised: Ballot{N: 9, By: "n2"}, Accepted: Ballot{N: 8, By: "n1"}, Value: []string{"n1"}}
+	answer := Answerer(func(r *Request) *Reply { return &Reply{Round: r.Round, Version: 4, Change: st} })
+	for _, without := range []bool{false, true} {
+		req := &Request{From: "n2", Round: 5, Version: 4, Change: m, NoBallots: without}
+		back, err := readRequest(AppendRequest(nil, req))
+		if err != nil || back.NoBallots != without {
+			t.Fatalf("noBallots=%v: decoded %+v, %v", without, back, err)
+		}
+		if want := map[bool]*ChangeMsg{false: m}[without]; !reflect.DeepEqual(back.Change, want) {
+			t.Fatalf("noBallots=%v: change %+v; want %+v", without, back.Change, want)
+		}
+		out, err := answer(context.Background(), AppendRequest(nil, req), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := wire.NewDecoder(out)
+		rep, err := ReadAnswer(&d)
+		if err != nil || d.End() != nil {
+			t.Fatalf("noBallots=%v: %v, %v", without, err, d.End())
+		}
+		if want := map[bool]*ChangeState{false: st}[without]; rep.NoBallots != without || !reflect.DeepEqual(rep.Change, want) {
+			t.Fatalf("noBallots=%v: answered %+v, change %+v", without, rep, rep.Change)
+		}
 	}
 }

@@ -86,6 +86,8 @@ var seedsThatFailed = []uint64{
 	17414, // counters handed over while Redis was down lacked what another node decided meanwhile under its own lease (owner/late.go reload)
 	10492, // the same, with a crash and a wipe among the faults
 	5934,  // a reset handed in went to Redis after the receiver's blind deltas of the counter, and erased them (owner/receive.go resetBehind)
+	7553,  // two voter changes from one set at once (a leaver dropped, a joiner added): two deciders (lease/change.go)
+	16396, // the same, with Redis, a rejoin, lossy links and clock steps
 }
 
 // TestSeedsThatFailedOnce replays seedsThatFailed.

@@ -1,0 +1,252 @@
+package lease
+
+import "slices"
+
+// Voter changes by ballot. Two nodes that make a change from the same voter set at
+// the same moment (one sees a member leave, another a member join, neither the
+// other's report yet) would make two sets of the next version whose majorities need
+// not meet. A change is therefore chosen as a single-decree Paxos chooses a value: the
+// voters of the set it is made from are its acceptors, each heartbeat carries its
+// sender's phase message (ChangeMsg) and each reply the acceptor's state
+// (ChangeState). Of the sets proposed from one version, at most one is ever accepted
+// by a majority, and a later ballot proposes what an earlier one may have had
+// accepted. The rules for what to change (Update) are unchanged; ballots decide only
+// which change is made. A set with a voter of the version before ballots changes as
+// before (NoBallots).
+
+// Ballot orders the attempts to change the voters from one set: by number, then by
+// proposer, so that two proposers never share one.
+type Ballot struct {
+	N  uint64
+	By string
+}
+
+// Less reports whether b comes before o.
+func (b Ballot) Less(o Ballot) bool { return b.N < o.N || b.N == o.N && b.By < o.By }
+
+// ChangeMsg is a proposer's phase message for the voter change from version Base
+// (Request.Change): prepare (Accept false) asks the acceptors to promise to take no
+// lower ballot; accept asks them to accept Value, a sorted voter set, at Ballot.
+type ChangeMsg struct {
+	Base   uint64
+	Ballot Ballot
+	Accept bool
+	Value  []string
+}
+
+// ChangeState is an acceptor's state for the change from version Base (Reply.Change):
+// the highest ballot it promised, and the last value it accepted and at which ballot
+// (zero: none).
+type ChangeState struct {
+	Base     uint64
+	Promised Ballot
+	Accepted Ballot
+	Value    []string
+}
+
+// acceptor is this node's state as an acceptor of the change from its set (version
+// base); it starts afresh with each version.
+type acceptor struct {
+	base               uint64
+	promised, accepted Ballot
+	value              []string
+}
+
+// proposal is the change this node is trying to make from its set (version base).
+type proposal struct {
+	base     uint64
+	ballot   Ballot
+	accept   bool     // in the accept phase, proposing value
+	value    []string // the set proposed once promised: one accepted before, or want
+	want     []string // the set this node wants next
+	promises map[string]ChangeState
+	accepts  map[string]bool
+	at       int64 // when ballot began
+}
+
+// proposeBallots reports whether this node changes its voters by ballot: every voter
+// speaks them.
+func (v *Voters) proposeBallots() bool {
+	for n := range v.set {
+		if n != v.self && !v.ballots[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// Quarantine makes this node promise and accept nothing before until: an acceptor's
+// promises must outlive it, and an earlier run of this node may have made some it no
+// longer remembers. By until (a grant's length after it started), a change its earlier
+// run helped choose has reached the other voters (each follows the newest set
+// reported), as a grant it made has run out (Grantor).
+func (v *Voters) Quarantine(until int64) { v.acceptsFrom = until }
+
+// SpeaksBallots records whether the member named name sends and answers ballots (its
+// last heartbeat or reply had them).
+func (v *Voters) SpeaksBallots(name string, yes bool) {
+	if v.set[name] || v.members[name] {
+		v.ballots[name] = yes
+	}
+}
+
+// propose makes next the next voter set, by ballot when every voter speaks them
+// (otherwise at once, as before ballots), and reports whether the set changed now. A
+// proposal under way for this version goes on whatever next is: one change at a time.
+func (v *Voters) propose(next []string, now int64) bool {
+	if !v.proposeBallots() {
+		v.adopt(next, v.version+1, now)
+		return true
+	}
+	if !v.set[v.self] {
+		return false // only voters propose: the acceptors take no other's ballot
+	}
+	if v.prop == nil || v.prop.base != v.version {
+		v.prop = &proposal{base: v.version, want: next}
+		v.newBallot(now)
+	}
+	return v.stepProposal(now)
+}
+
+// newBallot begins the proposal's next ballot, above every ballot seen: its prepare
+// phase, with this node's own promise.
+func (v *Voters) newBallot(now int64) {
+	p := v.prop
+	p.ballot = Ballot{N: max(v.highest, p.ballot.N) + 1, By: v.self}
+	v.highest = p.ballot.N
+	p.accept, p.value, p.at = false, nil, now
+	p.promises, p.accepts = map[string]ChangeState{}, map[string]bool{}
+}
+
+// retryAfter is how long a ballot may go without being chosen before the next begins
+// (a rival's ballot overtook it, or messages were lost).
+func (v *Voters) retryAfter() int64 { return int64(v.cfg.Duration) / 2 }
+
+// stepProposal moves the proposal on as far as the answers so far allow, this node's
+// own included, and reports whether the change was chosen and made.
+func (v *Voters) stepProposal(now int64) bool {
+	p := v.prop
+	if p == nil || p.base != v.version {
+		v.prop = nil
+		return false
+	}
+	if now-p.at > v.retryAfter() {
+		v.newBallot(now)
+	}
+	v.answer(v.self, v.Accept(v.self, v.ChangeMsg(), v.List(), v.version, now))
+	if !p.accept && len(p.promises) >= v.Quorum() {
+		// The value accepted at the highest ballot among the promises may have been
+		// chosen: it is proposed again; else this node's own.
+		best := ChangeState{}
+		for _, st := range p.promises {
+			if best.Accepted.Less(st.Accepted) {
+				best = st
+			}
+		}
+		p.accept, p.value = true, p.want
+		if best.Accepted != (Ballot{}) {
+			p.value = best.Value
+		}
+		v.answer(v.self, v.Accept(v.self, v.ChangeMsg(), v.List(), v.version, now))
+	}
+	if p.accept && len(p.accepts) >= v.Quorum() {
+		v.adopt(p.value, p.base+1, now)
+		return true
+	}
+	return false
+}
+
+// ChangeMsg is this node's phase message for its heartbeats (nil: it proposes nothing).
+func (v *Voters) ChangeMsg() *ChangeMsg {
+	p := v.prop
+	if p == nil || p.base != v.version {
+		return nil
+	}
+	m := &ChangeMsg{Base: p.base, Ballot: p.ballot, Accept: p.accept}
+	if p.accept {
+		m.Value = p.value
+	}
+	return m
+}
+
+// Accept handles, at now, a phase message from a voter that sent it under voters at
+// version (its heartbeat's), and returns this node's acceptor state for the change from
+// its own set (nil: none, the sender's set is not this node's, or this node is in
+// quarantine).
+func (v *Voters) Accept(from string, m *ChangeMsg, voters []string, version uint64, now int64) *ChangeState {
+	if m == nil || now < v.acceptsFrom || version != v.version || !v.set[from] || !slices.Equal(voters, v.List()) {
+		return nil
+	}
+	a := &v.acc
+	if a.base != v.version {
+		*a = acceptor{base: v.version}
+	}
+	if m.Base == v.version {
+		switch {
+		case !m.Accept && a.promised.Less(m.Ballot):
+			a.promised = m.Ballot
+		case m.Accept && !m.Ballot.Less(a.promised) && oneChangeFrom(v.List(), m.Value):
+			a.promised, a.accepted, a.value = m.Ballot, m.Ballot, slices.Clone(m.Value)
+		}
+		v.highest = max(v.highest, m.Ballot.N)
+	}
+	return &ChangeState{Base: a.base, Promised: a.promised, Accepted: a.accepted, Value: a.value}
+}
+
+// Answered counts a voter's acceptor state toward this node's proposal, and reports
+// whether that moved it to its next phase (a round then goes at once).
+func (v *Voters) Answered(from string, st *ChangeState, now int64) bool {
+	p := v.prop
+	if st == nil || p == nil || st.Base != p.base || p.base != v.version || !v.set[from] {
+		return false
+	}
+	v.highest = max(v.highest, st.Promised.N)
+	accept := p.accept
+	v.answer(from, st)
+	if !accept && len(p.promises) >= v.Quorum() || accept && len(p.accepts) >= v.Quorum() {
+		v.stepProposal(now)
+		return true
+	}
+	return false
+}
+
+// answer records one acceptor's state: a promise to this ballot, or its acceptance.
+func (v *Voters) answer(from string, st *ChangeState) {
+	p := v.prop
+	if st == nil || p == nil || st.Base != p.base {
+		return
+	}
+	switch {
+	case !p.accept && st.Promised == p.ballot:
+		p.promises[from] = *st
+	case p.accept && st.Accepted == p.ballot && slices.Equal(st.Value, p.value):
+		p.accepts[from] = true
+	}
+}
+
+// oneChangeFrom reports whether next, sorted, is set with one member added or dropped:
+// the only change an acceptor takes.
+func oneChangeFrom(set, next []string) bool {
+	for i := 1; i < len(next); i++ {
+		if next[i-1] >= next[i] {
+			return false // not sorted, or a name twice
+		}
+	}
+	switch len(next) - len(set) {
+	case 1:
+		return isSubset(set, next)
+	case -1:
+		return isSubset(next, set)
+	}
+	return false
+}
+
+// isSubset reports whether every name of the sorted a is in the sorted b.
+func isSubset(a, b []string) bool {
+	for _, n := range a {
+		if _, ok := slices.BinarySearch(b, n); !ok {
+			return false
+		}
+	}
+	return true
+}
