@@ -77,9 +77,12 @@ func (v *Voters) proposeBallots() bool {
 
 // Quarantine makes this node promise and accept nothing before until: an acceptor's
 // promises must outlive it, and an earlier run of this node may have made some it no
-// longer remembers. By until (a grant's length after it started), a change its earlier
-// run helped choose has reached the other voters (each follows the newest set
-// reported), as a grant it made has run out (Grantor).
+// longer remembers. A change chosen is announced by its proposer in a round it sends at
+// once, and every voter follows the newest set reported: by until (two heartbeats after
+// it started, see Keeper) one its earlier run helped choose has reached the others. Not
+// longer: while it lasts, a change that needs this node's answer waits (a leave and a
+// restart in a row, in a rolling restart, left the others without a majority of the
+// set they used until their leases ran out, when it lasted a grant's length).
 func (v *Voters) Quarantine(until int64) { v.acceptsFrom = until }
 
 // SpeaksBallots records whether the member named name sends and answers ballots (its

@@ -92,7 +92,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	if cfg.Found {
 		k.voters.Found()
 	} else {
-		k.voters.Quarantine(t + cfg.hold())
+		k.voters.Quarantine(t + 2*int64(cfg.Heartbeat))
 	}
 	ch := make(chan struct{})
 	k.changed.Store(&ch)
@@ -261,6 +261,13 @@ func (k *Keeper) Voters() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.voters.List()
+}
+
+// VotersVersion is the version of the current voters (Voters.Version).
+func (k *Keeper) VotersVersion() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.voters.Version()
 }
 
 // HasVoters reports whether this node knows its voters (it founded a cluster or learned

@@ -243,6 +243,10 @@ func (n *Node) markSilentPeers(members []cluster.Member, now int64) {
 // same members (package ring). A ring is built only when those members changed.
 func (n *Node) rebuildRing() {
 	voters := n.keeper.Voters()
+	if v := n.keeper.VotersVersion(); v != n.votersLogged {
+		n.votersLogged = v
+		n.cfg.Logger.Info("voters changed", "version", v, "voters", voters)
+	}
 	now := n.keeper.Now()
 	var members []ring.Member
 	var silent []string
