@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -246,6 +247,40 @@ func TestMembershipChangesUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d requests failed during membership changes; first: %v", n, n+ok.Load(), firstErr.Load())
 	}
 	t.Logf("%d requests, none failed", ok.Load())
+}
+
+// Two graceful leaves in a row, the first by a node that has only just joined, leave
+// the other two a working cluster: a leaver stops only once the voters dropped it. (A
+// leaver gone before its drop was chosen still counted in every majority: [n0 n1 n2
+// n3] with n1 and n2 left could change nothing, and held nothing, for good.)
+func TestTwoLeavesInARowLeaveAWorkingPair(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, nil)
+	c.Add()
+	c.WaitConverged() // node-3 is in every ring: a voter since just now
+	if err := c.Stop(3); err != nil {
+		t.Fatalf("stop node-3: %v", err)
+	}
+	if err := c.Stop(0); err != nil {
+		t.Fatalf("stop node-0: %v", err)
+	}
+	want := []string{"node-1", "node-2"}
+	if err := wait.Until(nodetest.Timeout, func() error {
+		for _, n := range c.Running() {
+			if v := n.Voters(); !slices.Equal(v, want) {
+				return fmt.Errorf("%s has voters %v; want %v", n.Name(), v, want)
+			}
+		}
+		return c.Converged()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Running() {
+		if v, err := respClient(t, n).Do(context.Background(), "SW.INCR", "after-two-leaves", "1m").Int64(); err != nil {
+			t.Fatalf("SW.INCR through %s after two leaves: %v", n.Name(), err)
+		} else if v < 1 {
+			t.Fatalf("SW.INCR through %s: %d", n.Name(), v)
+		}
+	}
 }
 
 // An idle, converged cluster does not rebuild its ring: membership is watched by

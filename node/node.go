@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -328,6 +329,9 @@ func (n *Node) Router() *route.Router { return n.router }
 // RPCStats are the node's forwarding counts (frames and ops sent to peers).
 func (n *Node) RPCStats() rpc.Stats { return n.rpcClient.Stats() }
 
+// Voters are the members whose lease grants count, as this node knows them (sorted).
+func (n *Node) Voters() []string { return n.keeper.Voters() }
+
 // Cluster is the node's membership.
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 
@@ -404,18 +408,38 @@ func (n *Node) drain(ctx context.Context) error {
 			// Nobody to hand its counters to, nor to forward here: nothing to wait for.
 			return n.owner.WaitReleased(ctx)
 		}
-		if !held && n.rpcSrv.IdleFor() >= drainQuiet {
+		out := n.outOfVoters()
+		if !held && out && n.rpcSrv.IdleFor() >= drainQuiet {
 			// Our partitions are released (counters written to Redis, or sent to their
 			// new owners) once the release started by the ring change is done.
 			return n.owner.WaitReleased(ctx)
 		}
 		select {
 		case <-ctx.Done():
-			n.cfg.Logger.Warn("leaving before peers stopped forwarding here", "held_in_own_ring", held)
+			n.cfg.Logger.Warn("leaving before peers stopped forwarding here, or before the voters dropped this node",
+				"held_in_own_ring", held, "voter", !out)
 			return nil
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// outOfVoters reports whether this leaving node is no longer needed among the voters:
+// the change dropping it was chosen, or no other voter stays (they leave too, or are
+// gone). A voter that stopped before its drop was chosen would count against every
+// majority of the set: two leaves in a row from four voters would leave two of four,
+// and no change could ever be chosen again.
+func (n *Node) outOfVoters() bool {
+	voters := n.keeper.Voters()
+	if !slices.Contains(voters, n.cfg.Name) {
+		return true
+	}
+	for _, m := range n.cluster.Members() {
+		if m.Name != n.cfg.Name && m.State == cluster.StateAlive && slices.Contains(voters, m.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 // alone reports whether gossip shows no other member alive or leaving.

@@ -307,7 +307,7 @@ func (w *world) leave(n *node) {
 	var check func()
 	check = func() {
 		_, inRing := n.ownerIn()
-		if !inRing && n.owner.Releasing() == 0 || w.sched.now >= deadline {
+		if !inRing && n.owner.Releasing() == 0 && n.outOfVoters() || w.sched.now >= deadline {
 			w.trace("%s stopped", n.name)
 			w.stopsWith(n) // what it could not hand on in time is lost
 			n.up, n.graceful = false, true
@@ -321,6 +321,21 @@ func (w *world) leave(n *node) {
 		w.sched.after(50*time.Millisecond, n, check)
 	}
 	w.sched.after(50*time.Millisecond, n, check)
+}
+
+// outOfVoters reports whether leaving node n is no longer needed among the voters, as
+// node.outOfVoters does: its drop was chosen, or no other voter it sees stays.
+func (n *node) outOfVoters() bool {
+	voters := n.keeper.Voters()
+	if !slices.Contains(voters, n.name) {
+		return true
+	}
+	for name, m := range n.view {
+		if name != n.name && m.state == alive && slices.Contains(voters, name) {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *world) clockStep(n *node) {
