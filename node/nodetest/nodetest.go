@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,8 +35,6 @@ type Cluster struct {
 	Clock *clocktest.Clock
 	Nodes []*node.Node
 	next  int
-	// started is every node Add started, stopped or not: the test's end stops them.
-	started []*node.Node
 	// Tune, when set, changes each node's Config before it starts.
 	Tune func(*node.Config)
 	// Net, when set, carries the nodes' traffic (gossip, rpc, and their HTTP and RESP
@@ -129,23 +126,9 @@ func (c *Cluster) Add() *node.Node {
 	if err != nil {
 		c.t.Fatalf("start %s: %v", name, err)
 	}
-	if len(c.started) == 0 {
-		c.t.Cleanup(c.stopAll)
-	}
-	c.started = append(c.started, n)
+	c.t.Cleanup(func() { n.Stop(context.Background()) })
 	c.Nodes = append(c.Nodes, n)
 	return n
-}
-
-// stopAll stops every node started, all at once: each sees the others leave and stops
-// without waiting to be dropped from the voters, as a whole cluster shutting down does.
-func (c *Cluster) stopAll() {
-	var wg sync.WaitGroup
-	for _, n := range c.started {
-		wg.Add(1)
-		go func() { defer wg.Done(); n.Stop(context.Background()) }()
-	}
-	wg.Wait()
 }
 
 // Stop stops node i gracefully and removes it from Running.
