@@ -409,10 +409,17 @@ func (n *Node) drain(ctx context.Context) error {
 			return n.owner.WaitReleased(ctx)
 		}
 		out := n.outOfVoters()
-		if !held && out && n.rpcSrv.IdleFor() >= drainQuiet {
-			// Our partitions are released (counters written to Redis, or sent to their
-			// new owners) once the release started by the ring change is done.
-			return n.owner.WaitReleased(ctx)
+		if !held && n.rpcSrv.IdleFor() >= drainQuiet {
+			if n.respClusterLn != nil {
+				// Peers route elsewhere: cluster clients may be sent to the new owners now,
+				// rather than told to try again here while the voters drop this node.
+				n.redisCluster.redirectAll()
+			}
+			if out {
+				// Our partitions are released (counters written to Redis, or sent to their
+				// new owners) once the release started by the ring change is done.
+				return n.owner.WaitReleased(ctx)
+			}
 		}
 		select {
 		case <-ctx.Done():

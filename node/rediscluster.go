@@ -136,6 +136,10 @@ func (n *Node) advertisedClient() string {
 	return net.JoinHostPort(host, port)
 }
 
+// redirectAll sends every key of a cluster client to its owner by the ring in use, new
+// or not: the node is leaving and its peers route elsewhere already.
+func (rc *redisCluster) redirectAll() { rc.leaving.Store(true) }
+
 // clientsQuiet is how long cluster clients must send nothing before a leaving node
 // takes it that they have all followed its redirects.
 const clientsQuiet = 300 * time.Millisecond
@@ -150,7 +154,7 @@ const handOverMin = time.Second
 // owners have the new ring by then (drain waited for peers to stop forwarding), so
 // they decide what is redirected to them rather than send it back.
 func (rc *redisCluster) handOver(ctx context.Context) {
-	rc.leaving.Store(true)
+	rc.redirectAll()
 	began := time.Now()
 	// At least handOverMin: on a loaded host clients may be slower than clientsQuiet
 	// between two calls, and one that has not heard a redirect yet keeps this node in
