@@ -18,16 +18,7 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("descriptors=%d", n), func(b *testing.B) {
 			f := start(b, rlsbench.Config, nil) // limits never reached
-			keys := []string{"user", "path", "ip"}
-			reqs := make([]*rlspb.RateLimitRequest, 1024)
-			for i := range reqs {
-				req := &rlspb.RateLimitRequest{Domain: "bench"}
-				for j := 0; j < n; j++ {
-					req.Descriptors = append(req.Descriptors, &commonpb.RateLimitDescriptor{
-						Entries: []*commonpb.RateLimitDescriptor_Entry{{Key: keys[j], Value: fmt.Sprintf("v%d", i)}}})
-				}
-				reqs[i] = req
-			}
+			reqs := benchRequests(n)
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -43,4 +34,38 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkDecide is the handler alone, without gRPC: rules looked up, keys built,
+// counters counted in an in-process store, the answer and its stats made.
+func BenchmarkDecide(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("descriptors=%d", n), func(b *testing.B) {
+			f := start(b, rlsbench.Config, nil)
+			reqs := benchRequests(n)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := f.srv.ShouldRateLimit(ctx, reqs[i%len(reqs)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchRequests are 1024 requests of n descriptors each, distinct users.
+func benchRequests(n int) []*rlspb.RateLimitRequest {
+	keys := []string{"user", "path", "ip"}
+	reqs := make([]*rlspb.RateLimitRequest, 1024)
+	for i := range reqs {
+		req := &rlspb.RateLimitRequest{Domain: "bench"}
+		for j := 0; j < n; j++ {
+			req.Descriptors = append(req.Descriptors, &commonpb.RateLimitDescriptor{
+				Entries: []*commonpb.RateLimitDescriptor_Entry{{Key: keys[j], Value: fmt.Sprintf("v%d", i)}}})
+		}
+		reqs[i] = req
+	}
+	return reqs
 }

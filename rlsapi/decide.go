@@ -35,17 +35,22 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 		return nil, err
 	}
 	checks := make([]check, len(req.Descriptors))
-	replaced := map[string]bool{}
+	entries := make([]limits.Entry, 0, entryCount(req)) // one allocation for all
+	var replaced map[string]bool
 	for i, d := range req.Descriptors {
 		c := &checks[i]
 		c.hits = hitsOf(req, d)
-		c.entries = entriesOf(d)
+		entries = appendEntries(entries, d)
+		c.entries = entries[len(entries)-len(d.Entries):]
 		c.rule, c.shared = s.ruleOf(req.Domain, c.entries, d.Limit, rules)
 		if c.rule != nil && c.rule.ValueToMetric && !c.rule.DetailedMetric {
 			c.metric = rules.MetricKey(req.Domain, c.entries)
 		}
 		if c.rule != nil {
 			for _, name := range c.rule.Replaces {
+				if replaced == nil {
+					replaced = map[string]bool{}
+				}
 				replaced[name] = true
 			}
 		}
@@ -160,10 +165,17 @@ func (s *Server) ruleOf(domain string, entries []limits.Entry, o *commonpb.RateL
 	return rules.Lookup(domain, entries)
 }
 
-func entriesOf(d *commonpb.RateLimitDescriptor) []limits.Entry {
-	out := make([]limits.Entry, len(d.Entries))
-	for i, e := range d.Entries {
-		out[i] = limits.Entry{Key: e.Key, Value: e.Value}
+func entryCount(req *rlspb.RateLimitRequest) int {
+	n := 0
+	for _, d := range req.Descriptors {
+		n += len(d.Entries)
+	}
+	return n
+}
+
+func appendEntries(out []limits.Entry, d *commonpb.RateLimitDescriptor) []limits.Entry {
+	for _, e := range d.Entries {
+		out = append(out, limits.Entry{Key: e.Key, Value: e.Value})
 	}
 	return out
 }
@@ -187,10 +199,14 @@ func (s *Server) bucketsOf(l limits.Limit) int {
 // answer builds the response from the counts.
 func (s *Server) answer(domain string, checks []check, ops []counter.Op, results []counter.Result, now time.Time) *rlspb.RateLimitResponse {
 	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK, Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(checks))}
+	// The statuses and their parts are allocated together, a slice each: fewer
+	// allocations for the collector to sweep (BenchmarkDecide).
+	a := newStatusArena(len(checks))
 	var closest *rlspb.RateLimitResponse_DescriptorStatus
 	over, quota, quotaOver := 0, 0, 0
 	for i, c := range checks {
-		st := &rlspb.RateLimitResponse_DescriptorStatus{Code: rlspb.RateLimitResponse_OK}
+		st := &a.statuses[i]
+		st.Code = rlspb.RateLimitResponse_OK
 		resp.Statuses[i] = st
 		switch {
 		case c.rule == nil:
@@ -199,7 +215,7 @@ func (s *Server) answer(domain string, checks []check, ops []counter.Op, results
 			st.LimitRemaining = math.MaxUint32
 			continue
 		}
-		s.statusOf(st, c, ops, results, now)
+		s.statusOf(st, &a.limits[i], &a.resets[i], c, ops, results, now)
 		s.metrics.note(domain, &checks[i], st)
 		if st.Code == rlspb.RateLimitResponse_OVER_LIMIT && c.rule.ShadowMode {
 			st.Code = rlspb.RateLimitResponse_OK
@@ -231,7 +247,8 @@ func (s *Server) answer(domain string, checks []check, ops []counter.Op, results
 
 // statusOf fills st from the counts of c's limits: the first limit over, else the one
 // with the least remaining.
-func (s *Server) statusOf(st *rlspb.RateLimitResponse_DescriptorStatus, c check, ops []counter.Op, results []counter.Result, now time.Time) {
+func (s *Server) statusOf(st *rlspb.RateLimitResponse_DescriptorStatus, limit *rlspb.RateLimitResponse_RateLimit, reset *durationpb.Duration,
+	c check, ops []counter.Op, results []counter.Result, now time.Time) {
 	first := true
 	for j, l := range c.rule.Limits {
 		count := results[c.ops+j].Count
@@ -248,20 +265,33 @@ func (s *Server) statusOf(st *rlspb.RateLimitResponse_DescriptorStatus, c check,
 		op := ops[c.ops+j]
 		st.Code = code
 		st.LimitRemaining = uint32(remaining)
-		st.CurrentLimit = &rlspb.RateLimitResponse_RateLimit{Name: l.Name, RequestsPerUnit: l.RequestsPerUnit,
-			Unit: rlspb.RateLimitResponse_RateLimit_Unit(l.Unit)}
-		st.DurationUntilReset = untilReset(op.Window, op.Buckets, now)
+		limit.Name, limit.RequestsPerUnit, limit.Unit = l.Name, l.RequestsPerUnit, rlspb.RateLimitResponse_RateLimit_Unit(l.Unit)
+		st.CurrentLimit = limit
+		reset.Seconds = untilReset(op.Window, op.Buckets, now)
+		st.DurationUntilReset = reset
 	}
+}
+
+// statusArena holds the parts of a response's statuses.
+type statusArena struct {
+	statuses []rlspb.RateLimitResponse_DescriptorStatus
+	limits   []rlspb.RateLimitResponse_RateLimit
+	resets   []durationpb.Duration
+}
+
+func newStatusArena(n int) statusArena {
+	return statusArena{statuses: make([]rlspb.RateLimitResponse_DescriptorStatus, n),
+		limits: make([]rlspb.RateLimitResponse_RateLimit, n), resets: make([]durationpb.Duration, n)}
 }
 
 // untilReset is how long until the window next moves on: the end of the current
 // bucket (with one bucket, the epoch-aligned window's end, as envoyproxy/ratelimit
 // answers), whole seconds as there, at least 1.
-func untilReset(windowMs int64, buckets int, now time.Time) *durationpb.Duration {
+func untilReset(windowMs int64, buckets int, now time.Time) int64 {
 	bucketMs := windowMs / int64(buckets)
 	ms := now.UnixMilli()
 	left := bucketMs - ms%bucketMs
-	return &durationpb.Duration{Seconds: max(1, (left+999)/1000)}
+	return max(1, (left+999)/1000)
 }
 
 // errNoConfig answers requests while no rules are loaded.

@@ -34,7 +34,13 @@ type metrics struct {
 
 	mu       sync.Mutex
 	detailed map[string]bool // labels from requests' values in use
+
+	rulesMu sync.RWMutex
+	rules   map[ruleLabel]*ruleCounters // the hits series of each (domain, rule) seen
 }
+
+// ruleLabel is a rule's labels in leapcount_rls_hits_total.
+type ruleLabel struct{ domain, rule string }
 
 // maxDetailed bounds the labels from requests' values of a node.
 const maxDetailed = 1000
@@ -112,6 +118,26 @@ func (m *metrics) method(full string) *methodMetrics {
 	return actual.(*methodMetrics)
 }
 
+// ruleCounters are one rule's hits series, by result, each made on first use (a series
+// only for the results that occur); resolving labels costs a hash of them on every
+// descriptor (BenchmarkDecide).
+type ruleCounters struct {
+	label   ruleLabel
+	results [numResults]atomic.Pointer[counterRef]
+}
+
+// The results of leapcount_rls_hits_total.
+const (
+	resultTotal = iota
+	resultOverLimit
+	resultNearLimit
+	resultWithinLimit
+	resultShadowMode
+	numResults
+)
+
+var resultNames = [numResults]string{"total", "over_limit", "near_limit", "within_limit", "shadow_mode"}
+
 // note counts one descriptor's hits under its rule.
 func (m *metrics) note(domain string, c *check, st *rlspb.RateLimitResponse_DescriptorStatus) {
 	r := c.rule
@@ -125,21 +151,51 @@ func (m *metrics) note(domain string, c *check, st *rlspb.RateLimitResponse_Desc
 		key = m.capped(c.metric, key)
 	}
 	h := float64(c.hits)
-	count := func(result string) { m.hits.WithLabelValues(domain, key, result).Add(h) }
-	count("total")
+	rc := m.ruleCounters(ruleLabel{domain, key})
+	m.count(rc, resultTotal, h)
 	limit := uint64(st.CurrentLimit.GetRequestsPerUnit())
 	switch {
 	case st.Code == rlspb.RateLimitResponse_OVER_LIMIT:
-		count("over_limit")
+		m.count(rc, resultOverLimit, h)
 		if r.ShadowMode {
-			count("shadow_mode")
+			m.count(rc, resultShadowMode, h)
 		}
 	default:
-		count("within_limit")
+		m.count(rc, resultWithinLimit, h)
 		if used := limit - uint64(st.LimitRemaining); used*5 > limit*4 {
-			count("near_limit")
+			m.count(rc, resultNearLimit, h)
 		}
 	}
+}
+
+func (m *metrics) count(rc *ruleCounters, result int, h float64) {
+	r := rc.results[result].Load()
+	if r == nil {
+		r = &counterRef{m.hits.WithLabelValues(rc.label.domain, rc.label.rule, resultNames[result])}
+		rc.results[result].Store(r) // two racing stores hold the same series
+	}
+	r.Add(h)
+}
+
+// ruleCounters are l's series. They are as many as the labels, which the config and
+// maxDetailed bound.
+func (m *metrics) ruleCounters(l ruleLabel) *ruleCounters {
+	m.rulesMu.RLock()
+	rc := m.rules[l]
+	m.rulesMu.RUnlock()
+	if rc != nil {
+		return rc
+	}
+	m.rulesMu.Lock()
+	defer m.rulesMu.Unlock()
+	if rc = m.rules[l]; rc == nil {
+		if m.rules == nil {
+			m.rules = map[ruleLabel]*ruleCounters{}
+		}
+		rc = &ruleCounters{label: l}
+		m.rules[l] = rc
+	}
+	return rc
 }
 
 // peerSource is the address wrong guesses are counted by.

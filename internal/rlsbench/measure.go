@@ -48,6 +48,7 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 	if err := waitAnswer(ctx, clients[0], request(0)); err != nil {
 		return row, err
 	}
+	const callTimeout = 2 * time.Second
 	drive := func(span time.Duration) (int64, error) {
 		var done atomic.Int64
 		var firstErr atomic.Value
@@ -59,7 +60,12 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 				defer wg.Done()
 				cl := clients[w%len(clients)]
 				for i := w; time.Now().Before(stop) && ctx.Err() == nil; i += o.Workers {
-					if _, err := cl.ShouldRateLimit(ctx, request(i)); err != nil {
+					// Each call carries a timeout, as Envoy's calls do (its filter's
+					// timeout, 20 ms by default; here longer, for a shared machine).
+					cctx, cancel := context.WithTimeout(ctx, callTimeout)
+					_, err := cl.ShouldRateLimit(cctx, request(i))
+					cancel()
+					if err != nil {
 						firstErr.CompareAndSwap(nil, err)
 						return
 					}
