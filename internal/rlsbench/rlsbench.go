@@ -10,11 +10,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/wait"
 )
 
 // Config is plain envoyproxy/ratelimit YAML that both servers read; its limits are
@@ -143,6 +146,11 @@ func startRatelimit(ps *procs, dir, bin string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
+	// envoyproxy/ratelimit exits when its first dial to Redis fails, as it can on a busy
+	// machine while redis-server starts: it starts once Redis answers.
+	if err := wait.Until(20*time.Second, func() error { return ping(rport) }); err != nil {
+		return target{}, fmt.Errorf("redis-server for envoyproxy/ratelimit: %w", err)
+	}
 	rl, err := ps.start([]string{"RUNTIME_ROOT=" + dir, "RUNTIME_SUBDIRECTORY=rl", "RUNTIME_WATCH_ROOT=false", "USE_STATSD=false",
 		"LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=127.0.0.1:" + strconv.Itoa(rport), "HOST=127.0.0.1",
 		"GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1", "PORT=" + strconv.Itoa(freePort()), "GRPC_PORT=" + strconv.Itoa(gport),
@@ -211,4 +219,25 @@ func (ps *procs) stopAll() {
 		p.Process.Kill()
 		p.Wait()
 	}
+}
+
+// ping is nil once the redis-server on port answers PING.
+func ping(port int) error {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	if string(buf) != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", buf)
+	}
+	return nil
 }
