@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,9 +21,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/internal/h2grpc"
 	"github.com/leapcount/leapcount/internal/opmetrics"
 	"github.com/leapcount/leapcount/limits"
 )
@@ -93,7 +96,8 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	rlspb.UnimplementedRateLimitServiceServer
 	cfg       Config
-	grpc      *grpc.Server
+	grpc      *grpc.Server // every call but ShouldRateLimit, through fast
+	fast      *h2grpc.Server
 	health    *health.Server
 	metrics   *metrics
 	opErrs    *opmetrics.Errors
@@ -130,14 +134,55 @@ func New(cfg Config) (*Server, error) {
 	rlspb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
+	// ShouldRateLimit is served by a call path of our own, every other call by
+	// grpc.Server (package h2grpc says why).
+	s.fast = h2grpc.New(h2grpc.Config{
+		Unary:          map[string]h2grpc.UnaryHandler{shouldRateLimitMethod: s.shouldRateLimitCall},
+		Fallback:       s.grpc,
+		MaxStreams:     cfg.MaxStreams,
+		MaxRecvMsgSize: cfg.MaxMessageBytes,
+		Workers:        int(cfg.StreamWorkers),
+		Handshake:      10 * time.Second,
+		IdleTimeout:    5 * time.Minute,
+		Logger:         cfg.Logger,
+	})
 	return s, nil
+}
+
+// shouldRateLimitMethod is ShouldRateLimit's full gRPC method name.
+const shouldRateLimitMethod = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+
+// shouldRateLimitCall is ShouldRateLimit on h2grpc's call path: what grpc.Server and
+// the interceptors do for it, the token and the call's metrics, without them.
+func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call) ([]byte, error) {
+	start := time.Now()
+	out, err := s.serveCall(ctx, c)
+	mm := s.metrics.method(shouldRateLimitMethod)
+	mm.duration.Observe(time.Since(start).Seconds())
+	s.metrics.code(mm, status.Code(err)).Inc()
+	return out, err
+}
+
+func (s *Server) serveCall(ctx context.Context, c *h2grpc.Call) ([]byte, error) {
+	if err := s.checkToken(c.Authorization, authlimit.Source(c.Remote)); err != nil {
+		return nil, err
+	}
+	req := &rlspb.RateLimitRequest{}
+	if err := proto.Unmarshal(c.Message, req); err != nil {
+		return nil, status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
+	}
+	resp, err := s.ShouldRateLimit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return proto.MarshalOptions{}.MarshalAppend(c.Out, resp)
 }
 
 // Serve answers on ln until Stop; it returns nil after Stop.
 func (s *Server) Serve(ln net.Listener) error {
 	go s.watchReady()
-	err := s.grpc.Serve(ln)
-	if errors.Is(err, grpc.ErrServerStopped) {
+	err := s.fast.Serve(ln)
+	if errors.Is(err, h2grpc.ErrServerStopped) {
 		return nil
 	}
 	return err
@@ -171,13 +216,8 @@ func (s *Server) Stop(ctx context.Context) {
 		close(s.stop)
 	}
 	s.health.Shutdown()
-	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.grpc.Stop()
-	}
+	s.fast.GracefulStop(ctx)
+	s.grpc.Stop()
 }
 
 // ShouldRateLimit answers one request (rls.proto).
@@ -217,23 +257,36 @@ func (s *Server) authorize(ctx context.Context, req any, info *grpc.UnaryServerI
 		return next(ctx, req)
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	var guess string
+	var auth string
 	if v := md.Get("authorization"); len(v) > 0 {
-		scheme, tok, _ := strings.Cut(v[0], " ")
-		if strings.EqualFold(scheme, "Bearer") {
-			guess = strings.TrimSpace(tok)
-		}
+		auth = v[0]
+	}
+	if err := s.checkToken(auth, peerSource(ctx)); err != nil {
+		return nil, err
+	}
+	return next(ctx, req)
+}
+
+// checkToken checks a call's authorization metadata against the token, within src's
+// budget of wrong guesses; nil when no token is set.
+func (s *Server) checkToken(auth string, src netip.Addr) error {
+	if s.cfg.Token == "" {
+		return nil
+	}
+	var guess string
+	scheme, tok, _ := strings.Cut(auth, " ")
+	if strings.EqualFold(scheme, "Bearer") {
+		guess = strings.TrimSpace(tok)
 	}
 	if guess == "" {
-		return nil, status.Error(codes.Unauthenticated, "missing bearer token (authorization metadata)")
+		return status.Error(codes.Unauthenticated, "missing bearer token (authorization metadata)")
 	}
-	src := peerSource(ctx)
 	if ok, _ := s.cfg.AuthLimiter.Take(src); !ok {
-		return nil, status.Error(codes.ResourceExhausted, "too many failed authentication attempts; retry later")
+		return status.Error(codes.ResourceExhausted, "too many failed authentication attempts; retry later")
 	}
 	if subtle.ConstantTimeCompare([]byte(guess), []byte(s.cfg.Token)) != 1 {
-		return nil, status.Error(codes.Unauthenticated, "wrong bearer token")
+		return status.Error(codes.Unauthenticated, "wrong bearer token")
 	}
 	s.cfg.AuthLimiter.Refund(src)
-	return next(ctx, req)
+	return nil
 }

@@ -1,0 +1,482 @@
+package h2grpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/codes"
+)
+
+// connWindow is the connection-level receive window a client gets; a stream's is
+// what one request message may need (Config.MaxRecvMsgSize and gRPC's 5 bytes).
+const connWindow = 1 << 20
+
+// conn is one client connection: its reader goroutine (serve) owns the framer.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	fr     *http2.Framer
+	w      *writer
+	ctx    context.Context // ends when the connection does
+	cancel context.CancelFunc
+
+	streamWindow uint32 // the receive window of each stream
+	recvUnacked  uint32 // DATA bytes read and not yet given back to the connection window
+	idle         *time.Timer
+
+	mu         sync.Mutex
+	streams    map[uint32]*stream
+	lastID     uint32 // the highest stream the client opened
+	goingAway  bool
+	lastActive time.Time // when the last call ended
+}
+
+// stream is one call.
+type stream struct {
+	id      uint32
+	method  string
+	auth    string
+	timeout time.Duration // 0: none
+	unary   UnaryHandler  // nil: the fallback serves it
+	msg     []byte        // a unary call's request so far
+	body    *body         // a fallback call's request body
+	ended   bool          // the client ended its side (reader goroutine only)
+
+	// Guarded by conn.mu.
+	running bool               // a handler runs it: it stays counted until that ends
+	cancel  context.CancelFunc // the handler's context
+
+	// Guarded by writer.mu.
+	sendDelta int64 // the client's window for it, over its initial window
+	reset     bool  // reset by the client, or the connection closed
+	sentEnd   bool  // its answer ended
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, w: newWriter(nc, s.cfg.WriteTimeout), streams: map[uint32]*stream{}, lastActive: time.Now()}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderBytes
+	c.fr.SetMaxReadFrameSize(16384) // the default we advertise by not naming it
+	c.streamWindow = uint32(max(65535, s.cfg.MaxRecvMsgSize+5))
+	return c
+}
+
+// serve reads the connection's frames until it ends.
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	go c.w.loop()
+	defer func() {
+		c.cancel()
+		c.closeStreams()
+		c.w.close()
+		<-c.w.done
+	}()
+	if err := c.handshake(); err != nil {
+		c.s.cfg.Logger.Debug("grpc: handshake failed", "remote", c.nc.RemoteAddr(), "err", err)
+		c.w.abort(err)
+		return
+	}
+	c.idle = time.AfterFunc(c.s.cfg.IdleTimeout, c.checkIdle)
+	defer c.idle.Stop()
+	for {
+		f, err := c.fr.ReadFrame()
+		if err == nil {
+			err = c.frame(f)
+		}
+		if err != nil && !c.readError(err) {
+			return
+		}
+	}
+}
+
+// readError answers a frame's error and reports whether the connection goes on.
+func (c *conn) readError(err error) bool {
+	var se http2.StreamError
+	var ce http2.ConnectionError
+	switch {
+	case errors.As(err, &se):
+		c.resetStream(se.StreamID, se.Code)
+		return true
+	case errors.As(err, &ce):
+		c.s.cfg.Logger.Debug("grpc: protocol error", "remote", c.nc.RemoteAddr(), "err", err, "detail", c.fr.ErrorDetail())
+		c.goAwayWith(http2.ErrCode(ce))
+		return false
+	default:
+		return false // read failed: the connection is gone
+	}
+}
+
+// handshake reads the client's preface and first SETTINGS, and sends ours.
+func (c *conn) handshake() error {
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.Handshake))
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c.nc, preface); err != nil {
+		return err
+	}
+	if string(preface) != http2.ClientPreface {
+		return errors.New("not an HTTP/2 client preface (gRPC needs HTTP/2 with prior knowledge)")
+	}
+	var settings []byte
+	for _, s := range []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: c.s.cfg.MaxStreams},
+		{ID: http2.SettingInitialWindowSize, Val: c.streamWindow}, {ID: http2.SettingMaxHeaderListSize, Val: c.s.cfg.MaxHeaderBytes}} {
+		settings = binary.BigEndian.AppendUint16(settings, uint16(s.ID))
+		settings = binary.BigEndian.AppendUint32(settings, s.Val)
+	}
+	c.w.control(http2.FrameSettings, 0, 0, settings)
+	c.w.control(http2.FrameWindowUpdate, 0, 0, binary.BigEndian.AppendUint32(nil, connWindow-65535))
+	f, err := c.fr.ReadFrame()
+	if err != nil {
+		return err
+	}
+	if sf, ok := f.(*http2.SettingsFrame); !ok || sf.IsAck() {
+		return errors.New("the client's first frame is not SETTINGS")
+	}
+	if err := c.frame(f); err != nil {
+		return err
+	}
+	return c.nc.SetReadDeadline(time.Time{})
+}
+
+// frame handles one frame; an error ends the connection.
+func (c *conn) frame(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.MetaHeadersFrame:
+		return c.onHeaders(f)
+	case *http2.DataFrame:
+		return c.onData(f)
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		if err := f.ForeachSetting(func(s http2.Setting) error { return s.Valid() }); err != nil {
+			return err
+		}
+		c.w.settings(f)
+		return c.w.control(http2.FrameSettings, http2.FlagSettingsAck, 0, nil)
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return c.w.control(http2.FramePing, http2.FlagPingAck, 0, f.Data[:])
+	case *http2.WindowUpdateFrame:
+		if f.StreamID == 0 {
+			c.w.windowUpdate(nil, f.Increment)
+		} else if st := c.stream(f.StreamID); st != nil {
+			c.w.windowUpdate(st, f.Increment)
+		}
+	case *http2.RSTStreamFrame:
+		c.onReset(f.StreamID)
+	case *http2.PushPromiseFrame:
+		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	return nil // GOAWAY (the client closes once done), PRIORITY, unknown types
+}
+
+func (c *conn) stream(id uint32) *stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.streams[id]
+}
+
+// onHeaders opens a call, or ends one whose client sent trailers.
+func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+	id := f.StreamID
+	if st := c.stream(id); st != nil {
+		if !f.StreamEnded() || st.ended {
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		c.endRequest(st)
+		return nil
+	}
+	c.mu.Lock()
+	if id%2 == 0 || id <= c.lastID {
+		c.mu.Unlock()
+		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	c.lastID = id
+	refused := c.goingAway || uint32(len(c.streams)) >= c.s.cfg.MaxStreams
+	c.mu.Unlock()
+	if refused {
+		return c.w.control(http2.FrameRSTStream, 0, id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeRefusedStream)))
+	}
+	st := &stream{id: id, method: f.PseudoValue("path")}
+	if err := c.checkHeaders(f, st); err != nil {
+		var e *headerError
+		errors.As(err, &e)
+		c.refuse(st, e, f.StreamEnded())
+		return nil
+	}
+	c.mu.Lock()
+	c.streams[id] = st
+	c.mu.Unlock()
+	if st.unary == nil {
+		c.startFallback(st, f)
+	}
+	if f.StreamEnded() {
+		c.endRequest(st)
+	}
+	return nil
+}
+
+// headerError is a call refused for its headers: the HTTP status and gRPC status it
+// gets.
+type headerError struct {
+	http int
+	code codes.Code
+	msg  string
+}
+
+func (e *headerError) Error() string { return e.msg }
+
+// checkHeaders reads what a call needs from its headers into st.
+func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
+	switch {
+	case f.Truncated:
+		return &headerError{431, codes.ResourceExhausted, fmt.Sprintf("header list over %d bytes", c.s.cfg.MaxHeaderBytes)}
+	case f.PseudoValue("method") != "POST":
+		return &headerError{405, codes.Internal, fmt.Sprintf("invalid gRPC request method %q", f.PseudoValue("method"))}
+	case st.method == "":
+		return &headerError{400, codes.Internal, "no :path"}
+	}
+	var contentType, encoding string
+	for _, hf := range f.RegularFields() {
+		switch hf.Name {
+		case "content-type":
+			contentType = hf.Value
+		case "authorization":
+			st.auth = hf.Value
+		case "grpc-encoding":
+			encoding = hf.Value
+		case "grpc-timeout":
+			d, ok := parseTimeout(hf.Value)
+			if !ok {
+				return &headerError{400, codes.Internal, fmt.Sprintf("malformed grpc-timeout %q", hf.Value)}
+			}
+			st.timeout = max(d, 1)
+		}
+	}
+	if !isGRPCContentType(contentType) {
+		return &headerError{415, codes.Internal, fmt.Sprintf("invalid gRPC request content-type %q", contentType)}
+	}
+	if h := c.s.cfg.Unary[st.method]; h != nil && (encoding == "" || encoding == "identity") {
+		st.unary = h // compressed calls go to the fallback, which knows the codecs
+	}
+	return nil
+}
+
+func isGRPCContentType(ct string) bool {
+	const p = "application/grpc"
+	return len(ct) >= len(p) && ct[:len(p)] == p && (len(ct) == len(p) || ct[len(p)] == '+' || ct[len(p)] == ';')
+}
+
+// refuse answers a call refused for its headers, and resets it if the client is
+// still sending.
+func (c *conn) refuse(st *stream, e *headerError, ended bool) {
+	block := appendStatusCode(nil, e.http)
+	block = appendLiteral(block, "content-type", "application/grpc")
+	block = appendStatusFields(block, e.code, e.msg)
+	c.w.headers(st, block, true)
+	if !ended {
+		c.w.control(http2.FrameRSTStream, 0, st.id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeNo)))
+	}
+}
+
+// onData adds a DATA frame to its call's request.
+func (c *conn) onData(f *http2.DataFrame) error {
+	if err := c.credit(f.Length); err != nil {
+		return err
+	}
+	st := c.stream(f.StreamID)
+	if st == nil {
+		c.mu.Lock()
+		idle := f.StreamID > c.lastID
+		c.mu.Unlock()
+		if idle {
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		return nil // a call already answered or reset: its rest is dropped
+	}
+	if st.ended {
+		c.resetStream(st.id, http2.ErrCodeStreamClosed)
+		return nil
+	}
+	if st.unary != nil {
+		if len(st.msg)+len(f.Data()) > 5+c.s.cfg.MaxRecvMsgSize {
+			c.failStream(st, codes.ResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", len(st.msg)+len(f.Data())-5, c.s.cfg.MaxRecvMsgSize))
+			return nil
+		}
+		st.msg = append(st.msg, f.Data()...)
+	} else if !st.body.push(f.Data(), int(c.streamWindow)) {
+		c.resetStream(st.id, http2.ErrCodeFlowControl)
+		return nil
+	}
+	if f.StreamEnded() {
+		c.endRequest(st)
+	}
+	return nil
+}
+
+// credit gives the client back its connection window for n bytes read: every call's
+// request is bounded on its own, so the connection's need not hold anything back.
+func (c *conn) credit(n uint32) error {
+	c.recvUnacked += n
+	if c.recvUnacked < connWindow/4 {
+		return nil
+	}
+	n, c.recvUnacked = c.recvUnacked, 0
+	return c.w.control(http2.FrameWindowUpdate, 0, 0, binary.BigEndian.AppendUint32(nil, n))
+}
+
+// endRequest is the end of a call's request: a unary call is run.
+func (c *conn) endRequest(st *stream) {
+	st.ended = true
+	if st.unary == nil {
+		st.body.end(io.EOF)
+		return
+	}
+	msg := st.msg
+	switch {
+	case len(msg) < 5:
+		c.failStream(st, codes.Internal, "grpc: no request message")
+		return
+	case msg[0] != 0:
+		c.failStream(st, codes.Internal, "grpc: compressed flag set with identity or empty encoding")
+		return
+	case int(binary.BigEndian.Uint32(msg[1:5])) != len(msg)-5:
+		c.failStream(st, codes.Internal, "grpc: request message length does not match the data sent")
+		return
+	}
+	var ctx context.Context
+	c.mu.Lock()
+	if st.timeout > 0 {
+		ctx, st.cancel = context.WithTimeout(c.ctx, st.timeout)
+	} else {
+		ctx, st.cancel = context.WithCancel(c.ctx)
+	}
+	st.running = true
+	c.mu.Unlock()
+	c.s.handlers.Add(1)
+	c.w.pending.Add(1)
+	c.s.run(func() {
+		defer c.s.handlers.Done()
+		c.runUnary(ctx, st)
+	})
+}
+
+// failStream answers st with code and forgets it.
+func (c *conn) failStream(st *stream, code codes.Code, msg string) {
+	c.refuse(st, &headerError{200, code, msg}, st.ended)
+	c.forget(st)
+}
+
+// onReset ends a call the client reset.
+func (c *conn) onReset(id uint32) {
+	st := c.stream(id)
+	if st == nil {
+		return
+	}
+	c.w.resetStream(st)
+	if st.body != nil {
+		st.body.end(errStreamGone)
+	}
+	c.mu.Lock()
+	running := st.running
+	if st.cancel != nil {
+		st.cancel()
+	}
+	c.mu.Unlock()
+	if !running {
+		c.forget(st) // else when its handler returns: it counts until then
+	}
+}
+
+// resetStream resets a stream for a protocol error in it.
+func (c *conn) resetStream(id uint32, code http2.ErrCode) {
+	c.onReset(id)
+	c.w.control(http2.FrameRSTStream, 0, id, binary.BigEndian.AppendUint32(nil, uint32(code)))
+}
+
+// forget drops a call that has ended; a connection going away closes with its last.
+func (c *conn) forget(st *stream) {
+	c.mu.Lock()
+	if c.streams[st.id] == st {
+		delete(c.streams, st.id)
+	}
+	if st.cancel != nil {
+		st.cancel()
+	}
+	last := len(c.streams) == 0
+	if last {
+		c.lastActive = time.Now()
+	}
+	closing := last && c.goingAway
+	c.mu.Unlock()
+	if closing {
+		c.w.close()
+	}
+}
+
+// goAway tells the client to open no more calls; the connection closes after its last.
+func (c *conn) goAway() { c.goAwayWith(http2.ErrCodeNo) }
+
+func (c *conn) goAwayWith(code http2.ErrCode) {
+	c.mu.Lock()
+	c.goingAway = true
+	last := c.lastID
+	empty := len(c.streams) == 0
+	c.mu.Unlock()
+	p := binary.BigEndian.AppendUint32(nil, last)
+	c.w.control(http2.FrameGoAway, 0, 0, binary.BigEndian.AppendUint32(p, uint32(code)))
+	if empty || code != http2.ErrCodeNo {
+		c.w.close()
+	}
+}
+
+// shut closes the connection at once.
+func (c *conn) shut(err error) {
+	c.w.abort(err)
+}
+
+// closeStreams ends every call still open when the connection ends.
+func (c *conn) closeStreams() {
+	c.mu.Lock()
+	streams := make([]*stream, 0, len(c.streams))
+	for _, st := range c.streams {
+		streams = append(streams, st)
+	}
+	c.mu.Unlock()
+	for _, st := range streams {
+		c.w.resetStream(st)
+		if st.body != nil {
+			st.body.end(errStreamGone)
+		}
+	}
+}
+
+// checkIdle sends a connection without calls for IdleTimeout away.
+func (c *conn) checkIdle() {
+	c.mu.Lock()
+	idleFor := time.Since(c.lastActive)
+	busy := len(c.streams) > 0
+	c.mu.Unlock()
+	switch {
+	case c.ctx.Err() != nil || c.goingAway:
+	case busy:
+		c.idle.Reset(c.s.cfg.IdleTimeout)
+	case idleFor < c.s.cfg.IdleTimeout:
+		c.idle.Reset(c.s.cfg.IdleTimeout - idleFor)
+	default:
+		c.goAway()
+	}
+}

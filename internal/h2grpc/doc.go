@@ -1,0 +1,23 @@
+// Package h2grpc serves gRPC unary calls over HTTP/2 (cleartext, h2c with prior
+// knowledge, as gRPC clients and Envoy speak it) with a connection loop of its own,
+// and hands every other call to a fallback http.Handler, grpc.Server's ServeHTTP:
+// streaming calls, health, reflection, and unary calls it has no handler for.
+//
+// Why a loop of its own: for a small unary call grpc-go's server spends more CPU in
+// its own machinery than the call's handler does (a goroutine, a chain of contexts and
+// a stream object per call, a writer goroutine woken per frame; see BENCHMARKS.md).
+// Here one goroutine per connection reads and parses frames, a kept worker runs the
+// handler, and the answers of calls that end together leave in one write.
+//
+// What it keeps of the protocol: HTTP/2 flow control both ways (a response waits for
+// the peer's window; the peer gets its window back as requests are read), SETTINGS,
+// PING, RST_STREAM, GOAWAY (a graceful stop lets the calls in flight end), header
+// lists bounded in size, streams bounded in number (REFUSED_STREAM past the cap),
+// messages bounded in size (RESOURCE_EXHAUSTED), grpc-timeout as the handler's
+// deadline, and a connection that sends nothing in time, or does not read what it is
+// sent, is closed. Response headers are encoded without the HPACK dynamic table, so
+// answers need no encoder state and can be built by any worker.
+//
+// The package moves bytes: a handler gets the request message serialized and returns
+// its answer serialized; it knows no service's types.
+package h2grpc

@@ -1,0 +1,241 @@
+package h2grpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+// UnaryHandler answers one unary call: it returns its answer serialized, appended to
+// c.Out. Its error, when not nil, is the call's status (a status.Status error; any
+// other error answers UNKNOWN).
+type UnaryHandler func(ctx context.Context, c *Call) ([]byte, error)
+
+// Call is one unary call.
+type Call struct {
+	Method        string   // "/package.Service/Method"
+	Authorization string   // the "authorization" metadata, "" when absent
+	Remote        net.Addr // the client's address
+	Message       []byte   // the request, serialized; valid until the handler returns
+	Out           []byte   // where to append the answer (it starts with gRPC's 5-byte prefix)
+}
+
+// Config is what a Server needs.
+type Config struct {
+	Unary    map[string]UnaryHandler // by full method name
+	Fallback http.Handler            // every other call (grpc.Server)
+	// MaxStreams is the calls in flight per connection (default 128); more are
+	// refused with REFUSED_STREAM, which gRPC clients retry.
+	MaxStreams     uint32
+	MaxRecvMsgSize int           // a request message's size cap (default 64 KiB)
+	MaxHeaderBytes uint32        // a request header list's size cap (default 16 KiB)
+	Workers        int           // goroutines kept to run handlers (default 64)
+	Handshake      time.Duration // the client's preface and settings must come within it (default 10 s)
+	IdleTimeout    time.Duration // a connection with no call for this long is closed (default 5 min)
+	WriteTimeout   time.Duration // a write the client does not take within it ends the connection (default 10 s)
+	Logger         *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxStreams == 0 {
+		c.MaxStreams = 128
+	}
+	if c.MaxRecvMsgSize <= 0 {
+		c.MaxRecvMsgSize = 64 << 10
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = 16 << 10
+	}
+	if c.Workers <= 0 {
+		c.Workers = 64
+	}
+	if c.Handshake <= 0 {
+		c.Handshake = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 5 * time.Minute
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Fallback == nil {
+		c.Fallback = http.HandlerFunc(unimplemented)
+	}
+	return c
+}
+
+// ErrServerStopped is Serve's error after Stop or GracefulStop.
+var ErrServerStopped = errors.New("h2grpc: server stopped")
+
+// Server serves gRPC on the listeners given to Serve.
+type Server struct {
+	cfg  Config
+	work chan func() // to a kept worker that waits for one
+	quit chan struct{}
+
+	mu       sync.Mutex
+	lns      map[net.Listener]struct{}
+	conns    map[*conn]struct{}
+	stopping bool
+	conned   sync.WaitGroup // the connections' goroutines
+	handlers sync.WaitGroup // the calls' handlers
+}
+
+// New returns a Server and starts its workers; Stop ends them.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg.withDefaults(), work: make(chan func()), quit: make(chan struct{}),
+		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+	for i := 0; i < s.cfg.Workers; i++ {
+		go s.worker()
+	}
+	return s
+}
+
+// worker runs handlers. A kept goroutine keeps the stack a handler grew; a fresh one
+// would grow its stack by copying, several times per call.
+func (s *Server) worker() {
+	for {
+		select {
+		case f := <-s.work:
+			f()
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// run runs f on an idle worker, or on a goroutine of its own when none is idle.
+func (s *Server) run(f func()) {
+	select {
+	case s.work <- f:
+	default:
+		go f()
+	}
+}
+
+// Serve accepts connections on ln until Stop or GracefulStop; it returns
+// ErrServerStopped then, else the listener's error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerStopped
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.lns, ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			stopping := s.stopping
+			s.mu.Unlock()
+			if stopping {
+				return ErrServerStopped
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() { // out of descriptors and the like: wait, then go on
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerStopped
+		}
+		c := newConn(s, nc)
+		s.conns[c] = struct{}{}
+		s.conned.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.conned.Done()
+}
+
+// GracefulStop stops accepting, tells every client to go away, and waits until the
+// calls in flight have ended or ctx ends (then it closes what is left, as Stop).
+func (s *Server) GracefulStop(ctx context.Context) {
+	for _, c := range s.close() {
+		c.goAway()
+	}
+	done := make(chan struct{})
+	go func() { s.conned.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.Stop()
+		<-done
+	}
+	s.handlers.Wait()
+	s.stopWorkers()
+}
+
+// Stop closes every listener and connection at once; calls in flight are cancelled.
+func (s *Server) Stop() {
+	for _, c := range s.close() {
+		c.shut(errors.New("server stopped"))
+	}
+	s.conned.Wait()
+	s.handlers.Wait()
+	s.stopWorkers()
+}
+
+// close marks the server stopping, closes its listeners and returns its connections.
+func (s *Server) close() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+func (s *Server) stopWorkers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+}
+
+// unimplemented is the fallback when none is configured.
+func unimplemented(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/grpc")
+	w.WriteHeader(http.StatusOK)
+	w.Header().Set(http.TrailerPrefix+"Grpc-Status", strconv.Itoa(int(codes.Unimplemented)))
+	w.Header().Set(http.TrailerPrefix+"Grpc-Message", "unknown method "+r.URL.Path)
+}

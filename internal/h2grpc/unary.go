@@ -1,0 +1,55 @@
+package h2grpc
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// outBufs keep answer buffers between calls.
+var outBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// runUnary runs a unary call's handler and answers it.
+func (c *conn) runUnary(ctx context.Context, st *stream) {
+	defer c.forget(st)
+	defer c.w.pending.Add(-1)
+	bp := outBufs.Get().(*[]byte)
+	call := Call{Method: st.method, Authorization: st.auth, Remote: c.nc.RemoteAddr(), Message: st.msg[5:]}
+	out, err := c.handle(ctx, st, &call, append((*bp)[:0], 0, 0, 0, 0, 0))
+	if err != nil {
+		s := status.Convert(err)
+		c.refuse(st, &headerError{200, s.Code(), s.Message()}, true)
+	} else {
+		binary.BigEndian.PutUint32(out[1:5], uint32(len(out)-5))
+		c.w.reply(st, out)
+	}
+	if cap(out) <= 64<<10 {
+		*bp = out[:0]
+		outBufs.Put(bp)
+	}
+	st.msg = nil
+}
+
+// handle runs the handler; a panic in it answers INTERNAL instead of ending the
+// process.
+func (c *conn) handle(ctx context.Context, st *stream, call *Call, out []byte) (_ []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.cfg.Logger.Error("grpc: handler panicked", "method", st.method, "panic", p)
+			err = status.Error(codes.Internal, fmt.Sprintf("handler panicked: %v", p))
+		}
+	}()
+	call.Out = out
+	msg, err := st.unary(ctx, call)
+	if err != nil {
+		return out, err
+	}
+	if len(msg) < 5 {
+		return out, status.Error(codes.Internal, "handler answered without the 5 bytes of Call.Out")
+	}
+	return msg, nil
+}

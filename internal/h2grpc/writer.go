@@ -1,0 +1,271 @@
+package h2grpc
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// maxQueued bounds the bytes waiting to be written per connection: past it, whoever
+// adds frames waits, and the reader stops reading a client that does not read.
+const maxQueued = 1 << 20
+
+// errStreamGone ends a response whose stream was reset or whose connection closed.
+var errStreamGone = errors.New("h2grpc: stream reset or connection closed")
+
+// writer queues a connection's frames and writes them from one goroutine, many at a
+// time. It keeps the client's flow-control windows: DATA waits for room in both.
+type writer struct {
+	nc      net.Conn
+	timeout time.Duration
+
+	mu      sync.Mutex
+	ready   sync.Cond // the loop waits for frames
+	room    sync.Cond // producers wait for queue room or window
+	buf     []byte    // frames to write
+	spare   []byte    // the buffer being written, kept for reuse
+	idle    bool      // the loop waits on ready
+	err     error     // set once the connection failed or closed
+	closing bool      // write what is queued, then close
+	done    chan struct{}
+
+	pending atomic.Int32 // calls whose handlers run
+
+	connWin  int64 // the client's connection window
+	initWin  int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	maxFrame int   // the client's SETTINGS_MAX_FRAME_SIZE
+}
+
+func newWriter(nc net.Conn, timeout time.Duration) *writer {
+	w := &writer{nc: nc, timeout: timeout, connWin: 65535, initWin: 65535, maxFrame: 16384, done: make(chan struct{})}
+	w.ready.L, w.room.L = &w.mu, &w.mu
+	return w
+}
+
+// loop writes queued frames until the connection fails or is closed.
+func (w *writer) loop() {
+	defer close(w.done)
+	defer w.nc.Close()
+	for {
+		w.mu.Lock()
+		for len(w.buf) == 0 && w.err == nil && !w.closing {
+			w.idle = true
+			w.ready.Wait()
+		}
+		w.idle = false
+		if w.pending.Load() > 0 && w.err == nil {
+			// Calls are being answered: let them add their answers, so that one
+			// write carries them all (a write costs a system call).
+			w.mu.Unlock()
+			runtime.Gosched()
+			w.mu.Lock()
+		}
+		if w.err != nil || len(w.buf) == 0 {
+			w.fail(errStreamGone)
+			w.mu.Unlock()
+			return
+		}
+		out := w.buf
+		w.buf, w.spare = w.spare[:0], nil
+		w.room.Broadcast()
+		w.mu.Unlock()
+		w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
+		_, err := w.nc.Write(out)
+		w.mu.Lock()
+		if cap(out) <= maxQueued {
+			w.spare = out[:0]
+		}
+		if err != nil {
+			w.fail(err)
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+	}
+}
+
+// fail records err and wakes everyone waiting; w.mu is held.
+func (w *writer) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+	w.ready.Broadcast()
+	w.room.Broadcast()
+}
+
+// close writes what is queued, then closes the connection.
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closing = true
+	w.ready.Broadcast()
+	w.mu.Unlock()
+}
+
+// abort closes the connection without writing what is queued.
+func (w *writer) abort(err error) {
+	w.mu.Lock()
+	w.fail(err)
+	w.mu.Unlock()
+	w.nc.Close()
+}
+
+// queued ends an append: it wakes the loop; w.mu is held.
+func (w *writer) queued() {
+	if w.idle {
+		w.ready.Signal()
+	}
+}
+
+// waitRoom waits until the queue has room; w.mu is held.
+func (w *writer) waitRoom() error {
+	for len(w.buf) > maxQueued && w.err == nil {
+		w.room.Wait()
+	}
+	return w.err
+}
+
+// control queues a frame that flow control does not hold back.
+func (w *writer) control(t http2.FrameType, flags http2.Flags, id uint32, p []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.waitRoom(); err != nil {
+		return err
+	}
+	w.buf = appendFrame(w.buf, t, flags, id, p)
+	w.queued()
+	return nil
+}
+
+// headers queues a header block, in one HEADERS frame and CONTINUATIONs as the client's
+// frame size needs.
+func (w *writer) headers(st *stream, block []byte, end bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.open(st); err != nil {
+		return err
+	}
+	w.appendHeaders(st.id, block, end)
+	if end {
+		st.sentEnd = true
+	}
+	w.queued()
+	return nil
+}
+
+func (w *writer) appendHeaders(id uint32, block []byte, end bool) {
+	t, flags := http2.FrameHeaders, http2.Flags(0)
+	if end {
+		flags |= http2.FlagHeadersEndStream
+	}
+	for {
+		n := min(len(block), w.maxFrame)
+		f := flags
+		if n == len(block) {
+			f |= http2.FlagHeadersEndHeaders
+		}
+		w.buf = appendFrame(w.buf, t, f, id, block[:n])
+		block = block[n:]
+		if len(block) == 0 {
+			return
+		}
+		t, flags = http2.FrameContinuation, 0
+	}
+}
+
+// open is nil while st may still be answered; w.mu is held.
+func (w *writer) open(st *stream) error {
+	if err := w.waitRoom(); err != nil {
+		return err
+	}
+	if st.reset || st.sentEnd {
+		return errStreamGone
+	}
+	return nil
+}
+
+// data queues p on st as DATA frames, each when both windows have room for it.
+func (w *writer) data(st *stream, p []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(p) > 0 {
+		if err := w.open(st); err != nil {
+			return err
+		}
+		win := min(w.connWin, w.initWin+st.sendDelta)
+		if win <= 0 {
+			w.room.Wait()
+			continue
+		}
+		n := int(min(int64(len(p)), win, int64(w.maxFrame)))
+		w.buf = appendFrame(w.buf, http2.FrameData, 0, st.id, p[:n])
+		w.connWin -= int64(n)
+		st.sendDelta -= int64(n)
+		p = p[n:]
+		w.queued()
+	}
+	return nil
+}
+
+// reply queues a whole answer of a unary call: headers, msg (the gRPC-framed message),
+// trailers.
+func (w *writer) reply(st *stream, msg []byte) error {
+	w.mu.Lock()
+	if w.open(st) == nil && int64(len(msg)) <= min(w.connWin, w.initWin+st.sendDelta) && len(msg) <= w.maxFrame {
+		// The common case, in one go.
+		w.appendHeaders(st.id, okHeaders, false)
+		w.buf = appendFrame(w.buf, http2.FrameData, 0, st.id, msg)
+		w.connWin -= int64(len(msg))
+		st.sendDelta -= int64(len(msg))
+		w.appendHeaders(st.id, okTrailers, true)
+		st.sentEnd = true
+		w.queued()
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.Unlock()
+	if err := w.headers(st, okHeaders, false); err != nil {
+		return err
+	}
+	if err := w.data(st, msg); err != nil {
+		return err
+	}
+	return w.headers(st, okTrailers, true)
+}
+
+// windowUpdate adds n to the connection's window (st nil) or st's.
+func (w *writer) windowUpdate(st *stream, n uint32) {
+	w.mu.Lock()
+	if st == nil {
+		w.connWin += int64(n)
+	} else {
+		st.sendDelta += int64(n)
+	}
+	w.room.Broadcast()
+	w.mu.Unlock()
+}
+
+// settings applies the client's settings that writing depends on.
+func (w *writer) settings(f *http2.SettingsFrame) {
+	w.mu.Lock()
+	if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
+		w.initWin = int64(v)
+	}
+	if v, ok := f.Value(http2.SettingMaxFrameSize); ok {
+		w.maxFrame = int(v)
+	}
+	w.room.Broadcast()
+	w.mu.Unlock()
+}
+
+// resetStream marks st reset: nothing more is sent on it.
+func (w *writer) resetStream(st *stream) {
+	w.mu.Lock()
+	st.reset = true
+	w.room.Broadcast()
+	w.mu.Unlock()
+}
