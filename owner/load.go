@@ -239,9 +239,33 @@ func (o *Owner) loadDone(l *load) {
 	o.decide.RLock()
 	now := o.cfg.Leases.Now()
 	failed := o.install(l)
+	if o.loadAgain(l, failed, now) {
+		o.decide.RUnlock()
+		o.attempt(l.r)
+		return
+	}
 	o.decideNow(l.rg, l.r, now, true, failed, l.unloaded)
 	o.decide.RUnlock()
 	o.answer(l.r)
+}
+
+// loadAgain reports whether l's request goes round again (judged, parked, loaded)
+// rather than be answered now: a partition of it changed while it loaded (went stale
+// and is being reloaded, changed hands and came back, had a counter reset), and it may
+// still wait. Answered now, such an op would be refused not-owned by the very node
+// that owns it, an error in an ordinary operation the client would only retry here.
+// The caller holds decide shared.
+func (o *Owner) loadAgain(l *load, failed map[int]error, now int64) bool {
+	if !o.mayWait(l.r, now) {
+		return false
+	}
+	for _, err := range failed {
+		if errors.Is(err, counter.ErrNotOwner) {
+			return true
+		}
+	}
+	rg := o.ring.Load()
+	return rg != l.rg || o.waitsFor(rg, l.r.ops, now, o.redisUp())
 }
 
 // install puts the loaded counters in memory, with decide held shared, unless their
