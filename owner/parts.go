@@ -53,6 +53,9 @@ func (o *Owner) step(p int, e Event) Action {
 		d := &o.parts.decided[p]
 		d.gainedDeparted.Store(d.departed.Load())
 	}
+	if next == Releasing {
+		o.epoch.due.Remove(p) // its memory leaves: nothing of it to write back (reseed.go)
+	}
 	return act
 }
 

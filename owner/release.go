@@ -127,9 +127,6 @@ func (o *Owner) stepPersist(rel *release) {
 	if o.takeBackPersisting(rel) {
 		return
 	}
-	if o.dueUnheld(rel) {
-		rel.until = 0 // handed on directly, once no flush is in flight
-	}
 	rg := o.ring.Load()
 	if len(o.flush.unsettledIn(rg, setOf(rg, rel.parts))) == 0 {
 		var fenced []int
@@ -142,9 +139,6 @@ func (o *Owner) stepPersist(rel *release) {
 		case len(fenced) > 0 && !rel.checking:
 			o.checkFences(rel, fenced)
 		case len(fenced) > 0 || rel.checking:
-		case rel.until > 0 && o.writeBackDue(rel) > 0:
-			rel.epochOK = false
-			o.kick() // a flush, soon
 		case !rel.epochOK:
 			// Redis may have lost its data since: then its counts are to be written
 			// again (reseed.go) before the new owner loads them from there.
@@ -169,55 +163,6 @@ func (o *Owner) stepPersist(rel *release) {
 	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts), rel.partial), o.fenced.of(rel.parts, true)...)
 	rel.persist = false
 	o.handOnDirectly(rel, rg)
-}
-
-// writeBackDue writes back in full the counters of rel's partitions due a write-back
-// (reseed.go: Redis lost its data since they were counted, and they were not written
-// back before they left memory) whose lease this node holds, and returns how many.
-// Memory is all that holds them, and their next owner loads them from Redis: stale
-// memory too is written (as cleanDrop keeps it), but not a counter started blind, which
-// lacks what Redis holds. The caller holds mu, and no fence holds rel's partitions back.
-func (o *Owner) writeBackDue(rel *release) int {
-	rg := o.ring.Load()
-	if rg == nil || o.epoch.due.Len() == 0 {
-		return 0
-	}
-	due := lease.NewSet(rg.PartitionCount())
-	now := o.cfg.Leases.Now()
-	for _, p := range rel.parts {
-		if o.epoch.due.Has(p) && o.cfg.Leases.Holds(p, now) {
-			due.Add(p)
-			o.epoch.done(p)
-		}
-	}
-	if due.Len() == 0 {
-		return 0
-	}
-	var ds []fallback.Delta
-	for _, e := range rel.ev {
-		p := rg.Partition(e.Key)
-		if due.Has(p) && !rel.partial.blindHas(p, e.Key) {
-			// All its buckets: its pending part is queued ahead of this.
-			ds = append(ds, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Reset: true, Base: true})
-		}
-	}
-	o.flush.enqueue(ds)
-	return len(ds)
-}
-
-// dueUnheld reports whether a partition of rel is due a write-back that this node may
-// not write: it does not hold its lease (never granted here, or lapsed), and a whole
-// state written without it could erase what the lease's holder wrote. Such a release
-// hands its counters to their new owner directly, with the epoch they were counted at
-// (handoffEpoch): the receiver writes them back once it decides them (tookInEpoch).
-func (o *Owner) dueUnheld(rel *release) bool {
-	now := o.cfg.Leases.Now()
-	for _, p := range rel.parts {
-		if o.epoch.due.Has(p) && !o.cfg.Leases.Holds(p, now) {
-			return true
-		}
-	}
-	return false
 }
 
 // takeBackPersisting ends the release of the partitions the ring gave back while their
@@ -433,11 +378,9 @@ func (o *Owner) handOnDirectly(rel *release, rg *ring.Ring) {
 	for _, e := range rel.ev {
 		p := rg.Partition(e.Key)
 		c := HandoffCounter{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Pending: e.Pending, Reset: e.Reset}
-		if rel.partial.has(p, e.Key) && !(o.epoch.due.Has(p) && !rel.partial.blindHas(p, e.Key)) {
+		if rel.partial.has(p, e.Key) {
 			// Its memory lacks what Redis holds (started blind, or stale): it goes as
-			// its pending part alone, which the receiver writes; it loads the rest. (Not
-			// stale memory due a write-back: Redis lost its data since, and that memory
-			// is all that holds it, as in writeBackDue.)
+			// its pending part alone, which the receiver writes; it loads the rest.
 			c.Buckets = nil
 		}
 		rel.byPart[p] = append(rel.byPart[p], c)
@@ -578,7 +521,7 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 		// never reaches a later run, which could not know its ID (receive.go).
 		s.run = o.cfg.Leases.Incarnation(s.to.Name)
 		s.h = &Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), ToRun: s.run, Counters: s.cs[s.done : s.done+n], Fences: rel.fences,
-			Epoch: o.handoffEpoch(s.to.Name, s.parts)}
+			Epoch: o.handoffEpoch(s.to.Name)}
 		if s.done+n == len(s.cs) {
 			s.h.Partitions = s.parts
 		}
@@ -705,11 +648,9 @@ func (pm *partialMemory) note(o *Owner, p int, was State) {
 }
 
 func (pm partialMemory) has(p int, key string) bool {
-	return pm.stale[p] || pm.blindHas(p, key)
-}
-
-// blindHas reports whether key, of partition p, was started blind.
-func (pm partialMemory) blindHas(p int, key string) bool {
+	if pm.stale[p] {
+		return true
+	}
 	bs := pm.blind[p]
 	if bs == nil {
 		return false

@@ -21,27 +21,8 @@ import (
 type epochWatch struct {
 	checking bool
 	reseeds  int
-	due      lease.Set      // partitions to write back once this node decides them, or as they are released
-	from     map[int]string // of due partitions: the epoch their memory was counted at
-	last     string         // the epoch known before the last reseed (Handoff.Epoch meanwhile)
-}
-
-// mark makes p due a write-back in full; its memory was counted at epoch e.
-func (w *epochWatch) mark(p int, e string, parts int) {
-	if w.due == nil {
-		w.due = lease.NewSet(parts)
-	}
-	if w.from == nil {
-		w.from = map[int]string{}
-	}
-	w.due.Add(p)
-	w.from[p] = e
-}
-
-// done takes p off the partitions due a write-back.
-func (w *epochWatch) done(p int) {
-	w.due.Remove(p)
-	delete(w.from, p)
+	due      lease.Set // partitions to write back once this node decides them
+	last     string    // the epoch known before the last reseed (Handoff.Epoch meanwhile)
 }
 
 // checkEpoch reads the stamps' epoch (unless a read is under way), reseeds if Redis
@@ -108,22 +89,29 @@ func (o *Owner) sameEpoch(e string) bool {
 // (no lease yet, stale memory) are written once it decides them (reseedDue): another
 // node may decide them meanwhile, and writes its own. The caller holds mu.
 func (o *Owner) reseed() {
-	before := o.flush.epoch
-	if before == "" {
-		before = o.epoch.last
-	}
-	o.epoch.due, o.epoch.from = nil, nil
+	o.epoch.due = lease.NewSet(len(o.parts.state))
 	for p := range o.parts.state {
 		if o.parts.get(p) != Idle {
-			o.epoch.mark(p, before, len(o.parts.state))
+			o.epoch.due.Add(p)
 		}
 	}
 	n := o.reseedDue()
 	fenced, held := o.fenced.clear()
 	n += o.takeHeld(held)
+	rg := o.ring.Load()
 	for _, rel := range o.releases.jobs {
 		if rel.persist {
-			n += o.writeBackDue(rel) // (the fences were cleared above)
+			var ds []fallback.Delta
+			for _, e := range rel.ev {
+				if rg != nil && rel.partial.has(rg.Partition(e.Key), e.Key) {
+					continue // started blind, or stale: its memory lacks what Redis holds
+				}
+				// All its buckets: its pending part is queued ahead of this.
+				ds = append(ds, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Reset: true, Base: true})
+			}
+			o.flush.enqueue(ds)
+			n += len(ds)
+			rel.epochOK = false
 		}
 	}
 	for _, sb := range o.flush.batches {
@@ -147,15 +135,9 @@ func (o *Owner) reseed() {
 // one this node knows, or, while it writes its memory back after Redis lost its data,
 // the one it knew before; none to a node of the version before it, which would refuse
 // the frame. The caller holds mu.
-func (o *Owner) handoffEpoch(to string, parts []int) string {
+func (o *Owner) handoffEpoch(to string) string {
 	if o.cfg.Redis == nil || o.cfg.Leases.Legacy(to) {
 		return ""
-	}
-	for _, p := range parts {
-		if o.epoch.due.Has(p) {
-			// Not written back yet: the receiver writes it back in full (tookInEpoch).
-			return o.epoch.from[p]
-		}
 	}
 	if o.flush.epoch != "" {
 		return o.flush.epoch
@@ -177,8 +159,11 @@ func (o *Owner) tookInEpoch(e string, ps []int) {
 		o.flush.epoch = e
 		return
 	}
+	if o.epoch.due == nil {
+		o.epoch.due = lease.NewSet(len(o.parts.state))
+	}
 	for _, p := range ps {
-		o.epoch.mark(p, e, len(o.parts.state))
+		o.epoch.due.Add(p)
 	}
 	o.cfg.Logger.Warn("counters handed over from a node that knew Redis at another epoch: they are written back in full", "partitions", len(ps))
 }
@@ -195,14 +180,14 @@ func (o *Owner) reseedDue() int {
 	due.Each(func(p int) {
 		switch {
 		case o.parts.get(p) == Idle:
-			o.epoch.done(p)
+			due.Remove(p)
 		case o.fenced.has(p):
 			// A write in doubt may still land: written back before it, its counts would
 			// count twice; it waits until the fence is reached or expires.
 		case o.parts.get(p) == Owned && o.cfg.Leases.Holds(p, o.cfg.Leases.Now()):
 			// This node alone decides it (blind counters aside, which are skipped).
 			ready.Add(p)
-			o.epoch.done(p)
+			due.Remove(p)
 		}
 	})
 	if ready.Len() == 0 {

@@ -88,7 +88,6 @@ var seedsThatFailed = []uint64{
 	5934,  // a reset handed in went to Redis after the receiver's blind deltas of the counter, and erased them (owner/receive.go resetBehind)
 	7553,  // two voter changes from one set at once (a leaver dropped, a joiner added): two deciders (lease/change.go)
 	16396, // the same, with Redis, a rejoin, lossy links and clock steps
-	17434, // counters due a write-back (handed in from another epoch) released stale: sent without their buckets, the next owner started from 0 (owner/release.go writeBackDue)
 }
 
 // TestSeedsThatFailedOnce replays seedsThatFailed.
