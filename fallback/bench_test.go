@@ -250,3 +250,26 @@ func coalesce(sp leaparray.Spec, keys []string, picks []int, at []int64) []Delta
 	}
 	return out
 }
+
+// BenchmarkFlushDeltasReplicated is what waiting for a replica (Config.WaitReplicas)
+// adds to a write-behind round trip of FlushChunk busy counters: a master with one
+// replica, written without and with WAIT.
+func BenchmarkFlushDeltasReplicated(b *testing.B) {
+	master, _ := testredis.StartReplicated(b)
+	sp := spec(60_000, 60)
+	now := int64(1_700_000_000_000)
+	deltas := make([]Delta, FlushChunk)
+	for i, k := range benchKeys(len(deltas)) {
+		deltas[i] = Delta{Key: k, Spec: sp, Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: 1}}}
+	}
+	for _, wait := range []int{0, 1} {
+		b.Run("wait"+strconv.Itoa(wait), func(b *testing.B) {
+			st := open(b, master.URL(), Config{WaitReplicas: wait, WaitTimeout: time.Second})
+			for b.Loop() {
+				if err := st.SendBatch(bg, st.NewBatch("bench", deltas)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

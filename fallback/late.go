@@ -29,7 +29,7 @@ func (st *Store) MarkLate(ctx context.Context, n int, ps []int) error {
 	for i, p := range ps {
 		args[i] = p
 	}
-	if err := st.run(ctx, call{script: scripts.late, keys: []string{LateKey(n)}, args: args}).Err(); err != nil {
+	if err := st.runDurable(ctx, call{script: scripts.late, keys: []string{LateKey(n)}, args: args}).Err(); err != nil {
 		return unavailable("mark late", err)
 	}
 	return nil

@@ -133,6 +133,14 @@ func (st *Store) pipeline(ctx context.Context, calls []call) []*redis.Cmd {
 	for i, c := range calls {
 		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
+	wait := st.addWait(ctx, pipe)
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	if err := st.replicated(wait); err != nil {
+		for _, c := range cmds {
+			if c.Err() == nil {
+				c.SetErr(err) // ran, and may be lost by a failover: in doubt
+			}
+		}
+	}
 	return cmds
 }

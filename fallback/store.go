@@ -39,6 +39,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
 	st := &Store{rdb: rdb, cfg: cfg, br: newBreaker(cfg), cluster: cluster}
+	if err := st.checkWait(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("%w: %w", counter.ErrBadArgument, err)
+	}
 	if err := st.start(ctx); err != nil && !cfg.Lazy {
 		_ = rdb.Close()
 		return nil, err

@@ -29,7 +29,7 @@ func (st *Store) StampWritten(ctx context.Context, n int, ps []int, nowMs int64,
 	for _, p := range ps {
 		args = append(args, p)
 	}
-	epoch, err := st.run(ctx, call{script: scripts.stamp, keys: []string{WrittenKey(n)}, args: args}).Text()
+	epoch, err := st.runDurable(ctx, call{script: scripts.stamp, keys: []string{WrittenKey(n)}, args: args}).Text()
 	if err != nil {
 		return "", unavailable("stamp", err)
 	}

@@ -40,6 +40,12 @@ type Config struct {
 	MaxBodyBytes         int64    // --max-body-bytes
 	MaxClients           int      // --max-clients: most open connections on the RESP listener, and on the HTTP one
 
+	// RedisWaitReplicas (--redis-wait-replicas): writes to Redis count as confirmed once
+	// this many replicas acknowledged them too (fallback.Config.WaitReplicas); 0: the
+	// master's answer is enough.
+	RedisWaitReplicas int
+	RedisWaitTimeout  time.Duration // --redis-wait-timeout: bounds each wait (0: half the read timeout)
+
 	// AuthGuesses is the wrong-token budget per source address, shared by every front
 	// end (no flag; zero fields: 10 guesses, then one a second).
 	AuthGuesses authlimit.Config
@@ -208,6 +214,9 @@ func (c *Config) Validate() error {
 			return &ConfigError{"redis", fmt.Sprintf("%q: want redis://[user:pass@]host:port/db", c.RedisURL)}
 		}
 	}
+	if err := c.validateRedisWait(); err != nil {
+		return err
+	}
 	if err := c.validateSecurity(); err != nil {
 		return err
 	}
@@ -364,6 +373,20 @@ func (c *Config) validateGossip() error {
 		return &ConfigError{"gossip-probe-timeout", fmt.Sprintf("%v must be below --gossip-probe-interval %v", t.ProbeTimeout, t.ProbeInterval)}
 	case t.SuspicionMult < 0:
 		return &ConfigError{"gossip-suspicion-mult", "must not be negative"}
+	}
+	return nil
+}
+
+func (c Config) validateRedisWait() error {
+	switch {
+	case c.RedisWaitReplicas < 0:
+		return &ConfigError{"redis-wait-replicas", fmt.Sprintf("%d: want 0 (off) or more", c.RedisWaitReplicas)}
+	case c.RedisWaitTimeout < 0:
+		return &ConfigError{"redis-wait-timeout", fmt.Sprintf("%v: want 0 (half the read timeout) or more", c.RedisWaitTimeout)}
+	case c.RedisWaitReplicas > 0 && c.RedisURL == "":
+		return &ConfigError{"redis-wait-replicas", "needs --redis"}
+	case c.RedisWaitReplicas > 0 && strings.HasPrefix(c.RedisURL, "redis+cluster"):
+		return &ConfigError{"redis-wait-replicas", "not supported with a redis+cluster URL yet"}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
@@ -21,13 +22,18 @@ func (n *Node) openRedis(limits counter.Limits) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	log := n.cfg.Logger.With("component", "redis")
-	st, err := fallback.Open(ctx, fallback.Config{URL: n.cfg.RedisURL, Lazy: true, OnStateChange: func(healthy bool) {
+	cfg := fallback.Config{URL: n.cfg.RedisURL, Lazy: true, WaitReplicas: n.cfg.RedisWaitReplicas, WaitTimeout: n.cfg.RedisWaitTimeout}
+	cfg.OnStateChange = func(healthy bool) {
 		if healthy {
 			log.Info("redis reachable again: write-behind resumes")
 		} else {
 			log.Error("redis unreachable: degraded (counters in memory keep being decided; write-behind waits)")
 		}
-	}})
+	}
+	st, err := fallback.Open(ctx, cfg)
+	if errors.Is(err, fallback.ErrWaitTimeout) {
+		return &ConfigError{"redis-wait-timeout", err.Error()}
+	}
 	if err != nil {
 		return &ConfigError{"redis", err.Error()}
 	}

@@ -10,7 +10,8 @@
 -- applied in this slot, then the counters, a counter once per delta (its deltas in
 -- order). ARGV, from ARGV[4], for each counter in turn: reset (0/1), B, ttl (ms), m,
 -- then m (bucket, count) pairs j1, c1, ..., jm, cm (m = 0: a reset alone).
--- Returns {0} when seq is not above the mark: applied before, and nothing is done. {2}
+-- Returns {0} when seq is not above the mark: applied before, and nothing is done but
+-- refresh the mark's TTL. {2}
 -- when the mark is below the wait: the call before has not applied, and this one must
 -- not pass it (nothing is done either; the writer sends both again). Else the call is
 -- applied: {1, r1, r2, ...}, one reply per counter in order, 1 when merged, else the
@@ -22,6 +23,9 @@ local first, res = 1, { 1 }
 if ARGV[1] ~= '0' then
   local mark = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
   if mark >= tonumber(ARGV[2]) then
+    -- A write (the mark's TTL, refreshed), so that a WAIT after this call covers the
+    -- run that applied it, perhaps on another connection (fallback/replicas.go).
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
     return { 0 }
   end
   if mark < tonumber(ARGV[3]) then

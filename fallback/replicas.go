@@ -1,0 +1,95 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Writes confirmed on replicas (Config.WaitReplicas). Redis replicates asynchronously:
+// a master that ran a write and then failed over to a replica that had not received it
+// yet loses it, and the stamps' epoch (written.go) does not change, so no node sees the
+// loss. The persistence path relies on a confirmed write staying in Redis (a release
+// lets its partition go once Redis confirmed its deltas; the next owner loads them), so
+// with WaitReplicas a pipeline of writes ends with WAIT on its own connection, and its
+// writes are confirmed only if enough replicas acknowledged them in time. Otherwise
+// they are in doubt: they ran on the master, and may be lost by a failover. Sending
+// them again is safe either way, since every write here applies at most once (a batch
+// call's seq, a stamp that never goes back, a late mark's sequence), and after a
+// failover that lost them they apply on the new master.
+//
+// WAIT waits for the replication offset of the connection's last write. A batch call
+// found applied before changes no counter, but refreshes its writer key's TTL
+// (merge_many.lua), so that its WAIT covers the earlier run, made perhaps on another
+// connection, whatever the server version (Redis 7.0 moves the connection's offset on
+// for such a call anyway).
+
+// ErrNotReplicated wraps the error of a write Redis ran and fewer than
+// Config.WaitReplicas replicas acknowledged within Config.WaitTimeout.
+var ErrNotReplicated = errors.New("written on the master, not yet on enough replicas")
+
+// ErrWaitTimeout is Open's error for a Config.WaitTimeout it cannot use.
+var ErrWaitTimeout = errors.New("fallback: WaitTimeout")
+
+// checkWait checks the replica settings against the client and fills WaitTimeout's
+// default.
+func (st *Store) checkWait() error {
+	c := &st.cfg
+	switch {
+	case c.WaitReplicas < 0:
+		return fmt.Errorf("fallback: WaitReplicas %d: want 0 (off) or more", c.WaitReplicas)
+	case c.WaitReplicas == 0:
+		return nil
+	case st.cluster:
+		return errors.New("fallback: WaitReplicas: not supported with redis+cluster (WAIT cannot follow a Cluster pipeline's connections)")
+	}
+	read := c.ReadTimeout
+	if cl, ok := st.rdb.(*redis.Client); ok {
+		read = cl.Options().ReadTimeout // the URL's read_timeout, if it set one
+	}
+	if c.WaitTimeout <= 0 {
+		c.WaitTimeout = read / 2
+	}
+	if c.WaitTimeout < 1e6 || c.WaitTimeout >= read {
+		return fmt.Errorf("%w %v: want at least 1ms and below the read timeout (%v)", ErrWaitTimeout, c.WaitTimeout, read)
+	}
+	return nil
+}
+
+// addWait queues a WAIT on pipe when writes must reach replicas (nil otherwise).
+func (st *Store) addWait(ctx context.Context, pipe redis.Pipeliner) *redis.IntCmd {
+	if st.cfg.WaitReplicas == 0 {
+		return nil
+	}
+	cmd := redis.NewIntCmd(ctx, "wait", st.cfg.WaitReplicas, st.cfg.WaitTimeout.Milliseconds())
+	_ = pipe.Process(ctx, cmd) // queued: Exec sends it after the writes
+	return cmd
+}
+
+// replicated is what wait, the WAIT of a pipeline, says of its writes: nil when they
+// reached enough replicas (or none was asked for), else the error each of them gets.
+func (st *Store) replicated(wait *redis.IntCmd) error {
+	if wait == nil {
+		return nil
+	}
+	n, err := wait.Result()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
+	case n < int64(st.cfg.WaitReplicas):
+		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, st.cfg.WaitReplicas, st.cfg.WaitTimeout)
+	}
+	return nil
+}
+
+// runDurable runs one write script call as a pipeline of its own, so that its WAIT
+// (with WaitReplicas) covers it; without WaitReplicas it is run.
+func (st *Store) runDurable(ctx context.Context, c call) *redis.Cmd {
+	if st.cfg.WaitReplicas == 0 {
+		return st.run(ctx, c)
+	}
+	cmds, _ := st.runAll(ctx, []call{c})
+	return cmds[0]
+}
