@@ -1,6 +1,10 @@
 package chaos_test
 
 import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +51,78 @@ func TestRedisFailoverToALaggingReplica(t *testing.T) {
 		t.Errorf("nodes disagree on %d keys", disagree)
 	}
 	t.Logf("incr: %d acked, %d failed, %d unknown; errors: %q", st.Acked, st.Failed, st.Unknown, g.Errors())
+}
+
+// The same in a Redis Cluster: one master's replication stream to its replica is cut
+// (the replica still sees its master alive on the cluster bus), the replica takes its
+// slots over (CLUSTER FAILOVER TAKEOVER) without what it missed, and the old master
+// becomes its replica, its data replaced. Nodes are told MOVED, reload the slot map and
+// send what the new master lacks again.
+func TestRedisClusterFailoverToALaggingReplica(t *testing.T) {
+	s := seed(t)
+	masters, replicas := testredis.StartClusterReplicated(t, 3)
+	c := proctest.StartCluster(t, 3, proctest.Options{Args: append(append([]string(nil), fastDetection...),
+		"--redis", testredis.ClusterURL(masters), "--redis-wait-replicas", "1")})
+	g := faultload.New(faultload.Config{Keys: 500, Workers: 4, Seed: s, Rate: 1000, Timeout: 2 * time.Second}, c.RESPAddrs()...)
+	defer g.Close()
+	fw := proctest.NewFirewall(t)
+	g.Start(5*time.Minute, 1<<40)
+	traffic := func(d time.Duration) { time.Sleep(d) } // a span of load, not a wait for a condition
+	traffic(2 * time.Second)
+	old, next := masters[1], replicas[1]
+	fw.DropTCP(old.Port(), replicationPort(t, old))
+	traffic(3 * time.Second)
+	next.Do(t, "CLUSTER", "FAILOVER", "TAKEOVER")
+	testredis.Poll(t, 30*time.Second, "the old master following the new one", func() error {
+		if role := roleOf(t, old); role != "slave" {
+			return fmt.Errorf("%s is a %s", old.Addr(), role)
+		}
+		return nil
+	})
+	fw.Heal()
+	traffic(2 * time.Second)
+	for i := 0; i < 3; i++ {
+		n := c.Node(i)
+		leave(t, c, g, n)
+		n.Restart()
+		c.WaitConverged()
+		g.SetAddrs(c.RESPAddrs()...)
+		traffic(time.Second)
+	}
+	st := g.Stop()
+	c.WaitConverged()
+	r, _, disagree := checkEvery(t, c, g.Snapshot(), nil, g.Window())
+	if !r.OK() {
+		t.Errorf("after the failover and a rolling restart: %v", r)
+	}
+	if disagree > 0 {
+		t.Errorf("nodes disagree on %d keys", disagree)
+	}
+	t.Logf("incr: %d acked, %d failed, %d unknown; errors: %q", st.Acked, st.Failed, st.Unknown, g.Errors())
+}
+
+// replicationPort is the port a replica of m replicates from (its end of the link).
+func replicationPort(t *testing.T, m *testredis.Server) int {
+	t.Helper()
+	list, _ := m.Do(t, "CLIENT", "LIST", "TYPE", "replica").(string)
+	for _, f := range strings.Fields(list) {
+		if addr, ok := strings.CutPrefix(f, "addr="); ok {
+			_, port, _ := net.SplitHostPort(addr)
+			if p, err := strconv.Atoi(port); err == nil {
+				return p
+			}
+		}
+	}
+	t.Fatalf("%s has no replica: %q", m.Addr(), list)
+	return 0
+}
+
+// roleOf is what ROLE says s is: master or slave.
+func roleOf(t *testing.T, s *testredis.Server) string {
+	t.Helper()
+	if r, ok := s.Do(t, "ROLE").([]any); ok && len(r) > 0 {
+		role, _ := r[0].(string)
+		return role
+	}
+	return ""
 }

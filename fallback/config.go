@@ -54,9 +54,8 @@ type Config struct {
 	// batches, partition stamps, late-write marks) count as confirmed only once that
 	// many replicas acknowledged it too (Redis's WAIT, within WaitTimeout); until then it
 	// is in doubt and sent again, which applies it at most once. A failover to a replica
-	// that lagged then loses no confirmed write (see replicas.go). Not with a Cluster,
-	// whose client spreads a pipeline over connections WAIT cannot follow. Default 0: a
-	// write is confirmed once the master ran it.
+	// that lagged then loses no confirmed write (see replicas.go). Default 0: a write is
+	// confirmed once the master ran it.
 	WaitReplicas int
 	// WaitTimeout bounds each WAIT; it must be shorter than the read timeout (which
 	// bounds the whole pipeline's replies). Default half the read timeout.

@@ -13,8 +13,9 @@ import (
 // yet loses it, and the stamps' epoch (written.go) does not change, so no node sees the
 // loss. The persistence path relies on a confirmed write staying in Redis (a release
 // lets its partition go once Redis confirmed its deltas; the next owner loads them), so
-// with WaitReplicas a pipeline of writes ends with WAIT on its own connection, and its
-// writes are confirmed only if enough replicas acknowledged them in time. Otherwise
+// with WaitReplicas a pipeline of writes ends with WAIT on its own connection (in a
+// Cluster, one pipeline per master: pipelineByMaster), and its writes are confirmed only
+// if enough replicas acknowledged them in time. Otherwise
 // they are in doubt: they ran on the master, and may be lost by a failover. Sending
 // them again is safe either way, since every write here applies at most once (a batch
 // call's seq, a stamp that never goes back, a late mark's sequence), and after a
@@ -42,12 +43,13 @@ func (st *Store) checkWait() error {
 		return fmt.Errorf("fallback: WaitReplicas %d: want 0 (off) or more", c.WaitReplicas)
 	case c.WaitReplicas == 0:
 		return nil
-	case st.cluster:
-		return errors.New("fallback: WaitReplicas: not supported with redis+cluster (WAIT cannot follow a Cluster pipeline's connections)")
 	}
-	read := c.ReadTimeout
-	if cl, ok := st.rdb.(*redis.Client); ok {
-		read = cl.Options().ReadTimeout // the URL's read_timeout, if it set one
+	read := c.ReadTimeout // the URL's read_timeout, if it set one:
+	switch cl := st.rdb.(type) {
+	case *redis.Client:
+		read = cl.Options().ReadTimeout
+	case *redis.ClusterClient:
+		read = cl.Options().ReadTimeout
 	}
 	if c.WaitTimeout <= 0 {
 		c.WaitTimeout = read / 2
@@ -92,4 +94,50 @@ func (st *Store) runDurable(ctx context.Context, c call) *redis.Cmd {
 	}
 	cmds, _ := st.runAll(ctx, []call{c})
 	return cmds[0]
+}
+
+// pipelineByMaster runs calls on a Cluster with WaitReplicas: a pipeline per master
+// (the one each call's slot is on), each ending with its WAIT. go-redis's own Cluster
+// pipeline cannot be used: it spreads the calls over connections that a WAIT, which
+// counts the replicas that have its own connection's last write, cannot follow. A call
+// a master refused with MOVED or ASK (slots moved: a failover, a resharding) did not
+// run; the slot map is reloaded for the next send.
+func (st *Store) pipelineByMaster(ctx context.Context, cc *redis.ClusterClient, calls []call) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	var masters []*redis.Client
+	groups := map[*redis.Client][]int{}
+	for i, c := range calls {
+		m, err := cc.MasterForKey(ctx, c.keys[0])
+		if err != nil {
+			cmds[i] = redis.NewCmd(ctx)
+			cmds[i].SetErr(err)
+			continue
+		}
+		if _, ok := groups[m]; !ok {
+			masters = append(masters, m)
+		}
+		groups[m] = append(groups[m], i)
+	}
+	moved := false
+	for _, m := range masters {
+		pipe := m.Pipeline()
+		for _, i := range groups[m] {
+			cmds[i] = calls[i].script.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+		}
+		wait := st.addWait(ctx, pipe)
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+		notReplicated := st.replicated(wait)
+		for _, i := range groups[m] {
+			switch err := cmds[i].Err(); {
+			case err != nil:
+				moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+			case notReplicated != nil:
+				cmds[i].SetErr(notReplicated)
+			}
+		}
+	}
+	if moved {
+		cc.ReloadState(ctx)
+	}
+	return cmds
 }

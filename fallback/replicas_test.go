@@ -119,7 +119,6 @@ func TestWaitReplicasSettings(t *testing.T) {
 	}{
 		{Config{WaitReplicas: -1}, "WaitReplicas -1"},
 		{Config{WaitReplicas: 1, ReadTimeout: time.Second, WaitTimeout: time.Second}, "below the read timeout"},
-		{Config{URL: "redis+cluster://127.0.0.1:1", WaitReplicas: 1}, "redis+cluster"},
 	} {
 		if bad.cfg.URL == "" {
 			bad.cfg.URL = master.URL()
@@ -128,6 +127,39 @@ func TestWaitReplicasSettings(t *testing.T) {
 		_, err := Open(bg, bad.cfg)
 		if !errors.Is(err, counter.ErrBadArgument) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("Open(%+v): %v; want ErrBadArgument naming %q", bad.cfg, err, bad.want)
+		}
+	}
+}
+
+// On a Cluster each master's calls go in a pipeline of their own with its WAIT: the
+// calls on a master whose replica does not acknowledge stay in doubt, the others are
+// confirmed, and sent again once it does, each applies once.
+func TestClusterWritesWaitForEachMastersReplica(t *testing.T) {
+	masters, replicas := testredis.StartClusterReplicated(t, 3)
+	st := open(t, testredis.ClusterURL(masters), Config{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond, FlushKeys: 4})
+	sp := spec(10_000, 10)
+	now := int64(1_700_000_000_000)
+	deltas := batchDeltas("spread", 40, sp, now) // over every master's slots
+	if err := st.SendBatch(bg, st.NewBatch("w", deltas)); err != nil {
+		t.Fatalf("every replica in sync: %v", err)
+	}
+	replicas[1].Pause()
+	b := st.NewBatch("w", deltas)
+	err := st.SendBatch(bg, b)
+	if err == nil || b.Confirmed() || !b.InDoubt() || !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("a replica paused: %v, confirmed %v, in doubt %v; want some calls in doubt, not replicated", err, b.Confirmed(), b.InDoubt())
+	}
+	var fe *FlushError
+	if !errors.As(err, &fe) || len(fe.Failed) == 0 || len(fe.Failed) == len(deltas) {
+		t.Fatalf("a replica paused: %v; want the deltas of one master of three unconfirmed, not none or all", err)
+	}
+	replicas[1].Resume()
+	testredis.Poll(t, 10*time.Second, "the batch confirmed once the replica is back", func() error {
+		return st.SendBatch(bg, b)
+	})
+	for i, c := range countsOf(st, deltas, now) {
+		if want := 2 * int64(i+1); c != want {
+			t.Fatalf("%s counts %d; want %d (two batches, each once)", deltas[i].Key, c, want)
 		}
 	}
 }

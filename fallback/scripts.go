@@ -128,6 +128,9 @@ func (st *Store) pipeline(ctx context.Context, calls []call) []*redis.Cmd {
 	if len(calls) == 0 {
 		return nil
 	}
+	if cc, ok := st.rdb.(*redis.ClusterClient); ok && st.cfg.WaitReplicas > 0 {
+		return st.pipelineByMaster(ctx, cc, calls)
+	}
 	pipe := st.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {

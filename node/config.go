@@ -385,8 +385,6 @@ func (c Config) validateRedisWait() error {
 		return &ConfigError{"redis-wait-timeout", fmt.Sprintf("%v: want 0 (half the read timeout) or more", c.RedisWaitTimeout)}
 	case c.RedisWaitReplicas > 0 && c.RedisURL == "":
 		return &ConfigError{"redis-wait-replicas", "needs --redis"}
-	case c.RedisWaitReplicas > 0 && strings.HasPrefix(c.RedisURL, "redis+cluster"):
-		return &ConfigError{"redis-wait-replicas", "not supported with a redis+cluster URL yet"}
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&v.cfg.Advertise, "advertise", "", "host other nodes use to reach this one (default: the bind host)")
 	fs.StringVar(&v.join, "join", "", "comma-separated gossip addresses (host:port) of existing members; a DNS name stands for every address it resolves to, resolved again at each re-join (a Kubernetes headless Service)")
 	fs.StringVar(&v.cfg.RedisURL, "redis", "", "Redis URL redis://[user:pass@]host:port/db (empty: no fallback, no persistence)")
-	fs.IntVar(&v.cfg.RedisWaitReplicas, "redis-wait-replicas", 0, "a write to Redis is confirmed once this many replicas acknowledged it too (WAIT), so that a failover to a replica loses none (0: the master's answer is enough; not with redis+cluster)")
+	fs.IntVar(&v.cfg.RedisWaitReplicas, "redis-wait-replicas", 0, "a write to Redis is confirmed once this many replicas acknowledged it too (WAIT), so that a failover to a replica loses none (in a Redis Cluster: replicas of the master written to; 0: the master's answer is enough)")
 	fs.DurationVar(&v.cfg.RedisWaitTimeout, "redis-wait-timeout", 0, "how long each write waits for --redis-wait-replicas before it counts as in doubt and is sent again (0: half the read timeout, 100ms)")
 	fs.StringVar(&v.cfg.Token, "token", "", "if set, clients must send it (HTTP: Authorization: Bearer; RESP: AUTH); other local users can read it in the process list: prefer --token-file or LEAPCOUNT_TOKEN")
 	fs.StringVar(&v.cfg.TokenFile, "token-file", "", "read the token from this file (trailing newline trimmed) instead of --token")

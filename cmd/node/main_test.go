@@ -70,7 +70,6 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--test-clock-offset", "25h"}, nil, "--test-clock-offset"},
 		{[]string{"--redis-wait-replicas", "-1", "--redis", "redis://127.0.0.1:1/0"}, nil, "--redis-wait-replicas"},
 		{[]string{"--redis-wait-replicas", "1"}, nil, "--redis-wait-replicas"},
-		{[]string{"--redis-wait-replicas", "1", "--redis", "redis+cluster://127.0.0.1:7000"}, nil, "--redis-wait-replicas"},
 		{[]string{"--redis-wait-timeout", "-1s"}, nil, "--redis-wait-timeout"},
 		{[]string{"--redis-wait-replicas", "1", "--redis", "redis://127.0.0.1:1/0", "--redis-wait-timeout", "1s"}, nil, "--redis-wait-timeout"},
 	}

@@ -67,6 +67,13 @@ func (f *Firewall) DropReplies(n *Node) {
 	f.add("-s", n.Host(), "-p", "tcp", "--sport", port)
 }
 
+// DropTCP drops the TCP segments sent on loopback from port from to port to: one
+// direction of one connection (a Redis master's replication stream to a replica, say).
+func (f *Firewall) DropTCP(from, to int) {
+	f.t.Helper()
+	f.add("-o", "lo", "-p", "tcp", "--sport", strconv.Itoa(from), "--dport", strconv.Itoa(to))
+}
+
 func (f *Firewall) add(match ...string) {
 	f.t.Helper()
 	rule := append(append([]string{}, match...), "-m", "comment", "--comment", f.tag, "-j", "DROP")
