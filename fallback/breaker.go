@@ -27,6 +27,7 @@ type breaker struct {
 	fails      int           // unreached calls in a row, while closed
 	until      time.Time     // while open: no probe before this
 	probing    bool          // while open: a probe is out
+	degraded   bool          // writes not acknowledged by enough replicas: taken as down (replicas.go)
 	reported   bool          // the last health given to onChange (true at start)
 	delivering bool          // a goroutine is calling onChange
 	reopened   atomic.Uint64 // times the breaker closed again after it opened
@@ -57,36 +58,56 @@ func (b *breaker) settle(probe bool, r reachability) {
 	if probe {
 		b.probing = false
 	}
-	changed := false
+	before := b.healthyLocked()
 	switch r {
 	case reached:
 		b.fails = 0
-		changed, b.open = b.open, false
-		if changed {
-			b.reopened.Add(1)
-		}
+		b.open = false
 	case unreached:
 		switch {
 		case b.open && probe:
 			b.until = b.now().Add(b.cooldown)
 		case !b.open && b.failures >= 0:
 			if b.fails++; b.fails >= b.failures {
-				b.open, b.fails, b.until, changed = true, 0, b.now().Add(b.cooldown), true
+				b.open, b.fails, b.until = true, 0, b.now().Add(b.cooldown)
 			}
 		}
 	}
+	b.changed(before)
+}
+
+// replicated records whether the last write's WAIT found enough replicas: while it did
+// not, Redis is taken as down, though calls still go to it (the next write's WAIT tells
+// when the replicas are back).
+func (b *breaker) replicated(ok bool) {
+	b.mu.Lock()
+	before := b.healthyLocked()
+	b.degraded = !ok
+	b.changed(before)
+}
+
+// changed ends a change of state made under mu: it unlocks mu, counts a return to
+// health and tells onChange of a change of health.
+func (b *breaker) changed(before bool) {
+	after := b.healthyLocked()
+	if !before && after {
+		b.reopened.Add(1)
+	}
 	b.mu.Unlock()
-	if changed {
+	if before != after {
 		b.notify()
 	}
 }
 
-// healthy is false while the breaker is open (half-open included).
+// healthy is false while the breaker is open (half-open included), or while writes are
+// not acknowledged by enough replicas.
 func (b *breaker) healthy() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !b.open
+	return b.healthyLocked()
 }
+
+func (b *breaker) healthyLocked() bool { return !b.open && !b.degraded }
 
 // notify calls onChange, outside the lock, until it has been told the current health.
 // Calls never overlap: a change during a call is delivered by the goroutine already
@@ -100,8 +121,8 @@ func (b *breaker) notify() {
 		return
 	}
 	b.delivering = true
-	for b.reported != !b.open {
-		b.reported = !b.open
+	for b.reported != b.healthyLocked() {
+		b.reported = b.healthyLocked()
 		h := b.reported
 		b.mu.Unlock()
 		b.onChange(h)

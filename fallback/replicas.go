@@ -8,7 +8,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Writes confirmed on replicas (Config.WaitReplicas). Redis replicates asynchronously:
+// Writes confirmed on replicas (Config.WaitReplicas). While the last write's WAIT found
+// too few replicas, the store reports itself unhealthy, as with Redis down: what waits
+// for Redis to confirm a write (a handed-in counter's load, say) would wait in vain,
+// and the owner decides as it does without Redis until a WAIT finds them again.
+// Redis replicates asynchronously:
 // a master that ran a write and then failed over to a replica that had not received it
 // yet loses it, and the stamps' epoch (written.go) does not change, so no node sees the
 // loss. The persistence path relies on a confirmed write staying in Redis (a release
@@ -78,12 +82,22 @@ func (st *Store) replicated(wait *redis.IntCmd) error {
 	}
 	n, err := wait.Result()
 	switch {
-	case err != nil:
+	case err != nil: // Redis not reached: the breaker's business
 		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
 	case n < int64(st.cfg.WaitReplicas):
+		st.br.replicated(false)
 		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, st.cfg.WaitReplicas, st.cfg.WaitTimeout)
 	}
+	st.br.replicated(true)
 	return nil
+}
+
+// ReplicasBehind reports whether the last write's WAIT found fewer replicas than
+// Config.WaitReplicas: Healthy is false meanwhile.
+func (st *Store) ReplicasBehind() bool {
+	st.br.mu.Lock()
+	defer st.br.mu.Unlock()
+	return st.br.degraded
 }
 
 // runDurable runs one write script call as a pipeline of its own, so that its WAIT

@@ -92,7 +92,9 @@ func TestCallFoundAppliedIsConfirmedOnlyOnceReplicated(t *testing.T) {
 	wantCounts(t, st, batchDeltas("a", 2, sp, now), now, "after the replica caught up")
 }
 
-// Stamps and late marks wait for the replicas too; a store that cannot wait says why.
+// Stamps and late marks wait for the replicas too; while a write finds too few, the
+// store is taken as down (its calls still go to Redis) until one finds them again; a
+// store that cannot wait says why.
 func TestWaitReplicasSettings(t *testing.T) {
 	master, replica := testredis.StartReplicated(t)
 	st := open(t, master.URL(), Config{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond})
@@ -109,10 +111,20 @@ func TestWaitReplicasSettings(t *testing.T) {
 	if err := st.MarkLate(bg, 16, []int{4}); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("late mark, replica paused: %v; want ErrNotReplicated", err)
 	}
-	if !st.Healthy() {
-		t.Fatal("a replica that does not acknowledge opened the breaker: the master answers, loads go on")
+	if st.Healthy() || !st.ReplicasBehind() {
+		t.Fatalf("no replica acknowledges: healthy %v, replicas behind %v; want taken as down, replicas behind", st.Healthy(), st.ReplicasBehind())
+	}
+	if _, err := st.Count(bg, "k", spec(10_000, 10), 1000); err != nil {
+		t.Fatalf("a read while replicas are behind: %v; want it answered (calls still go to Redis)", err)
 	}
 	replica.Resume()
+	testredis.Poll(t, 10*time.Second, "a write acknowledged again", func() error {
+		_, err := st.StampWritten(bg, 16, []int{5}, 1000, "e1")
+		return err
+	})
+	if !st.Healthy() || st.ReplicasBehind() {
+		t.Fatalf("a write acknowledged again: healthy %v, replicas behind %v; want healthy", st.Healthy(), st.ReplicasBehind())
+	}
 	for _, bad := range []struct {
 		cfg  Config
 		want string

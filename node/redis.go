@@ -24,9 +24,12 @@ func (n *Node) openRedis(limits counter.Limits) error {
 	log := n.cfg.Logger.With("component", "redis")
 	cfg := fallback.Config{URL: n.cfg.RedisURL, Lazy: true, WaitReplicas: n.cfg.RedisWaitReplicas, WaitTimeout: n.cfg.RedisWaitTimeout}
 	cfg.OnStateChange = func(healthy bool) {
-		if healthy {
+		switch {
+		case healthy:
 			log.Info("redis reachable again: write-behind resumes")
-		} else {
+		case n.redis != nil && n.redis.ReplicasBehind(): // (set before any call but Open's own)
+			log.Error("redis replicas behind: fewer than --redis-wait-replicas acknowledge writes; degraded as with Redis down (counters in memory keep being decided; write-behind waits)")
+		default:
 			log.Error("redis unreachable: degraded (counters in memory keep being decided; write-behind waits)")
 		}
 	}
