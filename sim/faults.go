@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"os"
 	"slices"
 	"time"
@@ -19,6 +20,7 @@ import (
 // when Redis goes down under a handoff).
 func (w *world) injectFaults() {
 	kinds := w.drawFaultKinds()
+	w.injectFailovers(kinds)
 	var next func()
 	next = func() {
 		if w.sched.now >= w.loadEnd-2*time.Second {
@@ -396,6 +398,55 @@ func (w *world) redisLossy(d time.Duration) {
 	w.trace("redis loses requests or replies for %v", d.Round(time.Millisecond))
 	w.redis.lose = 0.3
 	w.sched.after(d, nil, func() { w.redis.lose = 0 })
+}
+
+// injectFailovers makes a third of the runs with Redis fail it over to a replica that
+// lagged, now and then (redisFailover). Drawn from a stream of their own, so that a run
+// without them is the run its seed made before they were modelled. Not with Redis
+// restarting empty (a known gap, README: Guarantees, "Redis emptied"), unless
+// LEAPCOUNT_SIM_WIPE_FAILOVERS=1.
+func (w *world) injectFailovers(kinds []faultKind) {
+	fr := rand.New(rand.NewPCG(w.opt.Seed, 0xfa110fe7))
+	if !w.opt.Redis || fr.IntN(3) != 0 || hasKind(kinds, "redis-wipe") && !wipeFailovers {
+		return
+	}
+	w.trace("and redis-failover")
+	var next func()
+	next = func() {
+		if w.sched.now >= w.loadEnd-2*time.Second {
+			return
+		}
+		w.redisFailover(300*time.Millisecond + time.Duration(fr.Int64N(int64(3*time.Second))))
+		w.sched.after(time.Duration(2000+fr.IntN(3000))*time.Millisecond, nil, next)
+	}
+	w.sched.after(time.Duration(1000+fr.IntN(3000))*time.Millisecond, nil, next)
+}
+
+// wipeFailovers runs Redis restarting empty and failovers in one run (injectFailovers).
+var wipeFailovers = os.Getenv("LEAPCOUNT_SIM_WIPE_FAILOVERS") == "1"
+
+// redisFailover stops the replica following Redis for d, then, even odds, makes it
+// take over (a failover to a replica that lagged: what it lacked is lost from Redis,
+// and was never confirmed) or lets it catch up. Nothing acknowledged may be lost.
+func (w *world) redisFailover(d time.Duration) {
+	if w.redis.lagging != nil || w.redis.epoch == "" {
+		// (Before the first stamp, a replica that took over would lack the stamps'
+		// epoch: that is Redis emptied, redisWipe, not this fault.)
+		return
+	}
+	w.trace("redis's replica stops following for %v", d.Round(time.Millisecond))
+	w.redis.lagging = w.redis.snapshot()
+	w.sched.after(d, nil, func() {
+		switch {
+		case w.redis.lagging == nil: // (emptied meanwhile: it followed again)
+		case d%2 == 0: // even odds, without a draw from the run's stream
+			w.trace("redis fails over to its replica, which lacks what it did not follow")
+			w.redis.takeOver()
+		default:
+			w.trace("redis's replica catches up")
+			w.redis.lagging = nil
+		}
+	})
 }
 
 // redisWipe empties Redis, as a restart without persistence does: counters held whole

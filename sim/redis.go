@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -15,7 +16,10 @@ import (
 // redisServer models what leapcount keeps in Redis, as its scripts keep it: counters
 // (a hash of buckets each), each writer's high-water mark (calls apply once), the
 // partition stamps and the late-write marks. Its faults: down (unreachable), slow,
-// replies lost after the call applied, and a restart that empties it.
+// replies lost after the call applied, a restart that empties it, and a replica that
+// stops following it and then takes over (a failover to a replica that lagged) or
+// catches up. Nodes write as with --redis-wait-replicas 1: a write the replica does not
+// follow is answered not replicated, in doubt.
 type redisServer struct {
 	w         *world
 	down      bool
@@ -30,7 +34,29 @@ type redisServer struct {
 	epoch    string
 	late     map[int]int64
 	lateSeq  int64
+
+	lagging *redisServer // while its replica does not follow: what the replica holds
 }
+
+// snapshot copies what the server holds (what a replica that stops following has).
+func (r *redisServer) snapshot() *redisServer {
+	c := &redisServer{counters: map[fallback.CounterRef]map[int64]uint64{}, marks: maps.Clone(r.marks),
+		stamps: maps.Clone(r.stamps), epoch: r.epoch, late: maps.Clone(r.late), lateSeq: r.lateSeq}
+	for ref, bs := range r.counters {
+		c.counters[ref] = maps.Clone(bs)
+	}
+	return c
+}
+
+// takeOver makes the lagging replica's data the server's, as a failover to it does.
+func (r *redisServer) takeOver() {
+	l := r.lagging
+	r.counters, r.marks, r.stamps, r.epoch, r.late, r.lateSeq = l.counters, l.marks, l.stamps, l.epoch, l.late, l.lateSeq
+	r.lagging = nil
+}
+
+// replicated is what a write's WAIT says: whether the replica follows.
+func (r *redisServer) replicated() bool { return r.lagging == nil }
 
 func newRedisServer(w *world) *redisServer {
 	r := &redisServer{w: w}
@@ -46,6 +72,7 @@ func (r *redisServer) wipe() {
 	r.epoch = ""
 	r.late = map[int]int64{}
 	r.lateSeq = 0
+	r.lagging = nil // the replica syncs from the emptied server
 }
 
 // count is the counter's count at now (ms), as Redis holds it.
@@ -86,6 +113,29 @@ type redisClient struct {
 	seq    uint64 // calls made: each batch call's seq (fallback.Store's)
 	writer string // the writer key of this node's run
 	cuts   uint64 // times its way to Redis healed (Reopened, with the server's restarts)
+	// behind: its last write was not replicated (fallback's breaker: Redis taken as
+	// down until a write is); backs counts its ends (Reopened).
+	behind bool
+	backs  uint64
+}
+
+// errNotReplicated is a write the replica did not acknowledge: it applied, and may be
+// lost by a failover (fallback.ErrNotReplicated).
+var errNotReplicated = errors.New("sim: written on the master, not on the replica")
+
+// wrote records a write's WAIT, and turns a write not replicated into its error.
+func (c *redisClient) wrote(replicated bool, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case !replicated:
+		c.behind = true
+		return errNotReplicated
+	case c.behind:
+		c.behind = false
+		c.backs++
+	}
+	return nil
 }
 
 // cut reports whether this node's way to Redis is cut now.
@@ -141,8 +191,8 @@ func (c *redisClient) call(apply func() any, back func(v any, err error)) {
 	})
 }
 
-func (c *redisClient) Healthy() bool    { return !c.srv.down && !c.cut() }
-func (c *redisClient) Reopened() uint64 { return c.srv.reopened + c.cuts }
+func (c *redisClient) Healthy() bool    { return !c.srv.down && !c.cut() && !c.behind }
+func (c *redisClient) Reopened() uint64 { return c.srv.reopened + c.cuts + c.backs }
 
 // simBatch is a batch of write-behind calls, each applied at most once (by its seq).
 type simBatch struct {
@@ -222,9 +272,9 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 				c.srv.marks[k.writer] = k.seq
 			}
 		}
-		return nil
-	}, func(_ any, err error) {
-		if err == nil {
+		return c.srv.replicated()
+	}, func(v any, err error) {
+		if err = c.wrote(v == true, err); err == nil {
 			for _, k := range todo {
 				k.state = confirmed
 			}
@@ -350,14 +400,20 @@ func (c *redisClient) StampWritten(_ int, ps []int, now int64, epoch string, don
 				c.srv.w.trace("DEBUG %s stamps %d: %d", c.n.name, p, now)
 			}
 		}
-		return c.srv.epoch
+		return stampRead{c.srv.epoch, c.srv.replicated()}
 	}, func(v any, err error) {
-		if err != nil {
+		r, _ := v.(stampRead)
+		if err = c.wrote(r.replicated, err); err != nil {
 			done("", err)
 			return
 		}
-		done(v.(string), nil)
+		done(r.epoch, nil)
 	})
+}
+
+type stampRead struct {
+	epoch      string
+	replicated bool
 }
 
 func (c *redisClient) MarkLate(_ int, ps []int, done func(error)) {
@@ -366,8 +422,8 @@ func (c *redisClient) MarkLate(_ int, ps []int, done func(error)) {
 			c.srv.late[p]++
 		}
 		c.srv.lateSeq++
-		return nil
-	}, func(_ any, err error) { done(err) })
+		return c.srv.replicated()
+	}, func(v any, err error) { done(c.wrote(v == true, err)) })
 }
 
 func (c *redisClient) LateMarks(_ int, since int64, done func(int64, map[int]int64, error)) {
