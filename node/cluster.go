@@ -34,7 +34,10 @@ type ClusterView struct {
 	LagMs      int64        `json:"writebehind_lag_ms"` // age of the oldest write-behind batch Redis has not confirmed (0: none)
 	Status     string       `json:"status"`             // "ok", or "degraded" while Redis is configured and down
 	Redis      string       `json:"redis"`              // "off" (no --redis), "up" or "down"
-	Security   SecurityView `json:"security"`
+	// RedisReplicasBehind: fewer replicas than --redis-wait-replicas acknowledge this
+	// node's writes (Redis is then "down"); absent otherwise.
+	RedisReplicasBehind bool         `json:"redis_replicas_behind,omitempty"`
+	Security            SecurityView `json:"security"`
 }
 
 // SecurityView says what protects the cluster plane, for operators to check at a glance.
@@ -54,6 +57,7 @@ func (n *Node) clusterInfo() any {
 	}
 	if v.Redis == "down" {
 		v.Status = "degraded"
+		v.RedisReplicasBehind = n.redis.ReplicasBehind()
 	}
 	v.Owned, v.Held = n.Holding()
 	v.HandingOn = n.HandingOn()

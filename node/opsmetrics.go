@@ -15,24 +15,26 @@ type opsCollector struct {
 	partitions, decided, members *prometheus.Desc
 	undecided                    *prometheus.Desc
 	unwritten, redisUp           *prometheus.Desc
+	replicasBehind               *prometheus.Desc
 	oldest, failedBatches        *prometheus.Desc
 }
 
 func newOpsCollector(n *Node) *opsCollector {
 	return &opsCollector{n: n,
-		partitions:    prometheus.NewDesc("leapcount_partitions", "This node's partitions by state (owner.State: owned, stale, releasing, lent, lent-stale, releasing-stale; idle: not this node's).", []string{"state"}, nil),
-		decided:       prometheus.NewDesc("leapcount_partitions_decided", "Partitions this node decides now: its own in the ring, and under its lease.", nil, nil),
-		undecided:     prometheus.NewDesc("leapcount_partitions_undecided", "Partitions the ring gives this node that it does not decide yet: their lease or their counters are awaited.", nil, nil),
-		members:       prometheus.NewDesc("leapcount_members", "Cluster members as this node sees them, by state (alive, leaving, left, dead).", []string{"state"}, nil),
-		unwritten:     prometheus.NewDesc("leapcount_writebehind_unwritten_counters", "Counters with deltas this node has not yet written to Redis (write-behind).", nil, nil),
-		oldest:        prometheus.NewDesc("leapcount_writebehind_oldest_unconfirmed_seconds", "Age of the oldest write-behind batch made and not yet confirmed by Redis (0: none waits); absent without --redis.", nil, nil),
-		failedBatches: prometheus.NewDesc("leapcount_writebehind_flushes_failed_total", "Write-behind flushes that failed (Redis unreachable, or a batch not confirmed): their batches go again; absent without --redis.", nil, nil),
-		redisUp:       prometheus.NewDesc("leapcount_redis_up", "1 while Redis answers (its breaker closed), 0 while it does not; absent without --redis.", nil, nil),
+		partitions:     prometheus.NewDesc("leapcount_partitions", "This node's partitions by state (owner.State: owned, stale, releasing, lent, lent-stale, releasing-stale; idle: not this node's).", []string{"state"}, nil),
+		decided:        prometheus.NewDesc("leapcount_partitions_decided", "Partitions this node decides now: its own in the ring, and under its lease.", nil, nil),
+		undecided:      prometheus.NewDesc("leapcount_partitions_undecided", "Partitions the ring gives this node that it does not decide yet: their lease or their counters are awaited.", nil, nil),
+		members:        prometheus.NewDesc("leapcount_members", "Cluster members as this node sees them, by state (alive, leaving, left, dead).", []string{"state"}, nil),
+		unwritten:      prometheus.NewDesc("leapcount_writebehind_unwritten_counters", "Counters with deltas this node has not yet written to Redis (write-behind).", nil, nil),
+		oldest:         prometheus.NewDesc("leapcount_writebehind_oldest_unconfirmed_seconds", "Age of the oldest write-behind batch made and not yet confirmed by Redis (0: none waits); absent without --redis.", nil, nil),
+		failedBatches:  prometheus.NewDesc("leapcount_writebehind_flushes_failed_total", "Write-behind flushes that failed (Redis unreachable, or a batch not confirmed): their batches go again; absent without --redis.", nil, nil),
+		redisUp:        prometheus.NewDesc("leapcount_redis_up", "1 while Redis answers (its breaker closed) and, with --redis-wait-replicas, enough replicas acknowledge writes; 0 otherwise; absent without --redis.", nil, nil),
+		replicasBehind: prometheus.NewDesc("leapcount_redis_replicas_behind", "1 while fewer replicas than --redis-wait-replicas acknowledge this node's writes (Redis then counts as down), else 0 (always 0 without that flag); absent without --redis.", nil, nil),
 	}
 }
 
 func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.partitions, c.decided, c.undecided, c.members, c.unwritten, c.redisUp, c.oldest, c.failedBatches} {
+	for _, d := range []*prometheus.Desc{c.partitions, c.decided, c.undecided, c.members, c.unwritten, c.redisUp, c.replicasBehind, c.oldest, c.failedBatches} {
 		ch <- d
 	}
 }
@@ -59,6 +61,7 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.redisUp, prometheus.GaugeValue, up)
+		ch <- prometheus.MustNewConstMetric(c.replicasBehind, prometheus.GaugeValue, b2f(c.n.redis.ReplicasBehind()))
 		oldest, failed := c.n.owner.WriteBehindStats()
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
 		ch <- prometheus.MustNewConstMetric(c.failedBatches, prometheus.CounterValue, float64(failed))
@@ -77,4 +80,12 @@ func newMemberChanges(reg prometheus.Registerer) *prometheus.CounterVec {
 		v.WithLabelValues(st)
 	}
 	return v
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
