@@ -3,10 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/leapcount/leapcount/internal/testredis"
@@ -78,7 +74,7 @@ func TestJoinAndLeaveWhileNoReplicaAcknowledges(t *testing.T) {
 	c.WaitConverged()
 	waitAcked(t, l, 2000)
 	for _, n := range c.Nodes {
-		if got := replicasBehind(t, n); got != 1 {
+		if got := scrape(n, "leapcount_redis_replicas_behind"); got != 1 {
 			t.Errorf("%s: leapcount_redis_replicas_behind %v with the replica gone; want 1", n.Name(), got)
 		}
 	}
@@ -93,7 +89,7 @@ func TestJoinAndLeaveWhileNoReplicaAcknowledges(t *testing.T) {
 		return nil
 	})
 	for _, n := range c.Nodes {
-		if got := replicasBehind(t, n); got != 0 {
+		if got := scrape(n, "leapcount_redis_replicas_behind"); got != 0 {
 			t.Errorf("%s: leapcount_redis_replicas_behind %v with the replica back; want 0", n.Name(), got)
 		}
 	}
@@ -114,22 +110,4 @@ func replicatedCluster(t *testing.T, n int) (c *nodetest.Cluster, master, replic
 		cfg.Now = nil
 	})
 	return c, master, replica
-}
-
-// replicasBehind is n's leapcount_redis_replicas_behind (-1: absent).
-func replicasBehind(t *testing.T, n *node.Node) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "leapcount_redis_replicas_behind "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return -1
 }
