@@ -22,11 +22,7 @@ import (
 func TestRedisFailoverToALaggingReplica(t *testing.T) {
 	s := seed(t)
 	master, replica := testredis.StartReplicated(t)
-	c := proctest.StartCluster(t, 3, proctest.Options{Args: append(append([]string(nil), fastDetection...),
-		"--redis", master.URL(), "--redis-wait-replicas", "1")})
-	g := faultload.New(faultload.Config{Keys: 500, Workers: 4, Seed: s, Rate: 1000, Timeout: 2 * time.Second}, c.RESPAddrs()...)
-	defer g.Close()
-	g.Start(5*time.Minute, 1<<40)
+	c, g := startReplicaLoad(t, s, master.URL())
 	traffic := func(d time.Duration) { time.Sleep(d) } // a span of load, not a wait for a condition
 	traffic(2 * time.Second)
 	replica.Do(t, "REPLICAOF", "NO", "ONE") // it lags from here
@@ -44,12 +40,8 @@ func TestRedisFailoverToALaggingReplica(t *testing.T) {
 func TestRedisClusterFailoverToALaggingReplica(t *testing.T) {
 	s := seed(t)
 	masters, replicas := testredis.StartClusterReplicated(t, 3)
-	c := proctest.StartCluster(t, 3, proctest.Options{Args: append(append([]string(nil), fastDetection...),
-		"--redis", testredis.ClusterURL(masters), "--redis-wait-replicas", "1")})
-	g := faultload.New(faultload.Config{Keys: 500, Workers: 4, Seed: s, Rate: 1000, Timeout: 2 * time.Second}, c.RESPAddrs()...)
-	defer g.Close()
+	c, g := startReplicaLoad(t, s, testredis.ClusterURL(masters))
 	fw := proctest.NewFirewall(t)
-	g.Start(5*time.Minute, 1<<40)
 	traffic := func(d time.Duration) { time.Sleep(d) } // a span of load, not a wait for a condition
 	traffic(2 * time.Second)
 	old, next := masters[1], replicas[1]
@@ -116,4 +108,52 @@ func restartAllThenCheck(t *testing.T, c *proctest.Cluster, g *faultload.Gen) {
 		t.Errorf("nodes disagree on %d keys", disagree)
 	}
 	t.Logf("incr: %d acked, %d failed, %d unknown; errors: %q", st.Acked, st.Failed, st.Unknown, g.Errors())
+}
+
+// The same through a real Sentinel: the master's replication stream is dropped, the
+// master is killed, Sentinel promotes the replica (which lacks what it did not
+// receive), and go-redis's Sentinel client follows it; the old master comes back as
+// its replica, and the nodes send what the new master lacks again.
+func TestSentinelFailoverToALaggingReplica(t *testing.T) {
+	s := seed(t)
+	master, replica := testredis.StartReplicated(t)
+	sentinel := testredis.StartQuickSentinel(t, master, "lc")
+	testredis.Poll(t, 20*time.Second, "sentinel sees the replica", func() error {
+		if r, _ := sentinel.Do(t, "SENTINEL", "REPLICAS", "lc").([]any); len(r) == 0 {
+			return fmt.Errorf("no replica yet")
+		}
+		return nil
+	})
+	c, g := startReplicaLoad(t, s, testredis.SentinelURL(sentinel, "lc"))
+	fw := proctest.NewFirewall(t)
+	traffic := func(d time.Duration) { time.Sleep(d) } // a span of load, not a wait for a condition
+	traffic(2 * time.Second)
+	fw.DropTCP(master.Port(), replicationPort(t, master))
+	traffic(3 * time.Second)
+	master.Stop()
+	testredis.Poll(t, 60*time.Second, "the replica promoted", func() error {
+		if role := roleOf(t, replica); role != "master" {
+			return fmt.Errorf("%s is a %s", replica.Addr(), role)
+		}
+		return nil
+	})
+	fw.Heal()
+	// The old master comes back empty as the new master's replica (as Sentinel would
+	// make it, in its own time), and writes are acknowledged again.
+	master.Restart()
+	testredis.Follow(t, master, replica)
+	traffic(3 * time.Second)
+	restartAllThenCheck(t, c, g)
+}
+
+// startReplicaLoad starts three nodes on redisURL with --redis-wait-replicas 1, and load
+// through all of them (seeded by s).
+func startReplicaLoad(t *testing.T, s uint64, redisURL string) (*proctest.Cluster, *faultload.Gen) {
+	t.Helper()
+	c := proctest.StartCluster(t, 3, proctest.Options{Args: append(append([]string(nil), fastDetection...),
+		"--redis", redisURL, "--redis-wait-replicas", "1")})
+	g := faultload.New(faultload.Config{Keys: 500, Workers: 4, Seed: s, Rate: 1000, Timeout: 2 * time.Second}, c.RESPAddrs()...)
+	t.Cleanup(g.Close)
+	g.Start(5*time.Minute, 1<<40)
+	return c, g
 }
