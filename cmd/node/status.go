@@ -52,7 +52,11 @@ func writeStatus(out io.Writer, c *node.ClusterView, hot *node.HotKeysView, hotE
 	fmt.Fprintf(tw, "node\t%s\tversion %s\tready %v\tstatus %s\n", c.Self, c.Version, c.Ready, c.Status)
 	fmt.Fprintf(tw, "ring\tepoch %s\t%d partitions\t\n", c.Epoch, c.Partitions)
 	fmt.Fprintf(tw, "here\towns %d\tdecides %d\thanding on %d\tcounters %d\n", c.Owned, c.Held, c.HandingOn, c.Counters)
-	fmt.Fprintf(tw, "redis\t%s\tunwritten counters %d\twrite-behind lag %s\n", c.Redis, c.Unwritten, time.Duration(c.LagMs)*time.Millisecond)
+	redis := c.Redis
+	if c.RedisReplicasBehind {
+		redis += " (replicas behind: fewer than --redis-wait-replicas acknowledge writes)"
+	}
+	fmt.Fprintf(tw, "redis\t%s\tunwritten counters %d\twrite-behind lag %s\n", redis, c.Unwritten, time.Duration(c.LagMs)*time.Millisecond)
 	tw.Flush()
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/node"
 )
 
 // status reads a whole three-node cluster as OK (exit 0, every member listed), and
@@ -89,4 +90,18 @@ func TestStatusAndHotkeysSubcommands(t *testing.T) {
 	waitStatus(t, nodes[0], tokenFile, func(code int, out string) bool {
 		return code == 1 && strings.Contains(out, "PROBLEM: member s3 is dead")
 	})
+}
+
+// status says why Redis counts as down when its replicas are behind.
+func TestStatusSaysReplicasBehind(t *testing.T) {
+	var out bytes.Buffer
+	writeStatus(&out, &node.ClusterView{Self: "n1", Status: "degraded", Redis: "down", RedisReplicasBehind: true}, &node.HotKeysView{}, nil)
+	if !strings.Contains(out.String(), "redis  down (replicas behind") {
+		t.Fatalf("status:\n%s\nwant the redis line to say the replicas are behind", out.String())
+	}
+	out.Reset()
+	writeStatus(&out, &node.ClusterView{Self: "n1", Status: "degraded", Redis: "down"}, &node.HotKeysView{}, nil)
+	if strings.Contains(out.String(), "replicas behind") {
+		t.Fatalf("status:\n%s\nwant no word of replicas when Redis is simply down", out.String())
+	}
 }
