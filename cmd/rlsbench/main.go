@@ -2,7 +2,7 @@
 // and 3 descriptors, on envoyproxy/ratelimit with its Redis and on leapcount clusters,
 // measured by package internal/rlsbench; it prints the Markdown table.
 //
-//	go run ./cmd/rlsbench -node bin/node [-ratelimit bin/ratelimit] [-nodes 1,3] [-duration 10s] [-profile dir]
+//	go run ./cmd/rlsbench -node bin/node [-ratelimit bin/ratelimit] [-nodes 1,3] [-instances 1,3] [-duration 10s] [-profile dir]
 package main
 
 import (
@@ -26,19 +26,15 @@ func main() {
 	flag.DurationVar(&o.Duration, "duration", 10*time.Second, "measured window of each row")
 	flag.IntVar(&o.Workers, "workers", 32, "concurrent requests")
 	flag.IntVar(&o.Values, "values", 10000, "distinct values of each descriptor key")
+	flag.StringVar(&o.Domain, "domain", "bench", "the requests' domain: another than bench matches no rule, so nothing is counted or forwarded (experiments)")
+	instances := flag.String("instances", "1,3", "envoyproxy/ratelimit deployments to measure: instances sharing one Redis, comma-separated")
 	sizes := flag.String("nodes", "1,3", "leapcount cluster sizes to measure, comma-separated")
 	flag.StringVar(&o.ProfileDir, "profile", "", "write a CPU profile of each leapcount node for each row into this directory")
 	nodeArgs := flag.String("node-args", "", "more flags for every node, space-separated (experiments)")
 	flag.Parse()
 	o.NodeArgs = strings.Fields(*nodeArgs)
-	for _, f := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "rlsbench: -nodes: %q is not a cluster size\n", f)
-			os.Exit(2)
-		}
-		o.Sizes = append(o.Sizes, n)
-	}
+	o.Sizes = counts("nodes", *sizes)
+	o.Instances = counts("instances", *instances)
 	o.Log = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -48,4 +44,18 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Print(rlsbench.Table(rows))
+}
+
+// counts parses flag name's comma-separated process counts, or exits.
+func counts(name, list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "rlsbench: -%s: %q is not a process count\n", name, f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -26,11 +26,12 @@ func (r *Report) rlsSection() string {
 	var b strings.Builder
 	b.WriteString("## Envoy's rate limit service: ShouldRateLimit against envoyproxy/ratelimit\n\n")
 	b.WriteString("Package `internal/rlsbench` (also `make bench-rls` alone): envoyproxy/ratelimit's service, built by " +
-		"`scripts/ensure-ratelimit.sh` from the pinned module, with its own redis-server, then leapcount on one node " +
-		"and on three, all on this machine. One load generator: 32 concurrent `ShouldRateLimit` calls over two gRPC " +
+		"`scripts/ensure-ratelimit.sh` from the pinned module, with its own redis-server (one instance, and three " +
+		"sharing that Redis, as it is scaled out), then leapcount on one node and on three, all on this machine. One load generator: 32 concurrent `ShouldRateLimit` calls over two gRPC " +
 		"connections per server, spread over the nodes, 10,000 distinct values per descriptor key, limits never " +
 		"reached. Server CPU is every server process's, Redis included; the ratio is requests per server CPU-second " +
-		"over envoyproxy/ratelimit's with as many descriptors, in this run. Both read the same config file " +
+		"over envoyproxy/ratelimit's single instance with as many descriptors, in this run (issue 24's target), " +
+		"and the last column the same over as many instances as leapcount has nodes. Both read the same config file " +
 		"(leapcount with its default sliding windows).\n\n")
 	if r.opts.RatelimitBin == "" {
 		b.WriteString("envoyproxy/ratelimit was not measured in this run (no -ratelimit binary): no ratios.\n\n")

@@ -24,7 +24,7 @@ import (
 
 // measure drives t for o.Duration (after o.Warmup) and returns its row.
 func measure(ctx context.Context, o Options, t target, descriptors int) (Row, error) {
-	row := Row{Server: t.name, Nodes: t.nodes, Descriptors: descriptors}
+	row := Row{Server: t.name, Nodes: t.nodes, Instances: t.instances, Descriptors: descriptors}
 	var clients []rlspb.RateLimitServiceClient
 	for _, a := range t.addrs {
 		for c := 0; c < 2; c++ { // two connections per server
@@ -38,15 +38,17 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 	}
 	keys := []string{"user", "path", "ip"}
 	request := func(i int) *rlspb.RateLimitRequest {
-		req := &rlspb.RateLimitRequest{Domain: "bench"}
+		req := &rlspb.RateLimitRequest{Domain: o.Domain}
 		for j := 0; j < descriptors; j++ {
 			req.Descriptors = append(req.Descriptors, &commonpb.RateLimitDescriptor{
 				Entries: []*commonpb.RateLimitDescriptor_Entry{{Key: keys[j], Value: "v" + strconv.Itoa(i%o.Values)}}})
 		}
 		return req
 	}
-	if err := waitAnswer(ctx, clients[0], request(0)); err != nil {
-		return row, err
+	for _, cl := range clients {
+		if err := waitAnswer(ctx, cl, request(0)); err != nil {
+			return row, err
+		}
 	}
 	const callTimeout = 2 * time.Second
 	drive := func(span time.Duration) (int64, error) {

@@ -37,11 +37,13 @@ type Options struct {
 	NodeBin      string        // leapcount's node binary
 	NodeArgs     []string      // more flags for every node (experiments)
 	RatelimitBin string        // envoyproxy/ratelimit's service binary (empty: leapcount alone)
+	Instances    []int         // envoyproxy/ratelimit deployments measured: instances sharing one Redis (default 1 and 3)
 	Sizes        []int         // leapcount cluster sizes (default 1 and 3)
 	Warmup       time.Duration // per row, before its window (default 2s)
 	Duration     time.Duration // per row: the measured window (default 10s)
 	Workers      int           // concurrent calls (default 32)
 	Values       int           // distinct values of each descriptor key (default 10000)
+	Domain       string        // the requests' domain (default "bench", Config's; another matches no rule and counts nothing)
 	ProfileDir   string        // when set: a CPU profile of each leapcount node per row
 	Log          io.Writer     // progress (nil: none)
 }
@@ -49,6 +51,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if len(o.Sizes) == 0 {
 		o.Sizes = []int{1, 3}
+	}
+	if len(o.Instances) == 0 {
+		o.Instances = []int{1, 3}
 	}
 	if o.Warmup <= 0 {
 		o.Warmup = 2 * time.Second
@@ -61,6 +66,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Values <= 0 {
 		o.Values = 10000
+	}
+	if o.Domain == "" {
+		o.Domain = "bench"
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -75,6 +83,7 @@ const Baseline = "envoyproxy/ratelimit + Redis"
 type Row struct {
 	Server      string
 	Nodes       int // leapcount's cluster size (0: the baseline)
+	Instances   int // the baseline's envoyproxy/ratelimit instances (0: leapcount)
 	Descriptors int
 	Rate        float64 // requests a second
 	CPUMicros   float64 // server CPU µs per request, every server process
@@ -85,11 +94,12 @@ func (r Row) PerCPUSecond() float64 { return 1e6 / r.CPUMicros }
 
 // target is one server set: where requests go and whose CPU counts.
 type target struct {
-	name  string
-	nodes int
-	addrs []string // gRPC addresses, requests spread over them
-	pids  []int    // the server processes whose CPU counts
-	https []string // leapcount's HTTP addresses (for profiles)
+	name      string
+	nodes     int
+	instances int
+	addrs     []string // gRPC addresses, requests spread over them
+	pids      []int    // the server processes whose CPU counts
+	https     []string // leapcount's HTTP addresses (for profiles)
 }
 
 // Run starts every server, measures each row and stops them all, whatever happened.
@@ -110,8 +120,11 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		return nil, err
 	}
 	var targets []target
-	if o.RatelimitBin != "" {
-		t, err := startRatelimit(ps, dir, o.RatelimitBin)
+	for _, n := range o.Instances {
+		if o.RatelimitBin == "" {
+			break
+		}
+		t, err := startRatelimit(ps, dir, o.RatelimitBin, n)
 		if err != nil {
 			return nil, err
 		}
@@ -138,10 +151,11 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	return rows, nil
 }
 
-// startRatelimit starts a redis-server and envoyproxy/ratelimit on it, reading the
-// config under dir/rl/config (its RUNTIME_ROOT layout).
-func startRatelimit(ps *procs, dir, bin string) (target, error) {
-	rport, gport := freePort(), freePort()
+// startRatelimit starts a redis-server and n envoyproxy/ratelimit instances on it (as
+// it is scaled out: stateless instances sharing one Redis), each reading the config
+// under dir/rl/config (its RUNTIME_ROOT layout).
+func startRatelimit(ps *procs, dir, bin string, n int) (target, error) {
+	rport := freePort()
 	redis, err := ps.start(nil, "redis-server", "--port", strconv.Itoa(rport), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	if err != nil {
 		return target{}, err
@@ -151,15 +165,22 @@ func startRatelimit(ps *procs, dir, bin string) (target, error) {
 	if err := wait.Until(20*time.Second, func() error { return ping(rport) }); err != nil {
 		return target{}, fmt.Errorf("redis-server for envoyproxy/ratelimit: %w", err)
 	}
-	rl, err := ps.start([]string{"RUNTIME_ROOT=" + dir, "RUNTIME_SUBDIRECTORY=rl", "RUNTIME_WATCH_ROOT=false", "USE_STATSD=false",
-		"LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=127.0.0.1:" + strconv.Itoa(rport), "HOST=127.0.0.1",
-		"GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1", "PORT=" + strconv.Itoa(freePort()), "GRPC_PORT=" + strconv.Itoa(gport),
-		"DEBUG_PORT=" + strconv.Itoa(freePort())}, bin)
-	if err != nil {
-		return target{}, err
+	t := target{name: Baseline, instances: n, pids: []int{redis.Process.Pid}}
+	if n > 1 {
+		t.name = fmt.Sprintf("envoyproxy/ratelimit ×%d + Redis", n)
 	}
-	return target{name: Baseline, addrs: []string{"127.0.0.1:" + strconv.Itoa(gport)},
-		pids: []int{rl.Process.Pid, redis.Process.Pid}}, nil
+	for i := 0; i < n; i++ {
+		gport := freePort()
+		rl, err := ps.start([]string{"RUNTIME_ROOT=" + dir, "RUNTIME_SUBDIRECTORY=rl", "RUNTIME_WATCH_ROOT=false", "USE_STATSD=false",
+			"LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=127.0.0.1:" + strconv.Itoa(rport), "HOST=127.0.0.1",
+			"GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1", "PORT=" + strconv.Itoa(freePort()), "GRPC_PORT=" + strconv.Itoa(gport),
+			"DEBUG_PORT=" + strconv.Itoa(freePort())}, bin)
+		if err != nil {
+			return t, err
+		}
+		t.addrs, t.pids = append(t.addrs, "127.0.0.1:"+strconv.Itoa(gport)), append(t.pids, rl.Process.Pid)
+	}
+	return t, nil
 }
 
 // startCluster starts n leapcount nodes, the first one's gossip address joined by the

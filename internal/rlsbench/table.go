@@ -5,26 +5,42 @@ import (
 	"strings"
 )
 
-// Table renders rows as a Markdown table, each with its ratio to the baseline's row of
-// the same descriptor count (when the run measured one).
+// Table renders rows as a Markdown table, each leapcount row with its ratio to the
+// baseline's single instance with the same descriptor count, and to as many
+// envoyproxy/ratelimit instances as it has nodes (when the run measured them).
 func Table(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| server | descriptors | requests/s | server CPU µs per request | requests per server CPU-second | vs envoyproxy/ratelimit |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| server | descriptors | requests/s | server CPU µs per request | requests per server CPU-second | vs envoyproxy/ratelimit | vs as many envoyproxy/ratelimit instances |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
-		ratio := "-"
+		ratio, same := "-", "-"
 		if x, ok := Ratio(rows, r.Nodes, r.Descriptors); ok {
 			ratio = fmt.Sprintf("%.1f×", x)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %.1f | %s | %s |\n", r.Server, r.Descriptors, thousands(r.Rate), r.CPUMicros,
-			thousands(r.PerCPUSecond()), ratio)
+		if x, ok := RatioSameCount(rows, r.Nodes, r.Descriptors); ok {
+			same = fmt.Sprintf("%.1f×", x)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %.1f | %s | %s | %s |\n", r.Server, r.Descriptors, thousands(r.Rate), r.CPUMicros,
+			thousands(r.PerCPUSecond()), ratio, same)
 	}
 	return b.String()
 }
 
 // Ratio is leapcount's requests per CPU-second on a cluster of nodes over the
-// baseline's, with the same descriptor count; ok is false when either was not measured.
+// baseline's single instance, with the same descriptor count (the target of issue 24);
+// ok is false when either was not measured.
 func Ratio(rows []Row, nodes, descriptors int) (float64, bool) {
+	return ratio(rows, nodes, 1, descriptors)
+}
+
+// RatioSameCount is leapcount's requests per CPU-second on a cluster of nodes over
+// that of as many envoyproxy/ratelimit instances sharing one Redis: a deployment of
+// the same shape, where each process also sees its share of the load.
+func RatioSameCount(rows []Row, nodes, descriptors int) (float64, bool) {
+	return ratio(rows, nodes, nodes, descriptors)
+}
+
+func ratio(rows []Row, nodes, instances, descriptors int) (float64, bool) {
 	var base, got *Row
 	for i := range rows {
 		r := &rows[i]
@@ -32,9 +48,9 @@ func Ratio(rows []Row, nodes, descriptors int) (float64, bool) {
 			continue
 		}
 		switch {
-		case r.Nodes == 0:
+		case r.Nodes == 0 && max(r.Instances, 1) == instances:
 			base = r
-		case r.Nodes == nodes:
+		case r.Nodes != 0 && r.Nodes == nodes:
 			got = r
 		}
 	}

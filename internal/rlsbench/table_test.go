@@ -22,7 +22,27 @@ func TestRatioComparesTheSameDescriptorCount(t *testing.T) {
 		t.Fatal("a ratio without the baseline")
 	}
 	tab := Table(rows)
-	if !strings.Contains(tab, "| leapcount, 1 node | 1 | 0 | 20.0 | 50,000 | 5.0× |") {
+	if !strings.Contains(tab, "| leapcount, 1 node | 1 | 0 | 20.0 | 50,000 | 5.0× | 5.0× |") {
+		t.Fatalf("table:\n%s", tab)
+	}
+}
+
+func TestRatioSameCountComparesAsManyInstances(t *testing.T) {
+	rows := []Row{
+		{Server: Baseline, Instances: 1, Descriptors: 1, CPUMicros: 100},
+		{Server: "envoyproxy/ratelimit ×3 + Redis", Instances: 3, Descriptors: 1, CPUMicros: 150},
+		{Server: "leapcount, 3 nodes", Nodes: 3, Descriptors: 1, CPUMicros: 50},
+	}
+	if x, ok := Ratio(rows, 3, 1); !ok || x != 2 {
+		t.Fatalf("Ratio(3 nodes) = %v, %v; want 2 (against one instance), true", x, ok)
+	}
+	if x, ok := RatioSameCount(rows, 3, 1); !ok || x != 3 {
+		t.Fatalf("RatioSameCount(3 nodes) = %v, %v; want 3 (against three instances), true", x, ok)
+	}
+	if _, ok := RatioSameCount(rows, 1, 1); ok {
+		t.Fatal("a ratio against instances not measured")
+	}
+	if tab := Table(rows); !strings.Contains(tab, "| leapcount, 3 nodes | 1 | 0 | 50.0 | 20,000 | 2.0× | 3.0× |") {
 		t.Fatalf("table:\n%s", tab)
 	}
 }
