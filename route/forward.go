@@ -59,19 +59,6 @@ func (r *Router) forwarded(ctx context.Context, rg *ring.Ring, m ring.Member, op
 	r.failPolicy(ops, results)
 }
 
-// decideSpread decides b's ops, of several owners (or with invalid ops among them),
-// on a goroutine of its own: split by owner (plan), each group decided by its owner at
-// once (run), the ops certainly not decided routed again, the fail policy applied.
-func (r *Router) decideSpread(ctx context.Context, rg *ring.Ring, b *counter.Batch) {
-	p := r.plan(rg, b.Ops, b.Results)
-	p.run(ctx, r, rg)
-	if len(p.retry) > 0 {
-		r.retry(ctx, rg, b.Ops, b.Results, p.retry)
-	}
-	r.failPolicy(b.Ops, b.Results)
-	b.Done()
-}
-
 // group is the ops of one owner, with their places in the caller's slices.
 type group struct {
 	owner   string // the owner's member name

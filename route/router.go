@@ -124,7 +124,7 @@ func (r *Router) refused(b *counter.Batch) bool {
 // Decide decides each client op on its owner (see counter.Decider). Ops this node owns
 // go to the local Decider (decideLocal), at once when it can; ops of one other owner
 // are forwarded without waiting (forwardAll); ops of several owners are split by owner
-// on a goroutine (decideSpread). Ops are checked here when no front end checked them.
+// without waiting (startSpread). Ops are checked here when no front end checked them.
 // While the node joins or stops it answers why not (SetAdmission), at once.
 func (r *Router) Decide(ctx context.Context, b *counter.Batch) bool {
 	if r.refused(b) {
@@ -141,8 +141,7 @@ func (r *Router) Decide(ctx context.Context, b *counter.Batch) bool {
 		r.forwardAll(ctx, rg, m, b)
 		return false
 	}
-	go r.decideSpread(ctx, rg, b)
-	return false
+	return r.startSpread(ctx, rg, b)
 }
 
 // allLocal reports whether this node owns every op's key (invalid ops count as local:
@@ -163,7 +162,7 @@ func (r *Router) allLocal(rg *ring.Ring, ops []counter.Op) bool {
 }
 
 // oneRemote returns the one other member that owns every op, when there is one and
-// every op is valid (decideSpread answers invalid ops itself, unsent).
+// every op is valid (startSpread answers invalid ops itself, unsent).
 func (r *Router) oneRemote(rg *ring.Ring, ops []counter.Op) (ring.Member, bool) {
 	if rg == nil || len(ops) == 0 {
 		return ring.Member{}, false
