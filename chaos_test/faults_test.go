@@ -2,6 +2,10 @@ package chaos_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,9 +15,10 @@ import (
 	"github.com/leapcount/leapcount/internal/testredis"
 )
 
-// faultCase is a fault test on real node processes: load (increments, and allows under
-// a limit) through every node while fault runs, then every node's counts are checked
-// against what clients were told (packages faultload and history).
+// faultCase is a fault test on real node processes: load (increments, allows under a
+// limit, and Envoy's ShouldRateLimit under a rule of --limits) through every node while
+// fault runs, then every node's counts are checked against what clients were told
+// (packages faultload and history).
 type faultCase struct {
 	t      *testing.T
 	c      *proctest.Cluster
@@ -21,29 +26,54 @@ type faultCase struct {
 	fw     *proctest.Firewall
 	incrs  *faultload.Gen
 	allows *faultload.Allows
+	rls    *faultload.RLS
 	cancel context.CancelFunc
 	done   chan struct{}
 }
+
+// faultLimit is the limit of the allow keys and of the rate limit rule: what a fault
+// that lets a counter start again from nothing may over-admit.
+const faultLimit = 300
+
+// faultRules is the --limits file of the fault tests: each user value may make
+// faultLimit calls an hour.
+var faultRules = fmt.Sprintf("domain: chaos\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: %d}\n", faultLimit)
 
 // startFaultCase starts three nodes, each on its own loopback address, with fast
 // failure detection and, withRedis, a local redis-server, and starts the load.
 func startFaultCase(t *testing.T, withRedis bool) *faultCase {
 	s := seed(t)
 	f := &faultCase{t: t, fw: proctest.NewFirewall(t), done: make(chan struct{})}
-	args := append([]string(nil), fastDetection...)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte(faultRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--limits", rules}, fastDetection...)
 	if withRedis {
 		f.redis = testredis.Start(t)
 		args = append(args, "--redis", f.redis.URL())
 	}
-	f.c = proctest.StartCluster(t, 3, proctest.Options{Args: args, OwnAddrs: true})
+	f.c = proctest.StartCluster(t, 3, proctest.Options{Args: args, OwnAddrs: true, GRPC: true})
 	f.incrs = faultload.New(faultload.Config{Keys: 500, Workers: 6, Seed: s, Rate: 2000, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
-	f.allows = faultload.NewAllows(faultload.AllowConfig{Keys: 4, Limit: 300, Workers: 2, Seed: s, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
-	t.Cleanup(func() { f.incrs.Close(); f.allows.Close() })
+	f.allows = faultload.NewAllows(faultload.AllowConfig{Keys: 4, Limit: faultLimit, Workers: 2, Seed: s, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
+	f.rls = faultload.NewRLS(faultload.RLSConfig{Domain: "chaos", Key: "user", Limit: faultLimit, Workers: 2, Seed: s}, f.c.GRPCAddrs()...)
+	t.Cleanup(func() { f.incrs.Close(); f.allows.Close(); f.rls.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	f.incrs.Start(5*time.Minute, 1<<40)
-	go func() { defer close(f.done); f.allows.Run(ctx) }()
+	var loads sync.WaitGroup
+	loads.Add(2)
+	go func() { defer loads.Done(); f.allows.Run(ctx) }()
+	go func() { defer loads.Done(); f.rls.Run(ctx) }()
+	go func() { loads.Wait(); close(f.done) }()
 	return f
+}
+
+// setAddrs sends the load through the cluster's live nodes (after one joined).
+func (f *faultCase) setAddrs() {
+	f.incrs.SetAddrs(f.c.RESPAddrs()...)
+	f.allows.SetAddrs(f.c.RESPAddrs()...)
+	f.rls.SetAddrs(f.c.GRPCAddrs()...)
 }
 
 // run lets the load go on for d: a span of traffic, not a wait for a condition.
@@ -84,9 +114,17 @@ func (f *faultCase) finish(overAdmit int64) {
 		if len(s.Violations) > 0 {
 			t.Errorf("allow through %s: %v: %q", n.Name(), s, s.Violations)
 		}
+		rs, err := f.rls.Check(ctx, counter, "1h", history.Bounds{OverAdmit: overAdmit})
+		if err != nil {
+			t.Fatalf("ShouldRateLimit check through %s: %v", n.Name(), err)
+		}
+		if len(rs.Violations) > 0 {
+			t.Errorf("ShouldRateLimit through %s: %v: %q", n.Name(), rs, rs.Violations)
+		}
 	}
 	t.Logf("incr: %d acked, %d failed, %d unknown (%.0f/s); longest a key was unavailable: %v; errors: %q",
 		st.Acked, st.Failed, st.Unknown, st.Rate(), f.incrs.LongestUnanswered().Round(time.Millisecond), f.incrs.Errors())
+	t.Logf("ShouldRateLimit: calls by gRPC code %v; answered OK per value (limit %d): %v", f.rls.Codes(), faultLimit, f.rls.Admitted())
 }
 
 // A node cut off from the others stops deciding once its leases run out; its
@@ -148,8 +186,7 @@ func TestJoinWhileRedisDown(t *testing.T) {
 	f.run(time.Second)
 	f.c.Add()
 	f.c.WaitConverged()
-	f.incrs.SetAddrs(f.c.RESPAddrs()...)
-	f.allows.SetAddrs(f.c.RESPAddrs()...)
+	f.setAddrs()
 	f.run(3 * time.Second)
 	f.redis.Resume()
 	f.run(3 * time.Second)

@@ -62,20 +62,29 @@ func (a *Allows) SetAddrs(addrs ...string) { a.gen.SetAddrs(addrs...) }
 
 // Run sends allows until ctx ends.
 func (a *Allows) Run(ctx context.Context) {
+	paced(ctx, a.cfg.Workers, a.cfg.Pace, func(w int) *rand.Rand { return rand.New(rand.NewPCG(a.cfg.Seed, uint64(w))) },
+		func(rng *rand.Rand) {
+			k, addr := rng.IntN(len(a.keys)), a.gen.pickAddr(rng)
+			a.one(a.keys[k], addr)
+		})
+}
+
+// paced runs workers goroutines, each calling one with its own rng (made by rngOf)
+// then waiting pace, until ctx ends.
+func paced(ctx context.Context, workers int, pace time.Duration, rngOf func(w int) *rand.Rand, one func(*rand.Rand)) {
 	var wg sync.WaitGroup
-	for w := 0; w < a.cfg.Workers; w++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(rng *rand.Rand) {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				k, addr := rng.IntN(len(a.keys)), a.gen.pickAddr(rng)
-				a.one(a.keys[k], addr)
+				one(rng)
 				select { // pacing, not a stand-in for a condition
 				case <-ctx.Done():
-				case <-time.After(a.cfg.Pace):
+				case <-time.After(pace):
 				}
 			}
-		}(rand.New(rand.NewPCG(a.cfg.Seed, uint64(w))))
+		}(rngOf(w))
 	}
 	wg.Wait()
 }

@@ -27,6 +27,9 @@ type Options struct {
 	// RESPCluster gives every node a --resp-cluster listener (Addrs.RESPCluster), for
 	// Redis Cluster clients.
 	RESPCluster bool
+	// GRPC gives every node a --grpc listener (Addrs.GRPC), for Envoy's rate limit
+	// service; the flags that go with it (--limits) are the test's, in Args.
+	GRPC bool
 }
 
 // Cluster is a set of node processes started by StartCluster (and Add).
@@ -161,6 +164,9 @@ func (n *Node) live() bool { return n.Running() && !n.Paused() }
 
 // HTTPAddrs are the HTTP addresses of the live nodes.
 func (c *Cluster) HTTPAddrs() []string { return addrsOf(c.Live(), (*Node).HTTP) }
+
+// GRPCAddrs are the gRPC addresses of the live nodes (Options.GRPC).
+func (c *Cluster) GRPCAddrs() []string { return addrsOf(c.Live(), (*Node).GRPC) }
 
 // RESPAddrs are the RESP addresses of the live nodes.
 func (c *Cluster) RESPAddrs() []string { return addrsOf(c.Live(), (*Node).RESP) }

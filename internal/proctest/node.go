@@ -22,6 +22,7 @@ const (
 type Addrs struct {
 	HTTP, RESP, RPC, Gossip string
 	RESPCluster             string // set with Options.RESPCluster
+	GRPC                    string // set with Options.GRPC
 }
 
 // Node is one named node of a Cluster: one process at a time (Restart starts another
@@ -79,6 +80,9 @@ func (n *Node) Addrs() Addrs {
 // HTTP is the node's HTTP address, host:port.
 func (n *Node) HTTP() string { return n.Addrs().HTTP }
 
+// GRPC is the node's gRPC address, host:port (Options.GRPC).
+func (n *Node) GRPC() string { return n.Addrs().GRPC }
+
 // RESP is the node's RESP address, host:port.
 func (n *Node) RESP() string { return n.Addrs().RESP }
 
@@ -122,6 +126,9 @@ func (n *Node) launch(addrs Addrs, join []string) error {
 		"--rpc", orZero(addrs.RPC), "--gossip", orZero(addrs.Gossip), "--log-format", "json"}
 	if n.c.opts.RESPCluster {
 		args = append(args, "--resp-cluster", orZero(addrs.RESPCluster))
+	}
+	if n.c.opts.GRPC {
+		args = append(args, "--grpc", orZero(addrs.GRPC))
 	}
 	if len(join) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))

@@ -19,6 +19,8 @@ type servingLine struct {
 	Gossip string `json:"gossip"`
 	// RESPCluster is --resp-cluster's address, "" without one.
 	RESPCluster string `json:"resp_cluster"`
+	// GRPC is --grpc's address, "" without one.
+	GRPC string `json:"grpc"`
 }
 
 // awaitServing polls the log from offset until the "node serving" line appears, the
@@ -67,7 +69,7 @@ func findServing(path string, offset int64) (Addrs, bool, error) {
 		if s.HTTP == "" || s.RESP == "" || s.RPC == "" || s.Gossip == "" {
 			return Addrs{}, false, fmt.Errorf("\"node serving\" line lacks an address: %s", line)
 		}
-		return Addrs{HTTP: s.HTTP, RESP: s.RESP, RPC: s.RPC, Gossip: s.Gossip, RESPCluster: s.RESPCluster}, true, nil
+		return Addrs{HTTP: s.HTTP, RESP: s.RESP, RPC: s.RPC, Gossip: s.Gossip, RESPCluster: s.RESPCluster, GRPC: s.GRPC}, true, nil
 	}
 	return Addrs{}, false, nil
 }
