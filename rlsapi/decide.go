@@ -141,13 +141,14 @@ func (s *Server) validate(req *rlspb.RateLimitRequest) error {
 }
 
 // hitsOf is what the descriptor adds: its own hits_addend, else the request's; 0 or
-// unset means 1.
+// unset means 1. Past what one counter op adds (counter.MaxN) it is that much: over any
+// limit a rule can have below it, rather than a call refused.
 func hitsOf(req *rlspb.RateLimitRequest, d *commonpb.RateLimitDescriptor) int64 {
 	if h := d.GetHitsAddend(); h != nil && h.Value > 0 {
 		return int64(min(h.Value, counter.MaxN))
 	}
 	if req.HitsAddend > 0 {
-		return int64(req.HitsAddend)
+		return min(int64(req.HitsAddend), counter.MaxN)
 	}
 	return 1
 }

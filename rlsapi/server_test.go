@@ -245,6 +245,27 @@ descriptors:
 	}
 }
 
+// A hits_addend past what one counter op may add (2^31-1) counts as that much, whether
+// the request or the descriptor carries it: the call is answered over its limit, not
+// refused (a request-wide one was refused INVALID_ARGUMENT, a descriptor's was capped).
+func TestHugeHitsAddendCountsAsTheMostOneOpAdds(t *testing.T) {
+	f := start(t, `domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 10}
+`, nil)
+	huge := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "a")}, HitsAddend: math.MaxUint32}
+	resp := f.ask(t, huge)
+	if resp.OverallCode != rlspb.RateLimitResponse_OVER_LIMIT || resp.Statuses[0].LimitRemaining != 0 {
+		t.Fatalf("request-wide hits_addend %d: %v; want OVER_LIMIT with 0 remaining", uint32(math.MaxUint32), resp)
+	}
+	d := desc("user", "b")
+	d.HitsAddend = wrapperspb.UInt64(math.MaxUint64)
+	if resp := f.ask(t, &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{d}}); resp.OverallCode != rlspb.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("descriptor hits_addend %d: %v; want OVER_LIMIT", uint64(math.MaxUint64), resp)
+	}
+}
+
 // unlimited never counts, a descriptor that matches nothing has no limit, replaces
 // drops the replaced rule, shadow_mode answers OK over the limit, and a limit override
 // from Envoy counts as given.
