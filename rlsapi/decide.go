@@ -29,10 +29,37 @@ type check struct {
 	metric  string // value_to_metric's stats name (rule.ValueToMetric), else ""
 }
 
-// decide answers req from rules, counting with doer at now (wall clock).
+// decision is a request on its way to its answer: its descriptors' checks and the ops
+// that count them.
+type decision struct {
+	checks       []check
+	ops          []counter.Op
+	allOrNothing bool // denied_consumes_nothing: counted by countAllOrNothing
+}
+
+// decide answers req from rules, counting with the Decider at now (wall clock), and
+// waits for the counts.
 func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules *limits.Rules, now time.Time) (*rlspb.RateLimitResponse, error) {
-	if err := s.validate(req); err != nil {
+	d, err := s.prepare(req, rules)
+	if err != nil {
 		return nil, err
+	}
+	var results []counter.Result
+	if d.allOrNothing {
+		results, err = s.countAllOrNothing(ctx, d.checks, d.ops)
+	} else {
+		results, err = s.do(ctx, d.ops)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.answer(req.Domain, d.checks, d.ops, results, now), nil
+}
+
+// prepare matches req's descriptors with rules and makes the ops that count them.
+func (s *Server) prepare(req *rlspb.RateLimitRequest, rules *limits.Rules) (decision, error) {
+	if err := s.validate(req); err != nil {
+		return decision{}, err
 	}
 	checks := make([]check, len(req.Descriptors))
 	entries := make([]limits.Entry, 0, entryCount(req)) // one allocation for all
@@ -73,25 +100,36 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits})
 		}
 	}
-	var results []counter.Result
-	var err error
-	if s.cfg.DeniedConsumesNothing || rules != nil && rules.DeniedConsumesNothing(req.Domain) {
-		results, err = s.countAllOrNothing(ctx, checks, ops)
-	} else {
-		results, err = s.do(ctx, ops)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s.answer(req.Domain, checks, ops, results, now), nil
+	all := s.cfg.DeniedConsumesNothing || rules != nil && rules.DeniedConsumesNothing(req.Domain)
+	return decision{checks: checks, ops: ops, allOrNothing: all}, nil
 }
 
-// do decides ops; an op not decided makes the call's error.
+// do decides ops and waits for them; an op not decided makes the call's error.
 func (s *Server) do(ctx context.Context, ops []counter.Op) ([]counter.Result, error) {
 	results := make([]counter.Result, len(ops))
 	if len(ops) > 0 {
 		counter.Do(ctx, s.cfg.Decider, ops, results)
 	}
+	return s.decided(results)
+}
+
+// start decides ops without waiting and calls then with their results (decided), at
+// once or from the goroutine that brings the last of them.
+func (s *Server) start(ctx context.Context, ops []counter.Op, then func([]counter.Result, error)) {
+	results := make([]counter.Result, len(ops))
+	if len(ops) == 0 {
+		then(results, nil)
+		return
+	}
+	b := &counter.Batch{Ops: ops, Results: results}
+	b.Done = func() { then(s.decided(results)) }
+	if s.cfg.Decider.Decide(ctx, b) {
+		b.Done()
+	}
+}
+
+// decided returns results, or the call's error when an op was not decided.
+func (s *Server) decided(results []counter.Result) ([]counter.Result, error) {
 	for i := range results {
 		err := results[i].Err
 		if err == nil {

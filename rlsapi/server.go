@@ -137,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 	// ShouldRateLimit is served by a call path of our own, every other call by
 	// grpc.Server (package h2grpc says why).
 	s.fast = h2grpc.New(h2grpc.Config{
-		Unary:          map[string]h2grpc.UnaryHandler{shouldRateLimitMethod: s.shouldRateLimitCall},
+		Async:          map[string]h2grpc.AsyncHandler{shouldRateLimitMethod: s.shouldRateLimitCall},
 		Fallback:       s.grpc,
 		MaxStreams:     cfg.MaxStreams,
 		MaxRecvMsgSize: cfg.MaxMessageBytes,
@@ -152,30 +152,54 @@ func New(cfg Config) (*Server, error) {
 // shouldRateLimitMethod is ShouldRateLimit's full gRPC method name.
 const shouldRateLimitMethod = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 
-// shouldRateLimitCall is ShouldRateLimit on h2grpc's call path: what grpc.Server and
-// the interceptors do for it, the token and the call's metrics, without them.
-func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call) ([]byte, error) {
+// shouldRateLimitCall is ShouldRateLimit on h2grpc's call path, what grpc.Server and
+// the interceptors do for it (the token, the call's metrics) without them, and without
+// waiting: a call whose descriptors this node decides at once is answered on the
+// connection's reader, one with descriptors elsewhere when their owners answer, on the
+// goroutine that brings the last answer. A goroutine per call, woken when its forwards
+// are answered, costs a wake-up per call.
+func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call, reply func([]byte, error)) {
 	start := time.Now()
-	out, err := s.serveCall(ctx, c)
-	mm := s.metrics.method(shouldRateLimitMethod)
-	mm.duration.Observe(time.Since(start).Seconds())
-	s.metrics.code(mm, status.Code(err)).Inc()
-	return out, err
-}
-
-func (s *Server) serveCall(ctx context.Context, c *h2grpc.Call) ([]byte, error) {
+	end := func(out []byte, err error) {
+		mm := s.metrics.method(shouldRateLimitMethod)
+		mm.duration.Observe(time.Since(start).Seconds())
+		s.metrics.code(mm, status.Code(err)).Inc()
+		reply(out, err)
+	}
 	if err := s.checkToken(c.Authorization, authlimit.Source(c.Remote)); err != nil {
-		return nil, err
+		end(nil, err)
+		return
 	}
 	req := &rlspb.RateLimitRequest{}
 	if err := proto.Unmarshal(c.Message, req); err != nil {
-		return nil, status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
+		end(nil, status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err))
+		return
 	}
-	resp, err := s.ShouldRateLimit(ctx, req)
+	rules, err := s.rulesFor(req)
+	var d decision
+	if err == nil {
+		d, err = s.prepare(req, rules)
+	}
 	if err != nil {
-		return nil, err
+		end(nil, err)
+		return
 	}
-	return proto.MarshalOptions{}.MarshalAppend(c.Out, resp)
+	ctx, cancel := s.callContext(ctx)
+	now := s.cfg.Now()
+	finish := func(results []counter.Result, err error) {
+		cancel()
+		if err != nil {
+			end(nil, err)
+			return
+		}
+		end(proto.MarshalOptions{}.MarshalAppend(c.Out, s.answer(req.Domain, d.checks, d.ops, results, now)))
+	}
+	if d.allOrNothing {
+		// Two rounds, the second chosen by the first: rare enough to wait for.
+		go func() { finish(s.countAllOrNothing(ctx, d.checks, d.ops)) }()
+		return
+	}
+	s.start(ctx, d.ops, finish)
 }
 
 // Serve answers on ln until Stop; it returns nil after Stop.
@@ -222,18 +246,34 @@ func (s *Server) Stop(ctx context.Context) {
 
 // ShouldRateLimit answers one request (rls.proto).
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlspb.RateLimitRequest) (*rlspb.RateLimitResponse, error) {
+	ctx, cancel := s.callContext(ctx)
+	defer cancel()
+	rules, err := s.rulesFor(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.decide(ctx, req, rules, s.cfg.Now())
+}
+
+// callContext bounds a call by the server's timeout, unless the caller's deadline is
+// sooner.
+func (s *Server) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	// Envoy sends its own timeout (20 ms by default), nearly always sooner than ours;
 	// a timer of our own would then cost an allocation and a timer per call for nothing.
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.cfg.Timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
-		defer cancel()
+		return context.WithTimeout(ctx, s.cfg.Timeout)
 	}
+	return ctx, func() {}
+}
+
+// rulesFor returns the rules in force, or UNAVAILABLE when there are none and req does
+// not carry every limit itself.
+func (s *Server) rulesFor(req *rlspb.RateLimitRequest) (*limits.Rules, error) {
 	rules := s.cfg.Rules()
 	if rules == nil && !hasOverrides(req) {
 		return nil, status.Error(codes.Unavailable, errNoConfig.Error())
 	}
-	return s.decide(ctx, req, rules, s.cfg.Now())
+	return rules, nil
 }
 
 func hasOverrides(req *rlspb.RateLimitRequest) bool {

@@ -46,7 +46,8 @@ type stream struct {
 	method  string
 	auth    string
 	timeout time.Duration // 0: none
-	unary   UnaryHandler  // nil: the fallback serves it
+	unary   UnaryHandler  // nil (and async nil): the fallback serves it
+	async   AsyncHandler  // set: it serves the call, on the reader
 	msg     []byte        // a unary call's request so far
 	body    *body         // a fallback call's request body
 	ended   bool          // the client ended its side (reader goroutine only)
@@ -220,7 +221,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Lock()
 	c.streams[id] = st
 	c.mu.Unlock()
-	if st.unary == nil {
+	if !st.local() {
 		c.startFallback(st, f)
 	}
 	if f.StreamEnded() {
@@ -269,11 +270,19 @@ func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
 	if !isGRPCContentType(contentType) {
 		return &headerError{415, codes.Internal, fmt.Sprintf("invalid gRPC request content-type %q", contentType)}
 	}
-	if h := c.s.cfg.Unary[st.method]; h != nil && (encoding == "" || encoding == "identity") {
-		st.unary = h // compressed calls go to the fallback, which knows the codecs
+	if encoding != "" && encoding != "identity" {
+		return nil // compressed calls go to the fallback, which knows the codecs
+	}
+	if h := c.s.cfg.Async[st.method]; h != nil {
+		st.async = h
+	} else {
+		st.unary = c.s.cfg.Unary[st.method]
 	}
 	return nil
 }
+
+// local reports whether a handler of this server serves st (else the fallback).
+func (st *stream) local() bool { return st.unary != nil || st.async != nil }
 
 func isGRPCContentType(ct string) bool {
 	const p = "application/grpc"
@@ -311,7 +320,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.resetStream(st.id, http2.ErrCodeStreamClosed)
 		return nil
 	}
-	if st.unary != nil {
+	if st.local() {
 		if len(st.msg)+len(f.Data()) > 5+c.s.cfg.MaxRecvMsgSize {
 			c.failStream(st, codes.ResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", len(st.msg)+len(f.Data())-5, c.s.cfg.MaxRecvMsgSize))
 			return nil
@@ -341,7 +350,7 @@ func (c *conn) credit(n uint32) error {
 // endRequest is the end of a call's request: a unary call is run.
 func (c *conn) endRequest(st *stream) {
 	st.ended = true
-	if st.unary == nil {
+	if !st.local() {
 		st.body.end(io.EOF)
 		return
 	}
@@ -368,6 +377,10 @@ func (c *conn) endRequest(st *stream) {
 	c.mu.Unlock()
 	c.s.handlers.Add(1)
 	c.w.pending.Add(1)
+	if st.async != nil {
+		c.runAsync(ctx, st)
+		return
+	}
 	c.s.run(func() {
 		defer c.s.handlers.Done()
 		c.runUnary(ctx, st)

@@ -6,8 +6,10 @@
 // Why a loop of its own: for a small unary call grpc-go's server spends more CPU in
 // its own machinery than the call's handler does (a goroutine, a chain of contexts and
 // a stream object per call, a writer goroutine woken per frame; see BENCHMARKS.md).
-// Here one goroutine per connection reads and parses frames, a kept worker runs the
-// handler, and the answers of calls that end together leave in one write.
+// Here one goroutine per connection reads and parses frames, and runs an AsyncHandler
+// itself (it never waits: a call decided elsewhere is answered when its handler
+// replies, from the goroutine that brought the answer) or hands a UnaryHandler to a
+// kept worker; the answers of calls that end together leave in one write.
 //
 // What it keeps of the protocol: HTTP/2 flow control both ways (a response waits for
 // the peer's window; the peer gets its window back as requests are read), SETTINGS,

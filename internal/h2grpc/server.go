@@ -18,6 +18,15 @@ import (
 // other error answers UNKNOWN).
 type UnaryHandler func(ctx context.Context, c *Call) ([]byte, error)
 
+// AsyncHandler answers one unary call without waiting: it calls reply once, from any
+// goroutine, possibly before it returns, with the answer serialized (appended to c.Out)
+// or the call's status error, as a UnaryHandler returns them. It runs on the
+// connection's reader, so it must never wait itself: a handler whose work completes
+// later (a forward to another node) returns and replies then, and the reader reads
+// the next call meanwhile. c.Message is valid until it returns; c.Out is the call's
+// until it replies.
+type AsyncHandler func(ctx context.Context, c *Call, reply func(out []byte, err error))
+
 // Call is one unary call.
 type Call struct {
 	Method        string   // "/package.Service/Method"
@@ -30,6 +39,7 @@ type Call struct {
 // Config is what a Server needs.
 type Config struct {
 	Unary    map[string]UnaryHandler // by full method name
+	Async    map[string]AsyncHandler // by full method name; a method in both is Async's
 	Fallback http.Handler            // every other call (grpc.Server)
 	// MaxStreams is the calls in flight per connection (default 128); more are
 	// refused with REFUSED_STREAM, which gRPC clients retry.

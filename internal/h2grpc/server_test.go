@@ -322,6 +322,25 @@ func TestOtherCallsGoToTheFallback(t *testing.T) {
 	}
 }
 
+// stopWhileACallRuns starts a graceful stop of f, which has a call in flight, and
+// checks that it has not returned 100 ms later; the channel closes when it returns.
+func stopWhileACallRuns(t *testing.T, f *fixture) chan struct{} {
+	t.Helper()
+	stopped := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		f.srv.GracefulStop(ctx)
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("GracefulStop returned with a call in flight")
+	case <-time.After(100 * time.Millisecond): // a span in which it must not return
+	}
+	return stopped
+}
+
 func TestGracefulStopLetsCallsInFlightEnd(t *testing.T) {
 	f := start(t, nil)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -337,18 +356,7 @@ func TestGracefulStopLetsCallsInFlightEnd(t *testing.T) {
 		done <- err
 	}()
 	<-entered
-	stopped := make(chan struct{})
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		f.srv.GracefulStop(ctx)
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-		t.Fatal("GracefulStop returned with a call in flight")
-	case <-time.After(100 * time.Millisecond):
-	}
+	stopped := stopWhileACallRuns(t, f)
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatalf("the call in flight: %v", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,11 +16,40 @@ var outBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }
 
 // runUnary runs a unary call's handler and answers it.
 func (c *conn) runUnary(ctx context.Context, st *stream) {
-	defer c.forget(st)
-	defer c.w.pending.Add(-1)
 	bp := outBufs.Get().(*[]byte)
 	call := Call{Method: st.method, Authorization: st.auth, Remote: c.nc.RemoteAddr(), Message: st.msg[5:]}
 	out, err := c.handle(ctx, st, &call, append((*bp)[:0], 0, 0, 0, 0, 0))
+	c.answer(st, bp, out, err)
+}
+
+// runAsync runs an AsyncHandler on the reader; the call is answered when it replies.
+func (c *conn) runAsync(ctx context.Context, st *stream) {
+	bp := outBufs.Get().(*[]byte)
+	call := &Call{Method: st.method, Authorization: st.auth, Remote: c.nc.RemoteAddr(), Message: st.msg[5:],
+		Out: append((*bp)[:0], 0, 0, 0, 0, 0)}
+	var replied atomic.Bool
+	reply := func(out []byte, err error) {
+		if !replied.CompareAndSwap(false, true) {
+			return // a handler that replies twice: the first answer stands
+		}
+		if err == nil && len(out) < 5 {
+			err = status.Error(codes.Internal, "handler answered without the 5 bytes of Call.Out")
+		}
+		c.answer(st, bp, out, err)
+		c.s.handlers.Done()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.cfg.Logger.Error("grpc: handler panicked", "method", st.method, "panic", p)
+			reply(nil, status.Error(codes.Internal, fmt.Sprintf("handler panicked: %v", p)))
+		}
+	}()
+	st.async(ctx, call, reply)
+}
+
+// answer answers st with out (its handler's answer, in *bp's memory) or err, and ends
+// the call.
+func (c *conn) answer(st *stream, bp *[]byte, out []byte, err error) {
 	if err != nil {
 		s := status.Convert(err)
 		c.refuse(st, &headerError{200, s.Code(), s.Message()}, true)
@@ -32,6 +62,8 @@ func (c *conn) runUnary(ctx context.Context, st *stream) {
 		outBufs.Put(bp)
 	}
 	st.msg = nil
+	c.w.pending.Add(-1)
+	c.forget(st)
 }
 
 // handle runs the handler; a panic in it answers INTERNAL instead of ending the
