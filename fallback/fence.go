@@ -3,9 +3,6 @@ package fallback
 import (
 	"context"
 	"errors"
-	"strconv"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Fence is a writer's call that was sent and not answered (in doubt): it may have run
@@ -43,24 +40,31 @@ func (b *Batch) Fences(match func(Delta) bool) []Fence {
 
 // Reached reports whether every fence's call has applied: its writer's mark in Redis
 // is at its seq or above. A mark that is gone (its writer wrote nothing to that slot
-// for Config.OnceTTL) reads as not reached.
+// for Config.OnceTTL) reads as not reached. With Config.WaitReplicas a mark counts only
+// once that many replicas hold it: a call applied on a master that then fails over to
+// a replica without it did not apply, and its writer sends it again.
 func (st *Store) Reached(ctx context.Context, fs []Fence) (bool, error) {
 	for _, f := range fs {
-		var v string
-		err := st.guard(ctx, func() error {
-			var err error
-			v, err = st.rdb.Get(ctx, f.WriterKey).Result()
-			if errors.Is(err, redis.Nil) {
-				v, err = "0", nil
-			}
-			return err
-		})
+		mark, err := st.mark(ctx, f.WriterKey)
+		if errors.Is(err, ErrNotReplicated) {
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
-		if mark, _ := strconv.ParseUint(v, 10, 64); mark < f.Seq {
+		if mark < f.Seq {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// mark reads a writer's mark (0 when gone), confirmed on Config.WaitReplicas replicas
+// when it asks for them.
+func (st *Store) mark(ctx context.Context, writerKey string) (uint64, error) {
+	v, err := st.runDurable(ctx, call{script: scripts.mark, keys: []string{writerKey}, args: []any{st.cfg.OnceTTL.Milliseconds()}}).Int64()
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		err = unavailable("fence", err)
+	}
+	return uint64(max(v, 0)), err
 }

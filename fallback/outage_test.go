@@ -42,6 +42,7 @@ func everyOp(st *Store, now int64) map[string]outcome {
 	timed("written", func() error { _, err := st.Written(ctx, 16, []int{1}); return err })
 	timed("mark late", func() error { return st.MarkLate(ctx, 16, []int{1}) })
 	timed("late marks", func() error { _, _, err := st.LateMarks(ctx, 16, -1); return err })
+	timed("fence", func() error { _, err := st.Reached(ctx, []Fence{{WriterKey: "lc:{k}:w", Seq: 1}}); return err })
 	timed("pipeline", func() error { _, err := countAll(st, []CounterRef{{Key: "k", Spec: sp}}, now); return err })
 	return out
 }

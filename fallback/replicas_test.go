@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,40 @@ func TestCallFoundAppliedIsConfirmedOnlyOnceReplicated(t *testing.T) {
 		return other.SendBatch(bg, b)
 	})
 	wantCounts(t, st, batchDeltas("a", 2, sp, now), now, "after the replica caught up")
+}
+
+// A fence is reached only once its call is on the replicas: a call applied on the
+// master alone (a failover could lose it, and its writer would send it again) does not
+// let the node holding its counters read them back from Redis (sim seed 19178: it did,
+// the master failed over to a replica without the call, and the counter came back one
+// short, which admitted one past its limit).
+func TestFenceReachedOnlyOnceReplicated(t *testing.T) {
+	master, replica := testredis.StartReplicated(t)
+	sp := spec(10_000, 10)
+	now := int64(1_700_000_000_000)
+	st := open(t, master.URL(), Config{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond})
+	if err := st.SendBatch(bg, st.NewBatch("w", batchDeltas("warm", 1, sp, now))); err != nil {
+		t.Fatalf("a batch with the replica in sync: %v", err)
+	}
+	replica.Pause()
+	b := st.NewBatch("w", batchDeltas("a", 2, sp, now))
+	if err := st.SendBatch(bg, b); err == nil || b.Confirmed() {
+		t.Fatalf("replica paused: %v, confirmed %v; want in doubt", err, b.Confirmed())
+	}
+	fences := b.Fences(func(Delta) bool { return true })
+	if len(fences) == 0 {
+		t.Fatal("a batch in doubt has no fence")
+	}
+	if ok, err := st.Reached(bg, fences); ok || err != nil {
+		t.Fatalf("fence of a call applied on the master only: reached %v, %v; want not reached", ok, err)
+	}
+	replica.Resume()
+	testredis.Poll(t, 10*time.Second, "the fence reached once the replica has the call", func() error {
+		if ok, err := st.Reached(bg, fences); !ok || err != nil {
+			return fmt.Errorf("reached %v, %v", ok, err)
+		}
+		return nil
+	})
 }
 
 // Stamps and late marks wait for the replicas too; while a write finds too few, the

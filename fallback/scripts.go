@@ -13,7 +13,7 @@ var luaFS embed.FS
 // scriptSet holds one script per operation. Each is common.lua followed by the
 // operation's own file, so the ring rules are written once.
 type scriptSet struct {
-	incr, count, allow, reset, mergeMany, stamp, late *redis.Script
+	incr, count, allow, reset, mergeMany, stamp, late, mark *redis.Script
 }
 
 var scripts = func() scriptSet {
@@ -23,7 +23,7 @@ var scripts = func() scriptSet {
 	}
 	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"),
 		mergeMany: mk("merge_many"), stamp: redis.NewScript(mustRead("lua/stamp.lua")),
-		late: redis.NewScript(mustRead("lua/late.lua"))}
+		late: redis.NewScript(mustRead("lua/late.lua")), mark: redis.NewScript(mustRead("lua/mark.lua"))}
 }()
 
 func mustRead(name string) string {
@@ -35,7 +35,7 @@ func mustRead(name string) string {
 }
 
 func (s scriptSet) all() []*redis.Script {
-	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp, s.late}
+	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp, s.late, s.mark}
 }
 
 // call is one script run: which script, its keys and its arguments.

@@ -451,22 +451,31 @@ type lateRead struct {
 	marks map[int]int64
 }
 
+// Reached reads the fences' marks as fallback.Store.Reached does with
+// --redis-wait-replicas: each read refreshes the mark (a write) and waits for the
+// replica, and a mark the replica may not hold is not reached.
 func (c *redisClient) Reached(fs []fallback.Fence, done func(bool, error)) {
 	c.call(func() any {
+		wrote := false // a mark found is refreshed: a write the replica must acknowledge
 		for _, f := range fs {
-			if c.srv.marks[f.WriterKey] < f.Seq {
-				return false
+			m, ok := c.srv.marks[f.WriterKey]
+			wrote = wrote || ok
+			if m < f.Seq {
+				return reachedRead{replicated: !wrote || c.srv.replicated()}
 			}
 		}
-		return true
+		return reachedRead{reached: true, replicated: c.srv.replicated()}
 	}, func(v any, err error) {
-		if err != nil {
+		r, _ := v.(reachedRead)
+		if err = c.wrote(r.replicated, err); err != nil && !errors.Is(err, errNotReplicated) {
 			done(false, err)
 			return
 		}
-		done(v.(bool), nil)
+		done(r.reached && err == nil, nil)
 	})
 }
+
+type reachedRead struct{ reached, replicated bool }
 
 func (c *redisClient) Epoch(_ int, done func(string, error)) {
 	c.call(func() any { return c.srv.epoch }, func(v any, err error) {
