@@ -79,7 +79,11 @@ type Config struct {
 	// holds counters of: each costs a table of shards, whatever its counters.
 	MaxShapes int
 
-	SweepInterval   time.Duration // --sweep-interval: how often idle counters are looked for
+	SweepInterval time.Duration // --sweep-interval: how often idle counters are looked for
+	// GCHeadroom (--gc-headroom) is the most the Go heap may grow by before the next
+	// collection for the allocation rate (gcGoal; 0: DefaultGCHeadroom); negative leaves
+	// it to GOGC and the store's share.
+	GCHeadroom      int64
 	ShutdownTimeout time.Duration // --shutdown-timeout: how long a graceful stop may take
 	FlushInterval   time.Duration // --flush-interval: how often owners write deltas to Redis
 	HandoffWait     time.Duration // --handoff-wait: how long an op waits for its new owner to take its partition over
@@ -131,6 +135,7 @@ const (
 	DefaultRPCAddr         = "127.0.0.1:7947"
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultSweepInterval   = time.Second
+	DefaultGCHeadroom      = 32 << 20
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultFlushInterval   = 100 * time.Millisecond
 	DefaultHandoffWait     = 2 * time.Second
@@ -314,6 +319,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
 	orDefault(&c.MaxShapes, DefaultMaxShapes)
 	orDefault(&c.SweepInterval, DefaultSweepInterval)
+	orDefault(&c.GCHeadroom, DefaultGCHeadroom)
 	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	orDefault(&c.FlushInterval, DefaultFlushInterval)
 	orDefault(&c.HandoffWait, DefaultHandoffWait)

@@ -488,7 +488,7 @@ func (n *Node) sweepLoop() {
 	t := time.NewTicker(n.cfg.SweepInterval)
 	defer t.Stop()
 	mem := memReturn{every: memReturnEvery, minFall: memReturnMinFall}
-	gc := newGCGoal()
+	gc := newGCGoal(n.cfg.GCHeadroom)
 	for {
 		select {
 		case <-n.quit:
@@ -501,7 +501,7 @@ func (n *Node) sweepLoop() {
 				n.cfg.Logger.Info("memory freed by the sweep given back to the OS", "store_bytes", held,
 					"took", time.Since(start).Round(time.Millisecond))
 			}
-			gc.update(leaparray.MappedBytes())
+			gc.update(leaparray.MappedBytes(), time.Now())
 		}
 	}
 }

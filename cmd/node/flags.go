@@ -60,6 +60,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&v.cfg.MaxCounters, "max-counters", 0, "most counters this node holds (one of more than 16 buckets counts once per 16); new ones beyond are refused (0: a quarter of memory, logged at start)")
 	fs.IntVar(&v.cfg.MaxShapes, "max-shapes", node.DefaultMaxShapes, "most distinct (window, buckets) shapes this node holds counters of")
 	fs.DurationVar(&v.cfg.SweepInterval, "sweep-interval", node.DefaultSweepInterval, "how often idle counters are looked for")
+	fs.Int64Var(&v.cfg.GCHeadroom, "gc-headroom", node.DefaultGCHeadroom, "most the Go heap may grow by between collections for the allocation rate (a quarter second's allocations), in bytes (-1: as GOGC and the store give); more costs RSS, less costs CPU")
 	fs.DurationVar(&v.cfg.ShutdownTimeout, "shutdown-timeout", node.DefaultShutdownTimeout, "longest a graceful stop may take")
 	fs.DurationVar(&v.cfg.FlushInterval, "flush-interval", node.DefaultFlushInterval, "how often owners write counter deltas to Redis (write-behind)")
 	fs.DurationVar(&v.cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long an op waits for its partition's new owner to take it over")
