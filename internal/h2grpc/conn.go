@@ -54,12 +54,23 @@ type stream struct {
 
 	// Guarded by conn.mu.
 	running bool               // a handler runs it: it stays counted until that ends
-	cancel  context.CancelFunc // the handler's context
+	cancel  context.CancelFunc // a fallback call's context
+	ctx     callCtx            // a call of ours: its handler's context
 
 	// Guarded by writer.mu.
 	sendDelta int64 // the client's window for it, over its initial window
 	reset     bool  // reset by the client, or the connection closed
 	sentEnd   bool  // its answer ended
+}
+
+// stop ends the context of st's handler, if it has one; conn.mu is held.
+func (st *stream) stop() {
+	if st.cancel != nil {
+		st.cancel()
+	}
+	if st.ctx.parent != nil {
+		st.ctx.cancel()
+	}
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -366,13 +377,9 @@ func (c *conn) endRequest(st *stream) {
 		c.failStream(st, codes.Internal, "grpc: request message length does not match the data sent")
 		return
 	}
-	var ctx context.Context
 	c.mu.Lock()
-	if st.timeout > 0 {
-		ctx, st.cancel = context.WithTimeout(c.ctx, st.timeout)
-	} else {
-		ctx, st.cancel = context.WithCancel(c.ctx)
-	}
+	st.ctx.start(c.ctx, st.timeout)
+	ctx := &st.ctx
 	st.running = true
 	c.mu.Unlock()
 	c.s.handlers.Add(1)
@@ -405,9 +412,7 @@ func (c *conn) onReset(id uint32) {
 	}
 	c.mu.Lock()
 	running := st.running
-	if st.cancel != nil {
-		st.cancel()
-	}
+	st.stop()
 	c.mu.Unlock()
 	if !running {
 		c.forget(st) // else when its handler returns: it counts until then
@@ -426,9 +431,7 @@ func (c *conn) forget(st *stream) {
 	if c.streams[st.id] == st {
 		delete(c.streams, st.id)
 	}
-	if st.cancel != nil {
-		st.cancel()
-	}
+	st.stop()
 	last := len(c.streams) == 0
 	if last {
 		c.lastActive = time.Now()
