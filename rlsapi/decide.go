@@ -9,8 +9,8 @@ import (
 	"time"
 
 	corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -39,7 +39,7 @@ type decision struct {
 
 // decide answers req from rules, counting with the Decider at now (wall clock), and
 // waits for the counts.
-func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules *limits.Rules, now time.Time) (*rlspb.RateLimitResponse, error) {
+func (s *Server) decide(ctx context.Context, req *request, rules *limits.Rules, now time.Time) (*rlspb.RateLimitResponse, error) {
 	d, err := s.prepare(req, rules)
 	if err != nil {
 		return nil, err
@@ -53,25 +53,24 @@ func (s *Server) decide(ctx context.Context, req *rlspb.RateLimitRequest, rules 
 	if err != nil {
 		return nil, err
 	}
-	return s.answer(req.Domain, d.checks, d.ops, results, now), nil
+	return s.answer(req.domain, d.checks, d.ops, results, now), nil
 }
 
 // prepare matches req's descriptors with rules and makes the ops that count them.
-func (s *Server) prepare(req *rlspb.RateLimitRequest, rules *limits.Rules) (decision, error) {
+func (s *Server) prepare(req *request, rules *limits.Rules) (decision, error) {
 	if err := s.validate(req); err != nil {
 		return decision{}, err
 	}
-	checks := make([]check, len(req.Descriptors))
-	entries := make([]limits.Entry, 0, entryCount(req)) // one allocation for all
+	checks := make([]check, len(req.descriptors))
 	var replaced map[string]bool
-	for i, d := range req.Descriptors {
+	for i := range req.descriptors {
+		d := &req.descriptors[i]
 		c := &checks[i]
 		c.hits = hitsOf(req, d)
-		entries = appendEntries(entries, d)
-		c.entries = entries[len(entries)-len(d.Entries):]
-		c.rule, c.shared = s.ruleOf(req.Domain, c.entries, d.Limit, rules)
+		c.entries = d.entries
+		c.rule, c.shared = s.ruleOf(req.domain, c.entries, d, rules)
 		if c.rule != nil && c.rule.ValueToMetric && !c.rule.DetailedMetric {
-			c.metric = rules.MetricKey(req.Domain, c.entries)
+			c.metric = rules.MetricKey(req.domain, c.entries)
 		}
 		if c.rule != nil {
 			for _, name := range c.rule.Replaces {
@@ -96,11 +95,11 @@ func (s *Server) prepare(req *rlspb.RateLimitRequest, rules *limits.Rules) (deci
 		}
 		c.ops = len(ops)
 		for j, l := range c.rule.Limits {
-			ops = append(ops, counter.Op{Kind: counter.Incr, Key: CounterKey(req.Domain, c.entries, c.shared, j, s.maxKey()),
+			ops = append(ops, counter.Op{Kind: counter.Incr, Key: CounterKey(req.domain, c.entries, c.shared, j, s.maxKey()),
 				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits})
 		}
 	}
-	all := s.cfg.DeniedConsumesNothing || rules != nil && rules.DeniedConsumesNothing(req.Domain)
+	all := s.cfg.DeniedConsumesNothing || rules != nil && rules.DeniedConsumesNothing(req.domain)
 	return decision{checks: checks, ops: ops, allOrNothing: all}, nil
 }
 
@@ -156,23 +155,24 @@ func undecidedCode(err error) codes.Code {
 	return codes.Unavailable
 }
 
-func (s *Server) validate(req *rlspb.RateLimitRequest) error {
+func (s *Server) validate(req *request) error {
 	switch {
-	case req.Domain == "":
+	case req.domain == "":
 		return status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
-	case len(req.Descriptors) == 0:
+	case len(req.descriptors) == 0:
 		return status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
-	case len(req.Descriptors) > s.cfg.MaxDescriptors:
-		return status.Errorf(codes.InvalidArgument, "%d descriptors: at most %d", len(req.Descriptors), s.cfg.MaxDescriptors)
+	case len(req.descriptors) > s.cfg.MaxDescriptors:
+		return status.Error(codes.InvalidArgument, (&tooManyDescriptors{len(req.descriptors), s.cfg.MaxDescriptors}).Error())
 	}
-	for _, d := range req.Descriptors {
+	for i := range req.descriptors {
+		d := &req.descriptors[i]
 		switch {
-		case d.IsNegativeHits:
+		case d.isNegativeHits:
 			return status.Error(codes.InvalidArgument, "is_negative_hits is not supported")
-		case len(d.Entries) == 0:
+		case len(d.entries) == 0:
 			return status.Error(codes.InvalidArgument, "a descriptor has no entries")
-		case d.Limit != nil && (d.Limit.Unit == 0 || limits.Unit(d.Limit.Unit).Duration() == 0):
-			return status.Errorf(codes.InvalidArgument, "descriptor limit override: unit %v is not one of SECOND to WEEK", d.Limit.Unit)
+		case d.hasLimit && (d.limit.unit == 0 || limits.Unit(d.limit.unit).Duration() == 0):
+			return status.Errorf(codes.InvalidArgument, "descriptor limit override: unit %v is not one of SECOND to WEEK", typev3.RateLimitUnit(d.limit.unit))
 		}
 	}
 	return nil
@@ -181,42 +181,27 @@ func (s *Server) validate(req *rlspb.RateLimitRequest) error {
 // hitsOf is what the descriptor adds: its own hits_addend, else the request's; 0 or
 // unset means 1. Past what one counter op adds (counter.MaxN) it is that much: over any
 // limit a rule can have below it, rather than a call refused.
-func hitsOf(req *rlspb.RateLimitRequest, d *commonpb.RateLimitDescriptor) int64 {
-	if h := d.GetHitsAddend(); h != nil && h.Value > 0 {
-		return int64(min(h.Value, counter.MaxN))
+func hitsOf(req *request, d *descriptor) int64 {
+	if d.hits > 0 {
+		return int64(min(d.hits, counter.MaxN))
 	}
-	if req.HitsAddend > 0 {
-		return min(int64(req.HitsAddend), counter.MaxN)
+	if req.hitsAddend > 0 {
+		return min(int64(req.hitsAddend), counter.MaxN)
 	}
 	return 1
 }
 
 // ruleOf is the rule of descriptor d: its limit override, as envoyproxy/ratelimit takes
 // it (no shadow mode, no name), else the configured rule it matches (nil: none).
-func (s *Server) ruleOf(domain string, entries []limits.Entry, o *commonpb.RateLimitDescriptor_RateLimitOverride, rules *limits.Rules) (*limits.Rule, []string) {
-	if o != nil {
-		u := limits.Unit(o.Unit)
-		return &limits.Rule{Limits: []limits.Limit{{RequestsPerUnit: o.RequestsPerUnit, Unit: u, Window: u.Duration()}}}, nil
+func (s *Server) ruleOf(domain string, entries []limits.Entry, d *descriptor, rules *limits.Rules) (*limits.Rule, []string) {
+	if d.hasLimit {
+		u := limits.Unit(d.limit.unit)
+		return &limits.Rule{Limits: []limits.Limit{{RequestsPerUnit: d.limit.requestsPerUnit, Unit: u, Window: u.Duration()}}}, nil
 	}
 	if rules == nil {
 		return nil, nil
 	}
 	return rules.Lookup(domain, entries)
-}
-
-func entryCount(req *rlspb.RateLimitRequest) int {
-	n := 0
-	for _, d := range req.Descriptors {
-		n += len(d.Entries)
-	}
-	return n
-}
-
-func appendEntries(out []limits.Entry, d *commonpb.RateLimitDescriptor) []limits.Entry {
-	for _, e := range d.Entries {
-		out = append(out, limits.Entry{Key: e.Key, Value: e.Value})
-	}
-	return out
 }
 
 // bucketsOf is a limit's buckets: as configured, else DefaultBuckets where they divide

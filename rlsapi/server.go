@@ -170,9 +170,9 @@ func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call, reply 
 		end(nil, err)
 		return
 	}
-	req := &rlspb.RateLimitRequest{}
-	if err := proto.Unmarshal(c.Message, req); err != nil {
-		end(nil, status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err))
+	req := &request{}
+	if err := decodeRequest(c.Message, req, s.cfg.MaxDescriptors); err != nil {
+		end(nil, decodeError(err))
 		return
 	}
 	rules, err := s.rulesFor(req)
@@ -192,7 +192,7 @@ func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call, reply 
 			end(nil, err)
 			return
 		}
-		end(proto.MarshalOptions{}.MarshalAppend(c.Out, s.answer(req.Domain, d.checks, d.ops, results, now)))
+		end(proto.MarshalOptions{}.MarshalAppend(c.Out, s.answer(req.domain, d.checks, d.ops, results, now)))
 	}
 	if d.allOrNothing {
 		// Two rounds, the second chosen by the first: rare enough to wait for.
@@ -200,6 +200,16 @@ func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call, reply 
 		return
 	}
 	s.start(ctx, d.ops, finish)
+}
+
+// decodeError is the status of a request decodeRequest refused: as grpc.Server
+// answers a message it cannot unmarshal, or as validate answers too many descriptors.
+func decodeError(err error) error {
+	var many *tooManyDescriptors
+	if errors.As(err, &many) {
+		return status.Error(codes.InvalidArgument, many.Error())
+	}
+	return status.Errorf(codes.Internal, "grpc: error unmarshalling request: proto: %v", err)
 }
 
 // Serve answers on ln until Stop; it returns nil after Stop.
@@ -245,9 +255,10 @@ func (s *Server) Stop(ctx context.Context) {
 }
 
 // ShouldRateLimit answers one request (rls.proto).
-func (s *Server) ShouldRateLimit(ctx context.Context, req *rlspb.RateLimitRequest) (*rlspb.RateLimitResponse, error) {
+func (s *Server) ShouldRateLimit(ctx context.Context, pb *rlspb.RateLimitRequest) (*rlspb.RateLimitResponse, error) {
 	ctx, cancel := s.callContext(ctx)
 	defer cancel()
+	req := fromProto(pb)
 	rules, err := s.rulesFor(req)
 	if err != nil {
 		return nil, err
@@ -268,7 +279,7 @@ func (s *Server) callContext(ctx context.Context) (context.Context, context.Canc
 
 // rulesFor returns the rules in force, or UNAVAILABLE when there are none and req does
 // not carry every limit itself.
-func (s *Server) rulesFor(req *rlspb.RateLimitRequest) (*limits.Rules, error) {
+func (s *Server) rulesFor(req *request) (*limits.Rules, error) {
 	rules := s.cfg.Rules()
 	if rules == nil && !hasOverrides(req) {
 		return nil, status.Error(codes.Unavailable, errNoConfig.Error())
@@ -276,13 +287,13 @@ func (s *Server) rulesFor(req *rlspb.RateLimitRequest) (*limits.Rules, error) {
 	return rules, nil
 }
 
-func hasOverrides(req *rlspb.RateLimitRequest) bool {
-	for _, d := range req.Descriptors {
-		if d.Limit == nil {
+func hasOverrides(req *request) bool {
+	for i := range req.descriptors {
+		if !req.descriptors[i].hasLimit {
 			return false
 		}
 	}
-	return len(req.Descriptors) > 0
+	return len(req.descriptors) > 0
 }
 
 // Undecided counts the calls answered UNAVAILABLE because a counter was not decided.

@@ -338,8 +338,12 @@ func TestRefusals(t *testing.T) {
 	if c := code(authed, good); c != codes.OK {
 		t.Fatalf("right token: %v; want OK", c)
 	}
+	many := make([]*commonpb.RateLimitDescriptor, 65) // over MaxDescriptors' default, 64
+	for i := range many {
+		many[i] = desc("k", "1")
+	}
 	for _, bad := range []*rlspb.RateLimitRequest{{Descriptors: good.Descriptors}, {Domain: "d"},
-		{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{{}}},
+		{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{{}}}, {Domain: "d", Descriptors: many},
 		{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{{Entries: good.Descriptors[0].Entries, IsNegativeHits: true}}}} {
 		if c := code(authed, bad); c != codes.InvalidArgument {
 			t.Errorf("%v: %v; want InvalidArgument", bad, c)
