@@ -58,9 +58,10 @@ type stream struct {
 	ctx     callCtx            // a call of ours: its handler's context
 
 	// Guarded by writer.mu.
-	sendDelta int64 // the client's window for it, over its initial window
-	reset     bool  // reset by the client, or the connection closed
-	sentEnd   bool  // its answer ended
+	sendDelta int64  // the client's window for it, over its initial window
+	reset     bool   // reset by the client, or the connection closed
+	sentEnd   bool   // its answer ended
+	held      []byte // the rest of its answer, held back by the windows (writer.blocked)
 }
 
 // stop ends the context of st's handler, if it has one; conn.mu is held.

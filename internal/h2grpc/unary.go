@@ -19,7 +19,7 @@ func (c *conn) runUnary(ctx context.Context, st *stream) {
 	bp := outBufs.Get().(*[]byte)
 	call := Call{Method: st.method, Authorization: st.auth, Remote: c.nc.RemoteAddr(), Message: st.msg[5:]}
 	out, err := c.handle(ctx, st, &call, append((*bp)[:0], 0, 0, 0, 0, 0))
-	c.answer(st, bp, out, err)
+	c.answer(st, bp, out, err, false)
 }
 
 // runAsync runs an AsyncHandler on the reader; the call is answered when it replies.
@@ -35,7 +35,7 @@ func (c *conn) runAsync(ctx context.Context, st *stream) {
 		if err == nil && len(out) < 5 {
 			err = status.Error(codes.Internal, "handler answered without the 5 bytes of Call.Out")
 		}
-		c.answer(st, bp, out, err)
+		c.answer(st, bp, out, err, true)
 		c.s.handlers.Done()
 	}
 	defer func() {
@@ -48,14 +48,14 @@ func (c *conn) runAsync(ctx context.Context, st *stream) {
 }
 
 // answer answers st with out (its handler's answer, in *bp's memory) or err, and ends
-// the call.
-func (c *conn) answer(st *stream, bp *[]byte, out []byte, err error) {
+// the call; hold is writer.reply's.
+func (c *conn) answer(st *stream, bp *[]byte, out []byte, err error, hold bool) {
 	if err != nil {
 		s := status.Convert(err)
 		c.refuse(st, &headerError{200, s.Code(), s.Message()}, true)
 	} else {
 		binary.BigEndian.PutUint32(out[1:5], uint32(len(out)-5))
-		c.w.reply(st, out)
+		c.w.reply(st, out, hold)
 	}
 	if cap(out) <= 64<<10 {
 		*bp = out[:0]

@@ -36,6 +36,9 @@ type writer struct {
 
 	pending atomic.Int32 // calls whose handlers run
 
+	blocked   []*stream // answers the client's windows hold back (stream.held), in order
+	heldBytes int       // their bytes
+
 	connWin  int64 // the client's connection window
 	initWin  int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	maxFrame int   // the client's SETTINGS_MAX_FRAME_SIZE
@@ -53,7 +56,9 @@ func (w *writer) loop() {
 	defer w.nc.Close()
 	for {
 		w.mu.Lock()
-		for len(w.buf) == 0 && w.err == nil && !w.closing {
+		// Closing, answers still held back wait for the client's windows (a stop
+		// that cannot wait longer aborts).
+		for len(w.buf) == 0 && w.err == nil && (!w.closing || len(w.blocked) > 0) {
 			w.idle = true
 			w.ready.Wait()
 		}
@@ -212,20 +217,22 @@ func (w *writer) data(st *stream, p []byte) error {
 }
 
 // reply queues a whole answer of a unary call: headers, msg (the gRPC-framed message),
-// trailers.
-func (w *writer) reply(st *stream, msg []byte) error {
+// trailers. With hold it never waits for the client's flow-control windows: an
+// AsyncHandler's answer may come on the connection's reader, which must stay free to
+// read the WINDOW_UPDATE that opens them. What the windows hold back then waits here,
+// a copy, with its trailers (writer.blocked); past maxQueued of it the client is not
+// taking its answers, and the connection is closed. Without hold (a worker's answer)
+// it waits for the windows, as a fallback call's body does.
+func (w *writer) reply(st *stream, msg []byte, hold bool) error {
 	w.mu.Lock()
-	if w.open(st) == nil && int64(len(msg)) <= min(w.connWin, w.initWin+st.sendDelta) && len(msg) <= w.maxFrame {
-		// The common case, in one go.
-		w.appendHeaders(st.id, okHeaders, false)
-		w.buf = appendFrame(w.buf, http2.FrameData, 0, st.id, msg)
-		w.connWin -= int64(len(msg))
-		st.sendDelta -= int64(len(msg))
-		w.appendHeaders(st.id, okTrailers, true)
-		st.sentEnd = true
-		w.queued()
+	if err := w.open(st); err != nil {
 		w.mu.Unlock()
-		return nil
+		return err
+	}
+	if hold || int64(len(msg)) <= min(w.connWin, w.initWin+st.sendDelta) {
+		defer w.mu.Unlock()
+		w.appendHeaders(st.id, okHeaders, false)
+		return w.finish(st, w.appendData(st, msg))
 	}
 	w.mu.Unlock()
 	if err := w.headers(st, okHeaders, false); err != nil {
@@ -237,6 +244,71 @@ func (w *writer) reply(st *stream, msg []byte) error {
 	return w.headers(st, okTrailers, true)
 }
 
+// finish ends st's answer after its DATA was queued but rest, which it holds back for
+// the windows; w.mu is held.
+func (w *writer) finish(st *stream, rest []byte) error {
+	if len(rest) > 0 {
+		if w.heldBytes+len(rest) > maxQueued {
+			w.fail(errHeldTooMuch)
+			return errHeldTooMuch
+		}
+		st.held = append([]byte(nil), rest...)
+		w.heldBytes += len(rest)
+		w.blocked = append(w.blocked, st)
+	} else {
+		w.appendHeaders(st.id, okTrailers, true)
+		st.sentEnd = true
+	}
+	w.queued()
+	return nil
+}
+
+// errHeldTooMuch ends a connection whose client holds back more answers than maxQueued
+// with its flow-control windows.
+var errHeldTooMuch = errors.New("h2grpc: the client's flow-control windows hold back too many answers")
+
+// appendData queues as much of p on st as both windows allow, in frames of the client's
+// size, and returns the rest; w.mu is held.
+func (w *writer) appendData(st *stream, p []byte) []byte {
+	for len(p) > 0 {
+		win := min(w.connWin, w.initWin+st.sendDelta)
+		if win <= 0 {
+			break
+		}
+		n := int(min(int64(len(p)), win, int64(w.maxFrame)))
+		w.buf = appendFrame(w.buf, http2.FrameData, 0, st.id, p[:n])
+		w.connWin -= int64(n)
+		st.sendDelta -= int64(n)
+		p = p[n:]
+	}
+	return p
+}
+
+// release queues what the windows now let through of the answers held back, in the
+// order they came, each with its trailers once all of it went; w.mu is held.
+func (w *writer) release() {
+	kept := w.blocked[:0]
+	for _, st := range w.blocked {
+		if st.reset {
+			w.heldBytes -= len(st.held)
+			st.held = nil
+			continue
+		}
+		rest := w.appendData(st, st.held)
+		w.heldBytes -= len(st.held) - len(rest)
+		st.held = rest
+		if len(rest) > 0 {
+			kept = append(kept, st)
+			continue
+		}
+		w.appendHeaders(st.id, okTrailers, true)
+		st.sentEnd = true
+	}
+	clear(w.blocked[len(kept):])
+	w.blocked = kept
+	w.queued()
+}
+
 // windowUpdate adds n to the connection's window (st nil) or st's.
 func (w *writer) windowUpdate(st *stream, n uint32) {
 	w.mu.Lock()
@@ -245,6 +317,7 @@ func (w *writer) windowUpdate(st *stream, n uint32) {
 	} else {
 		st.sendDelta += int64(n)
 	}
+	w.release()
 	w.room.Broadcast()
 	w.mu.Unlock()
 }
@@ -258,6 +331,7 @@ func (w *writer) settings(f *http2.SettingsFrame) {
 	if v, ok := f.Value(http2.SettingMaxFrameSize); ok {
 		w.maxFrame = int(v)
 	}
+	w.release()
 	w.room.Broadcast()
 	w.mu.Unlock()
 }
