@@ -201,16 +201,13 @@ func (w *writer) data(st *stream, p []byte) error {
 		if err := w.open(st); err != nil {
 			return err
 		}
-		win := min(w.connWin, w.initWin+st.sendDelta)
-		if win <= 0 {
-			w.room.Wait()
+		n := min(len(p), w.maxFrame) // a frame at a time: open waits for queue room
+		rest := w.appendData(st, p[:n])
+		if len(rest) == n {
+			w.room.Wait() // no window
 			continue
 		}
-		n := int(min(int64(len(p)), win, int64(w.maxFrame)))
-		w.buf = appendFrame(w.buf, http2.FrameData, 0, st.id, p[:n])
-		w.connWin -= int64(n)
-		st.sendDelta -= int64(n)
-		p = p[n:]
+		p = p[n-len(rest):]
 		w.queued()
 	}
 	return nil
