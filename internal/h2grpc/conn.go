@@ -175,7 +175,7 @@ func (c *conn) frame(f http2.Frame) error {
 		if err := f.ForeachSetting(func(s http2.Setting) error { return s.Valid() }); err != nil {
 			return err
 		}
-		c.w.settings(f)
+		c.forgetAll(c.w.settings(f))
 		return c.w.control(http2.FrameSettings, http2.FlagSettingsAck, 0, nil)
 	case *http2.PingFrame:
 		if f.IsAck() {
@@ -184,9 +184,9 @@ func (c *conn) frame(f http2.Frame) error {
 		return c.w.control(http2.FramePing, http2.FlagPingAck, 0, f.Data[:])
 	case *http2.WindowUpdateFrame:
 		if f.StreamID == 0 {
-			c.w.windowUpdate(nil, f.Increment)
+			c.forgetAll(c.w.windowUpdate(nil, f.Increment))
 		} else if st := c.stream(f.StreamID); st != nil {
-			c.w.windowUpdate(st, f.Increment)
+			c.forgetAll(c.w.windowUpdate(st, f.Increment))
 		}
 	case *http2.RSTStreamFrame:
 		c.onReset(f.StreamID)
@@ -242,76 +242,8 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	return nil
 }
 
-// headerError is a call refused for its headers: the HTTP status and gRPC status it
-// gets.
-type headerError struct {
-	http int
-	code codes.Code
-	msg  string
-}
-
-func (e *headerError) Error() string { return e.msg }
-
-// checkHeaders reads what a call needs from its headers into st.
-func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
-	switch {
-	case f.Truncated:
-		return &headerError{431, codes.ResourceExhausted, fmt.Sprintf("header list over %d bytes", c.s.cfg.MaxHeaderBytes)}
-	case f.PseudoValue("method") != "POST":
-		return &headerError{405, codes.Internal, fmt.Sprintf("invalid gRPC request method %q", f.PseudoValue("method"))}
-	case st.method == "":
-		return &headerError{400, codes.Internal, "no :path"}
-	}
-	var contentType, encoding string
-	for _, hf := range f.RegularFields() {
-		switch hf.Name {
-		case "content-type":
-			contentType = hf.Value
-		case "authorization":
-			st.auth = hf.Value
-		case "grpc-encoding":
-			encoding = hf.Value
-		case "grpc-timeout":
-			d, ok := parseTimeout(hf.Value)
-			if !ok {
-				return &headerError{400, codes.Internal, fmt.Sprintf("malformed grpc-timeout %q", hf.Value)}
-			}
-			st.timeout = max(d, 1)
-		}
-	}
-	if !isGRPCContentType(contentType) {
-		return &headerError{415, codes.Internal, fmt.Sprintf("invalid gRPC request content-type %q", contentType)}
-	}
-	if encoding != "" && encoding != "identity" {
-		return nil // compressed calls go to the fallback, which knows the codecs
-	}
-	if h := c.s.cfg.Async[st.method]; h != nil {
-		st.async = h
-	} else {
-		st.unary = c.s.cfg.Unary[st.method]
-	}
-	return nil
-}
-
 // local reports whether a handler of this server serves st (else the fallback).
 func (st *stream) local() bool { return st.unary != nil || st.async != nil }
-
-func isGRPCContentType(ct string) bool {
-	const p = "application/grpc"
-	return len(ct) >= len(p) && ct[:len(p)] == p && (len(ct) == len(p) || ct[len(p)] == '+' || ct[len(p)] == ';')
-}
-
-// refuse answers a call refused for its headers, and resets it if the client is
-// still sending.
-func (c *conn) refuse(st *stream, e *headerError, ended bool) {
-	block := appendStatusCode(nil, e.http)
-	block = appendLiteral(block, "content-type", "application/grpc")
-	block = appendStatusFields(block, e.code, e.msg)
-	c.w.headers(st, block, true)
-	if !ended {
-		c.w.control(http2.FrameRSTStream, 0, st.id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeNo)))
-	}
-}
 
 // onData adds a DATA frame to its call's request.
 func (c *conn) onData(f *http2.DataFrame) error {
@@ -407,7 +339,7 @@ func (c *conn) onReset(id uint32) {
 	if st == nil {
 		return
 	}
-	c.w.resetStream(st)
+	c.forgetAll(c.w.resetStream(st)) // st too, if its answer was held
 	if st.body != nil {
 		st.body.end(errStreamGone)
 	}
@@ -417,6 +349,13 @@ func (c *conn) onReset(id uint32) {
 	c.mu.Unlock()
 	if !running {
 		c.forget(st) // else when its handler returns: it counts until then
+	}
+}
+
+// forgetAll forgets calls whose held answers ended (writer.finished).
+func (c *conn) forgetAll(ended []*stream) {
+	for _, st := range ended {
+		c.forget(st)
 	}
 }
 

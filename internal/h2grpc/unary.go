@@ -50,12 +50,13 @@ func (c *conn) runAsync(ctx context.Context, st *stream) {
 // answer answers st with out (its handler's answer, in *bp's memory) or err, and ends
 // the call; hold is writer.reply's.
 func (c *conn) answer(st *stream, bp *[]byte, out []byte, err error, hold bool) {
+	held := false
 	if err != nil {
 		s := status.Convert(err)
 		c.refuse(st, &headerError{200, s.Code(), s.Message()}, true)
 	} else {
 		binary.BigEndian.PutUint32(out[1:5], uint32(len(out)-5))
-		c.w.reply(st, out, hold)
+		held = c.w.reply(st, out, hold)
 	}
 	if cap(out) <= 64<<10 {
 		*bp = out[:0]
@@ -63,7 +64,9 @@ func (c *conn) answer(st *stream, bp *[]byte, out []byte, err error, hold bool) 
 	}
 	st.msg = nil
 	c.w.pending.Add(-1)
-	c.forget(st)
+	if !held {
+		c.forget(st) // else once its answer has gone out (writer.finished)
+	}
 }
 
 // handle runs the handler; a panic in it answers INTERNAL instead of ending the

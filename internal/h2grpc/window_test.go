@@ -26,38 +26,23 @@ func TestAnswersPastTheConnectionWindowDoNotHoldTheReader(t *testing.T) {
 	fr := rawCalls(t, f.addr, calls)
 	// Read the answers, giving the window back only once it has run out, as a client
 	// that updates it in large steps does.
-	received, ended := 0, 0
-	for ended < calls {
-		fr0, err := fr.ReadFrame()
-		if err != nil {
-			t.Fatalf("after %d bytes and %d answers: %v", received, ended, err)
-		}
-		switch fr0 := fr0.(type) {
-		case *http2.DataFrame:
-			received += len(fr0.Data())
-			if received%65535 == 0 || received >= 65535 && received-len(fr0.Data()) < 65535 {
-				if err := fr.WriteWindowUpdate(0, 1<<20); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case *http2.HeadersFrame:
-			if fr0.StreamEnded() {
-				ended++
-			}
-		case *http2.SettingsFrame:
-			if !fr0.IsAck() {
-				fr.WriteSettingsAck()
+	received := 0
+	readAnswers(t, fr, calls, func(d *http2.DataFrame) {
+		received += len(d.Data())
+		if received >= 65535 && received-len(d.Data()) < 65535 {
+			if err := fr.WriteWindowUpdate(0, 1<<20); err != nil {
+				t.Fatal(err)
 			}
 		}
-	}
+	})
 	if want := calls * (answer + 5); received != want {
 		t.Fatalf("got %d bytes of answers; want %d", received, want)
 	}
 }
 
-// rawCalls opens a connection to addr and sends calls Health/Check calls on it, with
-// the default windows; it returns the connection's framer.
-func rawCalls(t *testing.T, addr string, calls int) *http2.Framer {
+// rawCalls opens a connection to addr with settings and sends calls Health/Check calls
+// on it; it returns the connection's framer.
+func rawCalls(t *testing.T, addr string, calls int, settings ...http2.Setting) *http2.Framer {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -69,7 +54,7 @@ func rawCalls(t *testing.T, addr string, calls int) *http2.Framer {
 	if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)
 	}
-	if err := fr.WriteSettings(); err != nil {
+	if err := fr.WriteSettings(settings...); err != nil {
 		t.Fatal(err)
 	}
 	var hb bytes.Buffer
@@ -116,5 +101,54 @@ func TestAnswersHeldBackAreBounded(t *testing.T) {
 	}
 	if received > 65535 {
 		t.Fatalf("got %d bytes; the window allowed 65535", received)
+	}
+}
+
+// An answer held back by its own stream's window goes out as that stream's
+// WINDOW_UPDATEs come: its call stays open for them until it has.
+func TestAnswersWaitForTheirStreamsWindow(t *testing.T) {
+	const answer, calls, window = 20_000, 3, 4096
+	f := start(t, func(cfg *Config) {
+		cfg.Async = map[string]AsyncHandler{checkMethod: func(ctx context.Context, c *Call, reply func([]byte, error)) {
+			reply(append(c.Out, make([]byte, answer)...), nil)
+		}}
+	})
+	fr := rawCalls(t, f.addr, calls, http2.Setting{ID: http2.SettingInitialWindowSize, Val: window})
+	fr.WriteWindowUpdate(0, 1<<20) // the connection's window is not what holds them back
+	received := map[uint32]int{}
+	readAnswers(t, fr, calls, func(d *http2.DataFrame) {
+		received[d.StreamID] += len(d.Data())
+		if err := fr.WriteWindowUpdate(d.StreamID, uint32(len(d.Data()))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for id, n := range received {
+		if n != answer+5 {
+			t.Fatalf("stream %d: %d bytes; want %d", id, n, answer+5)
+		}
+	}
+}
+
+// readAnswers reads frames until calls answers have ended, handing each DATA frame to
+// onData and acknowledging the server's SETTINGS.
+func readAnswers(t *testing.T, fr *http2.Framer, calls int, onData func(*http2.DataFrame)) {
+	t.Helper()
+	for ended := 0; ended < calls; {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d answers: %v", ended, err)
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			onData(f)
+		case *http2.HeadersFrame:
+			if f.StreamEnded() {
+				ended++
+			}
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
+		}
 	}
 }

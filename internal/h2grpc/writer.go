@@ -38,6 +38,7 @@ type writer struct {
 
 	blocked   []*stream // answers the client's windows hold back (stream.held), in order
 	heldBytes int       // their bytes
+	finished  []*stream // held answers since gone out, or reset: their calls end (conn.forget)
 
 	connWin  int64 // the client's connection window
 	initWin  int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
@@ -220,11 +221,13 @@ func (w *writer) data(st *stream, p []byte) error {
 // a copy, with its trailers (writer.blocked); past maxQueued of it the client is not
 // taking its answers, and the connection is closed. Without hold (a worker's answer)
 // it waits for the windows, as a fallback call's body does.
-func (w *writer) reply(st *stream, msg []byte, hold bool) error {
+// A held answer's call stays open (counted against MaxStreams, its WINDOW_UPDATEs
+// applied) until it has gone out: held reports that the writer ends it then (finished).
+func (w *writer) reply(st *stream, msg []byte, hold bool) (held bool) {
 	w.mu.Lock()
-	if err := w.open(st); err != nil {
+	if w.open(st) != nil {
 		w.mu.Unlock()
-		return err
+		return false
 	}
 	if hold || int64(len(msg)) <= min(w.connWin, w.initWin+st.sendDelta) {
 		defer w.mu.Unlock()
@@ -232,32 +235,29 @@ func (w *writer) reply(st *stream, msg []byte, hold bool) error {
 		return w.finish(st, w.appendData(st, msg))
 	}
 	w.mu.Unlock()
-	if err := w.headers(st, okHeaders, false); err != nil {
-		return err
+	if w.headers(st, okHeaders, false) == nil && w.data(st, msg) == nil {
+		w.headers(st, okTrailers, true)
 	}
-	if err := w.data(st, msg); err != nil {
-		return err
-	}
-	return w.headers(st, okTrailers, true)
+	return false
 }
 
 // finish ends st's answer after its DATA was queued but rest, which it holds back for
-// the windows; w.mu is held.
-func (w *writer) finish(st *stream, rest []byte) error {
-	if len(rest) > 0 {
-		if w.heldBytes+len(rest) > maxQueued {
-			w.fail(errHeldTooMuch)
-			return errHeldTooMuch
-		}
-		st.held = append([]byte(nil), rest...)
-		w.heldBytes += len(rest)
-		w.blocked = append(w.blocked, st)
-	} else {
+// the windows, and reports whether it did; w.mu is held.
+func (w *writer) finish(st *stream, rest []byte) (held bool) {
+	defer w.queued()
+	if len(rest) == 0 {
 		w.appendHeaders(st.id, okTrailers, true)
 		st.sentEnd = true
+		return false
 	}
-	w.queued()
-	return nil
+	if w.heldBytes+len(rest) > maxQueued {
+		w.fail(errHeldTooMuch)
+		return false
+	}
+	st.held = append([]byte(nil), rest...)
+	w.heldBytes += len(rest)
+	w.blocked = append(w.blocked, st)
+	return true
 }
 
 // errHeldTooMuch ends a connection whose client holds back more answers than maxQueued
@@ -289,6 +289,7 @@ func (w *writer) release() {
 		if st.reset {
 			w.heldBytes -= len(st.held)
 			st.held = nil
+			w.finished = append(w.finished, st)
 			continue
 		}
 		rest := w.appendData(st, st.held)
@@ -300,15 +301,26 @@ func (w *writer) release() {
 		}
 		w.appendHeaders(st.id, okTrailers, true)
 		st.sentEnd = true
+		w.finished = append(w.finished, st)
 	}
 	clear(w.blocked[len(kept):])
 	w.blocked = kept
 	w.queued()
 }
 
+// takeFinished returns the streams whose held answers ended since it was last called;
+// w.mu is held.
+func (w *writer) takeFinished() []*stream {
+	f := w.finished
+	w.finished = nil
+	return f
+}
+
 // windowUpdate adds n to the connection's window (st nil) or st's.
-func (w *writer) windowUpdate(st *stream, n uint32) {
+// It returns the held answers that ended (writer.finished).
+func (w *writer) windowUpdate(st *stream, n uint32) []*stream {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if st == nil {
 		w.connWin += int64(n)
 	} else {
@@ -316,12 +328,14 @@ func (w *writer) windowUpdate(st *stream, n uint32) {
 	}
 	w.release()
 	w.room.Broadcast()
-	w.mu.Unlock()
+	return w.takeFinished()
 }
 
-// settings applies the client's settings that writing depends on.
-func (w *writer) settings(f *http2.SettingsFrame) {
+// settings applies the client's settings that writing depends on, and returns the held
+// answers that ended.
+func (w *writer) settings(f *http2.SettingsFrame) []*stream {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
 		w.initWin = int64(v)
 	}
@@ -330,13 +344,16 @@ func (w *writer) settings(f *http2.SettingsFrame) {
 	}
 	w.release()
 	w.room.Broadcast()
-	w.mu.Unlock()
+	return w.takeFinished()
 }
 
-// resetStream marks st reset: nothing more is sent on it.
-func (w *writer) resetStream(st *stream) {
+// resetStream marks st reset: nothing more is sent on it. It returns the held answers
+// that ended, st's among them if it was held.
+func (w *writer) resetStream(st *stream) []*stream {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	st.reset = true
+	w.release()
 	w.room.Broadcast()
-	w.mu.Unlock()
+	return w.takeFinished()
 }

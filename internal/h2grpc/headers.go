@@ -1,0 +1,79 @@
+package h2grpc
+
+// A call's request headers: what it needs read from them, and refusals for them.
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc/codes"
+)
+
+// headerError is a call refused for its headers: the HTTP status and gRPC status it
+// gets.
+type headerError struct {
+	http int
+	code codes.Code
+	msg  string
+}
+
+func (e *headerError) Error() string { return e.msg }
+
+// checkHeaders reads what a call needs from its headers into st.
+func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
+	switch {
+	case f.Truncated:
+		return &headerError{431, codes.ResourceExhausted, fmt.Sprintf("header list over %d bytes", c.s.cfg.MaxHeaderBytes)}
+	case f.PseudoValue("method") != "POST":
+		return &headerError{405, codes.Internal, fmt.Sprintf("invalid gRPC request method %q", f.PseudoValue("method"))}
+	case st.method == "":
+		return &headerError{400, codes.Internal, "no :path"}
+	}
+	var contentType, encoding string
+	for _, hf := range f.RegularFields() {
+		switch hf.Name {
+		case "content-type":
+			contentType = hf.Value
+		case "authorization":
+			st.auth = hf.Value
+		case "grpc-encoding":
+			encoding = hf.Value
+		case "grpc-timeout":
+			d, ok := parseTimeout(hf.Value)
+			if !ok {
+				return &headerError{400, codes.Internal, fmt.Sprintf("malformed grpc-timeout %q", hf.Value)}
+			}
+			st.timeout = max(d, 1)
+		}
+	}
+	if !isGRPCContentType(contentType) {
+		return &headerError{415, codes.Internal, fmt.Sprintf("invalid gRPC request content-type %q", contentType)}
+	}
+	if encoding != "" && encoding != "identity" {
+		return nil // compressed calls go to the fallback, which knows the codecs
+	}
+	if h := c.s.cfg.Async[st.method]; h != nil {
+		st.async = h
+	} else {
+		st.unary = c.s.cfg.Unary[st.method]
+	}
+	return nil
+}
+
+func isGRPCContentType(ct string) bool {
+	const p = "application/grpc"
+	return len(ct) >= len(p) && ct[:len(p)] == p && (len(ct) == len(p) || ct[len(p)] == '+' || ct[len(p)] == ';')
+}
+
+// refuse answers a call refused for its headers, and resets it if the client is
+// still sending.
+func (c *conn) refuse(st *stream, e *headerError, ended bool) {
+	block := appendStatusCode(nil, e.http)
+	block = appendLiteral(block, "content-type", "application/grpc")
+	block = appendStatusFields(block, e.code, e.msg)
+	c.w.headers(st, block, true)
+	if !ended {
+		c.w.control(http2.FrameRSTStream, 0, st.id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeNo)))
+	}
+}
