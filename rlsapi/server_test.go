@@ -489,3 +489,26 @@ func TestCallsAreCountedByCode(t *testing.T) {
 		t.Errorf("%d duration series; want 1 (ShouldRateLimit)", n)
 	}
 }
+
+// A call compressed with gzip goes to grpc-go's server (h2grpc serves identity
+// encoding alone) and is decided the same: the two paths count in the same counters.
+func TestCompressedCallsAreDecidedTheSame(t *testing.T) {
+	f := start(t, `domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+`, nil)
+	d := desc("user", "u")
+	d.Limit = nil
+	req := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{d}, HitsAddend: 2}
+	if resp := f.ask(t, req); resp.OverallCode != rlspb.RateLimitResponse_OK || resp.Statuses[0].LimitRemaining != 1 {
+		t.Fatalf("2 of 3, plain: %v; want OK with 1 remaining", resp)
+	}
+	resp, err := f.client.ShouldRateLimit(context.Background(), req, grpc.UseCompressor("gzip")) // registered by package rlsapi itself
+	if err != nil {
+		t.Fatalf("gzip: %v", err)
+	}
+	if resp.OverallCode != rlspb.RateLimitResponse_OVER_LIMIT || resp.Statuses[0].LimitRemaining != 0 {
+		t.Fatalf("4 of 3, gzip: %v; want OVER_LIMIT with 0 remaining", resp)
+	}
+}
