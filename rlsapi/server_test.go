@@ -81,6 +81,13 @@ func start(t testing.TB, config string, tune func(*Config)) *fixture {
 	return &fixture{client: rlspb.NewRateLimitServiceClient(conn), conn: conn, clock: clock, srv: srv}
 }
 
+// userTenAMinute limits each user to 10 requests a minute.
+const userTenAMinute = `domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 10}
+`
+
 func desc(kv ...string) *commonpb.RateLimitDescriptor {
 	d := &commonpb.RateLimitDescriptor{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -221,11 +228,7 @@ func TestFixedWindowsAnswerAsRatelimitDoes(t *testing.T) {
 // still count a few seconds into the next, where a fixed window would have begun
 // again.
 func TestWindowsSlideByDefault(t *testing.T) {
-	f := start(t, `domain: d
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 10}
-`, nil)
+	f := start(t, userTenAMinute, nil)
 	f.advance(50 * time.Second)
 	req := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "u")}, HitsAddend: 10}
 	if resp := f.ask(t, req); resp.OverallCode != rlspb.RateLimitResponse_OK || resp.Statuses[0].LimitRemaining != 0 {
@@ -249,11 +252,7 @@ descriptors:
 // the request or the descriptor carries it: the call is answered over its limit, not
 // refused (a request-wide one was refused INVALID_ARGUMENT, a descriptor's was capped).
 func TestHugeHitsAddendCountsAsTheMostOneOpAdds(t *testing.T) {
-	f := start(t, `domain: d
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 10}
-`, nil)
+	f := start(t, userTenAMinute, nil)
 	huge := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "a")}, HitsAddend: math.MaxUint32}
 	resp := f.ask(t, huge)
 	if resp.OverallCode != rlspb.RateLimitResponse_OVER_LIMIT || resp.Statuses[0].LimitRemaining != 0 {
@@ -493,22 +492,16 @@ func TestCallsAreCountedByCode(t *testing.T) {
 // A call compressed with gzip goes to grpc-go's server (h2grpc serves identity
 // encoding alone) and is decided the same: the two paths count in the same counters.
 func TestCompressedCallsAreDecidedTheSame(t *testing.T) {
-	f := start(t, `domain: d
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 3}
-`, nil)
-	d := desc("user", "u")
-	d.Limit = nil
-	req := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{d}, HitsAddend: 2}
-	if resp := f.ask(t, req); resp.OverallCode != rlspb.RateLimitResponse_OK || resp.Statuses[0].LimitRemaining != 1 {
-		t.Fatalf("2 of 3, plain: %v; want OK with 1 remaining", resp)
+	f := start(t, userTenAMinute, nil)
+	req := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "u")}, HitsAddend: 6}
+	if resp := f.ask(t, req); resp.OverallCode != rlspb.RateLimitResponse_OK || resp.Statuses[0].LimitRemaining != 4 {
+		t.Fatalf("6 of 10, plain: %v; want OK with 4 remaining", resp)
 	}
 	resp, err := f.client.ShouldRateLimit(context.Background(), req, grpc.UseCompressor("gzip")) // registered by package rlsapi itself
 	if err != nil {
 		t.Fatalf("gzip: %v", err)
 	}
 	if resp.OverallCode != rlspb.RateLimitResponse_OVER_LIMIT || resp.Statuses[0].LimitRemaining != 0 {
-		t.Fatalf("4 of 3, gzip: %v; want OVER_LIMIT with 0 remaining", resp)
+		t.Fatalf("12 of 10, gzip: %v; want OVER_LIMIT with 0 remaining", resp)
 	}
 }
