@@ -221,6 +221,7 @@ func (w *writer) data(st *stream, p []byte) error {
 // a copy, with its trailers (writer.blocked); past maxQueued of it the client is not
 // taking its answers, and the connection is closed. Without hold (a worker's answer)
 // it waits for the windows, as a fallback call's body does.
+//
 // A held answer's call stays open (counted against MaxStreams, its WINDOW_UPDATEs
 // applied) until it has gone out: held reports that the writer ends it then (finished).
 func (w *writer) reply(st *stream, msg []byte, hold bool) (held bool) {
