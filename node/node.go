@@ -369,6 +369,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.redisCluster.handOver(ctx)
 	}
 	err = errors.Join(err, n.resp.Close())
+	n.settleWriteBehind(ctx)
 	err = errors.Join(err, n.leave(ctx))
 	n.stopLeases()
 	n.leaseLoop.Wait()
@@ -457,6 +458,20 @@ func (n *Node) alone() bool {
 		}
 	}
 	return true
+}
+
+// settleWriteBehind waits, before this node leaves the cluster, while write-behind it
+// handed on is in doubt (Owner.SettleInDoubt), keeping a part of ctx back for the leave
+// itself: a leave not heard in time makes peers take this node for failed.
+func (n *Node) settleWriteBehind(ctx context.Context) {
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-min(time.Second, time.Until(d)/4)))
+		defer cancel()
+	}
+	if !n.owner.SettleInDoubt(ctx) {
+		n.cfg.Logger.Warn("leaving with write-behind in doubt: its receivers drop their fences once this run is over, and what it did not apply is lost")
+	}
 }
 
 // leave tells the cluster we are going, waits (bounded by ctx) for it to be heard, and

@@ -193,6 +193,37 @@ func (o *Owner) lastFlush() {
 	}
 }
 
+// SettleInDoubt writes behind again and again while a write-behind call of this node
+// is in doubt (sent, not answered), until none is or ctx ends; it reports whether none
+// is. A leaving node calls it after handing its counters on, before it leaves the
+// cluster: the receivers hold fences on those calls, which only this run can send
+// again. Once its run is over they drop the fences, and what the calls did not apply
+// (Redis failed over to a replica that lacked it) is lost.
+func (o *Owner) SettleInDoubt(ctx context.Context) bool {
+	for warned := false; ; {
+		ch := make(chan struct{})
+		o.mu.Lock()
+		o.flush.onEnd(func() { close(ch) })
+		o.flushStart()
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+		if !o.flush.inDoubt.Load() {
+			return true
+		}
+		if !warned {
+			warned = true
+			o.cfg.Logger.Warn(MsgSettlingInDoubt)
+		}
+	}
+}
+
+// MsgSettlingInDoubt is logged once by a SettleInDoubt that has to wait.
+const MsgSettlingInDoubt = "leaving: write-behind in doubt is sent again until Redis confirms it, or the shutdown timeout"
+
 func spec(op *counter.Op) leaparray.Spec {
 	return leaparray.Spec{WindowMs: op.Window, Buckets: op.Buckets}
 }
