@@ -30,29 +30,14 @@ func TestRedisWaitReplicasSurvivesAFailoverToAStaleReplica(t *testing.T) {
 			}
 		}
 	}
-	inRedis := func(s *testredis.Server, want int64) func() error {
-		return func() error {
-			var sum int64
-			for f, v := range s.Client(t).HGetAll(ctx, "lc:{failover}:60000:10").Val() {
-				if b := bucketFields([]string{f}); len(b) == 1 {
-					var n int64
-					fmt.Sscan(v, &n)
-					sum += n
-				}
-			}
-			if sum != want {
-				return fmt.Errorf("%s holds %d; want %d", s.Addr(), sum, want)
-			}
-			return nil
-		}
-	}
+	const lc = "lc:{failover}:60000:10"
 	incr(10)
-	testredis.Poll(t, nodetest.Timeout, "the first 10 on the replica", inRedis(replica, 10))
+	testredis.Poll(t, nodetest.Timeout, "the first 10 on the replica", inRedis(t, replica, lc, 10))
 	replica.Do(t, "REPLICAOF", "NO", "ONE") // it lags from here
 	incr(7)
-	testredis.Poll(t, nodetest.Timeout, "17 on the master", inRedis(master, 17))
+	testredis.Poll(t, nodetest.Timeout, "17 on the master", inRedis(t, master, lc, 17))
 	testredis.FailOverToStale(t, master, replica)
-	testredis.Poll(t, nodetest.Timeout, "17 on the data after the failover", inRedis(master, 17))
+	testredis.Poll(t, nodetest.Timeout, "17 on the data after the failover", inRedis(t, master, lc, 17))
 	if n, err := rc.Do(ctx, "SW.COUNT", "failover", "1m").Int64(); err != nil || n != 17 {
 		t.Fatalf("SW.COUNT = %d, %v; want 17", n, err)
 	}

@@ -180,16 +180,25 @@ func (o *Owner) lastFlush() {
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 	for range 2 {
-		ch := make(chan struct{})
-		o.mu.Lock()
-		o.flush.onEnd(func() { close(ch) })
-		o.flushStart()
-		o.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
+		if !o.flushRound(ctx) {
 			return
 		}
+	}
+}
+
+// flushRound starts a flush (or asks for one after the flush in flight) and waits until
+// the flush in flight ends, or ctx; it reports whether one ended.
+func (o *Owner) flushRound(ctx context.Context) bool {
+	ch := make(chan struct{})
+	o.mu.Lock()
+	o.flush.onEnd(func() { close(ch) })
+	o.flushStart()
+	o.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -201,14 +210,7 @@ func (o *Owner) lastFlush() {
 // (Redis failed over to a replica that lacked it) is lost.
 func (o *Owner) SettleInDoubt(ctx context.Context) bool {
 	for warned := false; ; {
-		ch := make(chan struct{})
-		o.mu.Lock()
-		o.flush.onEnd(func() { close(ch) })
-		o.flushStart()
-		o.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
+		if !o.flushRound(ctx) {
 			return false
 		}
 		if !o.flush.inDoubt.Load() {
