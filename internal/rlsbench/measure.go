@@ -84,7 +84,7 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 	if _, err := drive(o.Warmup); err != nil { // counters made, connections up
 		return row, err
 	}
-	cpu0, err := cpuOf(t.pids)
+	k0, err := kernelOf(t.pids)
 	if err != nil {
 		return row, err
 	}
@@ -96,7 +96,7 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 	if err != nil {
 		return row, err
 	}
-	cpu1, err := cpuOf(t.pids)
+	k1, err := kernelOf(t.pids)
 	if err != nil {
 		return row, err
 	}
@@ -104,8 +104,36 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 		return row, errors.New("no request answered")
 	}
 	row.Rate = float64(n) / elapsed.Seconds()
-	row.CPUMicros = float64((cpu1 - cpu0).Microseconds()) / float64(n)
+	row.CPUMicros = float64((k1.cpu - k0.cpu).Microseconds()) / float64(n)
+	row.Syscalls = float64(k1.syscalls-k0.syscalls) / float64(n)
+	row.Switches = float64(k1.switches-k0.switches) / float64(n)
 	return row, nil
+}
+
+// kernel is what the server processes have used so far, summed.
+type kernel struct {
+	cpu                time.Duration
+	syscalls, switches int64
+}
+
+func kernelOf(pids []int) (kernel, error) {
+	var k kernel
+	for _, pid := range pids {
+		c, err := procstat.CPUTime(pid)
+		if err != nil {
+			return k, fmt.Errorf("pid %d: %w", pid, err)
+		}
+		s, err := procstat.Syscalls(pid)
+		if err != nil {
+			return k, fmt.Errorf("pid %d: %w", pid, err)
+		}
+		w, err := procstat.Switches(pid)
+		if err != nil {
+			return k, fmt.Errorf("pid %d: %w", pid, err)
+		}
+		k.cpu, k.syscalls, k.switches = k.cpu+c, k.syscalls+s, k.switches+w
+	}
+	return k, nil
 }
 
 // waitAnswer polls until the server answers a call (its config loaded, its ring whole).
@@ -120,18 +148,6 @@ func waitAnswer(ctx context.Context, cl rlspb.RateLimitServiceClient, req *rlspb
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func cpuOf(pids []int) (time.Duration, error) {
-	var sum time.Duration
-	for _, pid := range pids {
-		c, err := procstat.CPUTime(pid)
-		if err != nil {
-			return 0, fmt.Errorf("pid %d: %w", pid, err)
-		}
-		sum += c
-	}
-	return sum, nil
 }
 
 // startProfiles asks each of t's nodes for a CPU profile of the measured window (when

@@ -87,6 +87,8 @@ type Row struct {
 	Descriptors int
 	Rate        float64 // requests a second
 	CPUMicros   float64 // server CPU µs per request, every server process
+	Syscalls    float64 // read and write system calls per request, every server process
+	Switches    float64 // threads switched off a CPU per request, every server process
 }
 
 // PerCPUSecond is requests per server CPU-second.

@@ -10,8 +10,8 @@ import (
 // envoyproxy/ratelimit instances as it has nodes (when the run measured them).
 func Table(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| server | descriptors | requests/s | server CPU µs per request | requests per server CPU-second | vs envoyproxy/ratelimit | vs as many envoyproxy/ratelimit instances |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| server | descriptors | requests/s | server CPU µs per request | requests per server CPU-second | vs envoyproxy/ratelimit | vs as many envoyproxy/ratelimit instances | reads and writes per request | context switches per request |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		ratio, same := "-", "-"
 		if x, ok := Ratio(rows, r.Nodes, r.Descriptors); ok {
@@ -20,8 +20,8 @@ func Table(rows []Row) string {
 		if x, ok := RatioSameCount(rows, r.Nodes, r.Descriptors); ok {
 			same = fmt.Sprintf("%.1f×", x)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %.1f | %s | %s | %s |\n", r.Server, r.Descriptors, thousands(r.Rate), r.CPUMicros,
-			thousands(r.PerCPUSecond()), ratio, same)
+		fmt.Fprintf(&b, "| %s | %d | %s | %.1f | %s | %s | %s | %.2f | %.2f |\n", r.Server, r.Descriptors, thousands(r.Rate), r.CPUMicros,
+			thousands(r.PerCPUSecond()), ratio, same, r.Syscalls, r.Switches)
 	}
 	return b.String()
 }

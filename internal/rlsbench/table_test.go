@@ -22,7 +22,7 @@ func TestRatioComparesTheSameDescriptorCount(t *testing.T) {
 		t.Fatal("a ratio without the baseline")
 	}
 	tab := Table(rows)
-	if !strings.Contains(tab, "| leapcount, 1 node | 1 | 0 | 20.0 | 50,000 | 5.0× | 5.0× |") {
+	if !strings.Contains(tab, "| leapcount, 1 node | 1 | 0 | 20.0 | 50,000 | 5.0× | 5.0× | 0.00 | 0.00 |") {
 		t.Fatalf("table:\n%s", tab)
 	}
 }
@@ -42,7 +42,7 @@ func TestRatioSameCountComparesAsManyInstances(t *testing.T) {
 	if _, ok := RatioSameCount(rows, 1, 1); ok {
 		t.Fatal("a ratio against instances not measured")
 	}
-	if tab := Table(rows); !strings.Contains(tab, "| leapcount, 3 nodes | 1 | 0 | 50.0 | 20,000 | 2.0× | 3.0× |") {
+	if tab := Table(rows); !strings.Contains(tab, "| leapcount, 3 nodes | 1 | 0 | 50.0 | 20,000 | 2.0× | 3.0× | 0.00 | 0.00 |") {
 		t.Fatalf("table:\n%s", tab)
 	}
 }
