@@ -110,6 +110,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) ./rpc/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeVersion -fuzztime $(FUZZTIME) ./cluster/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./respapi/
+	$(GO) test -run '^$$' -fuzz FuzzConn -fuzztime $(FUZZTIME) ./internal/h2grpc/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./rlsapi/
+	$(GO) test -run '^$$' -fuzz FuzzReadHandoff -fuzztime $(FUZZTIME) ./owner/
+	$(GO) test -run '^$$' -fuzz 'FuzzReadRequest$$' -fuzztime $(FUZZTIME) ./lease/
+	$(GO) test -run '^$$' -fuzz 'FuzzReadAnswer$$' -fuzztime $(FUZZTIME) ./lease/
 
 clean:
 	rm -rf bin
