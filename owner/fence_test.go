@@ -14,9 +14,6 @@ import (
 	"github.com/leapcount/leapcount/leaparray"
 )
 
-// inDoubt reports whether o's write-behind has a call sent and not answered.
-func (o *Owner) inDoubt() bool { return o.flush.inDoubt.Load() }
-
 // A node that hands counters on directly while its write of them is in doubt (sent as
 // Redis froze) gives the receiver that write as a fence.
 func TestHandoffCarriesTheWriteInDoubtAsAFence(t *testing.T) {
@@ -32,7 +29,7 @@ func TestHandoffCarriesTheWriteInDoubtAsAFence(t *testing.T) {
 	defer srv.Resume()
 	do(a.Owner, incr(k, 1))
 	eventually(t, "a's write of the 6th increment in doubt", func() error {
-		if !a.inDoubt() {
+		if !a.InDoubt() {
 			return errors.New("not yet")
 		}
 		return nil
@@ -119,7 +116,7 @@ func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *te
 	do(a.Owner, incr(k, 1))
 	a.kickFlush()
 	eventually(t, "a's write of the 6th increment in doubt", func() error {
-		if !a.inDoubt() {
+		if !a.InDoubt() {
 			return errors.New("not yet")
 		}
 		return nil
@@ -143,7 +140,7 @@ func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *te
 	if err := rc.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if !a.inDoubt() {
+	if !a.InDoubt() {
 		t.Fatal("a sent its write again before Redis lost its data: the test proves nothing")
 	}
 	eventually(t, "b writes its memory back in full", func() error {
@@ -155,7 +152,7 @@ func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *te
 		return nil
 	})
 	a.flushOnce(context.Background())
-	if a.inDoubt() {
+	if a.InDoubt() {
 		t.Fatal("a's write still in doubt after a flush with Redis up")
 	}
 	if got, err := st.Count(context.Background(), k, sp, t0); err != nil || got != 6 {

@@ -213,7 +213,7 @@ func (o *Owner) SettleInDoubt(ctx context.Context) bool {
 		if !o.flushRound(ctx) {
 			return false
 		}
-		if !o.flush.inDoubt.Load() {
+		if !o.InDoubt() {
 			return true
 		}
 		if !warned {
@@ -222,6 +222,10 @@ func (o *Owner) SettleInDoubt(ctx context.Context) bool {
 		}
 	}
 }
+
+// InDoubt reports whether, at the last flush's end, a write-behind call of this node was
+// in doubt (sent, not answered): a node leaving waits for none to be (SettleInDoubt).
+func (o *Owner) InDoubt() bool { return o.flush.inDoubt.Load() }
 
 // MsgSettlingInDoubt is logged once by a SettleInDoubt that has to wait.
 const MsgSettlingInDoubt = "leaving: write-behind in doubt is sent again until Redis confirms it, or the shutdown timeout"

@@ -296,8 +296,9 @@ func (w *world) join() {
 }
 
 // leave stops n gracefully, as SIGTERM does: it announces it is leaving, hands its
-// partitions on, and stops once done (or after the shutdown timeout); it starts again
-// a while later (a rolling restart).
+// partitions on, waits while a write-behind call of it is in doubt (node's
+// settleWriteBehind), and stops once done (or after the shutdown timeout); it starts
+// again a while later (a rolling restart).
 func (w *world) leave(n *node) {
 	if !n.up || n.leaving || w.running() < 3 {
 		return
@@ -309,7 +310,7 @@ func (w *world) leave(n *node) {
 	var check func()
 	check = func() {
 		_, inRing := n.ownerIn()
-		if !inRing && n.owner.Releasing() == 0 && n.outOfVoters() || w.sched.now >= deadline {
+		if !inRing && n.owner.Releasing() == 0 && n.outOfVoters() && !n.owner.InDoubt() || w.sched.now >= deadline {
 			w.trace("%s stopped", n.name)
 			w.stopsWith(n) // what it could not hand on in time is lost
 			n.up, n.graceful = false, true
