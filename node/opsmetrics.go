@@ -17,6 +17,7 @@ type opsCollector struct {
 	unwritten, redisUp           *prometheus.Desc
 	replicasBehind               *prometheus.Desc
 	oldest, failedBatches        *prometheus.Desc
+	inDoubt                      *prometheus.Desc
 }
 
 func newOpsCollector(n *Node) *opsCollector {
@@ -28,13 +29,14 @@ func newOpsCollector(n *Node) *opsCollector {
 		unwritten:      prometheus.NewDesc("leapcount_writebehind_unwritten_counters", "Counters with deltas this node has not yet written to Redis (write-behind).", nil, nil),
 		oldest:         prometheus.NewDesc("leapcount_writebehind_oldest_unconfirmed_seconds", "Age of the oldest write-behind batch made and not yet confirmed by Redis (0: none waits); absent without --redis.", nil, nil),
 		failedBatches:  prometheus.NewDesc("leapcount_writebehind_flushes_failed_total", "Write-behind flushes that failed (Redis unreachable, or a batch not confirmed): their batches go again; absent without --redis.", nil, nil),
+		inDoubt:        prometheus.NewDesc("leapcount_writebehind_in_doubt", "1 while a write-behind call of this node was sent and not answered at the last flush's end: it may still apply, only this node sends it again, and a node leaving waits for it (up to --shutdown-timeout); absent without --redis.", nil, nil),
 		redisUp:        prometheus.NewDesc("leapcount_redis_up", "1 while Redis answers (its breaker closed) and, with --redis-wait-replicas, enough replicas acknowledge writes; 0 otherwise; absent without --redis.", nil, nil),
 		replicasBehind: prometheus.NewDesc("leapcount_redis_replicas_behind", "1 while fewer replicas than --redis-wait-replicas acknowledge this node's writes (Redis then counts as down), else 0 (always 0 without that flag); absent without --redis.", nil, nil),
 	}
 }
 
 func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.partitions, c.decided, c.undecided, c.members, c.unwritten, c.redisUp, c.replicasBehind, c.oldest, c.failedBatches} {
+	for _, d := range []*prometheus.Desc{c.partitions, c.decided, c.undecided, c.members, c.unwritten, c.redisUp, c.replicasBehind, c.oldest, c.failedBatches, c.inDoubt} {
 		ch <- d
 	}
 }
@@ -65,6 +67,7 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 		oldest, failed := c.n.owner.WriteBehindStats()
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
 		ch <- prometheus.MustNewConstMetric(c.failedBatches, prometheus.CounterValue, float64(failed))
+		ch <- prometheus.MustNewConstMetric(c.inDoubt, prometheus.GaugeValue, b2f(c.n.owner.InDoubt()))
 	}
 }
 

@@ -139,6 +139,12 @@ func TestALeaverSendsItsWriteBehindInDoubtUntilConfirmed(t *testing.T) {
 	replica.Do(t, "REPLICAOF", "NO", "ONE") // it lags from here: no write is confirmed
 	incr(7)
 	testredis.Poll(t, nodetest.Timeout, "17 on the master, in doubt", inRedis(t, master, lc, 17))
+	testredis.Poll(t, nodetest.Timeout, "the leaver's write-behind in doubt", func() error {
+		if got := scrape(leaver, "leapcount_writebehind_in_doubt"); got != 1 {
+			return fmt.Errorf("leapcount_writebehind_in_doubt %v; want 1", got)
+		}
+		return nil
+	})
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- leaver.Stop(ctx) }()
@@ -164,6 +170,12 @@ func TestALeaverSendsItsWriteBehindInDoubtUntilConfirmed(t *testing.T) {
 	if n, err := rc.Do(ctx, "SW.COUNT", key, "1m").Int64(); err != nil || n != 17 {
 		t.Fatalf("SW.COUNT = %d, %v; want 17", n, err)
 	}
+	testredis.Poll(t, nodetest.Timeout, "no write-behind in doubt on the survivor", func() error {
+		if got := scrape(survivor, "leapcount_writebehind_in_doubt"); got != 0 {
+			return fmt.Errorf("leapcount_writebehind_in_doubt %v; want 0", got)
+		}
+		return nil
+	})
 }
 
 // inRedis is nil once Redis s holds want in the buckets of the counter hash lc.
