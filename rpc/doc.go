@@ -17,9 +17,10 @@
 // ops to the peer's writer goroutine, which packs whatever is queued into one frame,
 // writes it and goes on without waiting for the answer: many frames are in flight on
 // one connection, matched to their callers by id. A frame closes when it holds
-// MaxBatchOps ops, or when the queue is empty; but while InFlight op frames already
-// wait for their answers, it first waits for more ops, up to Linger or until one of
-// those answers comes. Under load each write and each syscall carries many ops; at low
+// MaxBatchOps ops, or when the queue is empty even after the writer let every goroutine
+// ready to run go first (callers on their way to queue, as grpc-go's writer does before
+// it flushes); but while InFlight op frames already wait for their answers, it first
+// waits for more ops, up to Linger or until one of those answers comes. Under load each write and each syscall carries many ops; at low
 // load a lone op goes out at once. Do waits for its call's answer; Go does not, and
 // hands the outcome to a callback (an event loop's way: no goroutine waits per call).
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,10 +298,8 @@ func (p *peer[O, R]) writeLoop() {
 // next returns the next queued call, or nil once the peer is closed. When the queue is
 // empty it first flushes what was written to c: nothing more is coming to join it.
 func (p *peer[O, R]) next(c *conn[O, R]) *call[O, R] {
-	select {
-	case cl := <-p.queue:
+	if cl := p.poll(); cl != nil {
 		return cl
-	default:
 	}
 	if c != nil {
 		c.flush()
@@ -314,46 +313,20 @@ func (p *peer[O, R]) next(c *conn[O, R]) *call[O, R] {
 }
 
 // collect adds queued calls to batch until it holds MaxBatchOps ops, or the queue is
-// empty. While InFlight op frames or more wait for their answers on c (others are
-// calling too, and a frame sent now would carry few ops), it waits up to Linger for
-// more ops or for an answer, which lets the next frame go; a lone caller at low load
-// never waits. A call that cannot join, because it would overfill the frame, goes on a
-// frame of its own, or carries another epoch or hop mark, is returned as held.
+// empty and await says the frame goes now. A call that cannot join, because it would
+// overfill the frame, goes on a frame of its own, or carries another epoch or hop mark,
+// is returned as held.
 func (p *peer[O, R]) collect(batch []*call[O, R], timer *time.Timer, c *conn[O, R]) ([]*call[O, R], *call[O, R]) {
 	if batch[0].solo() {
 		return batch, nil
 	}
 	n := len(batch[0].req.Ops)
-	lingering := false
-	defer func() {
-		if lingering && !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-	}()
+	w := waitTimer{t: timer}
+	defer w.stop()
 	for n < p.cfg.MaxBatchOps {
-		var cl *call[O, R]
-		select {
-		case cl = <-p.queue:
-		default:
-			if p.cfg.Linger <= 0 || c.opFrames() < p.cfg.InFlight {
-				return batch, nil
-			}
-			if !lingering {
-				lingering = true
-				c.flush() // the frames waited for must be on the wire to be answered
-				timer.Reset(p.cfg.Linger)
-			}
-			select {
-			case cl = <-p.queue:
-			case <-c.answered:
-				continue // fewer frames in flight now, perhaps few enough
-			case <-timer.C:
-				lingering = false
-				return batch, nil
-			case <-p.ctx.Done():
+		cl := p.poll()
+		if cl == nil {
+			if cl = p.await(c, &w); cl == nil {
 				return batch, nil
 			}
 		}
@@ -372,6 +345,71 @@ func (p *peer[O, R]) collect(batch []*call[O, R], timer *time.Timer, c *conn[O, 
 		n += len(cl.req.Ops)
 	}
 	return batch, nil
+}
+
+// await waits, with nothing queued, for a call to join a part-full frame, and returns
+// nil when the frame goes now. It waits while InFlight op frames or more wait for their
+// answers on c (others are calling too, and a frame sent now would carry few ops), up to
+// Linger or until an answer comes, which lets the next frame go; a lone caller at low
+// load never waits.
+func (p *peer[O, R]) await(c *conn[O, R], w *waitTimer) *call[O, R] {
+	for {
+		if p.cfg.Linger <= 0 || c.opFrames() < p.cfg.InFlight {
+			return nil
+		}
+		if !w.armed {
+			c.flush() // the frames waited for must be on the wire to be answered
+			w.arm(p.cfg.Linger)
+		}
+		select {
+		case cl := <-p.queue:
+			return cl
+		case <-c.answered:
+			continue // fewer frames in flight now, perhaps few enough
+		case <-w.t.C:
+			w.armed = false
+			return nil
+		case <-p.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// waitTimer is the writer's one timer, armed at most once per frame.
+type waitTimer struct {
+	t     *time.Timer
+	armed bool
+}
+
+func (w *waitTimer) arm(d time.Duration) {
+	w.armed = true
+	w.t.Reset(d)
+}
+
+// stop disarms the timer; since Go 1.23 no value sent before Stop is received after.
+func (w *waitTimer) stop() {
+	if w.armed {
+		w.t.Stop()
+	}
+}
+
+// poll returns a queued call, or nil when none is queued even after the writer let every
+// goroutine ready to run go first: those are callers on their way to queue a call (the
+// front ends' handlers of calls read in the same batch), and a frame that waits for
+// them costs one write and one wake-up on each node instead of one per call, where a
+// timer (Linger) would wait also when nobody is coming.
+func (p *peer[O, R]) poll() *call[O, R] {
+	for yielded := false; ; yielded = true {
+		select {
+		case cl := <-p.queue:
+			return cl
+		default:
+		}
+		if yielded {
+			return nil
+		}
+		runtime.Gosched()
+	}
 }
 
 func (p *peer[O, R]) failQueued(err error) {
