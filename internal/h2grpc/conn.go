@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -32,6 +33,8 @@ type conn struct {
 	streamWindow uint32 // the receive window of each stream
 	recvUnacked  uint32 // DATA bytes read and not yet given back to the connection window
 	idle         *time.Timer
+	stallTimer   *time.Timer // ticks the stall check (stall.go); set under mu
+	checkDue     atomic.Bool // a tick asked the reader to check for stalled requests
 
 	mu         sync.Mutex
 	streams    map[uint32]*stream
@@ -50,7 +53,8 @@ type stream struct {
 	async   AsyncHandler  // set: it serves the call, on the reader
 	msg     []byte        // a unary call's request so far
 	body    *body         // a fallback call's request body
-	ended   bool          // the client ended its side (reader goroutine only)
+	opened  time.Time     // when its headers came
+	ended   atomic.Bool   // the client ended its side (set by the reader; read by the stall check too)
 
 	// Guarded by conn.mu.
 	running bool               // a handler runs it: it stays counted until that ends
@@ -102,6 +106,10 @@ func (c *conn) serve() {
 	}
 	c.idle = time.AfterFunc(c.s.cfg.IdleTimeout, c.checkIdle)
 	defer c.idle.Stop()
+	c.mu.Lock() // the timer's func reads stallTimer under mu: it may run before this returns
+	c.stallTimer = time.AfterFunc(c.stallTick(), c.onStallTick)
+	c.mu.Unlock()
+	defer c.stallTimer.Stop()
 	for {
 		f, err := c.fr.ReadFrame()
 		if err == nil {
@@ -109,6 +117,9 @@ func (c *conn) serve() {
 		}
 		if err != nil && !c.readError(err) {
 			return
+		}
+		if c.checkDue.Load() {
+			c.failStalled()
 		}
 	}
 }
@@ -133,12 +144,8 @@ func (c *conn) readError(err error) bool {
 // handshake reads the client's preface and first SETTINGS, and sends ours.
 func (c *conn) handshake() error {
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.Handshake))
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c.nc, preface); err != nil {
+	if err := readPreface(c.nc); err != nil {
 		return err
-	}
-	if string(preface) != http2.ClientPreface {
-		return errors.New("not an HTTP/2 client preface (gRPC needs HTTP/2 with prior knowledge)")
 	}
 	var settings []byte
 	for _, s := range []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: c.s.cfg.MaxStreams},
@@ -159,6 +166,24 @@ func (c *conn) handshake() error {
 		return err
 	}
 	return c.nc.SetReadDeadline(time.Time{})
+}
+
+// readPreface reads the client's preface, and fails at the first byte that is not
+// the preface's: a client speaking something else is closed at once, not after the
+// handshake timeout.
+func readPreface(r io.Reader) error {
+	buf := make([]byte, len(http2.ClientPreface))
+	for got := 0; got < len(buf); {
+		n, err := r.Read(buf[got:])
+		if string(buf[got:got+n]) != http2.ClientPreface[got:got+n] {
+			return errors.New("not an HTTP/2 client preface (gRPC needs HTTP/2 with prior knowledge)")
+		}
+		got += n
+		if err != nil && got < len(buf) {
+			return err
+		}
+	}
+	return nil
 }
 
 // frame handles one frame; an error ends the connection.
@@ -206,7 +231,7 @@ func (c *conn) stream(id uint32) *stream {
 func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	id := f.StreamID
 	if st := c.stream(id); st != nil {
-		if !f.StreamEnded() || st.ended {
+		if !f.StreamEnded() || st.ended.Load() {
 			return http2.ConnectionError(http2.ErrCodeProtocol)
 		}
 		c.endRequest(st)
@@ -223,7 +248,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if refused {
 		return c.w.control(http2.FrameRSTStream, 0, id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeRefusedStream)))
 	}
-	st := &stream{id: id, method: f.PseudoValue("path")}
+	st := &stream{id: id, method: f.PseudoValue("path"), opened: time.Now()}
 	if err := c.checkHeaders(f, st); err != nil {
 		var e *headerError
 		errors.As(err, &e)
@@ -260,7 +285,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		}
 		return nil // a call already answered or reset: its rest is dropped
 	}
-	if st.ended {
+	if st.ended.Load() {
 		c.resetStream(st.id, http2.ErrCodeStreamClosed)
 		return nil
 	}
@@ -270,6 +295,14 @@ func (c *conn) onData(f *http2.DataFrame) error {
 			return nil
 		}
 		st.msg = append(st.msg, f.Data()...)
+		// The prefix says the message's length: one over the cap is refused now, since
+		// the stream's window (the cap) would never let the rest of it come.
+		if len(st.msg) >= 5 {
+			if n := binary.BigEndian.Uint32(st.msg[1:5]); int64(n) > int64(c.s.cfg.MaxRecvMsgSize) {
+				c.failStream(st, codes.ResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", n, c.s.cfg.MaxRecvMsgSize))
+				return nil
+			}
+		}
 	} else if !st.body.push(f.Data(), int(c.streamWindow)) {
 		c.resetStream(st.id, http2.ErrCodeFlowControl)
 		return nil
@@ -293,7 +326,7 @@ func (c *conn) credit(n uint32) error {
 
 // endRequest is the end of a call's request: a unary call is run.
 func (c *conn) endRequest(st *stream) {
-	st.ended = true
+	st.ended.Store(true)
 	if !st.local() {
 		st.body.end(io.EOF)
 		return
@@ -329,7 +362,7 @@ func (c *conn) endRequest(st *stream) {
 
 // failStream answers st with code and forgets it.
 func (c *conn) failStream(st *stream, code codes.Code, msg string) {
-	c.refuse(st, &headerError{200, code, msg}, st.ended)
+	c.refuse(st, &headerError{200, code, msg}, st.ended.Load())
 	c.forget(st)
 }
 

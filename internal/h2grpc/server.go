@@ -50,6 +50,7 @@ type Config struct {
 	Handshake      time.Duration // the client's preface and settings must come within it (default 10 s)
 	IdleTimeout    time.Duration // a connection with no call for this long is closed (default 5 min)
 	WriteTimeout   time.Duration // a write the client does not take within it ends the connection (default 10 s)
+	RequestTimeout time.Duration // a request must arrive whole within it of its headers (default 10 s; stall.go)
 	Logger         *slog.Logger
 }
 
@@ -74,6 +75,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 10 * time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
