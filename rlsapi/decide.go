@@ -98,8 +98,12 @@ func (s *Server) prepare(req *request, rules *limits.Rules) (decision, error) {
 			continue
 		}
 		c.ops = len(ops)
+		kind := counter.Incr
+		if c.hits == 0 {
+			kind = counter.Count // check only: judged by the count as it is
+		}
 		for j, l := range c.rule.Limits {
-			ops = append(ops, counter.Op{Kind: counter.Incr, Key: CounterKey(req.domain, c.entries, c.shared, j, s.maxKey()),
+			ops = append(ops, counter.Op{Kind: kind, Key: CounterKey(req.domain, c.entries, c.shared, j, s.maxKey()),
 				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits})
 		}
 	}
@@ -182,11 +186,12 @@ func (s *Server) validate(req *request) error {
 	return nil
 }
 
-// hitsOf is what the descriptor adds: its own hits_addend, else the request's; 0 or
-// unset means 1. Past what one counter op adds (counter.MaxN) it is that much: over any
-// limit a rule can have below it, rather than a call refused.
+// hitsOf is what the descriptor adds, as envoyproxy/ratelimit takes it: its own
+// hits_addend when sent (0 then checks without counting), else the request's, where 0
+// or unset means 1. Past what one counter op adds (counter.MaxN) it is that much: over
+// any limit a rule can have below it, rather than a call refused.
 func hitsOf(req *request, d *descriptor) int64 {
-	if d.hits > 0 {
+	if d.hitsSet {
 		return int64(min(d.hits, counter.MaxN))
 	}
 	if req.hitsAddend > 0 {

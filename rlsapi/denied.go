@@ -41,7 +41,7 @@ func (s *Server) countAllOrNothing(ctx context.Context, checks []check, ops []co
 	admits := make([]counter.Op, len(ops))
 	for i, op := range ops {
 		admits[i] = op
-		if limitOf[i].enforced {
+		if limitOf[i].enforced && op.Kind == counter.Incr { // a check only stays a count
 			admits[i].Kind, admits[i].Limit = counter.Allow, limitOf[i].perUnit
 		}
 	}

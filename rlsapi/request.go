@@ -26,7 +26,8 @@ type descriptor struct {
 	entries        []limits.Entry
 	limit          override
 	hasLimit       bool   // the limit override was sent
-	hits           uint64 // hits_addend's value (0: unset)
+	hits           uint64 // hits_addend's value
+	hitsSet        bool   // hits_addend was sent (0 then means: check only, count nothing)
 	isNegativeHits bool
 
 	first, end int // its entries' span in decodeRequest's array, while decoding
@@ -167,6 +168,7 @@ func (d *wireReader) descriptor(at, n int, desc *descriptor, entries *[]limits.E
 			desc.hasLimit = true
 			return d.override(at, n, &desc.limit)
 		case num == 3 && typ == protowire.BytesType:
+			desc.hitsSet = true // sent: its value, 0 unless it says (check only)
 			return d.fields(at, n, func(num protowire.Number, typ protowire.Type, v uint64, _, _ int) error {
 				if num == 1 && typ == protowire.VarintType {
 					desc.hits = v // google.protobuf.UInt64Value
@@ -222,7 +224,7 @@ func fromProto(pb *rlspb.RateLimitRequest) *request {
 			desc.hasLimit = true
 			desc.limit = override{requestsPerUnit: d.Limit.RequestsPerUnit, unit: int32(d.Limit.Unit)}
 		}
-		desc.hits = d.GetHitsAddend().GetValue()
+		desc.hits, desc.hitsSet = d.GetHitsAddend().GetValue(), d.GetHitsAddend() != nil
 		desc.isNegativeHits = d.IsNegativeHits
 	}
 	return r

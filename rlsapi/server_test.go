@@ -192,7 +192,7 @@ func TestFixedWindowsAnswerAsRatelimitDoes(t *testing.T) {
 			d := pool[rng.IntN(len(pool))]
 			h := uint64(max(1, req.HitsAddend))
 			if rng.IntN(4) == 0 {
-				v := uint64(1 + rng.IntN(4))
+				v := uint64(rng.IntN(5)) // 0: check only
 				d = &commonpb.RateLimitDescriptor{Entries: d.Entries, HitsAddend: wrapperspb.UInt64(v)}
 				h = v
 			}
@@ -395,6 +395,33 @@ func TestDeniedRequestConsumesNothing(t *testing.T) {
 				t.Fatalf("user alone after the denied request: %v; want OK with %d remaining", r, c.remaining)
 			}
 		})
+	}
+}
+
+// A descriptor's hits_addend of 0, sent, checks without counting (as envoyproxy/ratelimit
+// takes it), in both ways of counting: the count it is judged by stays as it was.
+func TestHitsAddendZeroChecksOnly(t *testing.T) {
+	for _, nothing := range []bool{false, true} {
+		f := start(t, "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 2}\n",
+			func(cfg *Config) { cfg.DeniedConsumesNothing = nothing })
+		check := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{
+			{Entries: desc("user", "a").Entries, HitsAddend: wrapperspb.UInt64(0)}}}
+		count := &rlspb.RateLimitRequest{Domain: "d", Descriptors: []*commonpb.RateLimitDescriptor{desc("user", "a")}, HitsAddend: 2}
+		for _, step := range []struct {
+			req       *rlspb.RateLimitRequest
+			code      rlspb.RateLimitResponse_Code
+			remaining uint32
+		}{
+			{check, rlspb.RateLimitResponse_OK, 2},
+			{check, rlspb.RateLimitResponse_OK, 2},
+			{count, rlspb.RateLimitResponse_OK, 0},
+			{check, rlspb.RateLimitResponse_OK, 0}, // at the limit, not over it
+		} {
+			r := f.ask(t, step.req)
+			if r.OverallCode != step.code || r.Statuses[0].LimitRemaining != step.remaining {
+				t.Fatalf("denied consumes nothing %v: %v; want %v with %d remaining", nothing, r, step.code, step.remaining)
+			}
+		}
 	}
 }
 
