@@ -180,6 +180,8 @@ descriptors:
       - {requests_per_unit: 300, window: 90s, buckets: 30, name: sustained}
   - key: ip
     rate_limit: {requests_per_unit: 5, unit: minute, buckets: 1}
+  - key: day
+    rate_limit: {requests_per_unit: 5, window: 24h}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +197,9 @@ descriptors:
 	}
 	if r, _ := rs.Lookup("d", []Entry{{"ip", "x"}}); r == nil || r.Limits[0].Buckets != 1 || r.Limits[0].Window != time.Minute {
 		t.Fatalf("ip: %+v; want 5 a minute in 1 bucket", r)
+	}
+	if r, _ := rs.Lookup("d", []Entry{{"day", "x"}}); r == nil || r.Limits[0].Unit != Day || r.Limits[0].Window != 24*time.Hour {
+		t.Fatalf("day: %+v; want a window of one day, named DAY", r)
 	}
 	for _, c := range []struct{ yaml, want string }{
 		{"rate_limit: {requests_per_unit: 1, unit: minute, buckets: 0}", "bad.yaml:4: buckets must be"},

@@ -302,6 +302,9 @@ func (p *parser) rateLimit(n *yaml.Node, r *Rule, first bool) error {
 				return p.errAt(n, "window %s and unit %s disagree: give one", d, u)
 			}
 			l.Window = d
+			if !validUnit {
+				l.Unit = unitOf(d) // what answers name it by: UNKNOWN unless it is one unit
+			}
 		}
 		r.Limits = append(r.Limits, l)
 	}

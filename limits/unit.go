@@ -31,6 +31,16 @@ func (u Unit) String() string {
 	return unitNames[u]
 }
 
+// unitOf is the unit exactly d long, else UnitUnknown.
+func unitOf(d time.Duration) Unit {
+	for u := Second; int(u) < len(unitNames); u++ {
+		if u.Duration() == d {
+			return u
+		}
+	}
+	return UnitUnknown
+}
+
 // Duration is the length of one unit (0 for UnitUnknown).
 func (u Unit) Duration() time.Duration {
 	const day = 24 * time.Hour

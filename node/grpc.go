@@ -117,6 +117,8 @@ func (n *Node) listenGRPC() error {
 			return &ConfigError{"limits", err.Error()}
 		}
 		n.limits.Store(st)
+	} else {
+		n.cfg.Logger.Warn("--grpc without --limits: every ShouldRateLimit is answered UNAVAILABLE (Envoy with failure_mode_deny denies them all)")
 	}
 	srv, err := rlsapi.New(rlsapi.Config{Decider: n.router, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		ResponseHeaders: n.cfg.RLSHeaders, DeniedConsumesNothing: n.cfg.RLSDeniedConsumesNothing, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.Ready, Registerer: n.reg, Logger: n.cfg.Logger})

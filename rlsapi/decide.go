@@ -331,14 +331,21 @@ func untilReset(windowMs int64, buckets int, now time.Time) int64 {
 var errNoConfig = fmt.Errorf("no rate limit configuration loaded")
 
 // Check reports the first rule of rules whose limits the counters cannot keep (a window
-// over counter.MaxWindowMs, or one its buckets do not divide evenly), naming its file
-// and line; defaultBuckets is Config.DefaultBuckets (0: counter.DefaultBuckets).
+// over counter.MaxWindowMs, or one its buckets do not divide evenly), or that would
+// not slide though the defaults say windows slide (a window that neither the default
+// buckets nor whole seconds divide, and that names no buckets), naming its file and
+// line; defaultBuckets is Config.DefaultBuckets (0: counter.DefaultBuckets).
 func Check(rules *limits.Rules, defaultBuckets int) error {
 	s := &Server{cfg: Config{DefaultBuckets: defaultBuckets}.withDefaults()}
 	var first error
 	rules.Each(func(r *limits.Rule) {
 		for _, l := range r.Limits {
-			if err := counter.ValidateSpec(l.Window.Milliseconds(), s.bucketsOf(l)); err != nil && first == nil {
+			err := counter.ValidateSpec(l.Window.Milliseconds(), s.bucketsOf(l))
+			if err == nil && l.Buckets == 0 && s.cfg.DefaultBuckets > 1 && s.bucketsOf(l) == 1 {
+				err = fmt.Errorf("window %v: neither %d buckets nor whole seconds divide it, so it could not slide; "+
+					"give buckets (1 for a fixed window) or a window they divide", l.Window, s.cfg.DefaultBuckets)
+			}
+			if err != nil && first == nil {
 				first = &limits.Error{File: r.File, Line: r.Line, Msg: fmt.Sprintf("rule %s: %v", r.Key, err)}
 			}
 		}
