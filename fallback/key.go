@@ -31,6 +31,10 @@ func writerKey(tag, writer string) string {
 	return "lc:{" + tag + "}:w:" + writer
 }
 
+// probeKey is where ProbeReplicas writes, in the slot of tag: lc:{<tag>}:probe, never
+// a counter's key (its third part is no window).
+func probeKey(tag string) string { return "lc:{" + tag + "}:probe" }
+
 // oneServerTag is the hash tag of the writer keys on one server (or Sentinel): every
 // call of a writer shares its one key.
 const oneServerTag = "w"

@@ -74,22 +74,47 @@ func (st *Store) addWait(ctx context.Context, pipe redis.Pipeliner) *redis.IntCm
 	return cmd
 }
 
+// replicaVerdict is what one WAIT found.
+type replicaVerdict int8
+
+const (
+	notWaited      replicaVerdict = iota // no WAIT, or Redis not reached (the breaker's business)
+	replicasBehind                       // fewer replicas than WaitReplicas acknowledged
+	replicasKept                         // enough replicas acknowledged
+)
+
 // replicated is what wait, the WAIT of a pipeline, says of its writes: nil when they
-// reached enough replicas (or none was asked for), else the error each of them gets.
-func (st *Store) replicated(wait *redis.IntCmd) error {
+// reached enough replicas (or none was asked for), else the error each of them gets;
+// and its verdict first, for noteReplicas.
+func (st *Store) replicated(wait *redis.IntCmd) (replicaVerdict, error) {
 	if wait == nil {
-		return nil
+		return notWaited, nil
 	}
 	n, err := wait.Result()
 	switch {
-	case err != nil: // Redis not reached: the breaker's business
-		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
+	case err != nil:
+		return notWaited, fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
 	case n < int64(st.cfg.WaitReplicas):
-		st.br.replicated(false)
-		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, st.cfg.WaitReplicas, st.cfg.WaitTimeout)
+		return replicasBehind, fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, st.cfg.WaitReplicas, st.cfg.WaitTimeout)
 	}
-	st.br.replicated(true)
-	return nil
+	return replicasKept, nil
+}
+
+// noteReplicas tells the breaker what the WAITs of one send found: behind if any
+// master's replicas were (in a Cluster, one master's WAIT must not clear another's),
+// else kept if any WAIT was answered.
+func (st *Store) noteReplicas(vs ...replicaVerdict) {
+	found := notWaited
+	for _, v := range vs {
+		if v == replicasBehind {
+			st.br.replicated(false)
+			return
+		}
+		found = max(found, v)
+	}
+	if found == replicasKept {
+		st.br.replicated(true)
+	}
 }
 
 // ReplicasBehind reports whether the last write's WAIT found fewer replicas than
@@ -133,6 +158,7 @@ func (st *Store) pipelineByMaster(ctx context.Context, cc *redis.ClusterClient, 
 		groups[m] = append(groups[m], i)
 	}
 	moved := false
+	verdicts := make([]replicaVerdict, 0, len(masters))
 	for _, m := range masters {
 		pipe := m.Pipeline()
 		for _, i := range groups[m] {
@@ -140,7 +166,8 @@ func (st *Store) pipelineByMaster(ctx context.Context, cc *redis.ClusterClient, 
 		}
 		wait := st.addWait(ctx, pipe)
 		_, _ = pipe.Exec(ctx) // each command carries its own error
-		notReplicated := st.replicated(wait)
+		v, notReplicated := st.replicated(wait)
+		verdicts = append(verdicts, v)
 		for _, i := range groups[m] {
 			switch err := cmds[i].Err(); {
 			case err != nil:
@@ -150,8 +177,54 @@ func (st *Store) pipelineByMaster(ctx context.Context, cc *redis.ClusterClient, 
 			}
 		}
 	}
+	st.noteReplicas(verdicts...)
 	if moved {
 		cc.ReloadState(ctx)
 	}
 	return cmds
+}
+
+// ProbeReplicas, while the last write's WAIT found too few replicas (ReplicasBehind),
+// writes a probe key (on every master, in a Cluster) and waits for the replicas as
+// every write does: once they acknowledge it, the store is healthy again. Without it a
+// node with nothing to write would stay unhealthy for good (reads of counters not in
+// memory refused, allows answered by the fail policy), since only a write's WAIT can
+// find the replicas back. It does nothing while the replicas keep up, or without
+// Config.WaitReplicas.
+func (st *Store) ProbeReplicas(ctx context.Context, nowMs int64) error {
+	if st.cfg.WaitReplicas == 0 || !st.ReplicasBehind() {
+		return nil
+	}
+	tags := []string{oneServerTag}
+	if cc, ok := st.rdb.(*redis.ClusterClient); ok {
+		var err error
+		if tags, err = masterTags(ctx, cc); err != nil {
+			return unavailable("probe", err)
+		}
+	}
+	calls := make([]call, len(tags))
+	for i, t := range tags {
+		calls[i] = call{script: scripts.probe, keys: []string{probeKey(t)}, args: []any{nowMs, 60_000}}
+	}
+	cmds, _ := st.runAll(ctx, calls)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return unavailable("probe", err)
+		}
+	}
+	return nil
+}
+
+// masterTags is a hash tag in a slot of each slot range of the Cluster: one key per
+// range reaches every master.
+func masterTags(ctx context.Context, cc *redis.ClusterClient) ([]string, error) {
+	ranges, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	tags := make([]string, 0, len(ranges))
+	for _, r := range ranges {
+		tags = append(tags, slotTag(uint16(r.Start)))
+	}
+	return tags, nil
 }

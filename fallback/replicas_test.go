@@ -210,3 +210,40 @@ func TestClusterWritesWaitForEachMastersReplica(t *testing.T) {
 		}
 	}
 }
+
+// A store whose last write found too few replicas finds them back by ProbeReplicas,
+// with no write of its own to make: on one server, and on each master of a Cluster.
+func TestProbeFindsReplicasBack(t *testing.T) {
+	t.Run("one server", func(t *testing.T) {
+		master, replica := testredis.StartReplicated(t)
+		st := open(t, master.URL(), Config{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond})
+		probeAfterPause(t, st, replica)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		masters, replicas := testredis.StartClusterReplicated(t, 3)
+		st := open(t, testredis.ClusterURL(masters), Config{WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond})
+		probeAfterPause(t, st, replicas[2])
+	})
+}
+
+// probeAfterPause makes st's writes miss replica, then checks that a probe keeps st
+// unhealthy while the replica is paused and makes it healthy once it follows again.
+func probeAfterPause(t *testing.T, st *Store, replica *testredis.Server) {
+	t.Helper()
+	if err := st.ProbeReplicas(bg, 1); err != nil || !st.Healthy() {
+		t.Fatalf("a probe with the replicas in sync: %v, healthy %v; want nothing done, healthy", err, st.Healthy())
+	}
+	replica.Pause()
+	deltas := batchDeltas("probe", 40, spec(10_000, 10), 1_700_000_000_000) // over every master's slots
+	if err := st.SendBatch(bg, st.NewBatch("w", deltas)); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("a write, replica paused: %v; want ErrNotReplicated", err)
+	}
+	if err := st.ProbeReplicas(bg, 2); !errors.Is(err, ErrNotReplicated) || st.Healthy() {
+		t.Fatalf("a probe, replica paused: %v, healthy %v; want ErrNotReplicated, unhealthy", err, st.Healthy())
+	}
+	replica.Resume()
+	testredis.Poll(t, 10*time.Second, "a probe finds the replica back", func() error { return st.ProbeReplicas(bg, 3) })
+	if !st.Healthy() || st.ReplicasBehind() {
+		t.Fatalf("after the probe: healthy %v, replicas behind %v; want healthy", st.Healthy(), st.ReplicasBehind())
+	}
+}

@@ -13,7 +13,7 @@ var luaFS embed.FS
 // scriptSet holds one script per operation. Each is common.lua followed by the
 // operation's own file, so the ring rules are written once.
 type scriptSet struct {
-	incr, count, allow, reset, mergeMany, stamp, late, mark *redis.Script
+	incr, count, allow, reset, mergeMany, stamp, late, mark, probe *redis.Script
 }
 
 var scripts = func() scriptSet {
@@ -23,7 +23,8 @@ var scripts = func() scriptSet {
 	}
 	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"),
 		mergeMany: mk("merge_many"), stamp: redis.NewScript(mustRead("lua/stamp.lua")),
-		late: redis.NewScript(mustRead("lua/late.lua")), mark: redis.NewScript(mustRead("lua/mark.lua"))}
+		late: redis.NewScript(mustRead("lua/late.lua")), mark: redis.NewScript(mustRead("lua/mark.lua")),
+		probe: redis.NewScript(mustRead("lua/probe.lua"))}
 }()
 
 func mustRead(name string) string {
@@ -35,7 +36,7 @@ func mustRead(name string) string {
 }
 
 func (s scriptSet) all() []*redis.Script {
-	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp, s.late, s.mark}
+	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp, s.late, s.mark, s.probe}
 }
 
 // call is one script run: which script, its keys and its arguments.
@@ -138,7 +139,9 @@ func (st *Store) pipeline(ctx context.Context, calls []call) []*redis.Cmd {
 	}
 	wait := st.addWait(ctx, pipe)
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	if err := st.replicated(wait); err != nil {
+	v, err := st.replicated(wait)
+	st.noteReplicas(v)
+	if err != nil {
 		for _, c := range cmds {
 			if c.Err() == nil {
 				c.SetErr(err) // ran, and may be lost by a failover: in doubt

@@ -28,6 +28,9 @@ type Redis interface {
 	LateMarks(n int, since int64, done func(int64, map[int]int64, error))
 	Reached(fs []fallback.Fence, done func(bool, error))
 	Epoch(n int, done func(string, error))
+	// ProbeReplicas writes nothing leapcount reads, while the last write's WAIT found
+	// too few replicas, to find them back (fallback.Store.ProbeReplicas).
+	ProbeReplicas(now int64, done func(error))
 	// Rewrite replaces or drops deltas of b's unconfirmed calls, keeping each call's
 	// seq (fallback.Store.Rewrite).
 	Rewrite(b Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int
@@ -153,6 +156,14 @@ func (r redisIO) Reached(fs []fallback.Fence, done func(bool, error)) {
 
 func (r redisIO) Rewrite(b Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int {
 	return r.st.Rewrite(b.(*fallback.Batch), fn)
+}
+
+func (r redisIO) ProbeReplicas(now int64, done func(error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.ProbeReplicas(ctx, now))
+	}()
 }
 
 func (r redisIO) Epoch(n int, done func(string, error)) {

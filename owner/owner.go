@@ -96,6 +96,7 @@ type Owner struct {
 	departing bool      // Leave was called: no counters are taken in any more (under mu)
 	epoch     epochWatch
 	polled    time.Duration
+	probing   bool // a probe of Redis's replicas is under way (under mu; replicas.go)
 
 	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
 
@@ -148,6 +149,7 @@ func (o *Owner) Tick() {
 		o.polled = now
 		o.pollLate()
 		o.checkEpoch(nil)
+		o.probeReplicas()
 	}
 	o.cleanStart()
 	o.expireLends(now)

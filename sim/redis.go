@@ -477,6 +477,19 @@ func (c *redisClient) Reached(fs []fallback.Fence, done func(bool, error)) {
 
 type reachedRead struct{ reached, replicated bool }
 
+// ProbeReplicas writes a probe, as fallback.Store.ProbeReplicas does while the last
+// write was not replicated: its WAIT says whether the replica follows again.
+func (c *redisClient) ProbeReplicas(_ int64, done func(error)) {
+	if !c.behind {
+		c.srv.w.sched.after(0, c.n, func() { done(nil) }) // never before it returns, as in production
+		return
+	}
+	c.call(func() any { return c.srv.replicated() }, func(v any, err error) {
+		replicated, _ := v.(bool)
+		done(c.wrote(replicated, err))
+	})
+}
+
 func (c *redisClient) Epoch(_ int, done func(string, error)) {
 	c.call(func() any { return c.srv.epoch }, func(v any, err error) {
 		if err != nil {

@@ -89,6 +89,8 @@ var seedsThatFailed = []uint64{
 	7553,  // two voter changes from one set at once (a leaver dropped, a joiner added): two deciders (lease/change.go)
 	16396, // the same, with Redis, a rejoin, lossy links and clock steps
 	2358,  // the checker: a fenced write of counts from before its writer's lease lapsed is late for whoever decided meanwhile (world.noteWrite)
+	35512, // a failover's replica caught up, and a node whose last write it had missed stayed unhealthy, nothing left to write (owner/replicas.go)
+	41024, // the same
 }
 
 // TestSeedsThatFailedOnce replays seedsThatFailed.

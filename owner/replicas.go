@@ -1,0 +1,18 @@
+package owner
+
+// probeReplicas asks Redis, at each poll, to find its replicas back while the last
+// write's WAIT found too few of them (fallback.Store.ProbeReplicas). Only a write's WAIT
+// can find them, and a node with nothing to write would otherwise stay unhealthy for
+// good: counters not in memory refused to reads, allows answered by the fail policy.
+// The caller holds mu; done comes later, never before ProbeReplicas returns.
+func (o *Owner) probeReplicas() {
+	if o.cfg.Redis == nil || o.probing || o.cfg.Redis.Healthy() {
+		return
+	}
+	o.probing = true
+	o.cfg.Redis.ProbeReplicas(o.cfg.Clock.Since().Milliseconds(), func(error) {
+		o.mu.Lock()
+		o.probing = false
+		o.mu.Unlock()
+	})
+}
