@@ -91,6 +91,7 @@ var seedsThatFailed = []uint64{
 	2358,  // the checker: a fenced write of counts from before its writer's lease lapsed is late for whoever decided meanwhile (world.noteWrite)
 	35512, // a failover's replica caught up, and a node whose last write it had missed stayed unhealthy, nothing left to write (owner/replicas.go)
 	41024, // the same
+	34122, // failed when nodes probed their replicas with writes still unconfirmed, four failovers to lagging replicas among the faults (owner/replicas.go)
 }
 
 // TestSeedsThatFailedOnce replays seedsThatFailed.
