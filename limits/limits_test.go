@@ -212,6 +212,7 @@ descriptors:
 		{"shadow_mode: yes please", "bad.yaml:4: want true or false"},
 		{"key: other", `bad.yaml:4: field "key" given twice`},
 		{"value: 'a'\n    share_threshold: true", "share_threshold can only be used with wildcard values"},
+		{"rate_limit: {unit: minute, requests_per_unit: [", "bad.yaml:4: did not find expected node content"}, // YAML syntax: file:line too
 	} {
 		_, err := Parse("bad.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    "+c.yaml+"\n"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

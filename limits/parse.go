@@ -49,7 +49,7 @@ func (e *Error) Error() string {
 func Parse(name string, data []byte) (*File, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &Error{File: name, Msg: err.Error()}
+		return nil, syntaxError(name, err)
 	}
 	p := parser{file: name}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -74,6 +74,20 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, p.errAt(doc.Content[0], "config file cannot have empty domain")
 	}
 	return f, nil
+}
+
+// syntaxError names the line of a YAML syntax error as every other error does
+// (file:line: what), where the YAML library says "yaml: line N: what".
+func syntaxError(name string, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, what, ok := strings.Cut(rest, ": "); ok {
+			if line, err := strconv.Atoi(num); err == nil {
+				return &Error{File: name, Line: line, Msg: what}
+			}
+		}
+	}
+	return &Error{File: name, Msg: msg}
 }
 
 type parser struct{ file string }
