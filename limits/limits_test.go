@@ -50,7 +50,7 @@ func TestRatelimitsTestConfigsLoadOrAreRejectedAsThere(t *testing.T) {
 		{"example_config.yaml", ""},
 		{"example_example.yaml", ""},
 		{"bad_limit_unit.yaml", "bad_limit_unit.yaml:6: invalid rate limit unit 'foo'"},
-		{"bad_yaml.yaml", "bad_yaml.yaml: yaml: "},
+		{"bad_yaml.yaml", "bad_yaml.yaml:2: found unexpected end of stream"},
 		{"duplicate_key.yaml", "duplicate_key.yaml:6: duplicate descriptor composite key 'test-domain.key1_value1'"},
 		{"empty_domain.yaml", "empty_domain.yaml:1: config file cannot have empty domain"},
 		{"empty_key.yaml", "empty_key.yaml:3: descriptor has empty key"},
