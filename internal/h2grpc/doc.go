@@ -15,9 +15,11 @@
 // the peer's window; the peer gets its window back as requests are read), SETTINGS,
 // PING, RST_STREAM, GOAWAY (a graceful stop lets the calls in flight end), header
 // lists bounded in size, streams bounded in number (REFUSED_STREAM past the cap),
-// messages bounded in size (RESOURCE_EXHAUSTED), grpc-timeout as the handler's
-// deadline, and a connection that sends nothing in time, or does not read what it is
-// sent, is closed. Response headers are encoded without the HPACK dynamic table, so
+// messages bounded in size (RESOURCE_EXHAUSTED, as soon as a message's length prefix
+// says it is over), grpc-timeout as the handler's deadline, a request that does not
+// arrive whole within Config.RequestTimeout answered DEADLINE_EXCEEDED (stall.go), and
+// a connection that sends nothing in time (a preface wrong at its first byte at once),
+// or does not read what it is sent, is closed. Response headers are encoded without the HPACK dynamic table, so
 // answers need no encoder state and can be built by any worker.
 //
 // The package moves bytes: a handler gets the request message serialized and returns
