@@ -139,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 	// grpc.Server (package h2grpc says why).
 	s.fast = h2grpc.New(h2grpc.Config{
 		Async:          map[string]h2grpc.AsyncHandler{shouldRateLimitMethod: s.shouldRateLimitCall},
+		Authorize:      s.authorizeCall,
 		Fallback:       s.grpc,
 		MaxStreams:     cfg.MaxStreams,
 		MaxRecvMsgSize: cfg.MaxMessageBytes,
@@ -167,11 +168,7 @@ func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call, reply 
 		s.metrics.code(mm, status.Code(err)).Inc()
 		reply(out, err)
 	}
-	if err := s.checkToken(c.Authorization, authlimit.Source(c.Remote)); err != nil {
-		end(nil, err)
-		return
-	}
-	req := &request{}
+	req := &request{} // its token was checked as its headers came (authorizeCall)
 	if err := decodeRequest(c.Message, req, s.cfg.MaxDescriptors); err != nil {
 		end(nil, decodeError(err))
 		return
@@ -317,6 +314,16 @@ func (s *Server) authorize(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, err
 	}
 	return next(ctx, req)
+}
+
+// authorizeCall checks the token of a call on the own call path as its headers come
+// (h2grpc.Config.Authorize), counting a refusal in the call metrics.
+func (s *Server) authorizeCall(method, auth string, remote net.Addr) error {
+	err := s.checkToken(auth, authlimit.Source(remote))
+	if err != nil {
+		s.metrics.code(s.metrics.method(method), status.Code(err)).Inc()
+	}
+	return err
 }
 
 // checkToken checks a call's authorization metadata against the token, within src's

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // connWindow is the connection-level receive window a client gets; a stream's is
@@ -254,6 +255,13 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		errors.As(err, &e)
 		c.refuse(st, e, f.StreamEnded())
 		return nil
+	}
+	if st.local() && c.s.cfg.Authorize != nil {
+		if err := c.s.cfg.Authorize(st.method, st.auth, c.nc.RemoteAddr()); err != nil {
+			s := status.Convert(err)
+			c.refuse(st, &headerError{200, s.Code(), s.Message()}, f.StreamEnded())
+			return nil
+		}
 	}
 	c.mu.Lock()
 	c.streams[id] = st

@@ -41,6 +41,10 @@ type Config struct {
 	Unary    map[string]UnaryHandler // by full method name
 	Async    map[string]AsyncHandler // by full method name; a method in both is Async's
 	Fallback http.Handler            // every other call (grpc.Server)
+	// Authorize, when set, is asked for every call of Unary and Async as its headers
+	// come, before its request is read: an error (a gRPC status) refuses the call at
+	// once, so a client without credentials holds no stream while it sends.
+	Authorize func(method, authorization string, remote net.Addr) error
 	// MaxStreams is the calls in flight per connection (default 128); more are
 	// refused with REFUSED_STREAM, which gRPC clients retry.
 	MaxStreams     uint32

@@ -68,15 +68,7 @@ func TestStalledRequestIsAnsweredAndTheConnectionGoesOn(t *testing.T) {
 		if !ok || !h.StreamEnded() {
 			continue
 		}
-		fields, err := dec.DecodeFull(h.HeaderBlockFragment())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, hf := range fields {
-			if hf.Name == "grpc-status" {
-				codesOf[h.StreamID] = hf.Value
-			}
-		}
+		codesOf[h.StreamID] = grpcStatusOf(t, dec, h)
 	}
 	if codesOf[1] != "4" || codesOf[3] != "0" {
 		t.Fatalf("grpc-status by stream: %v; want 1: 4 (DEADLINE_EXCEEDED), 3: 0", codesOf)
@@ -147,4 +139,53 @@ func checkHeaders() []byte {
 		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
 	}
 	return hb.Bytes()
+}
+
+// A call Authorize refuses is answered as its headers come, before any of its request:
+// a client without credentials holds no stream while it sends (or stalls).
+func TestUnauthorizedCallIsRefusedAtItsHeaders(t *testing.T) {
+	f := start(t, func(c *Config) {
+		c.Authorize = func(method, auth string, _ net.Addr) error {
+			if auth != "Bearer yes" {
+				return status.Error(codes.Unauthenticated, "missing bearer token")
+			}
+			return nil
+		}
+	})
+	fr, nc := rawConn(t, f.addr)
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: checkHeaders(), EndHeaders: true}) // no request follows
+	nc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	dec := hpack.NewDecoder(4096, nil)
+	for {
+		fr0, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no answer to a call without credentials within 3s: %v", err)
+		}
+		h, ok := fr0.(*http2.HeadersFrame)
+		if !ok || !h.StreamEnded() {
+			continue
+		}
+		if code := grpcStatusOf(t, dec, h); code != "16" {
+			t.Fatalf("grpc-status %q; want 16 (UNAUTHENTICATED)", code)
+		}
+		break
+	}
+	if _, err := f.dial(t).Check(metadataCtx("authorization", "Bearer yes"), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("a call with credentials: %v", err)
+	}
+}
+
+// grpcStatusOf is the grpc-status of an answer's trailers ("" when it has none).
+func grpcStatusOf(t *testing.T, dec *hpack.Decoder, h *http2.HeadersFrame) string {
+	t.Helper()
+	fields, err := dec.DecodeFull(h.HeaderBlockFragment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hf := range fields {
+		if hf.Name == "grpc-status" {
+			return hf.Value
+		}
+	}
+	return ""
 }
