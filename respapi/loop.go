@@ -2,6 +2,7 @@ package respapi
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"runtime"
 	"sync"
@@ -195,6 +196,13 @@ func (lc *loopConn) decided() {
 	lc.resume()
 }
 
+// maxUnwritten bounds the replies a connection holds that its socket did not take:
+// past it, the client is not reading, and is dropped (as Redis's client output buffer
+// limit does).
+const maxUnwritten = 16 << 20
+
+var errUnread = errors.New("the client left too many replies unread")
+
 // write writes b, or buffers (copies) what the socket does not take now; false if the
 // connection is gone.
 func (lc *loopConn) write(b []byte) bool {
@@ -202,6 +210,13 @@ func (lc *loopConn) write(b []byte) bool {
 		return !lc.closed
 	}
 	if len(lc.out) > 0 {
+		if len(lc.out)+len(b) > maxUnwritten {
+			// The client sends and does not read: it would hold the replies in this
+			// node's memory, and the loop's CPU, for as long as it sends.
+			lc.ss.s.metrics.dropped[dropUnread].Inc()
+			lc.closeNow(errUnread)
+			return false
+		}
 		lc.out = append(lc.out, b...)
 		return true
 	}

@@ -22,11 +22,12 @@ var outcomeNames = [outcomes]string{"ok", "bad_request", "failed", "unknown"}
 // Why the server ends a connection itself, besides the timeouts (dropIdle, dropNoAuth,
 // dropWrite), as the metrics name it.
 const (
-	dropProtocol    = "protocol"     // broke the framing, or sent too much without reading a reply
-	dropAuthLimited = "auth_limited" // AUTH from a source over its budget of failed guesses
+	dropProtocol    = "protocol"       // broke the framing, or sent too much without reading a reply
+	dropAuthLimited = "auth_limited"   // AUTH from a source over its budget of failed guesses
+	dropUnread      = "unread_replies" // left more than maxUnwritten of its replies unread
 )
 
-var dropReasons = []string{dropProtocol, dropIdle, dropNoAuth, dropWrite, dropAuthLimited}
+var dropReasons = []string{dropProtocol, dropIdle, dropNoAuth, dropWrite, dropAuthLimited, dropUnread}
 
 // metrics counts commands by name and outcome, and the connections the server ended
 // or refused. The counters are looked up once, in newMetrics, so counting a command is

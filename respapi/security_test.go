@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -159,24 +160,32 @@ func TestMaxClients(t *testing.T) {
 }
 
 // A client that sends commands and never reads their replies is dropped once the
-// replies fill the socket's buffers for WriteTimeout, not kept forever.
+// replies fill the socket's buffers for WriteTimeout, not kept forever (even when
+// they stay under maxUnwritten: TestUnreadRepliesAreBounded).
 func TestWriteTimeout(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.WriteTimeout = 200 * time.Millisecond })
 	cl := ts.dial(t)
+	cl.conn.(*net.TCPConn).SetReadBuffer(4 << 10) // the replies stay on the server's side
+	wantDroppedUnread(t, ts, cl, 32, "write_timeout") // 8 MiB of replies
+}
+
+// wantDroppedUnread sends ECHOs of 256 KiB on cl, writes of them or until the server is
+// gone, never reading, and waits for the server to drop cl for reason.
+func wantDroppedUnread(t *testing.T, ts *testServer, cl *rawClient, writes int, reason string) {
 	big := encode("ECHO", strings.Repeat("r", 256<<10))
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // writes until the server is gone (or the test ends and closes cl)
+	go func() { // (or until the test ends and closes cl)
 		defer wg.Done()
-		for {
+		for range writes {
 			if _, err := io.WriteString(cl.conn, big); err != nil {
 				return
 			}
 		}
 	}()
 	waitfor.For(t, 20*time.Second, func() error {
-		if got := ts.metric(t, "leapcount_resp_connections_dropped_total", "reason", "write_timeout"); got != 1 {
-			return fmt.Errorf("got %v connections dropped for a write timeout; want 1", got)
+		if got := ts.metric(t, "leapcount_resp_connections_dropped_total", "reason", reason); got != 1 {
+			return fmt.Errorf("got %v connections dropped for %s; want 1", got, reason)
 		}
 		if n := ts.srv.connected.Load(); n != 0 {
 			return fmt.Errorf("%d connections open; want 0", n)
@@ -221,4 +230,13 @@ func TestFailedAuthIsLimited(t *testing.T) {
 	if got := ts.metric(t, "leapcount_resp_connections_dropped_total", "reason", "auth_limited"); got != 3 {
 		t.Fatalf("got %v connections dropped for AUTH limits; want 3", got)
 	}
+}
+
+// A client that sends commands and never reads their replies is dropped once the
+// replies it left unread pass maxUnwritten, long before WriteTimeout: what it costs is
+// bounded by the bytes, not by how fast it sends. (The event loop's path: a connection
+// served by a goroutine stops being read while its write waits.)
+func TestUnreadRepliesAreBounded(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.WriteTimeout = time.Minute })
+	wantDroppedUnread(t, ts, ts.dial(t), math.MaxInt, "unread_replies")
 }

@@ -69,10 +69,17 @@ func isGRPCContentType(ct string) bool {
 // refuse answers a call refused for its headers, and resets it if the client is
 // still sending.
 func (c *conn) refuse(st *stream, e *headerError, ended bool) {
+	c.refuseNow(st, e, ended, false)
+}
+
+// refuseNow is refuse, and with now it never waits for queue room (writer.openNow).
+func (c *conn) refuseNow(st *stream, e *headerError, ended, now bool) {
 	block := appendStatusCode(nil, e.http)
 	block = appendLiteral(block, "content-type", "application/grpc")
 	block = appendStatusFields(block, e.code, e.msg)
-	c.w.headers(st, block, true)
+	if !c.w.refusal(st, block, now) {
+		return
+	}
 	if !ended {
 		c.w.control(http2.FrameRSTStream, 0, st.id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeNo)))
 	}

@@ -53,7 +53,7 @@ func (c *conn) answer(st *stream, bp *[]byte, out []byte, err error, hold bool) 
 	held := false
 	if err != nil {
 		s := status.Convert(err)
-		c.refuse(st, &headerError{200, s.Code(), s.Message()}, true)
+		c.refuseNow(st, &headerError{200, s.Code(), s.Message()}, true, hold)
 	} else {
 		binary.BigEndian.PutUint32(out[1:5], uint32(len(out)-5))
 		held = c.w.reply(st, out, hold)

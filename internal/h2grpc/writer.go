@@ -15,6 +15,11 @@ import (
 // adds frames waits, and the reader stops reading a client that does not read.
 const maxQueued = 1 << 20
 
+// maxQueuedAnswers bounds them for an AsyncHandler's answers, which never wait: they
+// come on goroutines that serve others too (in a node, a peer's reader). Past it the
+// client is not reading, and its connection is closed.
+const maxQueuedAnswers = 2 * maxQueued
+
 // errStreamGone ends a response whose stream was reset or whose connection closed.
 var errStreamGone = errors.New("h2grpc: stream reset or connection closed")
 
@@ -183,15 +188,53 @@ func (w *writer) appendHeaders(id uint32, block []byte, end bool) {
 	}
 }
 
-// open is nil while st may still be answered; w.mu is held.
+// open is nil while st may still be answered, once the queue has room; w.mu is held.
 func (w *writer) open(st *stream) error {
 	if err := w.waitRoom(); err != nil {
 		return err
 	}
+	return w.answerable(st)
+}
+
+// openNow is open without waiting: past maxQueuedAnswers the client is not reading,
+// and the connection is closed; w.mu is held.
+func (w *writer) openNow(st *stream) error {
+	if w.err == nil && len(w.buf) > maxQueuedAnswers {
+		w.fail(errNotReading)
+		w.nc.Close() // the loop may be blocked in a write to it
+	}
+	if w.err != nil {
+		return w.err
+	}
+	return w.answerable(st)
+}
+
+func (w *writer) answerable(st *stream) error {
 	if st.reset || st.sentEnd {
 		return errStreamGone
 	}
 	return nil
+}
+
+// errNotReading ends a connection whose client left more than maxQueuedAnswers unread.
+var errNotReading = errors.New("h2grpc: the client does not read its answers")
+
+// refusal queues a call's whole answer in one header block (a trailers-only answer),
+// waiting for queue room unless now; it reports whether it did.
+func (w *writer) refusal(st *stream, block []byte, now bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	open := w.open
+	if now {
+		open = w.openNow
+	}
+	if open(st) != nil {
+		return false
+	}
+	w.appendHeaders(st.id, block, true)
+	st.sentEnd = true
+	w.queued()
+	return true
 }
 
 // data queues p on st as DATA frames, each when both windows have room for it.
@@ -215,9 +258,10 @@ func (w *writer) data(st *stream, p []byte) error {
 }
 
 // reply queues a whole answer of a unary call: headers, msg (the gRPC-framed message),
-// trailers. With hold it never waits for the client's flow-control windows: an
-// AsyncHandler's answer may come on the connection's reader, which must stay free to
-// read the WINDOW_UPDATE that opens them. What the windows hold back then waits here,
+// trailers. With hold it never waits, neither for queue room (openNow) nor for the
+// client's flow-control windows: an AsyncHandler's answer may come on the connection's
+// reader, which must stay free to read the WINDOW_UPDATE that opens them, or on a
+// goroutine that serves others too. What the windows hold back then waits here,
 // a copy, with its trailers (writer.blocked); past maxQueued of it the client is not
 // taking its answers, and the connection is closed. Without hold (a worker's answer)
 // it waits for the windows, as a fallback call's body does.
@@ -226,7 +270,11 @@ func (w *writer) data(st *stream, p []byte) error {
 // applied) until it has gone out: held reports that the writer ends it then (finished).
 func (w *writer) reply(st *stream, msg []byte, hold bool) (held bool) {
 	w.mu.Lock()
-	if w.open(st) != nil {
+	open := w.openNow
+	if !hold {
+		open = w.open
+	}
+	if open(st) != nil {
 		w.mu.Unlock()
 		return false
 	}
