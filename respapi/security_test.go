@@ -165,7 +165,7 @@ func TestMaxClients(t *testing.T) {
 func TestWriteTimeout(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.WriteTimeout = 200 * time.Millisecond })
 	cl := ts.dial(t)
-	cl.conn.(*net.TCPConn).SetReadBuffer(4 << 10) // the replies stay on the server's side
+	cl.conn.(*net.TCPConn).SetReadBuffer(4 << 10)     // the replies stay on the server's side
 	wantDroppedUnread(t, ts, cl, 32, "write_timeout") // 8 MiB of replies
 }
 
