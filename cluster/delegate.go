@@ -69,7 +69,7 @@ func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (d *delegate) LocalState(join bool) []byte                { return d.state }
 
 // MergeRemoteState keeps the version a peer sent, if it is well formed and names a
-// member; anything else (an older release sends nothing) is ignored.
+// member; anything else is ignored.
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	name, version, err := decodeVersion(buf)
 	if err == nil && d.heard != nil && d.known(name) {

@@ -41,7 +41,7 @@ type Member struct {
 	Incarnation uint64 // the node's start time in ns: a restart under the same name changes it
 	State       State
 	Since       time.Time // when this node saw State (or this incarnation) begin
-	Version     string    // its build version, once heard ("" until then, or from an older release)
+	Version     string    // its build version, once heard ("" until then)
 }
 
 // Serving reports whether the member should own keys: alive, not leaving, and with

@@ -15,15 +15,13 @@ import (
 //	bytes 10..11 length of the RPC address, big-endian uint16
 //	then         RPC address, then the client address (to the end)
 //
-// Version 1 had no length and no client address (the RPC address ran to the end); it
-// is still read. decode rejects versions it does not know rather than misread them.
+// decode rejects metadata of any other version rather than misread it: such a member
+// is listed, but never served.
 const (
-	metaVersion   = 2
-	metaVersionV1 = 1
-	metaHeaderV1  = 10
-	metaHeader    = 12
-	flagLeaving   = 1 << 0
-	maxAddr       = 240 // two addresses and the header stay under memberlist's 512 bytes
+	metaVersion = 2
+	metaHeader  = 12
+	flagLeaving = 1 << 0
+	maxAddr     = 240 // two addresses and the header stay under memberlist's 512 bytes
 )
 
 type meta struct {
@@ -48,24 +46,17 @@ func (m meta) encode() []byte {
 var errMeta = errors.New("cluster: bad node metadata")
 
 func decodeMeta(b []byte) (meta, error) {
-	if len(b) < metaHeaderV1 {
+	if len(b) < metaHeader {
 		return meta{}, fmt.Errorf("%w: %d bytes", errMeta, len(b))
 	}
-	m := meta{leaving: b[1]&flagLeaving != 0, incarnation: binary.BigEndian.Uint64(b[2:])}
-	switch b[0] {
-	case metaVersionV1:
-		m.rpcAddr = string(b[metaHeaderV1:])
-	case metaVersion:
-		if len(b) < metaHeader {
-			return meta{}, fmt.Errorf("%w: %d bytes", errMeta, len(b))
-		}
-		n := int(binary.BigEndian.Uint16(b[10:]))
-		if n > len(b)-metaHeader {
-			return meta{}, fmt.Errorf("%w: RPC address of %d bytes in %d", errMeta, n, len(b))
-		}
-		m.rpcAddr, m.clientAddr = string(b[metaHeader:metaHeader+n]), string(b[metaHeader+n:])
-	default:
+	if b[0] != metaVersion {
 		return meta{}, fmt.Errorf("%w: version %d", errMeta, b[0])
 	}
+	m := meta{leaving: b[1]&flagLeaving != 0, incarnation: binary.BigEndian.Uint64(b[2:])}
+	n := int(binary.BigEndian.Uint16(b[10:]))
+	if n > len(b)-metaHeader {
+		return meta{}, fmt.Errorf("%w: RPC address of %d bytes in %d", errMeta, n, len(b))
+	}
+	m.rpcAddr, m.clientAddr = string(b[metaHeader:metaHeader+n]), string(b[metaHeader+n:])
 	return m, nil
 }

@@ -30,18 +30,10 @@ func TestMetaFitsMemberlistLimit(t *testing.T) {
 	}
 }
 
-// A version-1 member (an earlier release) is still read: its RPC address runs to the end.
-func TestMetaVersion1IsRead(t *testing.T) {
-	b := append([]byte{1, flagLeaving, 0, 0, 0, 0, 0, 0, 0, 7}, "10.0.0.1:7947"...)
-	got, err := decodeMeta(b)
-	if want := (meta{rpcAddr: "10.0.0.1:7947", incarnation: 7, leaving: true}); err != nil || got != want {
-		t.Fatalf("got %+v, %v; want %+v", got, err, want)
-	}
-}
-
 func TestDecodeMetaRejectsForeignData(t *testing.T) {
 	for _, b := range [][]byte{nil, []byte("short"), append([]byte{9}, make([]byte, 20)...),
-		{2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 40, 'x'}, {2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}} {
+		{2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 40, 'x'}, {2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+		append([]byte{1, flagLeaving, 0, 0, 0, 0, 0, 0, 0, 7}, "10.0.0.1:7947"...)} { // another version
 		if _, err := decodeMeta(b); !errors.Is(err, errMeta) {
 			t.Errorf("decodeMeta(%q): got %v; want errMeta", b, err)
 		}

@@ -7,11 +7,10 @@ import (
 )
 
 // Each member's build version travels in memberlist's push-pull state (LocalState and
-// MergeRemoteState), not in its metadata: a release before this one sends no state and
-// ignores what it gets, so adding it breaks no mixed cluster, while a new field in the
-// metadata would (its readers take the client address to the end). A push-pull with a
-// random peer runs every PushPullInterval and at every join, so a member's version is
-// known to all within a few intervals.
+// MergeRemoteState), not in its metadata, which memberlist bounds at 512 bytes and
+// whose two addresses may nearly fill it. A push-pull with a random peer runs every
+// PushPullInterval and at every join, so a member's version is known to all within a
+// few intervals.
 //
 //	byte 0       versionsMagic
 //	then         uvarint length, member name; uvarint length, version

@@ -13,8 +13,9 @@ import (
 // rpc (its Codec): an op is u8 kind | uvarint key length | key | uvarint window ms |
 // uvarint buckets | uvarint n | uvarint limit; a result is u8 code and, for code OK,
 // uvarint count | u8 allowed | uvarint remaining | varint retry | u8 existed, for an
-// error code uvarint length | message. The codes carry this package's sentinel errors
-// across the hop, so errors.Is works on a result decoded from a peer.
+// error code uvarint length | message; a code not below is malformed. The codes carry
+// this package's sentinel errors across the hop, so errors.Is works on a result decoded
+// from a peer.
 type Wire struct{}
 
 // Result codes on the wire.
@@ -25,7 +26,7 @@ const (
 	codeUnavailable
 	codeShuttingDown
 	codeExpired
-	codeFull // a node that does not know it reads it as codeUnavailable
+	codeFull
 )
 
 // AppendOp appends op.
@@ -66,6 +67,11 @@ func (Wire) AppendResult(b []byte, r *Result) []byte {
 // ReadResult reads a result into r.
 func (Wire) ReadResult(d *wire.Decoder, r *Result) {
 	code := d.Byte("code")
+	if code > codeFull {
+		d.Fail("result code")
+		*r = Result{}
+		return
+	}
 	if code != codeOK {
 		*r = Result{Err: codeErr(code, string(d.Bytes("message")))}
 		return

@@ -10,9 +10,8 @@ import "slices"
 // sender's phase message (ChangeMsg) and each reply the acceptor's state
 // (ChangeState). Of the sets proposed from one version, at most one is ever accepted
 // by a majority, and a later ballot proposes what an earlier one may have had
-// accepted. The rules for what to change (Update) are unchanged; ballots decide only
-// which change is made. A set with a voter of the version before ballots changes as
-// before (NoBallots).
+// accepted. The rules for what to change (Update) say which change a node wants;
+// ballots decide which change is made.
 
 // Ballot orders the attempts to change the voters from one set: by number, then by
 // proposer, so that two proposers never share one.
@@ -64,17 +63,6 @@ type proposal struct {
 	at       int64 // when ballot began
 }
 
-// proposeBallots reports whether this node changes its voters by ballot: every voter
-// speaks them.
-func (v *Voters) proposeBallots() bool {
-	for n := range v.set {
-		if n != v.self && !v.ballots[n] {
-			return false
-		}
-	}
-	return true
-}
-
 // Quarantine makes this node promise and accept nothing before until: an acceptor's
 // promises must outlive it, and an earlier run of this node may have made some it no
 // longer remembers. A change chosen is announced by its proposer in a round it sends at
@@ -85,22 +73,10 @@ func (v *Voters) proposeBallots() bool {
 // set they used until their leases ran out, when it lasted a grant's length).
 func (v *Voters) Quarantine(until int64) { v.acceptsFrom = until }
 
-// SpeaksBallots records whether the member named name sends and answers ballots (its
-// last heartbeat or reply had them).
-func (v *Voters) SpeaksBallots(name string, yes bool) {
-	if v.set[name] || v.members[name] {
-		v.ballots[name] = yes
-	}
-}
-
-// propose makes next the next voter set, by ballot when every voter speaks them
-// (otherwise at once, as before ballots), and reports whether the set changed now. A
-// proposal under way for this version goes on whatever next is: one change at a time.
+// propose makes next the next voter set, by ballot, and reports whether the set
+// changed now. A proposal under way for this version goes on whatever next is: one
+// change at a time.
 func (v *Voters) propose(next []string, now int64) bool {
-	if !v.proposeBallots() {
-		v.adopt(next, v.version+1, now)
-		return true
-	}
 	if !v.set[v.self] {
 		return false // only voters propose: the acceptors take no other's ballot
 	}

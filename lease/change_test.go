@@ -7,18 +7,15 @@ import (
 	"time"
 )
 
-// ballotPair is two voters of [a b] that both speak ballots, each having the other's
-// report: a sees b leaving (and drops it), b sees c join (and adds it), from one set at
-// one moment (sim seed 7553, where n1 made [n0 n1 n2] and n0 made [n0], both version 3:
-// two deciders).
+// ballotPair is two voters of [a b], each having the other's report: a sees b leaving
+// (and drops it), b sees c join (and adds it), from one set at one moment (sim seed
+// 7553, where n1 made [n0 n1 n2] and n0 made [n0], both version 3: two deciders).
 func ballotPair() (a, b *Voters, viewA, viewB View) {
 	viewA = View{Alive: []string{"a", "b", "c"}, Leaving: []string{"b"}}
 	viewB = View{Alive: []string{"a", "b", "c"}}
 	a, b = votersOf("a", "a", "b"), votersOf("b", "a", "b")
 	for _, v := range []*Voters{a, b} {
 		v.Update(View{Alive: viewA.Alive}, 0) // learns who is alive: their reports are kept
-		v.SpeaksBallots("a", true)
-		v.SpeaksBallots("b", true)
 	}
 	a.Report("b", viewB.Alive, []string{"a", "b"}, 1, 0)
 	b.Report("a", viewA.Alive, []string{"a", "b"}, 1, 0)

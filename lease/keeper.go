@@ -69,8 +69,6 @@ type Keeper struct {
 	runs      map[string]uint64 // each member's incarnation, from its last heartbeat
 	leftRuns  map[string]uint64 // the incarnation each member that left gracefully ran
 	noVoters  map[string]int64  // when each member last said it had no voters, while this node had none
-	legacy    map[string]bool   // members whose last heartbeat came in the Legacy format
-	noBallots map[string]bool   // members whose last heartbeat came without ballots (NoBallots)
 
 	stats   stats                         // Stats
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
@@ -88,7 +86,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	k := &Keeper{cfg: cfg, now: now, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
-		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{}, legacy: map[string]bool{}, noBallots: map[string]bool{}, kick: make(chan struct{}, 1)}
+		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	} else {
@@ -170,12 +168,6 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 	for name := range k.noVoters {
 		if !k.known(name) {
 			delete(k.noVoters, name)
-		}
-	}
-	for name := range k.legacy {
-		if !k.known(name) {
-			delete(k.legacy, name)
-			delete(k.noBallots, name)
 		}
 	}
 }
@@ -377,15 +369,11 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	k.heard(req.From, req.Voters, now)
 	if k.known(req.From) {
 		k.runs[req.From] = req.Incarnation
-		k.legacy[req.From], k.noBallots[req.From] = req.Legacy, req.NoBallots
-		k.voters.SpeaksBallots(req.From, !req.Legacy && !req.NoBallots)
 	}
 	rep := k.grantor.Grant(req, k.voters.Has(req.From), now)
 	k.stats.granted.Add(uint64(rep.Granted.Len()))
-	rep.Voters, rep.Version, rep.Legacy, rep.NoBallots = k.voters.List(), k.voters.Version(), req.Legacy, req.NoBallots
-	if !req.Legacy && !req.NoBallots {
-		rep.Change = k.voters.Accept(req.From, req.Change, req.Voters, req.Version, now)
-	}
+	rep.Voters, rep.Version = k.voters.List(), k.voters.Version()
+	rep.Change = k.voters.Accept(req.From, req.Change, req.Voters, req.Version, now)
 	rep.Alive = k.view.Alive
 	return &rep
 }

@@ -153,41 +153,6 @@ func TestLapseOfALeaseHeldOnlyBetweenRounds(t *testing.T) {
 	}
 }
 
-// recordingNet answers every heartbeat with an empty reply and keeps the last one sent.
-type recordingNet struct {
-	mu   sync.Mutex
-	last *Request
-}
-
-func (r *recordingNet) Exchange(ctx context.Context, addr string, req *Request) (*Reply, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.last = req
-	return &Reply{Round: req.Round, Legacy: req.Legacy}, nil
-}
-
-// A member whose heartbeats come in the legacy format (a node of a version before
-// voter-set versions, during a rolling upgrade) is answered and sent heartbeats in it,
-// which it can read, until it sends the current format.
-func TestKeeperSpeaksLegacyToLegacyPeers(t *testing.T) {
-	net := &recordingNet{}
-	k := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Exchanger: net})
-	k.SetView(View{Alive: []string{"a", "b"}}, nil)
-	for _, legacy := range []bool{true, false} {
-		if rep := k.Handle(&Request{From: "b", Incarnation: 1, Round: 1, Legacy: legacy}); rep.Legacy != legacy {
-			t.Fatalf("b sent legacy=%v; answered legacy=%v", legacy, rep.Legacy)
-		}
-		req, _, _ := k.begin()
-		k.exchange(context.Background(), Peer{Name: "b", Addr: "b"}, req)
-		net.mu.Lock()
-		sent := net.last
-		net.mu.Unlock()
-		if sent.Legacy != legacy || req.Legacy {
-			t.Fatalf("b sent legacy=%v; heartbeat to it legacy=%v (the round's own request: %v)", legacy, sent.Legacy, req.Legacy)
-		}
-	}
-}
-
 // A grant counts only toward the voter set its grantor answered under. A node back from
 // a cut two voter changes late still asks under its old set, [a b c] here, and a voter
 // of the new one, [a b c d e], grants what its own table has free: counted under the
@@ -336,27 +301,5 @@ func TestLeftRunIsTheRunGossipSaysLeft(t *testing.T) {
 	k.SetView(View{Alive: []string{"a", "b"}}, nil)
 	if got := k.LeftRun("b"); got != 7 {
 		t.Fatalf("b's left run %d once its next run is alive; want 7 still", got)
-	}
-}
-
-// A member whose heartbeats come without ballots (a node of the version before them) is
-// answered and sent heartbeats without them, which it can read, and changes the
-// voters with it as before ballots: it would answer no ballot.
-func TestKeeperSpeaksWithoutBallotsToPeersWithout(t *testing.T) {
-	net := &recordingNet{}
-	k := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Exchanger: net})
-	k.SetView(View{Alive: []string{"a", "b"}}, nil)
-	for _, without := range []bool{true, false} {
-		if rep := k.Handle(&Request{From: "b", Incarnation: 1, Round: 1, NoBallots: without}); rep.NoBallots != without {
-			t.Fatalf("b sent noBallots=%v; answered noBallots=%v", without, rep.NoBallots)
-		}
-		req, _, _ := k.begin()
-		k.exchange(context.Background(), Peer{Name: "b", Addr: "b"}, req)
-		net.mu.Lock()
-		sent := net.last
-		net.mu.Unlock()
-		if sent.NoBallots != without || req.NoBallots || without && sent.Change != nil {
-			t.Fatalf("b sent noBallots=%v; heartbeat to it noBallots=%v change %v", without, sent.NoBallots, sent.Change)
-		}
 	}
 }

@@ -63,14 +63,6 @@ type Request struct {
 
 	// Change is the sender's phase message for a voter change it proposes (nil: none).
 	Change *ChangeMsg
-
-	// Legacy marks the format of versions before Version: such a frame lacks it, and a
-	// node of such a version refuses a frame that has it. A node answers and heartbeats
-	// a peer in the format the peer last sent it.
-	Legacy bool
-	// NoBallots marks the format of versions before voter changes by ballot: such a
-	// frame lacks Change (and Reply.Change), which such a node refuses; as Legacy.
-	NoBallots bool
 }
 
 // Refusal says why a grantor granted nothing.
@@ -92,9 +84,6 @@ type Reply struct {
 	Version uint64 // of Voters
 	Alive   []string
 	Change  *ChangeState // the grantor's acceptor state for a change from its voter set (nil: none)
-	Legacy  bool         // as Request.Legacy: the Reply lacks Version on the wire
-	// NoBallots: as Request.NoBallots, the Reply lacks Change on the wire.
-	NoBallots bool
 }
 
 // Limits of a Request or Reply on the wire, so a peer cannot make a node allocate

@@ -134,11 +134,6 @@ func (k *Keeper) checkLapses(now int64) Set {
 func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	ctx, cancel := context.WithTimeout(ctx, k.cfg.Heartbeat)
 	defer cancel()
-	if legacy, noBallots := k.format(p.Name); legacy || noBallots {
-		older := *req
-		older.Legacy, older.NoBallots, older.Change = legacy, noBallots, nil
-		req = &older
-	}
 	rep, err := k.cfg.Exchanger.Exchange(ctx, p.Addr, req)
 	if err != nil || rep.Round != req.Round {
 		k.stats.failed.Add(1)
@@ -147,33 +142,12 @@ func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 	k.Absorb(p.Name, req, rep)
 }
 
-// Legacy reports whether the member named name last sent a heartbeat in the Legacy
-// format: a node of the version before voter-set versions (and Handoff.Epoch), which
-// drops a connection that sends it a frame of the current one (a rolling upgrade).
-func (k *Keeper) Legacy(name string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.legacy[name]
-}
-
-// format is the format of the last heartbeat the member named name sent: Legacy, or
-// without ballots (NoBallots), or the current one (both false).
-func (k *Keeper) format(name string) (legacy, noBallots bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.legacy[name], k.noBallots[name]
-}
-
 // Absorb counts the reply of the peer named name to req, a request of Begin's.
 func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	k.mu.Lock()
 	now := k.now()
 	k.voters.Report(name, rep.Alive, rep.Voters, rep.Version, now)
 	k.heard(name, rep.Voters, now)
-	if !req.Legacy && !req.NoBallots && !rep.Legacy && !rep.NoBallots {
-		// (A node without ballots cannot read a request with them: it answered none.)
-		k.voters.SpeaksBallots(name, true)
-	}
 	if rep.Refused == RefusedNone && sameVoters(req, rep) {
 		k.holder.Grant(req.Round, name, rep.Granted)
 		k.noteHeld(rep.Granted, now)
@@ -193,9 +167,9 @@ func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 // under. A grant counts only toward a majority of the set its grantor holds: counted
 // under another (a node back from a cut two voter changes late, whose old set has a
 // majority that misses the new one's), two nodes could hold one partition at once (sim
-// seed 7025). The format before versions carries none: its grants count as before.
+// seed 7025).
 func sameVoters(req *Request, rep *Reply) bool {
-	return req.Legacy || rep.Legacy || rep.Version == req.Version && slices.Equal(rep.Voters, req.Voters)
+	return rep.Version == req.Version && slices.Equal(rep.Voters, req.Voters)
 }
 
 // noteHeld records as held the partitions of granted this node holds now: a lease

@@ -16,10 +16,9 @@ type Voters struct {
 	members map[string]bool   // the members alive at the last Update: their reports are kept too
 	reports map[string]report // latest report of each voter and member: what it sees alive, and its voters
 
-	ballots map[string]bool // the voters and members that speak ballots (change.go)
-	acc     acceptor        // this node's acceptor state for the change from its set
-	prop    *proposal       // the change this node proposes from its set, if any
-	highest uint64          // the highest ballot number seen
+	acc     acceptor  // this node's acceptor state for the change from its set (change.go)
+	prop    *proposal // the change this node proposes from its set, if any
+	highest uint64    // the highest ballot number seen
 	// acceptsFrom: no promise or acceptance before this (Quarantine).
 	acceptsFrom int64
 }
@@ -45,7 +44,7 @@ type View struct {
 // first peer that reports some (Report), or founds a cluster alone (Found).
 func NewVoters(cfg Config, self string) *Voters {
 	return &Voters{cfg: cfg.WithDefaults(), self: self, set: map[string]bool{}, members: map[string]bool{},
-		reports: map[string]report{}, ballots: map[string]bool{}}
+		reports: map[string]report{}}
 }
 
 // Found makes self the only voter: a node with no cluster to join founds one.
@@ -288,11 +287,6 @@ func (v *Voters) Forget(now int64) {
 	for n, r := range v.reports {
 		if now-r.at > int64(time.Minute) || !v.set[n] && !v.members[n] {
 			delete(v.reports, n)
-		}
-	}
-	for n := range v.ballots {
-		if !v.set[n] && !v.members[n] {
-			delete(v.ballots, n)
 		}
 	}
 }

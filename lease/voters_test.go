@@ -15,9 +15,38 @@ func votersOf(self string, names ...string) *Voters {
 	return v
 }
 
+// update is v.Update with the other voters of v's set answering its ballot at once,
+// each promising and then accepting: what the rules change from the set (the ballots
+// themselves are change_test.go's). It reports whether the set changed.
+func update(v *Voters, view View, now int64) bool {
+	version, list := v.Version(), v.List()
+	if v.Update(view, now) {
+		return true
+	}
+	for phase := 0; phase < 2; phase++ {
+		m := v.ChangeMsg()
+		if m == nil {
+			break
+		}
+		for _, n := range v.List() {
+			if n == v.self {
+				continue
+			}
+			st := &ChangeState{Base: m.Base, Promised: m.Ballot}
+			if m.Accept {
+				st.Accepted, st.Value = m.Ballot, m.Value
+			}
+			if v.Answered(n, st, now) {
+				break
+			}
+		}
+	}
+	return v.Version() != version || !slices.Equal(v.List(), list)
+}
+
 func TestVotersAdoptAndFound(t *testing.T) {
 	v := NewVoters(Config{}, "d")
-	if !v.Empty() || v.Update(View{Alive: []string{"a", "d"}}, 0) {
+	if !v.Empty() || update(v, View{Alive: []string{"a", "d"}}, 0) {
 		t.Fatal("a node with no voters changed them on its own")
 	}
 	v.Report("a", []string{"a", "b"}, nil, 1, 0)
@@ -38,17 +67,17 @@ func TestVotersAdoptAndFound(t *testing.T) {
 func TestVotersAdmitWithMajority(t *testing.T) {
 	v := votersOf("a", "a", "b", "c")
 	view := View{Alive: []string{"a", "b", "c", "d"}}
-	if v.Update(view, 0) {
+	if update(v, view, 0) {
 		t.Fatalf("admitted d seen alive by a alone: %v", v.List())
 	}
 	v.Report("b", []string{"a", "b", "c", "d"}, []string{"a", "b", "c"}, 1, 0)
-	if !v.Update(view, 0) || !v.Has("d") {
+	if !update(v, view, 0) || !v.Has("d") {
 		t.Fatalf("d not admitted when a and b (2 of 3) see it: %v", v.List())
 	}
 	// Reports go stale.
 	w := votersOf("a", "a", "b", "c")
 	w.Report("b", []string{"d"}, nil, 1, 0)
-	if w.Update(view, 3*int64(time.Second)) {
+	if update(w, view, 3*int64(time.Second)) {
 		t.Fatal("admitted on a report older than two lease durations")
 	}
 }
@@ -61,18 +90,18 @@ func TestMinorityCannotReshapeVoters(t *testing.T) {
 	c := votersOf("c", "a", "b", "c")
 	later := 20 * int64(time.Second)
 	for i := 0; i < 5; i++ {
-		if c.Update(View{Alive: []string{"c", "d", "e"}, DeadSince: dead}, later) {
+		if update(c, View{Alive: []string{"c", "d", "e"}, DeadSince: dead}, later) {
 			t.Fatalf("minority changed its voters to %v", c.List())
 		}
 	}
 	a := votersOf("a", "a", "b", "c")
 	a.Report("b", []string{"a", "b"}, []string{"a", "b", "c"}, 1, later)
-	if !a.Update(View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, later) || a.Has("c") {
+	if !update(a, View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, later) || a.Has("c") {
 		t.Fatalf("majority did not drop c, dead for 20s and unseen by a and b: %v", a.List())
 	}
 	b := votersOf("b", "a", "b", "c")
 	b.Report("a", []string{"a", "b"}, []string{"a", "b", "c"}, 1, 0)
-	if b.Update(View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, int64(time.Second)) {
+	if update(b, View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, int64(time.Second)) {
 		t.Fatal("dropped c dead for only 1s (DeadVoterAfter is 10s)")
 	}
 }
@@ -82,21 +111,21 @@ func TestVotersOneChangeAtATime(t *testing.T) {
 	view := View{Alive: []string{"a", "b", "e"}, Left: []string{"c", "d"}}
 	v.Report("b", view.Alive, []string{"a", "b", "c", "d"}, 1, 0)
 	v.Report("c", nil, []string{"a", "b", "d"}, 2, 0) // c dropped itself as it left
-	if !v.Update(view, 0) || v.Has("c") || !v.Has("d") || v.Version() != 2 {
+	if !update(v, view, 0) || v.Has("c") || !v.Has("d") || v.Version() != 2 {
 		t.Fatalf("first update: %v version %d; want c's set taken (c gone, d still there), version 2", v.List(), v.Version())
 	}
-	if v.Update(view, 0) {
+	if update(v, view, 0) {
 		t.Fatalf("second update before b took c's change: %v; want no change (the last one has not reached a majority)", v.List())
 	}
 	v.Report("b", view.Alive, []string{"a", "b", "d"}, 2, 0)
-	if v.Update(view, 0) {
+	if update(v, view, 0) {
 		t.Fatalf("second update as b took c's change: %v; want no change before leases under the set before it ran out", v.List())
 	}
 	settled := v.cfg.hold()
-	if !v.Update(view, settled) || v.Has("d") || v.Version() != 3 {
+	if !update(v, view, settled) || v.Has("d") || v.Version() != 3 {
 		t.Fatalf("second update: %v version %d; want d gone, version 3", v.List(), v.Version())
 	}
-	if v.Update(view, settled) {
+	if update(v, view, settled) {
 		t.Fatalf("third update changed something: %v", v.List())
 	}
 }
@@ -109,14 +138,14 @@ func TestVoterChangeKeepsMajoritiesMeeting(t *testing.T) {
 	v := votersOf("a", "a", "b")
 	v.version = 3
 	view := View{Alive: []string{"a", "b", "m", "y"}}
-	v.Update(view, 0) // learns who is alive: their reports are kept
+	update(v, view, 0) // learns who is alive: their reports are kept
 	v.Report("b", view.Alive, []string{"a", "b"}, 3, 0)
 	v.Report("m", view.Alive, []string{"a", "m", "z"}, 1, 0)
-	if v.Update(view, 0) {
+	if update(v, view, 0) {
 		t.Fatalf("changed the voters while m uses [a m z]: %v", v.List())
 	}
 	v.Report("m", view.Alive, []string{"a", "b"}, 3, 0)
-	if !v.Update(view, v.cfg.hold()) || v.Version() != 4 {
+	if !update(v, view, v.cfg.hold()) || v.Version() != 4 {
 		t.Fatalf("no change once m took [a b]: %v", v.List())
 	}
 }
@@ -126,13 +155,13 @@ func TestVoterChangeKeepsMajoritiesMeeting(t *testing.T) {
 func TestVotersFollowTheNewestSet(t *testing.T) {
 	v := votersOf("a", "a", "b", "c")
 	view := View{Alive: []string{"a", "b", "d"}}
-	v.Update(view, 0)
+	update(v, view, 0)
 	v.Report("d", view.Alive, []string{"a", "b", "d"}, 3, 0)
-	if !v.Update(view, 0) || !slices.Equal(v.List(), []string{"a", "b", "d"}) || v.Version() != 3 {
+	if !update(v, view, 0) || !slices.Equal(v.List(), []string{"a", "b", "d"}) || v.Version() != 3 {
 		t.Fatalf("took %v version %d; want [a b d] version 3", v.List(), v.Version())
 	}
 	v.Report("b", view.Alive, []string{"a", "b", "c"}, 1, 0)
-	if v.Update(view, 0) || !slices.Equal(v.List(), []string{"a", "b", "d"}) {
+	if update(v, view, 0) || !slices.Equal(v.List(), []string{"a", "b", "d"}) {
 		t.Fatalf("went back to an older set: %v", v.List())
 	}
 }
@@ -164,7 +193,7 @@ func TestCompatibleVoterSets(t *testing.T) {
 func TestTwoVotersNeverDropEachOther(t *testing.T) {
 	a := votersOf("a", "a", "b")
 	later := 20 * int64(time.Second)
-	if a.Update(View{Alive: []string{"a"}, DeadSince: map[string]int64{"b": 0}}, later) || !a.Has("b") {
+	if update(a, View{Alive: []string{"a"}, DeadSince: map[string]int64{"b": 0}}, later) || !a.Has("b") {
 		t.Fatalf("a dropped b, the other of two voters: %v", a.List())
 	}
 }
@@ -177,12 +206,12 @@ func TestVoterChangeWaitsForTheLastOneToBeAdopted(t *testing.T) {
 	view := View{Alive: []string{"a", "b", "c", "d", "e"}}
 	v.Report("b", view.Alive, []string{"a", "b", "c"}, 1, 0) // b has not adopted d yet
 	v.Report("c", view.Alive, []string{"a", "b", "c"}, 1, 0)
-	if v.Update(view, 0) {
+	if update(v, view, 0) {
 		t.Fatalf("added e while only a of a, b, c, d has [a b c d]: %v", v.List())
 	}
 	v.Report("b", view.Alive, []string{"a", "b", "c", "d"}, 1, 0)
 	v.Report("c", view.Alive, []string{"a", "b", "c", "d"}, 1, 0)
-	if !v.Update(view, 0) || !v.Has("e") {
+	if !update(v, view, 0) || !v.Has("e") {
 		t.Fatalf("did not add e once a majority had [a b c d]: %v", v.List())
 	}
 }
@@ -199,10 +228,10 @@ func TestVoterChangeWaitsForLeasesOfTheSetBeforeToRunOut(t *testing.T) {
 	v.Report("b", view.Alive, []string{"a", "b", "c"}, 2, 0)
 	v.Report("c", view.Alive, []string{"a", "b", "c"}, 2, 0)
 	settled := v.cfg.hold()
-	if v.Update(view, settled-1) {
+	if update(v, view, settled-1) {
 		t.Fatalf("a dropped itself %v after the voters took [a b c]: %v; want it to wait a grant's length", time.Duration(settled-1), v.List())
 	}
-	if !v.Update(view, settled) || v.Has("a") {
+	if !update(v, view, settled) || v.Has("a") {
 		t.Fatalf("a did not drop itself a grant's length after b and c took [a b c]: %v", v.List())
 	}
 	// b takes [b c] at once (a newer set is followed); c's report of it comes later.
@@ -211,10 +240,10 @@ func TestVoterChangeWaitsForLeasesOfTheSetBeforeToRunOut(t *testing.T) {
 	b.since = settled
 	b.Report("c", view.Alive, []string{"b", "c"}, 3, settled+int64(time.Millisecond))
 	dropC := View{Alive: []string{"b", "c"}, Leaving: []string{"c"}}
-	if b.Update(dropC, settled+int64(time.Millisecond)) {
+	if update(b, dropC, settled+int64(time.Millisecond)) {
 		t.Fatalf("b dropped c right after [b c] was made: %v; n could still hold by a and c's grants under [a b c]", b.List())
 	}
-	if !b.Update(dropC, settled+int64(time.Millisecond)+b.cfg.hold()) || !slices.Equal(b.List(), []string{"b"}) {
+	if !update(b, dropC, settled+int64(time.Millisecond)+b.cfg.hold()) || !slices.Equal(b.List(), []string{"b"}) {
 		t.Fatalf("b did not drop the leaving c once [b c] settled: %v", b.List())
 	}
 }
@@ -225,7 +254,7 @@ func TestLeavingMemberIsNotAddedBack(t *testing.T) {
 	v := votersOf("a", "a", "b")
 	view := View{Alive: []string{"a", "b", "c"}, Leaving: []string{"c"}}
 	v.Report("b", view.Alive, []string{"a", "b"}, 1, 0)
-	if v.Update(view, 0) || v.Has("c") {
+	if update(v, view, 0) || v.Has("c") {
 		t.Fatalf("added c, which is leaving: %v", v.List())
 	}
 }

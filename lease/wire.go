@@ -11,13 +11,13 @@ import (
 
 // How heartbeats travel between nodes (package rpc carries them as messages of their
 // own kind). A heartbeat is name from | uvarint incarnation | uvarint round | set claims |
-// set releases | names voters | names alive | uvarint voters version. Its answer is u8
-// status (0 replied, 1 no reply) and then uvarint round | u8 refusal | set granted |
-// names voters | names alive | uvarint voters version, or name message. A name is
-// uvarint length | bytes (at most MaxNameBytes), names a uvarint count (at most
-// MaxMembers) of names, a set a uvarint count of uvarint 64-bit words (at most
-// MaxPartitions bits). Versions before the voters' version send neither it nor expect
-// it (Legacy).
+// set releases | names voters | names alive | uvarint voters version | change message.
+// Its answer is u8 status (0 replied, 1 no reply) and then uvarint round | u8 refusal |
+// set granted | names voters | names alive | uvarint voters version | change state, or
+// name message. A name is uvarint length | bytes (at most MaxNameBytes), names a
+// uvarint count (at most MaxMembers) of names, a set a uvarint count of uvarint 64-bit
+// words (at most MaxPartitions bits). Every field is required: a frame that lacks one,
+// or has bytes after the last, is malformed.
 
 // ErrNoReply: the peer answered a heartbeat without a reply: it has no lease handler,
 // or its reply did not fit the wire's bounds.
@@ -40,13 +40,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	b = binary.AppendUvarint(b, r.Round)
 	b = appendSet(appendSet(b, r.Claims), r.Releases)
 	b = appendNames(appendNames(b, r.Voters), r.Alive)
-	if r.Legacy {
-		return b
-	}
 	b = binary.AppendUvarint(b, r.Version)
-	if r.NoBallots {
-		return b
-	}
 	return appendChangeMsg(b, r.Change)
 }
 
@@ -59,10 +53,8 @@ func ReadRequest(d *wire.Decoder, r *Request) {
 	r.Releases = set(d, "releases")
 	r.Voters = names(d, "voters")
 	r.Alive = names(d, "alive")
-	r.Version, r.Legacy = votersVersion(d)
-	if r.NoBallots = r.Legacy || d.Err() == nil && d.Len() == 0; !r.NoBallots {
-		r.Change = readChangeMsg(d)
-	}
+	r.Version = d.Uvarint("voters version")
+	r.Change = readChangeMsg(d)
 }
 
 // AppendAnswer appends the answer to a heartbeat: rep, or why there is none.
@@ -74,13 +66,7 @@ func AppendAnswer(b []byte, rep *Reply) []byte {
 	b = append(b, uint8(rep.Refused))
 	b = appendSet(b, rep.Granted)
 	b = appendNames(appendNames(b, rep.Voters), rep.Alive)
-	if rep.Legacy {
-		return b
-	}
 	b = binary.AppendUvarint(b, rep.Version)
-	if rep.NoBallots {
-		return b
-	}
 	return appendChangeState(b, rep.Change)
 }
 
@@ -105,10 +91,8 @@ func ReadAnswer(d *wire.Decoder) (*Reply, error) {
 	rep.Granted = set(d, "granted")
 	rep.Voters = names(d, "voters")
 	rep.Alive = names(d, "alive")
-	rep.Version, rep.Legacy = votersVersion(d)
-	if rep.NoBallots = rep.Legacy || d.Err() == nil && d.Len() == 0; !rep.NoBallots {
-		rep.Change = readChangeState(d)
-	}
+	rep.Version = d.Uvarint("voters version")
+	rep.Change = readChangeState(d)
 	return rep, nil
 }
 
@@ -126,9 +110,6 @@ func Answerer(handle func(*Request) *Reply) func(ctx context.Context, body, out 
 		var rep *Reply
 		if handle != nil {
 			rep = handle(&req)
-		}
-		if rep != nil {
-			rep.Legacy, rep.NoBallots = req.Legacy, req.NoBallots // answered in the format it was asked in
 		}
 		return AppendAnswer(out, rep), nil
 	}
@@ -148,15 +129,6 @@ func appendNames(b []byte, names []string) []byte {
 		b = wire.AppendString(b, n)
 	}
 	return b
-}
-
-// votersVersion reads the voters' version, the last field of a heartbeat or its answer,
-// which versions before it do not send (legacy).
-func votersVersion(d *wire.Decoder) (version uint64, legacy bool) {
-	if d.Err() == nil && d.Len() == 0 {
-		return 0, true
-	}
-	return d.Uvarint("voters version"), false
 }
 
 func name(d *wire.Decoder, what string) string {

@@ -111,8 +111,8 @@ func namesOf(count, size int) []byte {
 func zeroSet(words int) []byte { return append(uv(uint64(words)), make([]byte, words)...) }
 
 // A heartbeat: from, incarnation, round, claims, releases, voters, alive, the voters'
-// version (absent in the legacy format). The decoder takes everything up to its bounds
-// and nothing beyond.
+// version, the change message. The decoder takes everything up to its bounds and
+// nothing beyond, and nothing less: every field is required.
 func TestDecodeHeartbeatBounds(t *testing.T) {
 	zero := uv(0)
 	for _, tc := range []struct {
@@ -120,18 +120,18 @@ func TestDecodeHeartbeatBounds(t *testing.T) {
 		body []byte
 		ok   bool
 	}{
-		{"empty", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero), true},
-		{"longest name", heartbeat(nameOf(MaxNameBytes), zero, zero, zero, zero, zero, zero, zero), true},
-		{"name too long", heartbeat(nameOf(MaxNameBytes+1), zero, zero, zero, zero, zero, zero, zero), false},
-		{"most members", heartbeat(nameOf(1), zero, zero, zero, zero, namesOf(MaxMembers, 1), zero, zero), true},
-		{"too many members", heartbeat(nameOf(1), zero, zero, zero, zero, zero, namesOf(MaxMembers+1, 1), zero), false},
-		{"legacy: no version", heartbeat(nameOf(1), zero, zero, zero, zero, zero, zero), true},
-		{"member name too long", heartbeat(nameOf(1), zero, zero, zero, zero, namesOf(1, MaxNameBytes+1), zero, zero), false},
-		{"largest set", heartbeat(nameOf(1), zero, zero, zeroSet(MaxPartitions/64), zero, zero, zero, zero), true},
-		{"set too large", heartbeat(nameOf(1), zero, zero, zero, zeroSet(MaxPartitions/64+1), zero, zero, zero), false},
+		{"empty", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), true},
+		{"longest name", heartbeat(nameOf(MaxNameBytes), zero, zero, zero, zero, zero, zero, zero, zero), true},
+		{"name too long", heartbeat(nameOf(MaxNameBytes+1), zero, zero, zero, zero, zero, zero, zero, zero), false},
+		{"most members", heartbeat(nameOf(1), zero, zero, zero, zero, namesOf(MaxMembers, 1), zero, zero, zero), true},
+		{"too many members", heartbeat(nameOf(1), zero, zero, zero, zero, zero, namesOf(MaxMembers+1, 1), zero, zero), false},
+		{"no voters' version", heartbeat(nameOf(1), zero, zero, zero, zero, zero, zero), false},
+		{"no change message", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero), false},
+		{"member name too long", heartbeat(nameOf(1), zero, zero, zero, zero, namesOf(1, MaxNameBytes+1), zero, zero, zero), false},
+		{"largest set", heartbeat(nameOf(1), zero, zero, zeroSet(MaxPartitions/64), zero, zero, zero, zero, zero), true},
+		{"set too large", heartbeat(nameOf(1), zero, zero, zero, zeroSet(MaxPartitions/64+1), zero, zero, zero, zero), false},
 		{"count beyond the bytes", heartbeat(nameOf(1), zero, zero, uv(1<<40)), false},
 		{"truncated", heartbeat(nameOf(1), zero, zero, zero, zero, zero), false},
-		{"no ballots: no change", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero), true},
 		{"no change proposed", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), true},
 		{"prepare", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{1}, uv(3), uv(7), nameOf(2), zero), true},
 		{"accept", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(2, 2)), true},
@@ -151,30 +151,6 @@ func TestDecodeHeartbeatBounds(t *testing.T) {
 	}
 }
 
-// A heartbeat in the legacy format (no voters' version: a node of an earlier version)
-// is understood and answered in that format, which such a node can read.
-func TestLegacyHeartbeatsAreAnsweredInKind(t *testing.T) {
-	answer := Answerer(func(r *Request) *Reply { return &Reply{Round: r.Round, Voters: []string{"n1"}, Version: 3} })
-	for _, legacy := range []bool{true, false} {
-		req := &Request{From: "n1", Round: 5, Voters: []string{"n1"}, Version: 3, Legacy: legacy}
-		if back, err := readRequest(AppendRequest(nil, req)); err != nil || back.Legacy != legacy {
-			t.Fatalf("legacy=%v: decoded %+v, %v", legacy, back, err)
-		}
-		out, err := answer(context.Background(), AppendRequest(nil, req), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := wire.NewDecoder(out)
-		rep, err := ReadAnswer(&d)
-		if err != nil || d.End() != nil {
-			t.Fatalf("legacy=%v: %v, %v", legacy, err, d.End())
-		}
-		if rep.Legacy != legacy || (!legacy && rep.Version != 3) || (legacy && rep.Version != 0) {
-			t.Fatalf("legacy=%v: answered %+v", legacy, rep)
-		}
-	}
-}
-
 // An answer with a refusal code that does not exist is malformed.
 func TestUnknownRefusalIsMalformed(t *testing.T) {
 	d := wire.NewDecoder([]byte{replied, 1, uint8(RefusedWrongShape) + 1, 0, 0, 0})
@@ -185,31 +161,43 @@ func TestUnknownRefusalIsMalformed(t *testing.T) {
 }
 
 // A heartbeat's change message and its answer's acceptor state go through the wire as
-// they are; without ballots (NoBallots) neither is sent, and the answer comes alike.
+// they are.
 func TestChangeMessagesOnTheWire(t *testing.T) {
 	m := &ChangeMsg{Base: 4, Ballot: Ballot{N: 9, By: "n2"}, Accept: true, Value: []string{"n1", "n2"}}
 	st := &ChangeState{Base: 4, Promised: Ballot{N: 9, By: "n2"}, Accepted: Ballot{N: 8, By: "n1"}, Value: []string{"n1"}}
 	answer := Answerer(func(r *Request) *Reply { return &Reply{Round: r.Round, Version: 4, Change: st} })
-	for _, without := range []bool{false, true} {
-		req := &Request{From: "n2", Round: 5, Version: 4, Change: m, NoBallots: without}
-		back, err := readRequest(AppendRequest(nil, req))
-		if err != nil || back.NoBallots != without {
-			t.Fatalf("noBallots=%v: decoded %+v, %v", without, back, err)
+	req := &Request{From: "n2", Round: 5, Version: 4, Change: m}
+	back, err := readRequest(AppendRequest(nil, req))
+	if err != nil || !reflect.DeepEqual(back.Change, m) {
+		t.Fatalf("decoded change %+v, %v; want %+v", back.Change, err, m)
+	}
+	out, err := answer(context.Background(), AppendRequest(nil, req), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := wire.NewDecoder(out)
+	rep, err := ReadAnswer(&d)
+	if err != nil || d.End() != nil {
+		t.Fatalf("%v, %v", err, d.End())
+	}
+	if !reflect.DeepEqual(rep.Change, st) {
+		t.Fatalf("answered change %+v; want %+v", rep.Change, st)
+	}
+}
+
+// An answer without the voters' version or the acceptor state is malformed: every
+// field of the one format is required.
+func TestAnswerMissingAFieldIsMalformed(t *testing.T) {
+	full := AppendAnswer(nil, &Reply{Round: 7, Granted: testSet(64, 3), Voters: []string{"n1"}, Version: 2, Alive: []string{"n1"}})
+	for cut := 1; cut <= 2; cut++ { // the state's presence byte, then the version too
+		d := wire.NewDecoder(full[:len(full)-cut])
+		ReadAnswer(&d)
+		if err := d.End(); !errors.Is(err, wire.ErrMalformed) {
+			t.Errorf("answer without its last %d bytes: got %v; want wire.ErrMalformed", cut, err)
 		}
-		if want := map[bool]*ChangeMsg{false: m}[without]; !reflect.DeepEqual(back.Change, want) {
-			t.Fatalf("noBallots=%v: change %+v; want %+v", without, back.Change, want)
-		}
-		out, err := answer(context.Background(), AppendRequest(nil, req), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := wire.NewDecoder(out)
-		rep, err := ReadAnswer(&d)
-		if err != nil || d.End() != nil {
-			t.Fatalf("noBallots=%v: %v, %v", without, err, d.End())
-		}
-		if want := map[bool]*ChangeState{false: st}[without]; rep.NoBallots != without || !reflect.DeepEqual(rep.Change, want) {
-			t.Fatalf("noBallots=%v: answered %+v, change %+v", without, rep, rep.Change)
-		}
+	}
+	d := wire.NewDecoder(full)
+	if _, err := ReadAnswer(&d); err != nil || d.End() != nil {
+		t.Fatalf("the whole answer: %v, %v", err, d.End())
 	}
 }

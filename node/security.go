@@ -59,7 +59,7 @@ func (c *Config) validateSecurity() error {
 // peerAuth builds the rpc handshake from the flags; bad certificate files are named.
 func (c *Config) peerAuth() (*peerauth.Auth, error) {
 	a, err := peerauth.New(peerauth.Config{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, CAFile: c.TLSCAFile,
-		Keys: c.GossipKeys, Cluster: c.ClusterName})
+		Keys: c.GossipKeys, Cluster: c.ClusterName, Logger: c.Logger.With("component", "rpc")})
 	if err != nil {
 		return nil, &ConfigError{"tls-cert", err.Error()}
 	}

@@ -18,22 +18,19 @@ type Handoff struct {
 	// ToRun is the receiver's incarnation the sender means it for (0: whichever
 	// runs): a receiver of another run refuses it (ErrHandoffOtherRun), so that a
 	// Handoff in doubt sent again never reaches a restarted node that cannot know its
-	// ID. (Senders before this field sent 0 in its place, which no receiver read.)
+	// ID.
 	ToRun      uint64
 	Partitions []int
 	Counters   []HandoffCounter
 	// Fences are the sender's write-behind calls that may still apply in Redis and
 	// carry deltas of these counters (sent, not answered, while Redis was down): the
 	// receiver holds those counts in memory and reads none of them back from Redis
-	// until every fence is reached. Encoded only when present, so a Handoff without
-	// them is the frame older nodes read.
+	// until every fence is reached.
 	Fences []HandoffFence
 	// Epoch is the Redis epoch (the partition stamps', fallback) the sender last knew
 	// its counters to be in ("": none, or no Redis). A receiver that knows another
 	// writes them back in full: Redis may have lost their state between the two (an
-	// emptied Redis the sender had not noticed). Encoded only when set, after the
-	// fences (an empty fence section is then sent as a zero count), so a Handoff
-	// without it is the frame older nodes read.
+	// emptied Redis the sender had not noticed). At most MaxHandoffEpochBytes.
 	Epoch string
 }
 

@@ -16,15 +16,17 @@ import (
 // receiver's incarnation; 0: any) | uvarint count | uvarint partitions | uvarint count |
 // counters, each name key | uvarint window ms | uvarint buckets | u8 flags (bit 0:
 // reset) | buckets | pending, each a uvarint count (at most the counter's buckets) of
-// varint index | uvarint count; then, when present, uvarint count | fences, each name
-// writer key | uvarint seq; then, when set, name epoch. Its answer: u8 status (0
-// applied, 1 refused, 2 refused: not owner, 3 refused: another run) and, when refused,
-// name message.
+// varint index | uvarint count | uvarint count | fences, each name writer key | uvarint
+// seq | name epoch (empty: none; at most MaxHandoffEpochBytes). Every field is
+// required: a frame that lacks one, or has bytes after the last, is malformed. Its
+// answer: u8 status (0 applied, 1 refused, 2 refused: not owner, 3 refused: another
+// run) and, when refused, name message.
 
 const (
 	// MaxHandoffBytes bounds a Handoff frame, its 4-byte length prefix included. A
-	// frame is at most 70 + len(From) + 5·len(Partitions) bytes plus the HandoffSize
-	// of each counter: senders cut their counters into chunks that fit.
+	// frame is at most 150 + len(From) + 5·len(Partitions) bytes plus the HandoffSize
+	// of each counter and 20 + len(WriterKey) of each fence: senders cut their
+	// counters into chunks that fit.
 	MaxHandoffBytes = 4 << 20
 
 	handoffReset uint8 = 1 // HandoffCounter flag
@@ -64,10 +66,11 @@ func handoffFrameSize(h *Handoff) int {
 	for i := range h.Counters {
 		n += HandoffSize(&h.Counters[i])
 	}
+	n += wire.UvarintLen(uint64(len(h.Fences)))
 	for _, f := range h.Fences {
 		n += 2*binary.MaxVarintLen64 + len(f.WriterKey)
 	}
-	return n
+	return n + wire.UvarintLen(uint64(len(h.Epoch))) + len(h.Epoch)
 }
 
 // checkHandoff is what the receiver's decoder demands of h, checked before sending: a
@@ -76,6 +79,9 @@ func checkHandoff(h *Handoff) error {
 	if n := handoffFrameSize(h); n > MaxHandoffBytes {
 		return fmt.Errorf("%w: %d counters take %d bytes, over MaxHandoffBytes (%d): send smaller chunks",
 			ErrHandoffTooLarge, len(h.Counters), n, MaxHandoffBytes)
+	}
+	if len(h.Epoch) > MaxHandoffEpochBytes {
+		return fmt.Errorf("%w: handoff epoch of %d bytes, over MaxHandoffEpochBytes (%d)", counter.ErrBadArgument, len(h.Epoch), MaxHandoffEpochBytes)
 	}
 	for _, p := range h.Partitions {
 		if p < 0 || p > 1<<31 {
@@ -108,19 +114,14 @@ func appendHandoff(b []byte, h *Handoff) []byte {
 	for i := range h.Counters {
 		b = appendHandoffCounter(b, &h.Counters[i])
 	}
-	if len(h.Fences) > 0 || h.Epoch != "" {
-		b = binary.AppendUvarint(b, uint64(len(h.Fences)))
-		for _, f := range h.Fences {
-			b = binary.AppendUvarint(b, uint64(len(f.WriterKey)))
-			b = append(b, f.WriterKey...)
-			b = binary.AppendUvarint(b, f.Seq)
-		}
+	b = binary.AppendUvarint(b, uint64(len(h.Fences)))
+	for _, f := range h.Fences {
+		b = binary.AppendUvarint(b, uint64(len(f.WriterKey)))
+		b = append(b, f.WriterKey...)
+		b = binary.AppendUvarint(b, f.Seq)
 	}
-	if h.Epoch != "" {
-		b = binary.AppendUvarint(b, uint64(len(h.Epoch)))
-		b = append(b, h.Epoch...)
-	}
-	return b
+	b = binary.AppendUvarint(b, uint64(len(h.Epoch)))
+	return append(b, h.Epoch...)
 }
 
 func appendHandoffCounter(b []byte, c *HandoffCounter) []byte {
@@ -176,9 +177,6 @@ func readHandoff(d *wire.Decoder, h *Handoff) {
 		c.Pending = readBuckets(d, "pending count", c.Spec.Buckets)
 		h.Counters = append(h.Counters, c)
 	}
-	if d.Len() == 0 || d.Err() != nil {
-		return // no fences: the frame of older senders too
-	}
 	nf := d.Count("fence count", 2, MaxHandoffBytes)
 	if nf > 0 {
 		h.Fences = make([]HandoffFence, 0, nf)
@@ -186,14 +184,8 @@ func readHandoff(d *wire.Decoder, h *Handoff) {
 	for i := 0; i < nf && d.Err() == nil; i++ {
 		h.Fences = append(h.Fences, HandoffFence{WriterKey: string(d.Bytes("writer key")), Seq: d.Uvarint("seq")})
 	}
-	if d.Len() == 0 || d.Err() != nil {
-		if nf == 0 && d.Err() == nil {
-			d.Fail("fence count") // an empty section is sent only before an epoch
-		}
-		return
-	}
 	e := d.Bytes("epoch")
-	if len(e) == 0 || len(e) > MaxHandoffEpochBytes {
+	if len(e) > MaxHandoffEpochBytes {
 		d.Fail("epoch")
 	}
 	h.Epoch = string(e)

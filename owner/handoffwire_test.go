@@ -59,8 +59,8 @@ func answerHandoff(t *testing.T, sink Receiver, h *Handoff) error {
 	return err
 }
 
-// A Handoff reaches its receiver intact, in each of the forms senders have sent it,
-// and the sender hears the receiver's refusal as it was meant.
+// A Handoff reaches its receiver intact, with and without fences and an epoch, and
+// the sender hears the receiver's refusal as it was meant.
 func TestHandoffRoundTrip(t *testing.T) {
 	sink := &handoffSink{}
 	h := &Handoff{From: "n1", ID: 9, ToRun: 77, Partitions: []int{3, 270},
@@ -72,7 +72,7 @@ func TestHandoffRoundTrip(t *testing.T) {
 		},
 		Fences: []HandoffFence{{WriterKey: "lc:{w}:w:n1.7", Seq: 1 << 40}, {WriterKey: "", Seq: 0}}}
 	noFences := *h
-	noFences.ID, noFences.Fences = 10, nil // the frame of a sender without fences (and of older nodes)
+	noFences.ID, noFences.Fences = 10, nil // no fences, no epoch
 	epochOnly := noFences
 	epochOnly.ID, epochOnly.Epoch = 11, "1a2b" // an empty fence section, then the epoch
 	both := *h
@@ -190,31 +190,34 @@ func rawHandoff(counter ...[]byte) []byte {
 	return b
 }
 
-// The handoff decoder validates every counter, and a counter claiming 2^31 buckets
-// costs nothing.
+// The handoff decoder validates every counter, a counter claiming 2^31 buckets costs
+// nothing, and a frame without its fences or its epoch is malformed.
 func TestDecodeHandoffBounds(t *testing.T) {
 	key, spec := nameOf(1), append(uv(60_000), uv(10)...)
 	zero := uv(0)
+	none := append(uv(0), nameOf(0)...) // no fences, no epoch
 	for _, tc := range []struct {
 		name  string
 		frame []byte
 		ok    bool
 	}{
-		{"valid", rawHandoff(key, spec, []byte{1}, zero, zero), true},
-		{"bad window", rawHandoff(key, uv(0), uv(10), []byte{0}, zero, zero), false},
-		{"window not divisible", rawHandoff(key, uv(60_000), uv(7), []byte{0}, zero, zero), false},
-		{"2^31 buckets in the spec", rawHandoff(key, uv(1<<31), uv(1<<31), []byte{0}, zero, zero), false},
-		{"unknown flag", rawHandoff(key, spec, []byte{2}, zero, zero), false},
-		{"more buckets than the spec", rawHandoff(key, spec, []byte{0}, uv(11), make([]byte, 22), zero), false},
-		{"more pending than the spec", rawHandoff(key, spec, []byte{0}, zero, uv(11), make([]byte, 22)), false},
+		{"valid", rawHandoff(key, spec, []byte{1}, zero, zero, none), true},
+		{"bad window", rawHandoff(key, uv(0), uv(10), []byte{0}, zero, zero, none), false},
+		{"window not divisible", rawHandoff(key, uv(60_000), uv(7), []byte{0}, zero, zero, none), false},
+		{"2^31 buckets in the spec", rawHandoff(key, uv(1<<31), uv(1<<31), []byte{0}, zero, zero, none), false},
+		{"unknown flag", rawHandoff(key, spec, []byte{2}, zero, zero, none), false},
+		{"more buckets than the spec", rawHandoff(key, spec, []byte{0}, uv(11), make([]byte, 22), zero, none), false},
+		{"more pending than the spec", rawHandoff(key, spec, []byte{0}, zero, uv(11), make([]byte, 22), none), false},
 		{"2^31 buckets claimed", rawHandoff(key, spec, []byte{0}, uv(1<<31), make([]byte, 64)), false},
-		{"trailing bytes", rawHandoff(key, spec, []byte{0}, zero, zero, zero), false},
-		{"a fence", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3), uv(7)), true},
+		{"no fence count", rawHandoff(key, spec, []byte{0}, zero, zero), false},
+		{"no epoch", rawHandoff(key, spec, []byte{0}, zero, zero, zero), false},
+		{"trailing bytes", rawHandoff(key, spec, []byte{0}, zero, zero, none, zero), false},
+		{"a fence", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3), uv(7), nameOf(0)), true},
 		{"a fence cut short", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3)), false},
-		{"2^31 fences claimed", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1<<31), nameOf(3), uv(7)), false},
+		{"a fence, no epoch", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3), uv(7)), false},
+		{"2^31 fences claimed", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1<<31), nameOf(3), uv(7), nameOf(0)), false},
 		{"an epoch", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(8)), true},
 		{"a fence and an epoch", rawHandoff(key, spec, []byte{0}, zero, zero, uv(1), nameOf(3), uv(7), nameOf(8)), true},
-		{"an empty epoch", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(0)), false},
 		{"an epoch too long", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(MaxHandoffEpochBytes+1)), false},
 		{"bytes after the epoch", rawHandoff(key, spec, []byte{0}, zero, zero, zero, nameOf(8), zero), false},
 	} {

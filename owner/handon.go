@@ -163,7 +163,7 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 		// never reaches a later run, which could not know its ID (receive.go).
 		s.run = o.cfg.Leases.Incarnation(s.to.Name)
 		s.h = &Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), ToRun: s.run, Counters: s.cs[s.done : s.done+n], Fences: rel.fences,
-			Epoch: o.handoffEpoch(s.to.Name)}
+			Epoch: o.handoffEpoch()}
 		if s.done+n == len(s.cs) {
 			s.h.Partitions = s.parts
 		}

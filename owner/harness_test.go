@@ -34,7 +34,6 @@ type fakeLeases struct {
 	kicks    int
 	onChange func()        // the owner's LeasesChanged
 	peerRun  atomic.Uint64 // the run heard of every peer; 0: 1
-	legacy   atomic.Bool   // every peer runs the version before Handoff.Epoch
 	onHolds  func()        // when set, called (once, then cleared) as Holds is first asked
 }
 
@@ -49,8 +48,6 @@ func (f *fakeLeases) Quorate(int64) bool { return true }
 func (f *fakeLeases) Incarnation(string) uint64 { return max(f.peerRun.Load(), 1) }
 
 func (f *fakeLeases) LeftRun(string) uint64 { return 0 }
-
-func (f *fakeLeases) Legacy(string) bool { return f.legacy.Load() }
 
 func (f *fakeLeases) Holds(p int, _ int64) bool {
 	f.mu.Lock()

@@ -69,7 +69,6 @@ type Leases interface {
 	Quorate(now int64) bool         // whether this node reaches a majority of the voters
 	Incarnation(name string) uint64 // the run of the member named name, as last heard (0: unknown)
 	LeftRun(name string) uint64     // its run that left gracefully, handing on what it held (0: none)
-	Legacy(name string) bool        // whether it runs the version before Handoff.Epoch (lease.Keeper.Legacy)
 }
 
 // Sender delivers Handoffs and waits for the outcome: nil when applied, a refusal

@@ -131,12 +131,11 @@ func (o *Owner) reseed() {
 	o.cfg.Logger.Warn("Redis lost its data: the counters in memory are written back in full", "counters", n)
 }
 
-// handoffEpoch is the epoch a Handoff to the member named to names (Handoff.Epoch): the
-// one this node knows, or, while it writes its memory back after Redis lost its data,
-// the one it knew before; none to a node of the version before it, which would refuse
-// the frame. The caller holds mu.
-func (o *Owner) handoffEpoch(to string) string {
-	if o.cfg.Redis == nil || o.cfg.Leases.Legacy(to) {
+// handoffEpoch is the epoch a Handoff names (Handoff.Epoch): the one this node knows,
+// or, while it writes its memory back after Redis lost its data, the one it knew
+// before. The caller holds mu.
+func (o *Owner) handoffEpoch() string {
+	if o.cfg.Redis == nil {
 		return ""
 	}
 	if o.flush.epoch != "" {

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -21,6 +23,9 @@ type Config struct {
 	Cluster string
 	// Timeout bounds a whole handshake (default 5s).
 	Timeout time.Duration
+	// Logger hears of peers refused for speaking another cluster protocol version, once
+	// per peer host (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // DefaultTimeout is Config.Timeout when it is zero.
@@ -38,11 +43,19 @@ const (
 
 // Auth runs handshakes, on either end of a connection. It is safe for concurrent use.
 type Auth struct {
-	cfg    Config
-	mode   Mode
-	server *tls.Config // nil in ModeNone
-	client *tls.Config
+	cfg     Config
+	mode    Mode
+	server  *tls.Config // nil in ModeNone
+	client  *tls.Config
+	version uint8 // ProtocolVersion; tests play a node of another
+
+	mu     sync.Mutex
+	warned map[string]bool // peer hosts logged (warnVersion), at most maxWarned
 }
+
+// maxWarned bounds the peers of another version remembered as logged: past it they are
+// forgotten, and logged again.
+const maxWarned = 1024
 
 // New checks cfg and prepares the TLS configurations: it reads the certificate files,
 // or makes the throwaway certificate of ModeKey.
@@ -58,7 +71,10 @@ func New(cfg Config) (*Auth, error) {
 			return nil, fmt.Errorf("peerauth: key %d is %d bytes: want 16, 24 or 32", i+1, n)
 		}
 	}
-	a := &Auth{cfg: cfg, mode: ModeNone}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	a := &Auth{cfg: cfg, mode: ModeNone, version: ProtocolVersion}
 	files := cfg.CertFile != "" || cfg.KeyFile != "" || cfg.CAFile != ""
 	var err error
 	switch {
@@ -102,6 +118,9 @@ func (a *Auth) handshake(ctx context.Context, nc net.Conn, dialer bool) (net.Con
 	}
 	if err != nil {
 		nc.Close()
+		if ve := (*VersionError)(nil); errors.As(err, &ve) {
+			a.warnVersion(ve)
+		}
 		if !errors.Is(err, ErrRefused) {
 			err = fmt.Errorf("%w with %s: %w", ErrHandshake, nc.RemoteAddr(), err)
 		}
@@ -130,4 +149,28 @@ func (a *Auth) secure(ctx context.Context, nc net.Conn, dialer bool) (net.Conn, 
 		return nil, err
 	}
 	return tc, nil
+}
+
+// warnVersion logs a peer refused for its cluster protocol version, naming both: once
+// per peer host (its address without the port, which changes with each connection it
+// dials).
+func (a *Auth) warnVersion(e *VersionError) {
+	host, _, err := net.SplitHostPort(e.Peer)
+	if err != nil {
+		host = e.Peer
+	}
+	a.mu.Lock()
+	seen := a.warned[host]
+	if !seen {
+		if a.warned == nil || len(a.warned) >= maxWarned {
+			a.warned = map[string]bool{}
+		}
+		a.warned[host] = true
+	}
+	a.mu.Unlock()
+	if !seen {
+		a.cfg.Logger.Warn(fmt.Sprintf("refusing peer %s: cluster protocol version %d, this node speaks %d "+
+			"(the nodes of a cluster must all speak one: README, Upgrades)", host, e.Theirs, e.Ours),
+			"peer", e.Peer, "peer_protocol_version", e.Theirs, "protocol_version", e.Ours)
+	}
 }

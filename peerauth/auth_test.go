@@ -1,10 +1,13 @@
 package peerauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -95,6 +98,86 @@ func TestNoneModeChecksTheClusterName(t *testing.T) {
 	d := wantRefused(t, newAuth(t, Config{Cluster: "staging"}), a, `cluster name "staging"`)
 	if !errors.Is(d, ErrRefused) || !strings.Contains(d.Error(), "refused us") {
 		t.Fatalf("dialer: %v; want the acceptor's refusal", d)
+	}
+}
+
+// A peer of another cluster protocol version is refused, whichever end dials and in
+// every mode, and each end logs it once, naming both versions.
+func TestPeerOfAnotherProtocolVersionIsRefused(t *testing.T) {
+	for _, cfg := range []Config{{Cluster: "c"}, {Cluster: "c", Keys: [][]byte{key('k', 32)}}} {
+		var oldLog, newLog bytes.Buffer
+		cfg.Logger = slog.New(slog.NewTextHandler(&oldLog, nil))
+		old := newAuth(t, cfg)
+		cfg.Logger = slog.New(slog.NewTextHandler(&newLog, nil))
+		next := newAuth(t, cfg)
+		next.version = ProtocolVersion + 1
+		for _, ends := range [][2]*Auth{{next, old}, {old, next}, {next, old}} {
+			d, a := pair(t, ends[0], ends[1])
+			for _, err := range []error{d, a} {
+				var ve *VersionError
+				if !errors.As(err, &ve) || !errors.Is(err, ErrRefused) {
+					t.Fatalf("%s: got %v; want a VersionError (ErrRefused)", old.Mode(), err)
+				}
+			}
+			for _, e := range []struct {
+				err        error
+				theirs, us uint8
+			}{{d, ends[1].version, ends[0].version}, {a, ends[0].version, ends[1].version}} {
+				want := fmt.Sprintf("cluster protocol version %d, this node speaks %d", e.theirs, e.us)
+				if !strings.Contains(e.err.Error(), want) {
+					t.Errorf("%s: got %q; want it to say %q", old.Mode(), e.err, want)
+				}
+			}
+		}
+		wantOK(t, old, newAuth(t, Config{Cluster: cfg.Cluster, Keys: cfg.Keys})) // the same version still gets in
+		for _, l := range []struct {
+			log        *bytes.Buffer
+			theirs, us uint8
+		}{{&oldLog, ProtocolVersion + 1, ProtocolVersion}, {&newLog, ProtocolVersion, ProtocolVersion + 1}} {
+			want := fmt.Sprintf("refusing peer 127.0.0.1: cluster protocol version %d, this node speaks %d", l.theirs, l.us)
+			if got := strings.Count(l.log.String(), want); got != 1 {
+				t.Errorf("%s: %q logged %d times; want once (3 connections, one peer). Log:\n%s", old.Mode(), want, got, l.log)
+			}
+		}
+	}
+}
+
+// The introduction of version 1 begins "LCPEER1"; a keyless hello of the empty cluster
+// name that says another version is refused, naming both, and its peer told why.
+func TestIntroductionBytes(t *testing.T) {
+	a := newAuth(t, Config{})
+	for _, tc := range []struct {
+		hello string
+		ok    bool
+	}{{"LCPEER1\x01\x00\x00", true}, {"LCPEER2\x01\x00\x00", false}, {"LCPEER\x01\x01\x00\x00", false}} {
+		srv, cli := net.Pipe()
+		go cli.Write([]byte(tc.hello))
+		answer := make(chan string, 1)
+		go func() {
+			b := make([]byte, 64)
+			n, _ := io.ReadAtLeast(cli, b, len(magic)+3)
+			answer <- string(b[:n])
+		}()
+		_, err := a.Server(srv)
+		got := <-answer
+		cli.Close()
+		switch {
+		case tc.ok && (err != nil || !strings.HasPrefix(got, "LCPEER1\x01")):
+			t.Errorf("%q: %v, answered %q; want taken, and a hello of version 1", tc.hello, err, got)
+		case !tc.ok && err == nil:
+			t.Errorf("%q: taken; want refused", tc.hello)
+		}
+	}
+	srv, cli := net.Pipe()
+	go cli.Write([]byte("LCPEER2\x01\x00\x00"))
+	refusal := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(cli)
+		refusal <- string(b)
+	}()
+	_, err := a.Server(srv)
+	if want := "cluster protocol version 2, this node speaks 1"; !strings.Contains(err.Error(), want) || !strings.Contains(<-refusal, want) {
+		t.Fatalf("refused with %v; want the error and the refusal sent to say %q", err, want)
 	}
 }
 

@@ -14,8 +14,10 @@
 //     its session, so it cannot be replayed or relayed by a man in the middle.
 //   - Neither: plain TCP, anyone who reaches the port is a member (loopback and tests).
 //
-// In every mode the two ends then exchange the cluster name (--cluster-name) and refuse
-// a peer of another cluster. With certificates and a key, the key proof is required too.
+// In every mode the two ends then exchange the cluster protocol version (ProtocolVersion)
+// and the cluster name (--cluster-name), and refuse a peer of another version, logging
+// it with both versions, or of another cluster. With certificates and a key, the key
+// proof is required too.
 //
 // A handshake is bounded in time and in bytes, and costs an outsider one small read: no
 // frame of the rpc protocol is read from a connection before it is done.

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,13 +12,18 @@ import (
 
 // After TLS (if any) each end introduces itself, the dialer first:
 //
-//	magic "LCPEER1" | u8 kind (1 hello, 2 refusal) | u8 length | text | u8 length | proof
+//	magic "LCPEER" | u8 '0' + cluster protocol version | u8 kind (1 hello, 2 refusal) |
+//	u8 length | text | u8 length | proof
 //
-// A hello's text is the cluster name and its proof the key proof (empty without keys);
-// a refusal's text is why, and it has no proof. The acceptor answers a hello with its
-// own or with a refusal.
+// (so that an introduction of version 1 begins "LCPEER1"). A hello's text is the
+// cluster name and its proof the key proof (empty without keys); a refusal's text is
+// why, and it has no proof. The acceptor answers a hello with its own or with a
+// refusal. Every version keeps the magic and the version where they are, so that nodes
+// of two versions tell each other so rather than misread each other: an end reads
+// nothing past the version of a peer of another (VersionError).
 const (
-	magic       = "LCPEER1"
+	magic       = "LCPEER"
+	versionBase = '0' // the version byte is versionBase + ProtocolVersion
 	kindHello   = 1
 	kindRefusal = 2
 	maxName     = 255
@@ -32,7 +38,7 @@ func (a *Auth) introduce(c net.Conn, dialer bool) error {
 		if err := a.sendHello(c, "dialer"); err != nil {
 			return err
 		}
-		kind, text, proof, err := readIntro(c)
+		kind, text, proof, err := a.readIntro(c)
 		if err != nil {
 			return err
 		}
@@ -44,7 +50,10 @@ func (a *Auth) introduce(c net.Conn, dialer bool) error {
 		}
 		return nil
 	}
-	kind, text, proof, err := readIntro(c)
+	kind, text, proof, err := a.readIntro(c)
+	if ve := (*VersionError)(nil); errors.As(err, &ve) {
+		c.Write(a.intro(kindRefusal, ve.why(), nil)) // best effort: the peer learns why
+	}
 	if err != nil {
 		return err
 	}
@@ -53,7 +62,7 @@ func (a *Auth) introduce(c net.Conn, dialer bool) error {
 		why = a.check(c, text, proof, "dialer")
 	}
 	if why != "" {
-		c.Write(intro(kindRefusal, why, nil)) // best effort: the peer learns why
+		c.Write(a.intro(kindRefusal, why, nil)) // best effort: the peer learns why
 		return fmt.Errorf("%w: %s: %s", ErrRefused, c.RemoteAddr(), why)
 	}
 	return a.sendHello(c, "acceptor")
@@ -67,7 +76,7 @@ func (a *Auth) sendHello(c net.Conn, role string) error {
 			return err
 		}
 	}
-	_, err := c.Write(intro(kindHello, a.cfg.Cluster, proof))
+	_, err := c.Write(a.intro(kindHello, a.cfg.Cluster, proof))
 	return err
 }
 
@@ -112,31 +121,37 @@ func prove(c net.Conn, key []byte, cluster, role string) ([]byte, error) {
 	return m.Sum(nil), nil
 }
 
-func intro(kind byte, text string, proof []byte) []byte {
+func (a *Auth) intro(kind byte, text string, proof []byte) []byte {
 	text = text[:min(len(text), maxName)]
-	b := make([]byte, 0, len(magic)+3+len(text)+len(proof))
+	b := make([]byte, 0, len(magic)+4+len(text)+len(proof))
 	b = append(b, magic...)
-	b = append(b, kind, byte(len(text)))
+	b = append(b, versionBase+a.version, kind, byte(len(text)))
 	b = append(b, text...)
 	b = append(b, byte(len(proof)))
 	return append(b, proof...)
 }
 
-// readIntro reads one introduction: at most a few hundred bytes, whatever is sent.
-func readIntro(r io.Reader) (kind byte, text string, proof []byte, err error) {
-	var head [len(magic) + 2]byte
-	if _, err = io.ReadFull(r, head[:]); err != nil {
+// readIntro reads one introduction: at most a few hundred bytes, whatever is sent. Of
+// a peer of another cluster protocol version it reads nothing past the version, and
+// returns a VersionError.
+func (a *Auth) readIntro(c net.Conn) (kind byte, text string, proof []byte, err error) {
+	var head [len(magic) + 3]byte
+	if _, err = io.ReadFull(c, head[:]); err != nil {
 		return 0, "", nil, err
 	}
-	if string(head[:len(magic)]) != magic {
+	v := head[len(magic)]
+	if string(head[:len(magic)]) != magic || v < versionBase {
 		return 0, "", nil, fmt.Errorf("%w: not a leapcount peer", ErrRefused)
 	}
-	kind = head[len(magic)]
+	if v -= versionBase; v != a.version {
+		return 0, "", nil, &VersionError{Peer: c.RemoteAddr().String(), Theirs: v, Ours: a.version}
+	}
+	kind = head[len(magic)+1]
 	if kind != kindHello && kind != kindRefusal {
 		return 0, "", nil, fmt.Errorf("%w: introduction of kind %d", ErrRefused, kind)
 	}
-	buf := make([]byte, int(head[len(magic)+1])+1)
-	if _, err = io.ReadFull(r, buf); err != nil {
+	buf := make([]byte, int(head[len(magic)+2])+1)
+	if _, err = io.ReadFull(c, buf); err != nil {
 		return 0, "", nil, err
 	}
 	text = string(buf[:len(buf)-1])
@@ -145,7 +160,7 @@ func readIntro(r io.Reader) (kind byte, text string, proof []byte, err error) {
 			return 0, "", nil, fmt.Errorf("%w: proof of %d bytes", ErrRefused, n)
 		}
 		proof = make([]byte, n)
-		if _, err = io.ReadFull(r, proof); err != nil {
+		if _, err = io.ReadFull(c, proof); err != nil {
 			return 0, "", nil, err
 		}
 	}

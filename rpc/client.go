@@ -90,7 +90,7 @@ func NewClient[O, R any](cfg Config, codec Codec[O, R]) *Client[O, R] {
 // The error is for the whole call (peer unreachable, timeout, closed; see the package
 // documentation for what each says about the outcome); per-op failures, such as
 // ErrNotOwner, come back in each result's Err. The request's deadline, which the owner
-// keeps to, is ctx's bounded by Config.Timeout (req's Budget and Deadline are ignored).
+// keeps to, is ctx's bounded by Config.Timeout (req's Budget is ignored).
 func (c *Client[O, R]) Do(ctx context.Context, addr string, req Request[O], results []R) error {
 	if len(req.Ops) == 0 {
 		return nil

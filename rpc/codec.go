@@ -17,14 +17,8 @@ const (
 	frameRequest  uint8 = 1
 	frameResponse uint8 = 2
 
-	flagForwarded uint8 = 1
-	// flagBudget says the deadline field holds budgetBase plus the Budget in ms. A
-	// decoder of the previous version ignores this bit and reads the field as unix ms:
-	// past budgetBase (the year 10889) is as good as no deadline to it, where a bare
-	// budget would read as 1970 and expire every op.
-	flagBudget uint8 = 2
+	flagForwarded uint8 = 1 // the only flag: any other bit set is malformed
 
-	budgetBase  = 1 << 48
 	maxBudgetMs = (1<<63 - 1) / 1_000_000 // the longest Budget a time.Duration holds
 
 	// MaxFrameBytes bounds what a peer may send, so a corrupt length cannot make us
@@ -124,16 +118,13 @@ type Codec[O, R any] interface {
 type Request[O any] struct {
 	Epoch     uint64 // the sender's ring epoch
 	Forwarded bool   // the hop mark: the receiver must not forward these ops again
-	// Budget, when HasBudget, is how long after reading the request the owner may still
-	// decide it: later, the sender has given up on it. It is a span, which each node
-	// measures on its own monotonic clock, because the nodes' wall clocks may disagree
-	// by any amount. Whole milliseconds on the wire, at most maxBudgetMs.
-	Budget    time.Duration
-	HasBudget bool
-	// Deadline (unix ms; 0: none) is what senders of the previous version send instead
-	// of a Budget: an owner whose wall clock reads later does not decide the request.
-	Deadline int64
-	Ops      []O
+	// Budget is how long after reading the request the owner may still decide it:
+	// later, the sender has given up on it (zero or less: it has already). It is a
+	// span, which each node measures on its own monotonic clock, because the nodes'
+	// wall clocks may disagree by any amount. Whole milliseconds on the wire, at most
+	// maxBudgetMs.
+	Budget time.Duration
+	Ops    []O
 }
 
 // head is what an ops frame says of all its ops.
@@ -141,8 +132,6 @@ type head struct {
 	epoch     uint64
 	forwarded bool
 	budget    time.Duration
-	hasBudget bool
-	deadline  int64
 }
 
 // appendHeader starts a frame; finishFrame fills in the length once the body is written.
@@ -155,37 +144,29 @@ func finishFrame(b []byte, start int) {
 	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-4))
 }
 
-// appendRequestHead starts the body of an ops frame of n ops: its epoch, hop mark and
-// budget (the deadline, the previous version's field, when it has none).
+// appendRequestHead starts the body of an ops frame of n ops: its hop mark, epoch and
+// budget (none left is sent as 0).
 func appendRequestHead(b []byte, h *head, n int) []byte {
 	var flags uint8
 	if h.forwarded {
 		flags |= flagForwarded
 	}
-	deadline := uint64(max(h.deadline, 0))
-	if h.hasBudget {
-		flags |= flagBudget
-		deadline = budgetBase + uint64(min(max(h.budget.Milliseconds(), 0), maxBudgetMs))
-	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, h.epoch)
-	b = binary.AppendUvarint(b, deadline)
+	b = binary.AppendUvarint(b, uint64(min(max(h.budget.Milliseconds(), 0), maxBudgetMs)))
 	return binary.AppendUvarint(b, uint64(n))
 }
 
-// readRequest reads an ops frame's body into req. Flag bits it does not know are
-// ignored, as every version before did, so that a later one can add some. The ops are
-// appended as they decode, so a count a frame cannot hold costs nothing.
+// readRequest reads an ops frame's body into req. The ops are appended as they
+// decode, so a count a frame cannot hold costs nothing.
 func readRequest[O, R any](d *wire.Decoder, codec Codec[O, R], req *Request[O]) {
 	flags := d.Byte("flags")
+	if flags&^flagForwarded != 0 {
+		d.Fail("flags")
+	}
 	req.Forwarded = flags&flagForwarded != 0
 	req.Epoch = d.Uvarint("epoch")
-	req.Deadline, req.Budget, req.HasBudget = 0, 0, flags&flagBudget != 0
-	if req.HasBudget {
-		req.Budget = readBudget(d)
-	} else {
-		req.Deadline = d.Int63("deadline")
-	}
+	req.Budget = readBudget(d)
 	n := d.Count("op count", 1, MaxFrameBytes)
 	req.Ops = req.Ops[:0]
 	var zero O
@@ -197,14 +178,14 @@ func readRequest[O, R any](d *wire.Decoder, codec Codec[O, R], req *Request[O]) 
 	}
 }
 
-// readBudget reads the deadline field of a frame that carries a Budget.
+// readBudget reads an ops frame's budget.
 func readBudget(d *wire.Decoder) time.Duration {
 	v := d.Uvarint("budget")
-	if v < budgetBase || v-budgetBase > maxBudgetMs {
+	if v > maxBudgetMs {
 		d.Fail("budget")
 		return 0
 	}
-	return time.Duration(v-budgetBase) * time.Millisecond
+	return time.Duration(v) * time.Millisecond
 }
 
 // readResults reads an answer's results into dst, which must be as many.

@@ -111,7 +111,7 @@ func (c *conn[O, R]) send(buf []byte, batch []*call[O, R]) []byte {
 				deadline = cl.deadline
 			}
 		}
-		h := head{epoch: first.req.Epoch, forwarded: first.req.Forwarded, budget: time.Until(deadline), hasBudget: true}
+		h := head{epoch: first.req.Epoch, forwarded: first.req.Forwarded, budget: time.Until(deadline)}
 		buf = appendHeader(buf, frameRequest, id)
 		buf = appendRequestHead(buf, &h, n)
 		for _, cl := range calls {

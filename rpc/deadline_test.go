@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -66,7 +67,7 @@ func TestBudgetCountsFromReading(t *testing.T) {
 		res[0].Count = 1
 	}), nil)
 	read := time.Now().Add(-time.Hour) // any clock: only spans on it count
-	req := testRequest{Budget: time.Second, HasBudget: true, Ops: []counter.Op{incr("a", 1)}}
+	req := testRequest{Budget: time.Second, Ops: []counter.Op{incr("a", 1)}}
 	for _, tc := range []struct {
 		elapsed time.Duration
 		decided bool
@@ -84,54 +85,44 @@ func TestBudgetCountsFromReading(t *testing.T) {
 	}
 }
 
-// previousRequest decodes an ops frame's body as the previous version did: it knows
-// flag bit 0 only, and reads the deadline field as unix ms.
-func previousRequest(d *wire.Decoder, req *testRequest) {
-	flags := d.Byte("flags")
-	req.Forwarded = flags&flagForwarded != 0
-	req.Epoch = d.Uvarint("epoch")
-	req.Deadline = d.Int63("deadline")
-	n := d.Count("op count", 7, MaxFrameBytes)
-	req.Ops = req.Ops[:0]
-	for i := 0; i < n && d.Err() == nil; i++ {
-		op := counter.Op{Kind: counter.Kind(d.Byte("kind"))}
-		op.Key = string(d.Bytes("key"))
-		op.Window = d.Int63("window")
-		op.Buckets = int(min(d.Uvarint("buckets"), 1<<31))
-		op.N = d.Int63("n")
-		op.Limit = d.Int63("limit")
-		req.Ops = append(req.Ops, op)
-	}
-}
-
-// During a rolling upgrade each version reads the other's ops frames: a node of the
-// previous version reads a budget as a deadline thousands of years away (as good as
-// none, where a budget read as unix ms would expire every op), and this version reads
-// the previous one's deadline, and keeps to it.
-func TestBudgetFrameAcrossVersions(t *testing.T) {
-	sent := testRequest{Epoch: 7, Forwarded: true, Budget: 1500 * time.Millisecond, HasBudget: true, Ops: []counter.Op{incr("a", 1), incr("b", 2)}}
-	frame := appendRequestFrame(nil, 1, sent)[4:]
-	d := wire.NewDecoder(frame)
-	d.Byte("type")
-	d.Uvarint("id")
-	var old testRequest
-	previousRequest(&d, &old)
-	if err := d.End(); err != nil {
-		t.Fatalf("the previous version's decoder refuses a frame with a budget: %v", err)
-	}
-	if old.Epoch != sent.Epoch || !old.Forwarded || fmt.Sprint(old.Ops) != fmt.Sprint(sent.Ops) {
-		t.Fatalf("the previous version reads %+v; want %+v", old, sent)
-	}
-	if at := time.UnixMilli(old.Deadline); at.Before(time.Now().AddDate(1000, 0, 0)) {
-		t.Fatalf("the previous version reads the budget as the deadline %v; want none, or as good as none", at)
-	}
+// An ops frame carries its budget in whole milliseconds, as it is, up to the longest a
+// time.Duration holds; a frame without one, or with more, or with a flag that does not
+// exist, is malformed.
+func TestBudgetOnTheWire(t *testing.T) {
+	sent := testRequest{Epoch: 7, Forwarded: true, Budget: 1500 * time.Millisecond, Ops: []counter.Op{incr("a", 1), incr("b", 2)}}
 	var got testRequest
-	if _, err := decodeRequestFrame(frame, &got); err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", sent) {
+	if _, err := decodeRequestFrame(encodeRequestFrame(nil, 1, sent)[4:], &got); err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", sent) {
 		t.Fatalf("decoded %+v, %v; want %+v", got, err, sent)
 	}
-
-	prev := testRequest{Epoch: 7, Forwarded: true, Deadline: time.Now().Add(time.Minute).UnixMilli(), Ops: []counter.Op{incr("a", 1)}}
-	if _, err := decodeRequestFrame(appendRequestFrame(nil, 1, prev)[4:], &got); err != nil || got.HasBudget || got.Deadline != prev.Deadline {
-		t.Fatalf("a frame of the previous version: decoded %+v, %v; want its deadline, %d, and no budget", got, err, prev.Deadline)
+	spent := testRequest{Budget: -time.Second, Ops: sent.Ops}
+	if _, err := decodeRequestFrame(encodeRequestFrame(nil, 1, spent)[4:], &got); err != nil || got.Budget != 0 {
+		t.Fatalf("a spent budget: decoded %v, %v; want 0", got.Budget, err)
+	}
+	longest := testRequest{Budget: time.Duration(1<<63 - 1), Ops: sent.Ops}
+	if _, err := decodeRequestFrame(encodeRequestFrame(nil, 1, longest)[4:], &got); err != nil || got.Budget != maxBudgetMs*time.Millisecond {
+		t.Fatalf("the longest budget: decoded %v, %v; want %v", got.Budget, err, maxBudgetMs*time.Millisecond)
+	}
+	body := func(flags uint8, rest ...[]byte) []byte {
+		b := binary.AppendUvarint([]byte{frameRequest}, 1) // id
+		b = append(b, flags)
+		for _, r := range rest {
+			b = append(b, r...)
+		}
+		return b
+	}
+	uv := func(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+	for name, frame := range map[string][]byte{
+		"no budget":       body(flagForwarded, uv(7)),
+		"budget too long": body(flagForwarded, uv(7), uv(maxBudgetMs+1), uv(0)),
+		"an unknown flag": body(flagForwarded|2, uv(7), uv(1000), uv(0)),
+		"no op count":     body(0, uv(7), uv(1000)),
+		"bytes after":     body(0, uv(7), uv(1000), uv(0), uv(0)),
+	} {
+		if _, err := decodeRequestFrame(frame, &got); !errors.Is(err, wire.ErrMalformed) {
+			t.Errorf("%s: got %v; want wire.ErrMalformed", name, err)
+		}
+	}
+	if _, err := decodeRequestFrame(body(0, uv(7), uv(1000), uv(0)), &got); err != nil || got.Budget != time.Second {
+		t.Fatalf("a frame of no ops: %+v, %v", got, err)
 	}
 }

@@ -75,18 +75,20 @@
 // stops arriving midway for 30s costs its connection; between frames a connection may
 // stay idle as long as it likes. A malformed frame of any type drops the connection.
 //
-// Type 1, ops: u8 flags (bit 0: forwarded; bit 1: budget; others ignored) | uvarint
-// epoch | uvarint deadline | uvarint count | ops, each in the codec's encoding. With
-// bit 1 the deadline is 2^48 + the budget in ms: the previous version, which ignores
-// bit 1, reads it as unix ms in the year 10889, no deadline in effect, rather than
-// expiring every op. Without it (the previous version's frames) the deadline is unix ms
-// (0: none), checked against the owner's wall clock. Type 2 answers it: uvarint count |
-// results, each in the codec's encoding (counter.Wire documents a node's ops and
-// results).
+// Type 1, ops: u8 flags (bit 0: forwarded; any other bit set is malformed) | uvarint
+// epoch | uvarint budget | uvarint count | ops, each in the codec's encoding. The budget
+// is in whole milliseconds (0: none left), measured from when the owner reads the frame
+// on its own monotonic clock. Type 2 answers it: uvarint count | results, each in the
+// codec's encoding (counter.Wire documents a node's ops and results).
 //
 // A message of Kind k is a frame of type k whose body is the message, in its package's
 // encoding; its answer is a frame of type k+1 with the answer's body. A node sends
 // KindHandoff (3, at most owner.MaxHandoffBytes; package owner's handoffwire.go
 // documents its encoding) and KindHeartbeat (5; package lease's wire.go). A frame of a
 // type no handler takes, or over its kind's bound, is malformed.
+//
+// These formats have one shape each, that of the cluster protocol version
+// (peerauth.ProtocolVersion), which changes with any of them: in a node every
+// connection begins with peerauth's handshake (SetHandshake, and the client's Dial),
+// which refuses a peer of another version, so no frame of another is ever read.
 package rpc

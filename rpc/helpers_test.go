@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/wire"
@@ -34,10 +35,20 @@ func appendResponse(b []byte, id uint64, results []counter.Result) []byte {
 	return wireServer.appendResponse(b, id, results)
 }
 
-// appendRequestFrame encodes a whole request frame (the client builds it from calls).
+// appendRequestFrame encodes a whole request frame (the client builds it from calls),
+// with a minute's budget when req's Budget is zero: a test frame expires only when its
+// Budget says so (a negative one is spent already, 0 on the wire). encodeRequestFrame
+// encodes req's Budget as it is.
 func appendRequestFrame(b []byte, id uint64, req testRequest) []byte {
+	if req.Budget == 0 {
+		req.Budget = time.Minute
+	}
+	return encodeRequestFrame(b, id, req)
+}
+
+func encodeRequestFrame(b []byte, id uint64, req testRequest) []byte {
 	b = appendHeader(b, frameRequest, id)
-	h := head{epoch: req.Epoch, forwarded: req.Forwarded, budget: req.Budget, hasBudget: req.HasBudget, deadline: req.Deadline}
+	h := head{epoch: req.Epoch, forwarded: req.Forwarded, budget: req.Budget}
 	b = appendRequestHead(b, &h, len(req.Ops))
 	for i := range req.Ops {
 		b = counter.Wire{}.AppendOp(b, &req.Ops[i])

@@ -24,7 +24,7 @@ type owner struct {
 	srv     *testServer
 	local   *counter.Local
 	frames  atomic.Int64
-	budgets chan time.Duration // when non-nil, Handle sends each frame's Budget on it (-1: none)
+	budgets chan time.Duration // when non-nil, Handle sends each frame's Budget on it
 	block   chan struct{}      // when non-nil, Handle waits on it (or for the test's end)
 	done    chan struct{}      // closed when the test ends
 }
@@ -42,11 +42,7 @@ func startOwner(t *testing.T, addr string, setup ...func(*testServer)) *owner {
 	o.srv = newTestServer(testHandlerFunc(func(ctx context.Context, req *testRequest, res []counter.Result) {
 		o.frames.Add(1)
 		if o.budgets != nil {
-			b := req.Budget
-			if !req.HasBudget {
-				b = -1
-			}
-			o.budgets <- b
+			o.budgets <- req.Budget
 		}
 		if o.block != nil {
 			select {
@@ -298,12 +294,12 @@ func TestOwnerRestart(t *testing.T) {
 func TestMalformedFrameDropsConnection(t *testing.T) {
 	o := startOwner(t, "")
 	for _, junk := range [][]byte{
-		{0, 0, 0, 0},                                       // zero length
-		{0xff, 0xff, 0xff, 0xff},                           // over MaxFrameBytes
-		{0, 0, 0, 3, frameRequest, 1},                      // truncated body
-		{0, 0, 0, 2, frameResponse, 1},                     // wrong type
-		{0, 0, 0, 6, frameRequest, 1, 0, 0, 0xff, 0xff},    // op count beyond the bytes left
-		{0, 0, 0, 6, frameRequest, 1, flagBudget, 0, 5, 0}, // a budget below budgetBase
+		{0, 0, 0, 0},                                    // zero length
+		{0xff, 0xff, 0xff, 0xff},                        // over MaxFrameBytes
+		{0, 0, 0, 3, frameRequest, 1},                   // truncated body
+		{0, 0, 0, 2, frameResponse, 1},                  // wrong type
+		{0, 0, 0, 6, frameRequest, 1, 0, 0, 0xff, 0xff}, // op count beyond the bytes left
+		{0, 0, 0, 6, frameRequest, 1, 2, 0, 5, 0},       // a flag that does not exist
 	} {
 		nc, err := net.Dial("tcp", o.addr)
 		if err != nil {
@@ -324,8 +320,7 @@ func TestMalformedFrameDropsConnection(t *testing.T) {
 	}
 }
 
-// A request in the previous version's form, read after its deadline (unix ms, on the
-// owner's wall clock), is not decided.
+// A request whose budget was spent before it was sent is not decided.
 func TestExpiredRequestIsNotDecided(t *testing.T) {
 	o := startOwner(t, "")
 	nc, err := net.Dial("tcp", o.addr)
@@ -334,7 +329,7 @@ func TestExpiredRequestIsNotDecided(t *testing.T) {
 	}
 	defer nc.Close()
 	req := fwd(incr("late", 1))
-	req.Deadline = time.Now().Add(-time.Second).UnixMilli()
+	req.Budget = -time.Second
 	nc.Write(appendRequestFrame(nil, 1, req))
 	frame, err := newFrameReader(nc, frameStall).next(nil)
 	if err != nil {

@@ -273,8 +273,8 @@ func (s *Server[O, R]) start(ctx context.Context, w *responder, frame []byte, re
 		return false
 	}
 	sc.results = resize(sc.results, len(req.Ops))
-	left, limited := s.timeLeft(read, &req)
-	if limited && left <= 0 {
+	left := s.timeLeft(read, &req)
+	if left <= 0 {
 		s.expired(sc.results)
 		return s.reply(w, id, sc, flush)
 	}
@@ -284,10 +284,7 @@ func (s *Server[O, R]) start(ctx context.Context, w *responder, frame []byte, re
 		s.expired(sc.results) // too many frames waiting here: the sender tries again
 		return s.reply(w, id, sc, flush)
 	}
-	cancel := context.CancelFunc(func() {})
-	if limited {
-		ctx, cancel = context.WithTimeout(ctx, left)
-	}
+	ctx, cancel := context.WithTimeout(ctx, left)
 	handlers.Add(1)
 	var mu sync.Mutex
 	inReader := true // done, if called before Start returns, leaves the answer to the reader
@@ -473,11 +470,7 @@ func (s *Server[O, R]) appendResponse(b []byte, id uint64, results []R) []byte {
 // left as its context's deadline, and must not decide ops once it has passed (it may
 // wait, for instance for a handoff): the sender has given up on them by then.
 func (s *Server[O, R]) handle(ctx context.Context, read time.Time, req *Request[O], results []R) {
-	left, limited := s.timeLeft(read, req)
-	if !limited {
-		s.h.Handle(ctx, req, results)
-		return
-	}
+	left := s.timeLeft(read, req)
 	if left <= 0 {
 		s.expired(results)
 		return
@@ -487,17 +480,10 @@ func (s *Server[O, R]) handle(ctx context.Context, read time.Time, req *Request[
 	s.h.Handle(ctx, req, results)
 }
 
-// timeLeft is how long req, read at read, may still be decided; limited is false when
-// it carries no deadline at all.
-func (s *Server[O, R]) timeLeft(read time.Time, req *Request[O]) (left time.Duration, limited bool) {
-	switch {
-	case req.HasBudget:
-		return req.Budget - s.now().Sub(read), true // spans on this node's monotonic clock
-	case req.Deadline != 0:
-		// A sender of the previous version: its wall clock against ours, as it expects.
-		return time.UnixMilli(req.Deadline).Sub(s.now()), true
-	}
-	return 0, false
+// timeLeft is how long req, read at read, may still be decided: its budget, less the
+// time since, both spans on this node's monotonic clock.
+func (s *Server[O, R]) timeLeft(read time.Time, req *Request[O]) time.Duration {
+	return req.Budget - s.now().Sub(read)
 }
 
 // expired answers a request whose time ran out before it was decided: not decided.

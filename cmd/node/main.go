@@ -21,6 +21,7 @@ import (
 
 	"github.com/leapcount/leapcount/internal/buildinfo"
 	"github.com/leapcount/leapcount/node"
+	"github.com/leapcount/leapcount/peerauth"
 )
 
 func main() {
@@ -40,9 +41,10 @@ func main() {
 }
 
 // printVersion is the "version" subcommand (and --version): the binary's version,
-// commit and Go, from the build information Go stamps into it.
+// commit and Go, from the build information Go stamps into it, and the cluster protocol
+// version it speaks (README, Upgrades).
 func printVersion(w io.Writer) int {
-	fmt.Fprintln(w, buildinfo.Read())
+	fmt.Fprintf(w, "%s cluster-protocol %d\n", buildinfo.Read(), peerauth.ProtocolVersion)
 	return 0
 }
 

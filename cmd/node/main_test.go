@@ -22,6 +22,7 @@ import (
 
 	"github.com/leapcount/leapcount/internal/proctest"
 	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/peerauth"
 )
 
 func TestBadFlagsNameTheFlag(t *testing.T) {
@@ -361,7 +362,7 @@ func TestJoinTakesDNSNames(t *testing.T) {
 }
 
 // `version` and `--version` print the built binary's version line, with the Go that
-// built it, and exit 0 without starting a node.
+// built it and the cluster protocol version, and exit 0 without starting a node.
 func TestVersionSubcommand(t *testing.T) {
 	bin := nodeBinary(t)
 	for _, arg := range []string{"version", "--version"} {
@@ -370,8 +371,9 @@ func TestVersionSubcommand(t *testing.T) {
 			t.Fatalf("%s: %v", arg, err)
 		}
 		line := strings.TrimSpace(string(out))
-		if !strings.HasPrefix(line, "leapcount ") || !strings.Contains(line, runtime.Version()) || strings.Count(line, "\n") != 0 {
-			t.Fatalf("%s printed %q; want one line naming leapcount's version and %s", arg, line, runtime.Version())
+		protocol := fmt.Sprintf(" cluster-protocol %d", peerauth.ProtocolVersion)
+		if !strings.HasPrefix(line, "leapcount ") || !strings.Contains(line, runtime.Version()) || !strings.HasSuffix(line, protocol) || strings.Count(line, "\n") != 0 {
+			t.Fatalf("%s printed %q; want one line naming leapcount's version, %s and%s", arg, line, runtime.Version(), protocol)
 		}
 	}
 }

@@ -151,7 +151,7 @@ func TestMalformedMessagesDropTheConnection(t *testing.T) {
 	handoff := func(buckets uint64) []byte {
 		b := []byte{uint8(rpc.KindHandoff), 1, 2, 'n', '1', 1, 1, 0, 1, 1, 'k'} // id 1; from, id, to-run, no partitions, one counter
 		b = append(append(b, uv(60_000)...), uv(buckets)...)
-		return append(b, 0, 0, 0) // flags, no buckets, none pending
+		return append(b, 0, 0, 0, 0, 0) // flags, no buckets, none pending, no fences, no epoch
 	}
 	if !frametest.Answered(t, addr, handoff(10)) {
 		t.Fatal("the server did not answer a valid handoff")
