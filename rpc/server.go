@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -56,6 +55,7 @@ type Server[O, R any] struct {
 	shake    func(net.Conn) (net.Conn, error)
 	logger   *slog.Logger
 	stall    time.Duration    // frameStall; shorter in tests
+	writeTO  time.Duration    // writeTimeout; longer in tests
 	now      func() time.Time // time.Now; tests skew it to play a node whose wall clock is off
 
 	lastFrame atomic.Int64 // unix ns of the last frame read, other than InReader messages
@@ -74,7 +74,7 @@ func NewServer[O, R any](h Handler[O, R], codec Codec[O, R], logger *slog.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server[O, R]{h: h, codec: codec, logger: logger, stall: frameStall, now: time.Now, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s := &Server[O, R]{h: h, codec: codec, logger: logger, stall: frameStall, writeTO: writeTimeout, now: time.Now, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.async, _ = h.(AsyncHandler[O, R])
 	s.lastFrame.Store(time.Now().UnixNano())
 	return s
@@ -187,7 +187,11 @@ func (s *Server[O, R]) serveConn(raw net.Conn) {
 	if c == nil {
 		return
 	}
-	w := &responder{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
+	w := newResponder(c, s.writeTO)
+	stop := make(chan struct{})
+	handlers.Add(1)
+	go func() { defer handlers.Done(); w.flush(stop) }()
+	defer close(stop) // before handlers.Wait, deferred earlier
 	fr := newFrameReader(c, s.stall)
 	slots := make(chan struct{}, maxInflight)
 	ctx := context.Background()
@@ -296,10 +300,7 @@ func (s *Server[O, R]) start(ctx context.Context, w *responder, frame []byte, re
 		mu.Unlock()
 		if later {
 			cancel()
-			out := s.appendResponse(nil, id, sc.results)
-			if w.send(out, true) != nil {
-				w.c.Close()
-			}
+			w.queue(s.appendResponse(nil, id, sc.results))
 			<-slots
 			handlers.Done()
 		}
@@ -407,26 +408,108 @@ func (s *Server[O, R]) answer(ctx context.Context, frame []byte, read time.Time,
 	return sc.out, nil
 }
 
-// responder writes whole response frames to a connection, one at a time. Answers
-// written without a flush go out with the next flush: the reader flushes whenever it
-// has no more input, and every answer decided in a goroutine flushes.
+// responder writes whole response frames to a connection. The reader writes the
+// answers it decides itself: it is the connection's own goroutine, and a peer that does
+// not read holds up only its own connection. An answer completed elsewhere (a lease's
+// wake, a load: goroutines that serve every connection) is only queued, and written by
+// whoever writes next or by the connection's flusher, so that no completion waits on a
+// peer's socket. A peer that leaves more than maxQueuedAnswers unread loses the
+// connection.
 type responder struct {
-	mu sync.Mutex
-	c  net.Conn
-	bw *bufio.Writer
+	c       net.Conn
+	timeout time.Duration
+	wake    chan struct{} // the flusher has answers to write (one slot: a wake is enough)
+
+	mu      sync.Mutex
+	buf     []byte // answers not yet written
+	spare   []byte // the buffer last written, kept for reuse
+	writing bool   // someone writes: who queues leaves it to them
+	err     error  // set once a write failed or the bound was passed
 }
 
+// maxQueuedAnswers bounds the answers waiting to be written to one peer.
+const maxQueuedAnswers = 4 << 20
+
+// errNotReading ends a connection whose peer left more than maxQueuedAnswers unread.
+var errNotReading = errors.New("rpc: the peer does not read its answers")
+
+func newResponder(c net.Conn, timeout time.Duration) *responder {
+	return &responder{c: c, timeout: timeout, wake: make(chan struct{}, 1)}
+}
+
+// send queues frame and, with flush, writes what is queued: the reader's way.
 func (w *responder) send(frame []byte, flush bool) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := w.bw.Write(frame); err != nil {
+	if err := w.add(frame); err != nil || !flush || w.writing {
+		w.mu.Unlock()
 		return err
 	}
-	if flush {
-		return w.bw.Flush()
+	w.writing = true
+	return w.writeQueued()
+}
+
+// queue queues frame without waiting, for the flusher to write: a completion's way.
+func (w *responder) queue(frame []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.add(frame) != nil || w.writing {
+		return
 	}
+	w.writing = true
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// add appends frame to the queue, or fails the connection past the bound; w.mu is held.
+func (w *responder) add(frame []byte) error {
+	if w.err == nil && len(w.buf)+len(frame) > maxQueuedAnswers {
+		w.err = errNotReading
+		w.c.Close() // a write in progress may be blocked on it
+	}
+	if w.err != nil {
+		return w.err
+	}
+	w.buf = append(w.buf, frame...)
 	return nil
+}
+
+// writeQueued writes until the queue is empty, then lets the next writer in; w.mu is
+// held on entry, released on return.
+func (w *responder) writeQueued() error {
+	for len(w.buf) > 0 && w.err == nil {
+		out := w.buf
+		w.buf, w.spare = w.spare[:0], nil
+		w.mu.Unlock()
+		w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+		_, err := w.c.Write(out)
+		w.mu.Lock()
+		if cap(out) <= 1<<20 { // keep no megabytes per connection
+			w.spare = out[:0]
+		}
+		if err != nil && w.err == nil {
+			w.err = err
+			w.c.Close()
+		}
+	}
+	w.writing = false
+	err := w.err
+	w.mu.Unlock()
+	return err
+}
+
+// flush writes what completions queued, until stop is closed.
+func (w *responder) flush(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-w.wake:
+			w.mu.Lock()
+			w.writeQueued()
+		}
+	}
 }
 
 // answerMessage answers a message frame (its kind has a handler: messageHandler) and
