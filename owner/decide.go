@@ -3,7 +3,6 @@ package owner
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
@@ -76,9 +75,14 @@ type request struct {
 	results []counter.Result
 	done    func()
 	until   time.Duration // Clock.Since after which it no longer waits for its partitions
-	stop    func() bool   // its wait's timer, once it waited
-	state   reqState      // under waiters.mu
-	noWait  bool          // its wait ran out: decide or refuse now
+	noWait  bool          // its wait ran out, or too many wait: decide or refuse now
+	full    bool          // it may not wait: too many wait (waiters' bounds)
+
+	// Under waiters.mu.
+	state reqState
+	part  int    // the partition it waits for
+	gen   uint32 // its waits so far: an entry of an earlier one is stale (parkedOn)
+	endAt int    // its index in waiters.ends; -1 when not there
 }
 
 type reqState uint8
@@ -111,7 +115,7 @@ func (o *Owner) Decide(ctx context.Context, b *counter.Batch) bool {
 // first. Nothing waits on a goroutine: waiting ops are retried when their partitions
 // change, loads go through Config.Redis.
 func (o *Owner) start(ctx context.Context, b *counter.Batch) {
-	r := &request{ctx: ctx, ops: b.Ops, results: b.Results, done: b.Done}
+	r := &request{ctx: ctx, ops: b.Ops, results: b.Results, done: b.Done, endAt: -1}
 	r.until = o.cfg.Clock.Since() + o.cfg.AcquireWait
 	if d, ok := ctx.Deadline(); ok {
 		left := time.Until(d)
@@ -121,7 +125,7 @@ func (o *Owner) start(ctx context.Context, b *counter.Batch) {
 	if !o.decide.TryRLock() {
 		// A ring change holds the lock: the caller may be an event loop, which must
 		// not wait for it.
-		go o.attempt(r)
+		o.deferAttempt(r)
 		return
 	}
 	o.attemptLocked(r, seq)
@@ -154,10 +158,14 @@ func (o *Owner) attemptLocked(r *request, seq uint64) {
 	}
 	now := o.cfg.Leases.Now()
 	up := o.redisUp()
-	for o.waitsFor(rg, r.ops, now, up) && o.mayWait(r, now) {
-		if o.waiting.park(o, r, seq) {
+	for p := o.waitsFor(rg, r.ops, now, up); p >= 0 && o.mayWait(r, now); p = o.waitsFor(rg, r.ops, now, up) {
+		switch o.waiting.park(o, r, p, rg.PartitionCount(), seq) {
+		case parked:
 			o.decide.RUnlock()
 			return
+		case waitersFull:
+			r.noWait, r.full = true, true
+			continue // mayWait ends the loop
 		}
 		// A wake came since seq, and found r not parked yet: judge again.
 		seq = o.waiting.seen()
@@ -177,14 +185,17 @@ func (o *Owner) attemptLocked(r *request, seq uint64) {
 	o.answer(r)
 }
 
-// waitsFor reports whether some valid op's partition must be waited for.
-func (o *Owner) waitsFor(rg *ring.Ring, ops []counter.Op, now int64, up bool) bool {
+// waitsFor returns the first partition of a valid op that must be waited for, or -1.
+func (o *Owner) waitsFor(rg *ring.Ring, ops []counter.Op, now int64, up bool) int {
 	for i := range ops {
-		if ops[i].Checked() && o.judge(rg.SlotPartition(ops[i].Slot), now, up) == waitFor {
-			return true
+		if !ops[i].Checked() {
+			continue
+		}
+		if p := rg.SlotPartition(ops[i].Slot); o.judge(p, now, up) == waitFor {
+			return p
 		}
 	}
-	return false
+	return -1
 }
 
 // mayWait reports whether r may still wait for its partitions: its wait has not run
@@ -207,6 +218,8 @@ func (o *Owner) decideNow(rg *ring.Ring, r *request, now int64, up bool, failed 
 		p := rg.SlotPartition(op.Slot)
 		if v := o.judge(p, now, up); v == waitFor && !o.cfg.Leases.Quorate(now) {
 			return fmt.Errorf("%w: this node cannot reach a majority of the cluster", counter.ErrUnavailable)
+		} else if v == waitFor && r.full {
+			return fmt.Errorf("%w: ownership of %q is moving, and too many ops wait for partition %d here; retry", counter.ErrUnavailable, op.Key, p)
 		} else if v != decideIt || containsInt(unloaded, p) {
 			// (unloaded: granted since the misses were listed, and its counter not loaded.)
 			return fmt.Errorf("%w: partition %d of %q is not decided here now", counter.ErrNotOwner, p, op.Key)
@@ -245,9 +258,6 @@ func (o *Owner) answer(r *request) {
 	if !o.waiting.end(r) {
 		return
 	}
-	if r.stop != nil {
-		r.stop()
-	}
 	r.done()
 }
 
@@ -264,86 +274,6 @@ func containsInt(s []int, v int) bool {
 		}
 	}
 	return false
-}
-
-// waiters are the requests waiting for their partitions: each is tried again whenever
-// a partition changes state or a lease may have changed (wake), and at the end of its
-// wait.
-type waiters struct {
-	mu   sync.Mutex
-	seq  uint64 // wakes so far
-	list []*request
-}
-
-// seen is the wakes so far: a request that judged its partitions after reading it and
-// parks after a wake came in between is tried again at once (that wake found it not
-// parked yet).
-func (w *waiters) seen() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.seq
-}
-
-// park makes r wait, unless a wake came since seq; it reports whether r waits. The
-// first time r waits, a timer ends its wait at r.until.
-func (w *waiters) park(o *Owner, r *request, seq uint64) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.seq != seq {
-		return false
-	}
-	r.state = reqWaiting
-	w.list = append(w.list, r)
-	if r.stop == nil {
-		r.stop = o.cfg.Clock.AfterFunc(max(r.until-o.cfg.Clock.Since(), 0), func() { o.expire(r) })
-	}
-	return true
-}
-
-// end marks r done and reports whether it was not already.
-func (w *waiters) end(r *request) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r.state == reqDone {
-		return false
-	}
-	r.state = reqDone
-	return true
-}
-
-// wake tries every waiting request again.
-func (o *Owner) wake() {
-	w := &o.waiting
-	w.mu.Lock()
-	w.seq++
-	list := w.list
-	w.list = nil
-	for _, r := range list {
-		r.state = reqRunning
-	}
-	w.mu.Unlock()
-	for _, r := range list {
-		o.attempt(r)
-	}
-}
-
-// expire ends r's wait: it is decided, or refused, now.
-func (o *Owner) expire(r *request) {
-	w := &o.waiting
-	w.mu.Lock()
-	if r.state != reqWaiting {
-		w.mu.Unlock()
-		return
-	}
-	for i, x := range w.list {
-		if x == r {
-			w.list = append(w.list[:i], w.list[i+1:]...)
-			break
-		}
-	}
-	r.state, r.noWait = reqRunning, true
-	w.mu.Unlock()
-	o.attempt(r)
 }
 
 // kickDelay is how soon a kick's Tick runs.

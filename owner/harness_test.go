@@ -35,6 +35,7 @@ type fakeLeases struct {
 	onChange func()        // the owner's LeasesChanged
 	peerRun  atomic.Uint64 // the run heard of every peer; 0: 1
 	onHolds  func()        // when set, called (once, then cleared) as Holds is first asked
+	asked    atomic.Int64  // Holds calls
 }
 
 func newFakeLeases() *fakeLeases {
@@ -50,6 +51,7 @@ func (f *fakeLeases) Incarnation(string) uint64 { return max(f.peerRun.Load(), 1
 func (f *fakeLeases) LeftRun(string) uint64 { return 0 }
 
 func (f *fakeLeases) Holds(p int, _ int64) bool {
+	f.asked.Add(1)
 	f.mu.Lock()
 	if hook := f.onHolds; hook != nil {
 		f.onHolds = nil
@@ -291,7 +293,7 @@ func reset(key string) counter.Op {
 func (o *Owner) parked() int {
 	o.waiting.mu.Lock()
 	defer o.waiting.mu.Unlock()
-	return len(o.waiting.list)
+	return o.waiting.total
 }
 
 // do decides ops on o and returns the results.

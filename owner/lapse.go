@@ -47,7 +47,7 @@ func (o *Owner) markStale(s lease.Set, e Event) int {
 			releasing = append(releasing, p)
 		}
 	})
-	o.decide.Unlock()
+	o.unlockDecide()
 	o.dropLateResets(lapsed)
 	o.releaseStale(releasing)
 	if n > 0 {
@@ -150,7 +150,7 @@ func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 			}
 		}
 	}
-	o.decide.Unlock()
+	o.unlockDecide()
 	if whole.Len() == 0 && len(keys) == 0 {
 		return
 	}
@@ -168,7 +168,7 @@ func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 		whole.Add(p)
 	}
 	whole.Each(func(p int) { o.step(p, Reloaded) })
-	o.decide.Unlock()
+	o.unlockDecide()
 	o.kick()
 	o.cfg.Logger.Info("stale partitions dropped from memory; their counters reload from Redis", "partitions", whole.Len(), "counters", len(ev))
 }

@@ -64,7 +64,7 @@ func (o *Owner) endLends(ends func(lend) bool, why string) bool {
 	for _, p := range done {
 		o.lendEnded(p, LendEnded)
 	}
-	o.decide.Unlock()
+	o.unlockDecide()
 	o.cfg.Logger.Warn("lent partitions decided again without their counters back; they are added when they arrive",
 		"partitions", len(done), "why", why)
 	return true
@@ -91,7 +91,7 @@ func (o *Owner) returned(from string, ps []int) bool {
 			n++
 		}
 	}
-	o.decide.Unlock()
+	o.unlockDecide()
 	return n > 0
 }
 

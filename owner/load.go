@@ -265,7 +265,7 @@ func (o *Owner) loadAgain(l *load, failed map[int]error, now int64) bool {
 		}
 	}
 	rg := o.ring.Load()
-	return rg != l.rg || o.waitsFor(rg, l.r.ops, now, o.redisUp())
+	return rg != l.rg || o.waitsFor(rg, l.r.ops, now, o.redisUp()) >= 0
 }
 
 // install puts the loaded counters in memory, with decide held shared, unless their

@@ -96,7 +96,7 @@ func (o *Owner) SetRing(next *ring.Ring) {
 			partial.note(o, p, was)
 		}
 	}
-	o.decide.Unlock()
+	o.unlockDecide()
 	o.endLends(func(l lend) bool { return left(prev, next, l.to) && !o.leaving(l.to) }, "the node they were handed to left the ring")
 	o.cfg.Leases.SetClaims(o.parts.claims())
 	if len(lost) > 0 {

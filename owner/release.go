@@ -436,7 +436,7 @@ func (o *Owner) finish(ps []int, lentTo map[int]string) {
 			o.handedOn(p, lentTo[p])
 		}
 	}
-	o.decide.Unlock()
+	o.unlockDecide()
 	o.cfg.Leases.SetClaims(o.parts.claims())
 }
 
