@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/leaparray"
 )
 
 // blindKeys are, per partition, the keys of the counters started from empty memory
@@ -113,16 +112,4 @@ func (o *Owner) blindOp(p int, op *counter.Op, redisUp bool) bool {
 		return true
 	}
 	return o.parts.blind[p].Load() && o.blind.has(p, op.Key)
-}
-
-// HoldsWhole reports whether this node holds the counter in memory with everything it
-// counts: in an Owned partition, and not started blind. An emptied Redis loses nothing
-// of such a counter (the simulation bounds its checks by it).
-func (o *Owner) HoldsWhole(key string, sp leaparray.Spec) bool {
-	rg := o.ring.Load()
-	if rg == nil || !o.cfg.Store.Has(key, sp) {
-		return false
-	}
-	p := rg.Partition(key)
-	return o.parts.get(p) == Owned && !(o.parts.blind[p].Load() && o.blind.has(p, key))
 }

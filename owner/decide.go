@@ -20,52 +20,49 @@ const (
 )
 
 // judge says what to do with an op on partition p at now (Leases' clock), Redis up or
-// not as redisUp says.
+// not as redisUp says (verdict), and asks for the clean-up a blind partition waits for.
 func (o *Owner) judge(p int, now int64, redisUp bool) action {
+	a, blind := o.verdict(p, now, redisUp)
+	if blind {
+		o.kick()
+	}
+	return a
+}
+
+// verdict is judge without side effects: the one rule of which ops are decided here
+// (the simulation checks it never lets two nodes decide one partition). blind reports
+// that p waits for its blind counters to be dropped.
+func (o *Owner) verdict(p int, now int64, redisUp bool) (a action, blind bool) {
 	switch o.parts.get(p) {
 	case Owned:
 		if redisUp && o.parts.blind[p].Load() {
 			// Counters were started here from empty memory while Redis was down: until
 			// a clean-up drops and reloads them, memory lacks what Redis has, and a count
 			// or allow from it would be short.
-			o.kick()
-			return waitFor
+			return waitFor, true
 		}
 		if o.cfg.Leases.Holds(p, now) || mutate.On(mutate.DecideWithoutLease) {
-			return decideIt
+			return decideIt, false
 		}
-		return waitFor
+		return waitFor, false
 	case Stale:
 		// Stale memory is dropped and reloaded from Redis; while Redis is down it is
 		// the best there is, and is decided from (degraded, see the package doc).
 		if !redisUp && o.cfg.Leases.Holds(p, now) {
-			return decideIt
+			return decideIt, false
 		}
-		return waitFor
+		return waitFor, false
 	case Lent, LentStale:
-		return waitFor
+		return waitFor, false
 	case Releasing, ReleasingStale:
 		if o.owns(p) {
 			// The ring gave it back while its release was under way: the release ends
 			// (handed back) once its send in flight is answered, and the op is decided
 			// then. Answering it not-owned would send it round to this node again.
-			return waitFor
+			return waitFor, false
 		}
 	}
-	return notMine
-}
-
-// Decides reports whether this node would decide an op of partition p now (for checks
-// from outside: it has no side effect).
-func (o *Owner) Decides(p int) bool {
-	now, up := o.cfg.Leases.Now(), o.redisUp()
-	switch o.parts.get(p) {
-	case Owned:
-		return !(up && o.parts.blind[p].Load()) && o.cfg.Leases.Holds(p, now)
-	case Stale:
-		return !up && o.cfg.Leases.Holds(p, now)
-	}
-	return false
+	return notMine, false
 }
 
 // request is one batch of ops being decided by Start.

@@ -200,7 +200,7 @@ func TestLeavingNodeTakesNoCountersIn(t *testing.T) {
 		}
 		return nil
 	})
-	if b.InMemory(k, sp, t0) != 0 {
+	if (probe{b.Owner}).InMemory(k, sp, t0) != 0 {
 		t.Fatalf("the leaving b took %q in", k)
 	}
 	a.SetRing(one) // gossip tells a that b is leaving

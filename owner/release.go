@@ -483,13 +483,6 @@ func (o *Owner) WaitReleased(ctx context.Context) error {
 	}
 }
 
-// Releasing reports how many releases are under way.
-func (o *Owner) Releasing() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.releases.jobs)
-}
-
 // held sums what the releases hold of the counter: its pending part (pending), or all
 // its buckets.
 func (rs *releases) held(ref fallback.CounterRef, pending bool) uint64 {

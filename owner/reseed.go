@@ -205,34 +205,6 @@ func (o *Owner) reseedDue() int {
 	return len(ds)
 }
 
-// BehindRedisLoss reports whether this node saw Redis lose its data fewer than seen
-// times, or has not had Redis confirm its write-back since (a base queued or
-// unconfirmed, or partitions still due one): until then, what it holds exists only in
-// its memory (the simulation bounds what a crash or lapse then loses).
-func (o *Owner) BehindRedisLoss(seen int) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.epoch.reseeds < seen || o.epoch.due.Len() > 0 {
-		return true
-	}
-	f := &o.flush
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, d := range f.queue {
-		if d.Base {
-			return true
-		}
-	}
-	for _, sb := range f.batches {
-		for _, d := range sb.b.Unconfirmed() {
-			if d.Base {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // Reseeds reports how many times this node found that Redis lost its data.
 func (o *Owner) Reseeds() int {
 	o.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/ownerprobe"
 	"github.com/leapcount/leapcount/lease"
 )
 
@@ -257,19 +258,19 @@ func (w *world) stopsWith(n *node) {
 	for _, k := range w.keys.all() {
 		// With Redis, n is behind Redis's loss of its data while it has not written its
 		// memory back since: then all it holds, in memory or on its way, is lost.
-		behind := w.opt.Redis && n.owner.BehindRedisLoss(w.wipes)
-		lost := int64(n.owner.InMemory(k, keySpec, now))
+		behind := w.opt.Redis && ownerprobe.Of(n.owner).BehindRedisLoss(w.wipes)
+		lost := int64(ownerprobe.Of(n.owner).InMemory(k, keySpec, now))
 		switch {
 		case behind:
-			lost = max(lost, int64(n.owner.Unconfirmed(k, keySpec)))
+			lost = max(lost, int64(ownerprobe.Of(n.owner).Unconfirmed(k, keySpec)))
 		case w.opt.Redis:
-			lost = int64(n.owner.Unconfirmed(k, keySpec))
+			lost = int64(ownerprobe.Of(n.owner).Unconfirmed(k, keySpec))
 		}
 		if lost > 0 && (!w.opt.Redis || behind) {
 			w.keys.overAdmit(k, allowLimit)
 		}
 		w.keys.lose(k, lost)
-		if h := w.keys.reset[k]; h != nil && (lost > 0 || n.owner.PendingReset(k, keySpec)) {
+		if h := w.keys.reset[k]; h != nil && (lost > 0 || ownerprobe.Of(n.owner).PendingReset(k, keySpec)) {
 			h.erasedBack = true
 		}
 	}
@@ -310,7 +311,7 @@ func (w *world) leave(n *node) {
 	var check func()
 	check = func() {
 		_, inRing := n.ownerIn()
-		if !inRing && n.owner.Releasing() == 0 && n.outOfVoters() && !n.owner.InDoubt() || w.sched.now >= deadline {
+		if !inRing && ownerprobe.Of(n.owner).Releasing() == 0 && n.outOfVoters() && !n.owner.InDoubt() || w.sched.now >= deadline {
 			w.trace("%s stopped", n.name)
 			w.stopsWith(n) // what it could not hand on in time is lost
 			n.up, n.graceful = false, true
@@ -459,7 +460,7 @@ func (w *world) redisWipe() {
 	for _, k := range w.keys.all() {
 		whole := false // decided now by a node that holds all of it
 		for _, n := range w.nodes {
-			if w.responsive(n) && n.ring != nil && n.owner.Decides(n.ring.Partition(k)) && n.owner.HoldsWhole(k, keySpec) {
+			if w.responsive(n) && n.ring != nil && ownerprobe.Of(n.owner).Decides(n.ring.Partition(k)) && ownerprobe.Of(n.owner).HoldsWhole(k, keySpec) {
 				whole = true
 			}
 		}
@@ -483,13 +484,13 @@ func (w *world) lapsed(n *node, s lease.Set) {
 	if n.ring == nil {
 		return
 	}
-	if w.opt.Redis && n.owner.BehindRedisLoss(w.wipes) {
+	if w.opt.Redis && ownerprobe.Of(n.owner).BehindRedisLoss(w.wipes) {
 		// Redis lost its data and n has not written its memory back yet: its stale
 		// memory is dropped and reloaded from nothing (README: Redis emptied).
 		now := n.wall()
 		for _, k := range w.keys.all() {
 			if s.Has(n.ring.Partition(k)) {
-				w.keys.lose(k, int64(n.owner.InMemory(k, keySpec, now)))
+				w.keys.lose(k, int64(ownerprobe.Of(n.owner).InMemory(k, keySpec, now)))
 				w.keys.overAdmit(k, allowLimit)
 			}
 		}
@@ -509,7 +510,7 @@ func (w *world) lapsed(n *node, s lease.Set) {
 	}
 	for _, k := range w.keys.incr {
 		if s.Has(n.ring.Partition(k)) {
-			w.keys.reads.mayLack(k, int64(n.owner.InMemory(k, keySpec, n.wall()))) // added back when it returns
+			w.keys.reads.mayLack(k, int64(ownerprobe.Of(n.owner).InMemory(k, keySpec, n.wall()))) // added back when it returns
 		}
 	}
 }

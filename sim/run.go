@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/ownerprobe"
 )
 
 // Result is what one run found.
@@ -107,7 +108,7 @@ func (w *world) checkDecider(p int) {
 	}
 	var by []*node
 	for _, n := range w.nodes {
-		if n.up && n.pausedUntil <= w.sched.now && n.owner.Decides(p) {
+		if n.up && n.pausedUntil <= w.sched.now && ownerprobe.Of(n.owner).Decides(p) {
 			by = append(by, n)
 		}
 	}
@@ -142,7 +143,7 @@ func (w *world) splitCounts(d *node, p int) {
 			continue
 		}
 		for _, n := range w.nodes {
-			if n != d && n.up && n.owner.InMemory(k, keySpec, n.wall()) > 0 {
+			if n != d && n.up && ownerprobe.Of(n.owner).InMemory(k, keySpec, n.wall()) > 0 {
 				w.keys.reset[k].erasedBack = true // its counts may come back after d's resets
 			}
 		}
@@ -156,7 +157,7 @@ func (w *world) splitCounts(d *node, p int) {
 		}
 		for _, n := range w.nodes {
 			if n != d && n.up && w.apartLately(n, d) {
-				w.keys.reads.mayLack(k, int64(n.owner.InMemory(k, keySpec, n.wall()))) // added back when it returns
+				w.keys.reads.mayLack(k, int64(ownerprobe.Of(n.owner).InMemory(k, keySpec, n.wall()))) // added back when it returns
 			}
 		}
 	}
@@ -165,7 +166,7 @@ func (w *world) splitCounts(d *node, p int) {
 			continue
 		}
 		for _, n := range w.nodes {
-			if n != d && n.up && n.owner.InMemory(k, keySpec, n.wall()) > 0 && w.apartLately(n, d) {
+			if n != d && n.up && ownerprobe.Of(n.owner).InMemory(k, keySpec, n.wall()) > 0 && w.apartLately(n, d) {
 				w.keys.overAdmit(k, allowLimit)
 				break
 			}
