@@ -3,9 +3,10 @@ package lease
 import (
 	"context"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/lockrank"
 )
 
 // Exchanger sends a heartbeat to the node at addr and returns its reply
@@ -51,7 +52,7 @@ type Keeper struct {
 	cfg KeeperConfig
 	now func() int64
 
-	mu        sync.Mutex
+	mu        lockrank.Mutex[lockrank.LeaseKeeper]
 	grantor   *Grantor
 	holder    *Holder
 	voters    *Voters

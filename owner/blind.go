@@ -1,9 +1,8 @@
 package owner
 
 import (
-	"sync"
-
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/lockrank"
 )
 
 // blindKeys are, per partition, the keys of the counters started from empty memory
@@ -14,7 +13,7 @@ import (
 // maxBlindKeys in a partition, or maxBlindTotal in all, the whole partition is
 // reloaded, so a long outage with a flood of new keys costs bounded memory.
 type blindKeys struct {
-	mu    sync.Mutex
+	mu    lockrank.Mutex[lockrank.OwnerBlind]
 	by    map[int]*blindSet
 	total int // keys listed over all partitions
 }

@@ -93,6 +93,10 @@
 // partitions change state (no I/O, no scan under it): once a partition stops being
 // decided no op is still being decided on it, so its counters can leave memory without
 // losing an add, shard by shard, while every other partition keeps being decided. Ops
-// that must wait (for a grant, a reload, lent counters) are parked and tried again on
-// every change (decide.go), never holding a goroutine.
+// that must wait (for a grant, a reload, lent counters) wait under their partition and
+// are tried again when it changes (waiting.go), never holding a goroutine.
+//
+// The order in which the owner's locks (and the lease keeper's) are taken is written
+// once, as ranks, in package internal/lockrank; make test checks every acquisition
+// against it.
 package owner

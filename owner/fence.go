@@ -3,10 +3,10 @@ package owner
 import (
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/lockrank"
 	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
@@ -39,7 +39,7 @@ import (
 const fenceMax = time.Minute
 
 type fences struct {
-	mu sync.Mutex
+	mu lockrank.Mutex[lockrank.OwnerFences]
 	by map[int]fenceSet // per partition
 }
 

@@ -2,11 +2,11 @@ package owner
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/lockrank"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
@@ -22,7 +22,7 @@ import (
 type flusher struct {
 	// mu guards queue and refs, which ops read (a load waits for its counter's deltas),
 	// and the callbacks waiting for a flush to end.
-	mu            sync.Mutex
+	mu            lockrank.Mutex[lockrank.OwnerFlush]
 	queue         []fallback.Delta // deltas of counters taken out of memory, not yet in a batch
 	queued        map[fallback.CounterRef]int
 	refs          map[fallback.CounterRef]int // counters with deltas not yet confirmed: how many places hold them

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/lockrank"
 	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
@@ -37,8 +37,8 @@ type load struct {
 	token    uint64 // its current wait: a callback of an older one is ignored
 	tries    int
 
-	mu      sync.Mutex // the fence checks' answers come concurrently
-	pending int        // fence checks not answered yet
+	mu      lockrank.Mutex[lockrank.OwnerLoad] // the fence checks' answers come concurrently
+	pending int                                // fence checks not answered yet
 }
 
 // settleWait bounds how long a load waits for this node's own deltas of the counter to

@@ -3,11 +3,11 @@ package owner
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/lockrank"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
 )
@@ -77,11 +77,11 @@ type Owner struct {
 	// exclusively while partitions change state: a partition that stops being decided
 	// here has no op still being decided on it once the state has changed, so its
 	// counters can be taken out of memory without losing an add.
-	decide sync.RWMutex
+	decide lockrank.RWMutex[lockrank.OwnerDecide]
 	// mu orders everything that changes partitions and the work on them: ring changes,
 	// lapses, ticks, received Handoffs and the outcomes of Redis and rpc calls. Ops
 	// never take it.
-	mu   sync.Mutex
+	mu   lockrank.Mutex[lockrank.OwnerMu]
 	ring atomic.Pointer[ring.Ring]
 
 	parts     parts

@@ -3,9 +3,10 @@ package owner
 import (
 	"container/heap"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/lockrank"
 )
 
 // Bounds on the requests waiting for their partitions. Past either, a request that
@@ -24,7 +25,7 @@ const (
 // The ends of the waits are kept in a heap under one timer, and nothing waits on a
 // goroutine.
 type waiters struct {
-	mu      sync.Mutex
+	mu      lockrank.Mutex[lockrank.OwnerWaiting]
 	seq     uint64      // wakes so far
 	parts   []parkedOn  // by partition
 	marked  []uint64    // bit p: parts[p] has requests waiting (walked in order: a simulation replays)
