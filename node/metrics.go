@@ -31,6 +31,9 @@ func (n *Node) registerMetrics() {
 			Name: "leapcount_store_mapped_bytes", Help: "Memory the counters' slabs hold mapped outside the Go heap (part of leapcount_store_bytes).",
 		}, func() float64 { return float64(leaparray.MappedBytes()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_partition_unknown_transitions_total", Help: "Events the partition state machine did not expect in a partition's state: each a flaw, logged, the state kept.",
+		}, func() float64 { return float64(n.owner.UnknownTransitions()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_forward_frames_total", Help: "Request frames sent to peers.",
 		}, func() float64 { return float64(n.RPCStats().Frames) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -142,7 +142,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"leapcount_build_info", "leapcount_partitions", "leapcount_partitions_decided", "leapcount_partitions_undecided", "leapcount_members",
+	for _, name := range []string{"leapcount_build_info", "leapcount_partition_unknown_transitions_total", "leapcount_partitions", "leapcount_partitions_decided", "leapcount_partitions_undecided", "leapcount_members",
 		"leapcount_writebehind_unwritten_counters", "leapcount_writebehind_oldest_unconfirmed_seconds", "leapcount_writebehind_flushes_failed_total", "leapcount_redis_up", "leapcount_grpc_requests_total",
 		"leapcount_grpc_request_duration_seconds_bucket", "leapcount_http_requests_total", "leapcount_resp_commands_total",
 		"leapcount_store_units", "leapcount_fail_policy_answers_total", "leapcount_lease_grants_total",

@@ -248,6 +248,11 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	fl.onChange = o.LeasesChanged
 	go o.Run()
 	t.Cleanup(o.Close)
+	t.Cleanup(func() {
+		if c := o.UnknownTransitions(); c > 0 {
+			t.Errorf("%s: %d partition state machine events unknown in their state", name, c)
+		}
+	})
 	n.mu.Lock()
 	if n.owners == nil {
 		n.owners = map[string]*Owner{}

@@ -98,7 +98,8 @@ type Owner struct {
 	polled    time.Duration
 	probing   bool // a probe of Redis's replicas is under way (under mu; replicas.go)
 
-	loaded, skipped atomic.Int64 // counters loaded from Redis; created without a load
+	loaded, skipped atomic.Int64  // counters loaded from Redis; created without a load
+	unknownSteps    atomic.Uint64 // events Step did not expect (UnknownTransitions)
 
 	closed atomic.Bool
 	quit   chan struct{}

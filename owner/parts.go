@@ -43,8 +43,14 @@ func (ps *parts) get(p int) State {
 // holds Owner.mu, and Owner.decide exclusively whenever the step may stop or start
 // decisions on p.
 func (o *Owner) step(p int, e Event) Action {
-	next, act, ok := Step(o.parts.get(p), e, o.cfg.Redis != nil)
-	if !ok {
+	was := o.parts.get(p)
+	next, act, err := Step(was, e, o.cfg.Redis != nil)
+	if err != nil {
+		o.unknownSteps.Add(1)
+		o.cfg.Logger.Error("partition state machine", "partition", p, "err", err)
+		return 0
+	}
+	if next == was {
 		return 0
 	}
 	o.parts.state[p].Store(uint32(next))
@@ -156,6 +162,10 @@ func (o *Owner) HandingOn() int {
 // SetRing sizes it before it stores the ring, so a reader that loads the ring first
 // sees it whole (outside Owner.mu: status pages and metrics read it).
 func (o *Owner) sized() bool { return o.ring.Load() != nil }
+
+// UnknownTransitions counts the events the partition state machine did not expect in
+// a partition's state (ErrUnknownTransition): each a flaw, logged, the state kept.
+func (o *Owner) UnknownTransitions() uint64 { return o.unknownSteps.Load() }
 
 // PartitionState is partition p's state on this node (Idle for one out of range).
 func (o *Owner) PartitionState(p int) State { return o.parts.get(p) }

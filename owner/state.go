@@ -1,6 +1,9 @@
 package owner
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // State is what a partition is on this node. Only Owned partitions are decided here,
 // and only while this node holds their lease (a Stale one too while Redis is down: its
@@ -101,11 +104,18 @@ const (
 	Reload
 )
 
+// ErrUnknownTransition is Step's error for an event its table does not expect in the
+// state: a flaw in the owner's bookkeeping, not a client's. The owner counts it
+// (UnknownTransitions, leapcount_partition_unknown_transitions_total) and keeps the
+// state; its tests and the simulation fail on it.
+var ErrUnknownTransition = errors.New("owner: event unknown in this state")
+
 // Step is the partition state machine: what event e does to a partition in state s.
 // persistent says whether the owner has Redis behind its memory: without it a lapsed
 // partition's memory is what this node counted, and stays (whoever decided meanwhile
-// hands its counts back to be added). ok is false when e means nothing in s (the state
-// stays). It is pure: no I/O, no clock, no locks.
+// hands its counts back to be added). A pair the table below lists moves as it says;
+// a pair it names unchanged leaves the state as it is; any other pair is
+// ErrUnknownTransition (the state stays). It is pure: no I/O, no clock, no locks.
 //
 //	state           event            → state           action
 //	idle            gained           → owned
@@ -133,42 +143,67 @@ const (
 //	lent-stale      counters-back    → stale           reload
 //	lent-stale      lend-ended       → stale           reload
 //
-// Every other pair leaves the state as it is.
-func Step(s State, e Event, persistent bool) (next State, act Action, ok bool) {
+// Unchanged, as every ring change, lapse and late mark names every partition it
+// concerns whatever its state:
+//
+//	any but idle                       gained, gained-lent  (this node's already)
+//	idle, releasing, releasing-stale   lost                 (not this node's, or leaving)
+//	idle, stale, lent-stale,           lapsed, late-write   (nothing here, or stale already)
+//	releasing-stale
+//	owned, lent, releasing             lapsed               (without Redis: memory stays)
+func Step(s State, e Event, persistent bool) (next State, act Action, err error) {
 	stales := e == LateWrite || e == Lapsed && persistent
 	switch {
 	case s == Idle && e == Gained:
-		return Owned, 0, true
+		return Owned, 0, nil
 	case s == Idle && e == GainedLent:
-		return Lent, 0, true
+		return Lent, 0, nil
 	case s != Idle && !s.Releasing() && e == Lost:
-		return Releasing, Release, true
+		return Releasing, Release, nil
 	case s == Owned && (stales || e == RedisBack):
-		return Stale, Reload, true
+		return Stale, Reload, nil
 	case s == Lent && stales:
-		return LentStale, 0, true
+		return LentStale, 0, nil
 	case s == Releasing && stales:
-		return ReleasingStale, 0, true
+		return ReleasingStale, 0, nil
 	case s == Stale && e == Reloaded:
-		return Owned, 0, true
+		return Owned, 0, nil
 	case s == Releasing && e == HandedOn:
-		return Idle, 0, true
+		return Idle, 0, nil
 	case s == Releasing && e == HandedBack:
-		return Owned, 0, true
+		return Owned, 0, nil
 	case s == Releasing && e == HandedBackLent:
-		return Lent, 0, true
+		return Lent, 0, nil
 	case s == ReleasingStale && e == HandedOn:
-		return Idle, 0, true
+		return Idle, 0, nil
 	case s == ReleasingStale && e == HandedBack:
-		return Stale, Reload, true
+		return Stale, Reload, nil
 	case s == ReleasingStale && e == HandedBackLent:
-		return LentStale, 0, true
+		return LentStale, 0, nil
 	case s == Lent && (e == CountersBack || e == LendEnded):
-		return Owned, 0, true
+		return Owned, 0, nil
 	case s == LentStale && (e == CountersBack || e == LendEnded):
-		return Stale, Reload, true
+		return Stale, Reload, nil
+	case unchanged(s, e, persistent):
+		return s, 0, nil
 	}
-	return s, 0, false
+	return s, 0, fmt.Errorf("%w: %v in %v", ErrUnknownTransition, e, s)
+}
+
+// unchanged reports whether e leaves s as it is by Step's table.
+func unchanged(s State, e Event, persistent bool) bool {
+	switch e {
+	case Gained, GainedLent:
+		return s != Idle
+	case Lost:
+		return s == Idle || s.Releasing()
+	case Lapsed, LateWrite:
+		if s == Idle || s == Stale || s == LentStale || s == ReleasingStale {
+			return true
+		}
+		return e == Lapsed && !persistent && (s == Owned || s == Lent || s == Releasing)
+	}
+	return false
 }
 
 // Claimed reports whether a partition in state s is claimed: nobody else may be

@@ -1,9 +1,13 @@
 package owner
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // TestStepTable checks Step against its documented table, pair by pair: every pair the
-// table lists moves as it says, and every other pair leaves the state as it is.
+// table lists moves as it says, every pair it names unchanged stays, and every other
+// pair is ErrUnknownTransition.
 func TestStepTable(t *testing.T) {
 	type key struct {
 		s State
@@ -39,22 +43,34 @@ func TestStepTable(t *testing.T) {
 		{ReleasingStale, HandedBack}:     {Stale, Reload},
 		{ReleasingStale, HandedBackLent}: {LentStale, 0},
 	}
+	same := map[key]bool{}
+	for s := Owned; s <= ReleasingStale; s++ {
+		same[key{s, Gained}], same[key{s, GainedLent}] = true, true
+	}
+	for _, s := range []State{Idle, Releasing, ReleasingStale} {
+		same[key{s, Lost}] = true
+	}
+	for _, s := range []State{Idle, Stale, LentStale, ReleasingStale} {
+		same[key{s, Lapsed}], same[key{s, LateWrite}] = true, true
+	}
 	for s := Idle; s <= ReleasingStale; s++ {
 		for e := Gained; e <= GainedLent; e++ {
-			next, act, ok := Step(s, e, true)
+			next, act, err := Step(s, e, true)
 			want, listed := table[key{s, e}]
 			switch {
-			case listed && (!ok || next != want.s || act != want.act):
-				t.Errorf("Step(%v, %v) = %v, %d, %v; want %v, %d", s, e, next, act, ok, want.s, want.act)
-			case !listed && (ok || next != s || act != 0):
-				t.Errorf("Step(%v, %v) = %v, %d, %v; want no change", s, e, next, act, ok)
+			case listed && (err != nil || next != want.s || act != want.act):
+				t.Errorf("Step(%v, %v) = %v, %d, %v; want %v, %d", s, e, next, act, err, want.s, want.act)
+			case same[key{s, e}] && (err != nil || next != s || act != 0):
+				t.Errorf("Step(%v, %v) = %v, %d, %v; want no change", s, e, next, act, err)
+			case !listed && !same[key{s, e}] && (!errors.Is(err, ErrUnknownTransition) || next != s || act != 0):
+				t.Errorf("Step(%v, %v) = %v, %d, %v; want ErrUnknownTransition, the state kept", s, e, next, act, err)
 			}
 		}
 	}
 	// Without Redis a lapse keeps memory: it is what this node counted.
 	for _, s := range []State{Owned, Lent, Releasing} {
-		if next, act, ok := Step(s, Lapsed, false); ok || next != s || act != 0 {
-			t.Errorf("Step(%v, lapsed) without Redis = %v, %d, %v; want no change", s, next, act, ok)
+		if next, act, err := Step(s, Lapsed, false); err != nil || next != s || act != 0 {
+			t.Errorf("Step(%v, lapsed) without Redis = %v, %d, %v; want no change", s, next, act, err)
 		}
 	}
 	if next, _, _ := Step(Owned, LateWrite, false); next != Stale {
@@ -76,5 +92,20 @@ func TestStateNames(t *testing.T) {
 	}
 	if got := State(200).String(); got != "state(200)" {
 		t.Errorf("unknown state named %q", got)
+	}
+}
+
+// An event the state machine does not expect in a partition's state is counted, and
+// the state kept.
+func TestUnknownTransitionIsCounted(t *testing.T) {
+	o, _, _ := waitingOwner(t)
+	was := o.parts.get(0)
+	o.mu.Lock()
+	o.decide.Lock()
+	act := o.step(0, Reloaded) // only a stale partition is reloaded
+	o.unlockDecide()
+	o.mu.Unlock()
+	if n := o.UnknownTransitions(); n != 1 || act != 0 || o.parts.get(0) != was {
+		t.Fatalf("reloaded in %v: %d unknown, action %d, state %v; want 1, none, %v", was, n, act, o.parts.get(0), was)
 	}
 }

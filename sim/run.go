@@ -96,6 +96,7 @@ func (w *world) checkDeciders() {
 	for p := range w.opt.Partitions {
 		w.checkDecider(p)
 	}
+	w.checkTransitions()
 }
 
 // checkDecider is checkDeciders for partition p alone. Nodes call it for the partitions

@@ -58,16 +58,17 @@ type world struct {
 	incs     uint64
 	handoffs int
 
-	keys     *keySet
-	ops      opStats
-	inflight int                // client ops sent and not answered
-	decider  []*node            // each partition's last decider seen (checkDeciders)
-	wipes    int                // times Redis lost its data
-	fenced   map[fenceAt]uint64 // writer key and partition → the highest of its calls a Handoff of that partition named a fence
-	loadEnd  time.Duration      // clients stop, and faults end, at this time
-	log      []string           // the fault trace
-	faults   int
-	failures []string // invariants broken while running
+	keys        *keySet
+	ops         opStats
+	inflight    int                // client ops sent and not answered
+	decider     []*node            // each partition's last decider seen (checkDeciders)
+	wipes       int                // times Redis lost its data
+	fenced      map[fenceAt]uint64 // writer key and partition → the highest of its calls a Handoff of that partition named a fence
+	loadEnd     time.Duration      // clients stop, and faults end, at this time
+	log         []string           // the fault trace
+	faults      int
+	failures    []string // invariants broken while running
+	unknownSeen bool     // checkTransitions failed the run already
 }
 
 func newWorld(opt Options) *world {
