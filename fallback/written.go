@@ -20,7 +20,9 @@ import (
 func WrittenKey(n int) string { return "lc:{parts}:written:" + strconv.Itoa(n) }
 
 // StampWritten records that partitions ps (of a ring of n) are written at nowMs (the
-// writer's clock); a stamp never goes back. It returns the stamps' epoch, which is
+// writer's counters' clock, or the start of the newest bucket it writes if that is
+// later: the stamp bounds the buckets, placed by the writers' clocks, not Redis's time);
+// a stamp never goes back. It returns the stamps' epoch, which is
 // newEpoch if Redis held no stamps: a writer that finds an epoch it did not know has
 // lost the stamps it made before (Redis was emptied), and stamps again what it writes.
 func (st *Store) StampWritten(ctx context.Context, n int, ps []int, nowMs int64, newEpoch string) (string, error) {

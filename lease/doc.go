@@ -13,8 +13,12 @@
 // voters granted p (Holder). Two nodes can therefore hold p at once only if some
 // grantor granted p to both within L: it never does. A grantor measures a grant's end
 // on its own clock with room for clock drift (Config.Drift) plus Config.Margin, and
-// the holder measures from when it sent the heartbeat, before the grant: no clocks
-// need to agree, only to run at about the same rate.
+// the holder measures from when it sent the heartbeat, before the grant: for leases no
+// clocks need to agree, only to run at about the same rate. (The counters' clocks, the
+// wall clocks that place ops in buckets, are another matter, and do need to agree
+// closely: see README, Clocks. Heartbeats carry them so that each node measures its
+// peers' against its own, as NTP does (Keeper.ClockOffsets); nothing here decides by
+// them.)
 //
 // A claim refused only because another holder's grant runs here is claimed again in a
 // round sent as that grant runs out (Keeper.RetryIn), not at the next heartbeat: the
@@ -47,6 +51,8 @@
 // one, which would give two sets of one version whose majorities need not meet.
 // A grantor refuses every grant to a node it does not count as a voter.
 //
-// The package is pure state: it does no I/O and never reads the clock; times are
-// monotonic nanoseconds passed in. Keeper drives it over an Exchanger.
+// The package is pure state: it does no I/O and never reads a clock of its own; times
+// are monotonic nanoseconds passed in (KeeperConfig.Now), and the counters' clock the
+// heartbeats carry is injected too (KeeperConfig.Wall), so that a simulation gives
+// each node its own. Keeper drives it over an Exchanger.
 package lease

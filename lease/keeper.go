@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/internal/lockrank"
+	"github.com/leapcount/leapcount/internal/ntp"
 )
 
 // Exchanger sends a heartbeat to the node at addr and returns its reply
@@ -40,6 +41,12 @@ type KeeperConfig struct {
 	OnChange func()
 	// Now is the monotonic clock in ns (nil: time since the process started).
 	Now func() int64
+	// Wall is the node's counters' clock, ms since the Unix epoch (node.Config.Now):
+	// heartbeats carry its readings, so that each node measures its peers' against its
+	// own (ClockOffsets). It decides nothing here, and is read under the Keeper's lock:
+	// it must only read a clock. nil: none (heartbeats carry 0 and no offset is
+	// measured).
+	Wall func() int64
 }
 
 var processStart = time.Now()
@@ -67,9 +74,10 @@ type Keeper struct {
 	lastRound int64 // when the last round began
 	awake     int64 // when this node last began a round after missing some (frozen): see Silent
 	lastHeard map[string]int64
-	runs      map[string]uint64 // each member's incarnation, from its last heartbeat
-	leftRuns  map[string]uint64 // the incarnation each member that left gracefully ran
-	noVoters  map[string]int64  // when each member last said it had no voters, while this node had none
+	runs      map[string]uint64       // each member's incarnation, from its last heartbeat
+	leftRuns  map[string]uint64       // the incarnation each member that left gracefully ran
+	noVoters  map[string]int64        // when each member last said it had no voters, while this node had none
+	offsets   map[string]ntp.Estimate // each member's counters' clock against this node's (ClockOffsets)
 
 	stats   stats                         // Stats
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
@@ -87,7 +95,8 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	k := &Keeper{cfg: cfg, now: now, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
-		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{}, kick: make(chan struct{}, 1)}
+		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{},
+		offsets: map[string]ntp.Estimate{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	} else {
@@ -169,6 +178,11 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 	for name := range k.noVoters {
 		if !k.known(name) {
 			delete(k.noVoters, name)
+		}
+	}
+	for name := range k.offsets {
+		if !k.known(name) {
+			delete(k.offsets, name)
 		}
 	}
 }
@@ -363,6 +377,7 @@ func (k *Keeper) Silent(name string, since, now int64) bool {
 
 // Handle answers a peer's heartbeat (the rpc server calls it).
 func (k *Keeper) Handle(req *Request) *Reply {
+	received := k.wall()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
@@ -376,7 +391,56 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	rep.Voters, rep.Version = k.voters.List(), k.voters.Version()
 	rep.Change = k.voters.Accept(req.From, req.Change, req.Voters, req.Version, now)
 	rep.Alive = k.view.Alive
+	if req.SentAt != 0 && received != 0 {
+		rep.ReceivedAt, rep.RepliedAt = received, k.wall()
+	}
 	return &rep
+}
+
+// wall reads the counters' clock (0: none).
+func (k *Keeper) wall() int64 {
+	if k.cfg.Wall == nil {
+		return 0
+	}
+	return k.cfg.Wall()
+}
+
+// Offsets are known for offsetKnownFor after the heartbeat that measured them, when it
+// spent at most 2*offsetMaxErr on the wire.
+const (
+	offsetKnownFor = 10 * time.Second
+	offsetMaxErr   = 250 * time.Millisecond
+)
+
+// noteOffset measures name's counters' clock against this node's from the exchange
+// of req and rep, ended at wall (this node's counters' clock) and now. The caller
+// holds mu.
+func (k *Keeper) noteOffset(name string, req *Request, rep *Reply, wall, now int64) {
+	if req.SentAt == 0 || rep.ReceivedAt == 0 || wall == 0 || !k.known(name) {
+		return
+	}
+	e := ntp.FromExchange(ntp.Ms(req.SentAt), ntp.Ms(rep.ReceivedAt), ntp.Ms(rep.RepliedAt), ntp.Ms(wall), time.Duration(now))
+	if e.Err <= offsetMaxErr {
+		k.offsets[name] = e
+	}
+}
+
+// ClockOffsets is each member's counters' clock against this node's (Offset > 0: the
+// member's is ahead), measured NTP-style on the heartbeats they exchanged within the
+// last offsetKnownFor (package ntp). It decides nothing: it is for the operator
+// (node's leapcount_clock_offset_seconds), since the counters' clocks place every op
+// in its bucket.
+func (k *Keeper) ClockOffsets() map[string]ntp.Estimate {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := time.Duration(k.now())
+	out := map[string]ntp.Estimate{}
+	for name, e := range k.offsets {
+		if e.Known(now, offsetKnownFor, offsetMaxErr) {
+			out[name] = e
+		}
+	}
+	return out
 }
 
 // Run sends a round of heartbeats every Heartbeat, when kicked, and when a claim

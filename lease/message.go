@@ -63,6 +63,12 @@ type Request struct {
 
 	// Change is the sender's phase message for a voter change it proposes (nil: none).
 	Change *ChangeMsg
+
+	// SentAt is the sender's counters' clock (KeeperConfig.Wall, ms since the Unix
+	// epoch) as it began the round: with the Reply's two readings, the sender measures
+	// the grantor's clock against its own, as NTP does (Keeper.ClockOffsets). 0: the
+	// sender has no such clock.
+	SentAt int64
 }
 
 // Refusal says why a grantor granted nothing.
@@ -84,6 +90,10 @@ type Reply struct {
 	Version uint64 // of Voters
 	Alive   []string
 	Change  *ChangeState // the grantor's acceptor state for a change from its voter set (nil: none)
+	// ReceivedAt and RepliedAt are the grantor's counters' clock as the Request arrived
+	// and as it answered (ms since the Unix epoch; 0: it has none, or the Request had no
+	// SentAt).
+	ReceivedAt, RepliedAt int64
 }
 
 // Limits of a Request or Reply on the wire, so a peer cannot make a node allocate

@@ -21,7 +21,7 @@ func (k *Keeper) Round(ctx context.Context) {
 // peers, whose replies go to Absorb. Round does this and the sending; a simulation,
 // which carries the messages itself, calls it directly.
 func (k *Keeper) Begin() (*Request, []Peer) {
-	req, peers, lapsed := k.begin()
+	req, peers, lapsed := k.begin(k.wall())
 	if n := lapsed.Len(); n > 0 {
 		k.stats.lapsed.Add(uint64(n))
 		if k.cfg.OnLapse != nil {
@@ -32,8 +32,9 @@ func (k *Keeper) Begin() (*Request, []Peer) {
 	return req, peers
 }
 
-// begin prepares round k.next under the lock and answers it from this node's own table.
-func (k *Keeper) begin() (*Request, []Peer, Set) {
+// begin prepares round k.next under the lock and answers it from this node's own table;
+// wall is the counters' clock as it begins (Request.SentAt).
+func (k *Keeper) begin(wall int64) (*Request, []Peer, Set) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
@@ -50,7 +51,7 @@ func (k *Keeper) begin() (*Request, []Peer, Set) {
 	k.next++
 	req := &Request{From: k.cfg.Self, Incarnation: k.cfg.Incarnation, Round: n, Claims: k.claims.Clone(),
 		Releases: k.releasing.Clone(), Voters: k.voters.List(), Version: k.voters.Version(), Alive: k.view.Alive,
-		Change: k.voters.ChangeMsg()}
+		Change: k.voters.ChangeMsg(), SentAt: wall}
 	// Releases go out in three rounds, then grants run out by themselves.
 	if k.released++; k.released >= 3 {
 		k.releasing = NewSet(k.cfg.Partitions)
@@ -144,8 +145,10 @@ func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
 
 // Absorb counts the reply of the peer named name to req, a request of Begin's.
 func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
+	wall := k.wall()
 	k.mu.Lock()
 	now := k.now()
+	k.noteOffset(name, req, rep, wall, now)
 	k.voters.Report(name, rep.Alive, rep.Voters, rep.Version, now)
 	k.heard(name, rep.Voters, now)
 	if rep.Refused == RefusedNone && sameVoters(req, rep) {

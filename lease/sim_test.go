@@ -55,7 +55,7 @@ func (s *sim) linked(a, b int) bool { return !s.cut[[2]int{min(a, b), max(a, b)}
 // arrive at once or later.
 func (s *sim) round(i int) {
 	k := s.keepers[i]
-	req, _, _ := k.begin()
+	req, _, _ := k.begin(k.wall())
 	for j, other := range s.keepers {
 		if j == i || !s.linked(i, j) {
 			continue

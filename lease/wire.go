@@ -11,10 +11,10 @@ import (
 
 // How heartbeats travel between nodes (package rpc carries them as messages of their
 // own kind). A heartbeat is name from | uvarint incarnation | uvarint round | set claims |
-// set releases | names voters | names alive | uvarint voters version | change message.
-// Its answer is u8 status (0 replied, 1 no reply) and then uvarint round | u8 refusal |
-// set granted | names voters | names alive | uvarint voters version | change state, or
-// name message. A name is uvarint length | bytes (at most MaxNameBytes), names a
+// set releases | names voters | names alive | uvarint voters version | change message |
+// varint sent at. Its answer is u8 status (0 replied, 1 no reply) and then uvarint
+// round | u8 refusal | set granted | names voters | names alive | uvarint voters version
+// | change state | varint received at | varint replied at, or name message. A name is uvarint length | bytes (at most MaxNameBytes), names a
 // uvarint count (at most MaxMembers) of names, a set a uvarint count of uvarint 64-bit
 // words (at most MaxPartitions bits). Every field is required: a frame that lacks one,
 // or has bytes after the last, is malformed.
@@ -41,7 +41,8 @@ func AppendRequest(b []byte, r *Request) []byte {
 	b = appendSet(appendSet(b, r.Claims), r.Releases)
 	b = appendNames(appendNames(b, r.Voters), r.Alive)
 	b = binary.AppendUvarint(b, r.Version)
-	return appendChangeMsg(b, r.Change)
+	b = appendChangeMsg(b, r.Change)
+	return binary.AppendVarint(b, r.SentAt)
 }
 
 // ReadRequest reads a heartbeat into r; the decoder's error says if it was malformed.
@@ -55,6 +56,7 @@ func ReadRequest(d *wire.Decoder, r *Request) {
 	r.Alive = names(d, "alive")
 	r.Version = d.Uvarint("voters version")
 	r.Change = readChangeMsg(d)
+	r.SentAt = d.Varint("sent at")
 }
 
 // AppendAnswer appends the answer to a heartbeat: rep, or why there is none.
@@ -67,7 +69,8 @@ func AppendAnswer(b []byte, rep *Reply) []byte {
 	b = appendSet(b, rep.Granted)
 	b = appendNames(appendNames(b, rep.Voters), rep.Alive)
 	b = binary.AppendUvarint(b, rep.Version)
-	return appendChangeState(b, rep.Change)
+	b = appendChangeState(b, rep.Change)
+	return binary.AppendVarint(binary.AppendVarint(b, rep.ReceivedAt), rep.RepliedAt)
 }
 
 // ReadAnswer reads a heartbeat's answer: the reply, or the peer's reason for giving
@@ -93,6 +96,8 @@ func ReadAnswer(d *wire.Decoder) (*Reply, error) {
 	rep.Alive = names(d, "alive")
 	rep.Version = d.Uvarint("voters version")
 	rep.Change = readChangeState(d)
+	rep.ReceivedAt = d.Varint("received at")
+	rep.RepliedAt = d.Varint("replied at")
 	return rep, nil
 }
 

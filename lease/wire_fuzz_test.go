@@ -11,11 +11,11 @@ import (
 // reads back the same once encoded again (what it read must be what the sender meant).
 func FuzzReadRequest(f *testing.F) {
 	zero := uv(0)
-	f.Add(heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero))
+	f.Add(heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero, zero))
 	f.Add(heartbeat(nameOf(1), zero, zero, zero, zero, zero, zero, zero))
-	f.Add(heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(2, 2)))
+	f.Add(heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(2, 2), zero))
 	f.Add(AppendRequest(nil, &Request{From: "n1", Incarnation: 3, Round: 7, Claims: testSet(256, 0, 130),
-		Releases: testSet(256), Voters: []string{"n1", "n2"}, Version: 4, Alive: []string{"n2"}}))
+		Releases: testSet(256), Voters: []string{"n1", "n2"}, Version: 4, Alive: []string{"n2"}, SentAt: 1_700_000_000_000}))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := readRequest(body)
 		if err != nil {
@@ -34,7 +34,8 @@ func FuzzReadRequest(f *testing.F) {
 // Whatever a peer answers to a heartbeat, the sender never panics, and a reply it
 // accepts reads back the same once encoded again.
 func FuzzReadAnswer(f *testing.F) {
-	f.Add(AppendAnswer(nil, &Reply{Round: 7, Granted: testSet(256, 63, 130), Voters: []string{"n1", "n2"}, Version: 9, Alive: []string{"n2"}}))
+	f.Add(AppendAnswer(nil, &Reply{Round: 7, Granted: testSet(256, 63, 130), Voters: []string{"n1", "n2"}, Version: 9, Alive: []string{"n2"},
+		ReceivedAt: 1_700_000_000_000, RepliedAt: 1_700_000_000_001}))
 	f.Add(AppendAnswer(nil, &Reply{Round: 1, Refused: RefusedWrongShape, Granted: testSet(64)}))
 	f.Add(AppendAnswer(nil, nil))
 	f.Fuzz(func(t *testing.T, body []byte) {

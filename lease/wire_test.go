@@ -31,9 +31,10 @@ func readRequest(body []byte) (Request, error) {
 // zero words included (a grantor checks it).
 func TestHeartbeatRoundTrip(t *testing.T) {
 	req := &Request{From: "n1", Incarnation: 1 << 40, Round: 7, Claims: testSet(256, 0, 63, 64, 130),
-		Releases: testSet(256), Voters: []string{"n1", "n2", "n3"}, Version: 7, Alive: []string{"n1", "n3"}}
+		Releases: testSet(256), Voters: []string{"n1", "n2", "n3"}, Version: 7, Alive: []string{"n1", "n3"},
+		SentAt: 1_700_000_000_123}
 	rep := &Reply{Round: 7, Refused: RefusedNone, Granted: testSet(256, 63, 130),
-		Voters: []string{"n1", "n2", "n3"}, Version: 9, Alive: []string{"n2"}}
+		Voters: []string{"n1", "n2", "n3"}, Version: 9, Alive: []string{"n2"}, ReceivedAt: -5, RepliedAt: 1_700_000_008_125}
 	var got *Request
 	answer, err := Answerer(func(r *Request) *Reply { got = r; return rep })(context.Background(), AppendRequest(nil, req), nil)
 	if err != nil {
@@ -111,7 +112,7 @@ func namesOf(count, size int) []byte {
 func zeroSet(words int) []byte { return append(uv(uint64(words)), make([]byte, words)...) }
 
 // A heartbeat: from, incarnation, round, claims, releases, voters, alive, the voters'
-// version, the change message. The decoder takes everything up to its bounds and
+// version, the change message, the sender's clock. The decoder takes everything up to its bounds and
 // nothing beyond, and nothing less: every field is required.
 func TestDecodeHeartbeatBounds(t *testing.T) {
 	zero := uv(0)
@@ -120,25 +121,27 @@ func TestDecodeHeartbeatBounds(t *testing.T) {
 		body []byte
 		ok   bool
 	}{
-		{"empty", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), true},
-		{"longest name", heartbeat(nameOf(MaxNameBytes), zero, zero, zero, zero, zero, zero, zero, zero), true},
+		{"empty", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero, zero), true},
+		{"no sent at", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), false},
+		{"longest name", heartbeat(nameOf(MaxNameBytes), zero, zero, zero, zero, zero, zero, zero, zero, zero), true},
 		{"name too long", heartbeat(nameOf(MaxNameBytes+1), zero, zero, zero, zero, zero, zero, zero, zero), false},
-		{"most members", heartbeat(nameOf(1), zero, zero, zero, zero, namesOf(MaxMembers, 1), zero, zero, zero), true},
+		{"most members", heartbeat(nameOf(1), zero, zero, zero, zero, namesOf(MaxMembers, 1), zero, zero, zero, zero), true},
 		{"too many members", heartbeat(nameOf(1), zero, zero, zero, zero, zero, namesOf(MaxMembers+1, 1), zero, zero), false},
 		{"no voters' version", heartbeat(nameOf(1), zero, zero, zero, zero, zero, zero), false},
 		{"no change message", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero), false},
 		{"member name too long", heartbeat(nameOf(1), zero, zero, zero, zero, namesOf(1, MaxNameBytes+1), zero, zero, zero), false},
-		{"largest set", heartbeat(nameOf(1), zero, zero, zeroSet(MaxPartitions/64), zero, zero, zero, zero, zero), true},
+		{"largest set", heartbeat(nameOf(1), zero, zero, zeroSet(MaxPartitions/64), zero, zero, zero, zero, zero, zero), true},
 		{"set too large", heartbeat(nameOf(1), zero, zero, zero, zeroSet(MaxPartitions/64+1), zero, zero, zero, zero), false},
 		{"count beyond the bytes", heartbeat(nameOf(1), zero, zero, uv(1<<40)), false},
 		{"truncated", heartbeat(nameOf(1), zero, zero, zero, zero, zero), false},
-		{"no change proposed", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero), true},
-		{"prepare", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{1}, uv(3), uv(7), nameOf(2), zero), true},
-		{"accept", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(2, 2)), true},
+		{"no change proposed", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero, zero), true},
+		{"sent at", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero, binary.AppendVarint(nil, -1_700_000_000_000)), true},
+		{"prepare", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{1}, uv(3), uv(7), nameOf(2), zero, zero), true},
+		{"accept", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(2, 2), zero), true},
 		{"unknown change phase", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{3}, uv(3), uv(7), nameOf(2), zero), false},
 		{"ballot name too long", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{1}, uv(3), uv(7), nameOf(MaxNameBytes+1), zero), false},
 		{"too many in a change", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(MaxMembers+1, 1)), false},
-		{"trailing bytes", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero, zero), false},
+		{"trailing bytes", heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, zero, zero, zero), false},
 		{"overlong varint", heartbeat(nameOf(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1}), false},
 	} {
 		_, err := readRequest(tc.body)
@@ -185,11 +188,11 @@ func TestChangeMessagesOnTheWire(t *testing.T) {
 	}
 }
 
-// An answer without the voters' version or the acceptor state is malformed: every
-// field of the one format is required.
+// An answer without the voters' version, the acceptor state or the grantor's clock
+// readings is malformed: every field of the one format is required.
 func TestAnswerMissingAFieldIsMalformed(t *testing.T) {
 	full := AppendAnswer(nil, &Reply{Round: 7, Granted: testSet(64, 3), Voters: []string{"n1"}, Version: 2, Alive: []string{"n1"}})
-	for cut := 1; cut <= 2; cut++ { // the state's presence byte, then the version too
+	for cut := 1; cut <= 4; cut++ { // replied at, received at, the state's presence byte, then the version too
 		d := wire.NewDecoder(full[:len(full)-cut])
 		ReadAnswer(&d)
 		if err := d.End(); !errors.Is(err, wire.ErrMalformed) {

@@ -38,6 +38,7 @@ type ClusterView struct {
 	// node's writes (Redis is then "down"); absent otherwise.
 	RedisReplicasBehind bool         `json:"redis_replicas_behind,omitempty"`
 	Security            SecurityView `json:"security"`
+	Clock               ClockView    `json:"clock"` // other clocks against this node's counters' clock (clock.go)
 }
 
 // SecurityView says what protects the cluster plane, for operators to check at a glance.
@@ -59,6 +60,7 @@ func (n *Node) clusterInfo() any {
 		v.Status = "degraded"
 		v.RedisReplicasBehind = n.redis.ReplicasBehind()
 	}
+	v.Clock = n.clockView()
 	v.Owned, v.Held = n.Holding()
 	v.HandingOn = n.HandingOn()
 	v.Unwritten = n.Unwritten()

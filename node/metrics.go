@@ -11,7 +11,7 @@ import (
 // Each node has its own registry so that several nodes can run in one test process.
 func (n *Node) registerMetrics() {
 	n.reg.MustRegister(newGCPauseCollectors()...)
-	n.reg.MustRegister(buildInfoMetric(), newOpsCollector(n), newPeerLoadCollector(n),
+	n.reg.MustRegister(buildInfoMetric(), newOpsCollector(n), newPeerLoadCollector(n), newClockCollector(n),
 
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -148,7 +148,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 		"leapcount_store_units", "leapcount_fail_policy_answers_total", "leapcount_lease_grants_total",
 		"leapcount_lease_heartbeats_failed_total", "leapcount_lease_lapses_total", "leapcount_handoffs_sent_total",
 		"leapcount_handoffs_received_total", "leapcount_handoff_counters_total", "leapcount_handoff_duration_seconds_bucket", "leapcount_forward_duration_seconds_bucket",
-		"leapcount_forward_frames_in_flight", "leapcount_decisions_total", "leapcount_op_errors_total", "leapcount_redis_load_duration_seconds_bucket", "leapcount_resp_batch_duration_seconds_bucket"} {
+		"leapcount_forward_frames_in_flight", "leapcount_decisions_total", "leapcount_op_errors_total", "leapcount_redis_load_duration_seconds_bucket", "leapcount_resp_batch_duration_seconds_bucket",
+		"leapcount_clock_offset_seconds"} {
 		if !strings.Contains(string(text), "\n"+name+"{") && !strings.Contains(string(text), "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s", name)
 		}

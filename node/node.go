@@ -127,7 +127,7 @@ func Start(cfg Config) (*Node, error) {
 	n.rpcClient = peerrpc.NewClient(cfg.RPC)
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
-		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
+		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, Wall: cfg.Now, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
 		OnChange: func() {
 			if o := n.owner; o != nil {
 				o.LeasesChanged()

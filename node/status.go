@@ -41,7 +41,8 @@ type RequestTotals struct {
 // Problems lists what needs a human, or is still settling (the status command exits 1
 // and the page shows them while any is listed): this node not ready, a member dead, one
 // joining, partitions this node owns but does not decide, partitions moving, Redis down
-// or its writes lagging over 30 s.
+// or its writes lagging over 30 s, this node's counters' clock off Redis's or a member's
+// by more than 2.5 s, or Redis's not measurable (clock.go).
 func (v *ClusterView) Problems() []string {
 	out := []string{}
 	if !v.Ready {
@@ -66,7 +67,7 @@ func (v *ClusterView) Problems() []string {
 	if v.HandingOn > 0 {
 		out = append(out, fmt.Sprintf("%d partitions are moving to or from %s", v.HandingOn, v.Self))
 	}
-	return out
+	return append(out, v.Clock.problems(v.Self)...)
 }
 
 func (n *Node) statusInfo() any {

@@ -13,6 +13,11 @@ func TestProblems(t *testing.T) {
 	if p := whole.Problems(); len(p) != 0 {
 		t.Fatalf("a whole cluster: %q", p)
 	}
+	near := whole
+	near.Clock = ClockView{Redis: &OffsetView{OffsetMs: -2500}, Peers: map[string]OffsetView{"b": {OffsetMs: 2500}}}
+	if p := near.Problems(); len(p) != 0 {
+		t.Fatalf("clocks within 2.5 s: %q", p)
+	}
 	for _, c := range []struct {
 		edit func(*ClusterView)
 		want string
@@ -25,6 +30,11 @@ func TestProblems(t *testing.T) {
 		{func(v *ClusterView) { v.LagMs = 31_000 }, "the oldest batch has waited 31 s"},
 		{func(v *ClusterView) { v.Held = 7 }, "a decides 7 of the 10 partitions it owns"},
 		{func(v *ClusterView) { v.HandingOn = 2 }, "2 partitions are moving"},
+		{func(v *ClusterView) { v.Clock.Redis = &OffsetView{OffsetMs: 8000} }, "a's counters' clock is 8s behind Redis's"},
+		{func(v *ClusterView) { v.Clock.Redis = &OffsetView{OffsetMs: -2600} }, "a's counters' clock is 2.6s ahead of Redis's"},
+		{func(v *ClusterView) { v.Clock.RedisUnknown = true }, "a cannot measure its counters' clock against Redis's"},
+		{func(v *ClusterView) { v.Clock.Peers = map[string]OffsetView{"b": {OffsetMs: 8040}} }, "member b's counters' clock is 8s ahead of a's"},
+		{func(v *ClusterView) { v.Clock.Peers = map[string]OffsetView{"b": {OffsetMs: -3000}} }, "member b's counters' clock is 3s behind a's"},
 	} {
 		v := whole
 		v.Members = append([]MemberView(nil), whole.Members...)

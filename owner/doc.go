@@ -43,7 +43,12 @@
 //
 // A counter that is not in memory is loaded from Redis on first use, unless this node
 // has deltas of it not yet confirmed there (then the load waits for them, at most
-// settleWait), or Redis can hold nothing of it in its window (fresh.go: no load). A load
+// settleWait), or Redis can hold nothing of it in its window (fresh.go: no load). That
+// is judged by this node's counters' clock (Config.Now) against partition stamps and
+// buckets placed by the writers' own clocks, so it holds however far apart the nodes'
+// clocks are; still, no load is skipped while this node does not know its clock to be
+// within freshMargin of Redis's, which it measures NTP-style against Redis's TIME once a
+// second (clock.go: RedisClock). A load
 // is used only if its partition did not change state and no counter was reset while it
 // was under way (leaparray.Store.TrySeed). While Redis is down such counters are decided
 // from empty memory ("blind"); when Redis is back those counters are dropped and

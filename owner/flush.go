@@ -57,6 +57,9 @@ type sentBatch struct {
 	b    Batch
 	refs []fallback.CounterRef
 	made time.Duration // Clock.Since when it was made (WriteBehindLag)
+	// newest is the start (ms) of the newest bucket among its deltas: its stamps are no
+	// older (fresh.go stamp).
+	newest int64
 	// lapsed are the partitions whose lease ended after this batch was made: its
 	// resets of their counters are dropped before it goes again (dropLateResets).
 	lapsed lease.Set
@@ -239,7 +242,7 @@ func (o *Owner) flushNext() {
 		// meanwhile lost the record that makes each call apply once (dropHandedOn).
 		o.forgetStamps()
 	}
-	o.stamp(sb.refs, func(err error) {
+	o.stamp(sb.refs, sb.newest, func(err error) {
 		if err != nil {
 			o.cfg.Logger.Debug("write-behind waits: its partitions' stamps were not written", "err", err)
 			o.flushFailed()
@@ -350,7 +353,7 @@ func (o *Owner) sent(sb *sentBatch, err error) {
 	}
 	o.flush.failures, o.flush.retryAt = 0, 0
 	o.noteLate(sb.refs)
-	o.noteDeparted(sb.refs)
+	o.noteDeparted(sb.refs, sb.newest)
 	settle := func(bool) { // the marks before the refs go: a load that waited for them must find the mark
 		o.flush.batches = o.flush.batches[1:]
 		o.flush.mu.Lock()
@@ -383,7 +386,18 @@ func (o *Owner) drainBatch() {
 	if len(ds) == 0 {
 		return
 	}
-	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since()})
+	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(), newest: newestBucket(ds)})
+}
+
+// newestBucket is the start (ms) of the newest bucket among ds (0: none).
+func newestBucket(ds []fallback.Delta) int64 {
+	var out int64
+	for _, d := range ds {
+		for _, b := range d.Buckets {
+			out = max(out, b.Index*d.Spec.BucketMs())
+		}
+	}
+	return out
 }
 
 // flushEnd ends the flush in flight, tells those waiting for it, and starts the next

@@ -8,12 +8,17 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/ring"
 )
 
-// freshMargin is how far apart the nodes' wall clocks may be for the load skip below:
-// a counter's buckets are stamped by the clock of the node that counted them.
+// freshMargin is slack added to every span the load skip below measures, and how far
+// the counters' clock may be from Redis's for this node to skip loads at all
+// (clockAgrees). The skip does not rely on the nodes' clocks agreeing: a counter's
+// buckets are placed by the clock of the node that counted them, and each partition's
+// stamp is at least the newest bucket its writer sent (stamp), so a reader compares
+// stamps with its own clock as it compares those buckets with its own window.
 const freshMargin = 5 * time.Second
 
 // decidedSince is when (counters' clock, ms) this node began deciding a partition in
@@ -39,6 +44,12 @@ type decidedSince struct {
 	// gainedDeparted is departed when this node last gained p: a Handoff's counter
 	// sent from another node's memory lacks what this node wrote of p since (receive.go).
 	gainedDeparted atomic.Uint64
+	// before is the lowest of p's stamps read in generation beforeGen - 1 (0: none).
+	// Stamps only rise, so it is no lower than every stamp made before this node began
+	// deciding p in that generation: by other writers, each on its own clock, at least
+	// the newest bucket it sent then (the "since" ground of knowsAllOf).
+	beforeGen atomic.Uint64
+	before    atomic.Int64
 }
 
 // forget makes p's memory count as come from elsewhere (a Handoff installed counters
@@ -63,24 +74,46 @@ func (o *Owner) noteDecided(p int) {
 // counter of partition p that is not in memory, so that its load can be skipped (issue:
 // a flood of new keys cost a Redis round trip each). Either of two things tells:
 //   - this node has decided p without a break for longer than that window (plus
-//     freshMargin): every write to Redis of p's counters since then was this node's,
-//     from counters in memory, and every earlier write is outside the window;
+//     freshMargin), counted from when it began or from p's stamp as first read in this
+//     generation (plus stampEvery), whichever is later: every write to Redis of p's
+//     counters since it began was this node's, from counters in memory, and every
+//     earlier write was placed in buckets no later than that stamp, so outside the
+//     window. (Counted from when it began alone, a writer whose clock was ahead of this
+//     node's by more than freshMargin placed counts inside the window: simulation seed
+//     40, a node 9.7 s ahead.)
 //   - p's stamp, read in this generation, is older than the window (plus stampEvery and
-//     freshMargin): every write to Redis of p before the read is that old (a writer
-//     stamps a partition before it writes it, and again every stampEvery while it does),
-//     and every write since was this node's. A partition Redis never got a write of (a
-//     new cluster, an emptied Redis) has no stamp, so its loads stop at once.
+//     freshMargin): every write to Redis of p before the read was placed no later (a
+//     writer stamps a partition before it writes it, with at least the newest bucket it
+//     writes, and again every stampEvery while it does), and every write since was this
+//     node's. A partition Redis never got a write of (a new cluster, an emptied Redis)
+//     has no stamp, so its loads stop at once.
+//
+// Both compare times of this node's clock with buckets and stamps placed by the writers'
+// clocks, which is what the counter's window is made of, so neither needs the clocks to
+// agree. Nor does a step of this node's clock fool them: the window is the clock as it
+// is now (a counter already in memory acts at its newest bucket), and a step forward
+// that makes a stamp look older makes its buckets leave the window as much. Since alone
+// could be fooled: a step back between this node's writes of p in an earlier
+// generation and since leaves those buckets after since; the stamp covers them too.
+// departedAt is dated by the newest bucket of the writes it records, when that is later
+// than the clock as they were confirmed. Still, nothing is skipped while this node does
+// not know its clock to be within freshMargin of Redis's (clockAgrees): a clock that
+// far off is a fault to mend, not one to build on.
 func (o *Owner) knowsAllOf(p int, windowMs int64) bool {
 	d := &o.parts.decided[p]
 	g := o.parts.gen[p].Load() + 1
-	if d.gen.Load() != g {
+	if d.gen.Load() != g || !o.clockAgrees() {
 		return false
 	}
 	now := o.cfg.Now()
-	if now-d.departedAt.Load() <= windowMs+freshMargin.Milliseconds() {
+	span := windowMs + freshMargin.Milliseconds()
+	if now-d.departedAt.Load() <= span {
 		return false // Redis holds, in the window, writes of p's counters memory lacks
 	}
-	if now-d.since.Load() > windowMs+freshMargin.Milliseconds() {
+	if mutate.On(mutate.IgnoreClocks) && now-d.since.Load() > span {
+		return true
+	}
+	if d.beforeGen.Load() == g && now-max(d.since.Load(), d.before.Load()+stampEvery.Milliseconds()) > span {
 		return true
 	}
 	return d.quietGen.Load() == g && d.quietDeparted.Load() == d.departed.Load() &&
@@ -119,6 +152,7 @@ func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then 
 		if err == nil {
 			for i, p := range ps {
 				d := &o.parts.decided[p]
+				d.noteBefore(gens[i]+1, at[i])
 				d.quietAt.Store(at[i])
 				d.quietDeparted.Store(departed[i]) // (one confirmed meanwhile leaves it behind)
 				d.quietGen.Store(gens[i] + 1)      // a generation since begun is never gens[i]+1
@@ -128,17 +162,38 @@ func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then 
 	})
 }
 
+// noteBefore records a stamp read in generation gen-1 (decidedSince.before).
+func (d *decidedSince) noteBefore(gen uint64, at int64) {
+	if d.beforeGen.Load() != gen {
+		d.before.Store(at) // before beforeGen: who sees the generation sees this
+		d.beforeGen.Store(gen)
+		return
+	}
+	for {
+		cur := d.before.Load()
+		if at >= cur || d.before.CompareAndSwap(cur, at) {
+			return
+		}
+	}
+}
+
 // noteDeparted records, of the deltas just confirmed in Redis, those of counters not in
-// memory (skipsLoad must not trust a stamp read before them). The caller holds mu.
-func (o *Owner) noteDeparted(refs []fallback.CounterRef) {
+// memory (skipsLoad must not trust a stamp read before them); newest is the start of the
+// newest bucket among them (ms), when placed ahead of the counters' clock now (it
+// stepped back since). The caller holds mu.
+func (o *Owner) noteDeparted(refs []fallback.CounterRef, newest int64) {
 	rg := o.ring.Load()
 	if rg == nil {
 		return
 	}
+	at := o.cfg.Now()
+	if !mutate.On(mutate.IgnoreClocks) {
+		at = max(at, newest)
+	}
 	for _, r := range refs {
 		if !o.cfg.Store.Has(r.Key, r.Spec) {
 			d := &o.parts.decided[rg.Partition(r.Key)]
-			d.departedAt.Store(o.cfg.Now()) // before departed: who sees the count sees this
+			d.departedAt.Store(at) // before departed: who sees the count sees this
 			d.departed.Add(1)
 		}
 	}
@@ -156,15 +211,21 @@ const stampEvery = time.Second
 // stamp stamps, before their deltas are sent, the partitions of refs not stamped by
 // this node within stampEvery; all of them on this node's first write, after Redis was
 // unreachable, and when the stamps' epoch is not the one this node knows (Redis lost
-// them); then it calls then with the outcome. The flush calls it, under Owner.mu, one at
-// a time; then runs under Owner.mu too.
-func (o *Owner) stamp(refs []fallback.CounterRef, then func(error)) {
+// them); then it calls then with the outcome. The stamp is the counters' clock now, or
+// newest (ms: the start of the newest bucket among the deltas) if that is later: a
+// counter handed over from a node whose clock is ahead carries buckets this node's
+// clock has not reached, and a stamp is never older than what it covers. The flush
+// calls it, under Owner.mu, one at a time; then runs under Owner.mu too.
+func (o *Owner) stamp(refs []fallback.CounterRef, newest int64, then func(error)) {
 	rg := o.ring.Load()
 	if rg == nil || len(refs) == 0 {
 		then(nil) // no ring: nothing was decided, so no delta to send
 		return
 	}
 	n, now, f := rg.PartitionCount(), o.cfg.Now(), &o.flush
+	if !mutate.On(mutate.IgnoreClocks) {
+		now = max(now, newest)
+	}
 	if f.epoch == "" || !o.cfg.Redis.Healthy() || o.cfg.Redis.Reopened() != f.reopened {
 		o.forgetStamps() // (unhealthy: this call is the one that finds Redis back)
 	}

@@ -166,6 +166,21 @@ type net struct {
 	run     uint64            // the run (Config.Run) of the owners added next; 0: runs not checked
 	logs    slog.Handler      // where the owners added next log (nil: nowhere)
 	leavers map[string]bool   // the members every owner sees leaving (Config.Leaving); under mu
+	// redisClock, when set, is Redis's clock (TIME), ms, for the owners added next;
+	// nil: the counters' clock (now), so that the owners know their clock agrees with
+	// Redis's and skip loads where they may (clock.go).
+	redisClock func() int64
+}
+
+// clockedRedis is a Redis whose clock (TIME) is now, ms: a real Redis's is the wall
+// clock, which the tests' counters' clock is not.
+type clockedRedis struct {
+	Redis
+	now func() int64
+}
+
+func (r clockedRedis) Time(done func(int64, error)) {
+	go done(r.now()*1000, nil)
 }
 
 // leave makes every owner see the member named leaving gracefully (Config.Leaving).
@@ -235,6 +250,13 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 		every = 20 * time.Millisecond
 	}
 	rio := RedisIO(redis)
+	if rio != nil {
+		clock := n.redisClock
+		if clock == nil {
+			clock = n.now
+		}
+		rio = clockedRedis{rio, clock}
+	}
 	if n.wrap != nil && rio != nil {
 		rio = n.wrap(rio)
 	}
@@ -259,6 +281,14 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	}
 	n.owners[name] = o
 	n.mu.Unlock()
+	if redis != nil {
+		// Measure its clock against Redis's now, whenever its ticks come (a wrapped
+		// Redis may not answer: then it goes on not knowing).
+		o.mu.Lock()
+		o.measureClock(o.cfg.Clock.Since())
+		o.mu.Unlock()
+		wait.True(5*time.Second, func() bool { return !o.clock.measuring.Load() })
+	}
 	return &testOwner{Owner: o, leases: fl}
 }
 

@@ -28,6 +28,8 @@ type Redis interface {
 	LateMarks(n int, since int64, done func(int64, map[int]int64, error))
 	Reached(fs []fallback.Fence, done func(bool, error))
 	Epoch(n int, done func(string, error))
+	// Time reads Redis's clock, µs since the Unix epoch (fallback.Store.Time).
+	Time(done func(int64, error))
 	// ProbeReplicas writes nothing leapcount reads, while the last write's WAIT found
 	// too few replicas, to find them back (fallback.Store.ProbeReplicas).
 	ProbeReplicas(now int64, done func(error))
@@ -162,6 +164,14 @@ func (r redisIO) ProbeReplicas(now int64, done func(error)) {
 		ctx, cancel := bounded()
 		defer cancel()
 		done(r.st.ProbeReplicas(ctx, now))
+	}()
+}
+
+func (r redisIO) Time(done func(int64, error)) {
+	go func() {
+		ctx, cancel := bounded()
+		defer cancel()
+		done(r.st.Time(ctx))
 	}()
 }
 

@@ -96,7 +96,8 @@ type Owner struct {
 	departing bool      // Leave was called: no counters are taken in any more (under mu)
 	epoch     epochWatch
 	polled    time.Duration
-	probing   bool // a probe of Redis's replicas is under way (under mu; replicas.go)
+	probing   bool       // a probe of Redis's replicas is under way (under mu; replicas.go)
+	clock     clockWatch // the counters' clock against Redis's (clock.go)
 
 	loaded, skipped atomic.Int64  // counters loaded from Redis; created without a load
 	unknownSteps    atomic.Uint64 // events Step did not expect (UnknownTransitions)
@@ -151,6 +152,7 @@ func (o *Owner) Tick() {
 		o.pollLate()
 		o.checkEpoch(nil)
 		o.probeReplicas()
+		o.measureClock(now)
 	}
 	o.cleanStart()
 	o.expireLends(now)

@@ -12,10 +12,11 @@ import (
 // client sends one op at a time to a random running node, as an application would, and
 // records what it was told.
 type client struct {
-	w    *world
-	id   int
-	busy bool
-	sent int
+	w     *world
+	id    int
+	busy  bool
+	sent  int
+	fresh bool // it sends ops on fresh keys (fresh.go)
 }
 
 // clientGiveUp is how long a client waits for an answer before it counts the op's
@@ -35,7 +36,13 @@ func (c *client) next() {
 			return
 		}
 		c.sent++
-		c.send(w.keys.pick(w.rng), entry, func() { c.next() })
+		var o counter.Op
+		if c.fresh {
+			o = w.pickFresh()
+		} else {
+			o = w.keys.pick(w.rng)
+		}
+		c.send(o, entry, func() { c.next() })
 	})
 }
 
@@ -48,7 +55,7 @@ func (c *client) send(o counter.Op, entry *node, then func()) {
 	start := w.sched.now
 	done := false
 	w.inflight++
-	finish := func(res counter.Result) {
+	finish := func(res counter.Result, d decided) {
 		if done {
 			return
 		}
@@ -60,19 +67,19 @@ func (c *client) send(o counter.Op, entry *node, then func()) {
 		if pol, ok := route.PolicyAnswer(&o, res.Err, false); ok {
 			res = pol
 		}
-		w.keys.record(o, res, start)
+		w.keys.record(o, res, d, start)
 		w.ops.add(o, res)
 		then()
 	}
 	w.sched.after(clientGiveUp, nil, func() {
-		finish(counter.Result{Err: fmt.Errorf("%w: the client gave up", counter.ErrOutcomeUnknown)})
+		finish(counter.Result{Err: fmt.Errorf("%w: the client gave up", counter.ErrOutcomeUnknown)}, decided{})
 	})
 	wait := 5 * time.Millisecond
 	var try func()
 	try = func() {
-		c.route(o, entry, func(res counter.Result) {
+		c.route(o, entry, func(res counter.Result, d decided) {
 			if res.Err == nil || !route.Retryable(&o, res.Err) || w.sched.now-start >= retryWait {
-				finish(res)
+				finish(res, d)
 				return
 			}
 			w.sched.after(wait, entry, try)
@@ -83,16 +90,17 @@ func (c *client) send(o counter.Op, entry *node, then func()) {
 }
 
 // route sends o from entry to its owner in entry's ring and hands back the result: the
-// owner's, or rpc's error for the whole call (unsent, or with the outcome unknown).
-func (c *client) route(o counter.Op, entry *node, back func(counter.Result)) {
+// owner's, or rpc's error for the whole call (unsent, or with the outcome unknown), and
+// for an op on a fresh key (fresh.go) decided without an error, where it was placed.
+func (c *client) route(o counter.Op, entry *node, back func(counter.Result, decided)) {
 	w := c.w
 	owner, ok := entry.ownerOf(o.Key)
 	if !ok {
-		back(counter.Result{Err: fmt.Errorf("%w: %s has not joined a cluster yet", counter.ErrUnavailable, entry.name)})
+		back(counter.Result{Err: fmt.Errorf("%w: %s has not joined a cluster yet", counter.ErrUnavailable, entry.name)}, decided{})
 		return
 	}
 	if owner == entry.name {
-		entry.decide([]counter.Op{o}, func(res []counter.Result) { back(res[0]) })
+		entry.decide([]counter.Op{o}, func(res []counter.Result) { back(res[0], entry.placed(&o, res[0])) })
 		return
 	}
 	w.net.call(entry, owner, false, func(respond func(any)) {
@@ -101,17 +109,36 @@ func (c *client) route(o counter.Op, entry *node, back func(counter.Result)) {
 			respond(counter.Result{Err: fmt.Errorf("%w: %q is not %s's here", counter.ErrNotOwner, o.Key, to.name)})
 			return
 		}
-		to.decide([]counter.Op{o}, func(res []counter.Result) { respond(res[0]) })
+		to.decide([]counter.Op{o}, func(res []counter.Result) { respond(placedResult{res[0], to.placed(&o, res[0])}) })
 	}, func(v any, err error) {
 		switch {
 		case err == nil:
-			back(v.(counter.Result))
+			if p, ok := v.(placedResult); ok {
+				back(p.res, p.d)
+				return
+			}
+			back(v.(counter.Result), decided{})
 		case errors.Is(err, counter.ErrNotSent):
-			back(counter.Result{Err: err})
+			back(counter.Result{Err: err}, decided{})
 		default:
-			back(counter.Result{Err: fmt.Errorf("%w: owner %s did not answer: %v", counter.ErrOutcomeUnknown, owner, err)})
+			back(counter.Result{Err: fmt.Errorf("%w: owner %s did not answer: %v", counter.ErrOutcomeUnknown, owner, err)}, decided{})
 		}
 	})
+}
+
+// placedResult is an owner's answer with where it placed the op.
+type placedResult struct {
+	res counter.Result
+	d   decided
+}
+
+// placed records where n placed o, decided with res, when o is on a fresh key and was
+// decided without an error.
+func (n *node) placed(o *counter.Op, res counter.Result) decided {
+	if !isFresh(o.Key) || res.Err != nil {
+		return decided{}
+	}
+	return n.w.fresh.place(n, o)
 }
 
 // entryNode picks a running node that takes clients (not leaving).

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
@@ -53,6 +55,12 @@ func (ks *keySet) all() []string {
 	return append(append(append([]string(nil), ks.incr...), ks.allow...), ks.resets...)
 }
 
+// tracked is all and the fresh keys that may hold counts: those a fault's allowances
+// look at.
+func (ks *keySet) tracked() []string {
+	return append(ks.all(), slices.Sorted(maps.Keys(ks.w.fresh.newest))...)
+}
+
 func (ks *keySet) isAllow(key string) bool {
 	for _, k := range ks.allow {
 		if k == key {
@@ -62,19 +70,24 @@ func (ks *keySet) isAllow(key string) bool {
 	return false
 }
 
-func ref(key string) fallback.CounterRef { return fallback.CounterRef{Key: key, Spec: keySpec} }
+func ref(key string) fallback.CounterRef { return fallback.CounterRef{Key: key, Spec: specOf(key)} }
 
 func op(kind counter.Kind, key string, n int64) counter.Op {
-	o := counter.Op{Kind: kind, Key: key, Window: windowMs, Buckets: buckets, N: n}
+	sp := specOf(key)
+	o := counter.Op{Kind: kind, Key: key, Window: sp.WindowMs, Buckets: sp.Buckets, N: n}
 	if kind == counter.Allow {
 		o.Limit = allowLimit
 	}
 	return o
 }
 
-// record notes what a client was told of op, sent at start.
-func (ks *keySet) record(o counter.Op, res counter.Result, start time.Duration) {
+// record notes what a client was told of op, sent at start and decided as d.
+func (ks *keySet) record(o counter.Op, res counter.Result, d decided, start time.Duration) {
 	outcome := history.ClassifyResult(res)
+	if isFresh(o.Key) {
+		ks.w.fresh.record(o, res, outcome, d, start, ks.w.sched.now)
+		return
+	}
 	if h := ks.reset[o.Key]; h != nil {
 		h.add(o, res, outcome, start, ks.w.sched.now)
 		return

@@ -102,7 +102,7 @@ func (n *node) start(found bool) {
 	}
 	n.store = leaparray.NewStore(opts...)
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{Config: w.leaseCfg, Self: n.name, Incarnation: n.inc,
-		Partitions: w.opt.Partitions, Found: found, Now: func() int64 { return int64(n.mono()) },
+		Partitions: w.opt.Partitions, Found: found, Now: func() int64 { return int64(n.mono()) }, Wall: n.wall,
 		OnLapse: func(s lease.Set) {
 			w.lapsed(n, s)
 			n.owner.Lapsed(s)

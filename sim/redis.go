@@ -75,14 +75,38 @@ func (r *redisServer) wipe() {
 	r.lagging = nil // the replica syncs from the emptied server
 }
 
-// count is the counter's count at now (ms), as Redis holds it.
+// count is the counter's count at now (ms), as Redis holds it: at its newest bucket,
+// if that is past now's (written by a clock ahead), as the scripts act (common.lua).
 func (r *redisServer) count(ref fallback.CounterRef, now int64) uint64 {
 	var n uint64
-	head := ref.Spec.Bucket(now)
+	head := r.head(ref, now)
 	for j, c := range r.counters[ref] {
 		if j > head-int64(ref.Spec.Buckets) && j <= head {
 			n += c
 		}
+	}
+	return n
+}
+
+// head is the bucket the counter acts at now: now's, or its newest if that is later.
+func (r *redisServer) head(ref fallback.CounterRef, now int64) int64 {
+	head := ref.Spec.Bucket(now)
+	for j := range r.counters[ref] {
+		head = max(head, j)
+	}
+	return head
+}
+
+// lost is what the counter loses when Redis loses its data: its count at now, or for
+// a fresh key (fresh.go), whose window is short next to the clocks' skew, every bucket
+// it holds.
+func (r *redisServer) lost(ref fallback.CounterRef, now int64) uint64 {
+	if !isFresh(ref.Key) {
+		return r.count(ref, now)
+	}
+	var n uint64
+	for _, c := range r.counters[ref] {
+		n += c
 	}
 	return n
 }
@@ -340,10 +364,15 @@ func (b *simBatch) Unconfirmed() []fallback.Delta {
 }
 
 func (c *redisClient) LoadMany(_ context.Context, refs []fallback.CounterRef, now int64, done func([]fallback.Loaded)) {
+	for _, ref := range refs {
+		if isFresh(ref.Key) {
+			c.srv.w.fresh.loaded(ref.Key, now)
+		}
+	}
 	c.call(func() any {
 		out := make([]fallback.Loaded, len(refs))
 		for i, ref := range refs {
-			head := ref.Spec.Bucket(now)
+			head := c.srv.head(ref, now) // (fallback's windowOf)
 			var bs []leaparray.Bucket
 			for j, n := range c.srv.counters[ref] {
 				if j > head-int64(ref.Spec.Buckets) && j <= head && n > 0 {
@@ -497,6 +526,28 @@ func (c *redisClient) Epoch(_ int, done func(string, error)) {
 			return
 		}
 		done(v.(string), nil)
+	})
+}
+
+// Time answers Redis's clock: the simulation's own time (the nodes' counters' clocks
+// are it plus their offsets), µs since the Unix epoch, as it is when the call gets
+// there. It takes a fixed 300 µs each way (plus Redis's slowness) and draws nothing from
+// the run's stream, so that a run's story is the one its seed told before nodes read
+// Redis's clock; it fails as any call does while Redis is down or cut off from the node.
+func (c *redisClient) Time(done func(int64, error)) {
+	w := c.srv.w
+	const way = 300 * time.Microsecond
+	switch {
+	case c.srv.down:
+		w.sched.after(way, c.n, func() { done(0, fmt.Errorf("%w: connection refused", errRedisDown)) })
+		return
+	case c.cut() || 2*way+c.srv.slow > redisTimeout:
+		w.sched.after(redisTimeout, c.n, func() { done(0, errors.New("sim: redis timeout")) })
+		return
+	}
+	w.sched.after(way+c.srv.slow, nil, func() {
+		at := w.epochMs*1000 + int64(w.sched.now/time.Microsecond)
+		w.sched.after(way, c.n, func() { done(at, nil) })
 	})
 }
 

@@ -52,6 +52,9 @@ func (r Result) Replay() string {
 func Run(opt Options) Result {
 	w := newWorld(opt)
 	w.loadEnd = w.opt.Duration
+	if w.skew.on {
+		w.loadEnd += w.opt.Duration / 2 // for the skip to come of age (fresh.go)
+	}
 	for i := range w.opt.Nodes {
 		n := w.addNode()
 		found := i == 0
@@ -63,6 +66,7 @@ func Run(opt Options) Result {
 		for i := range 6 {
 			(&client{w: w, id: i}).next()
 		}
+		w.startFresh()
 	})
 	if w.opt.Faults {
 		w.injectFaults()
@@ -144,7 +148,7 @@ func (w *world) splitCounts(d *node, p int) {
 			continue
 		}
 		for _, n := range w.nodes {
-			if n != d && n.up && ownerprobe.Of(n.owner).InMemory(k, keySpec, n.wall()) > 0 {
+			if n != d && n.up && ownerprobe.Of(n.owner).InMemory(k, specOf(k), n.wall()) > 0 {
 				w.keys.reset[k].erasedBack = true // its counts may come back after d's resets
 			}
 		}
@@ -306,6 +310,9 @@ func (w *world) checkFinal() {
 	for _, v := range ks.reads.check(ks.bounds) {
 		w.fail("%s", v)
 	}
+	for _, v := range w.fresh.check(ks.bounds, ks.reads.lack) {
+		w.fail("%s", v)
+	}
 	for _, k := range ks.allow {
 		t := ks.log.Tally(k)
 		if room := allowLimit + ks.bounds.KeyOverAdmit[k] + ks.bounds.KeyLoss[k]; t.Admitted > room {
@@ -327,7 +334,7 @@ func (w *world) read(key string) (int64, error) {
 		entry := w.nodes[try%len(w.nodes)]
 		var got *counter.Result
 		c := &client{w: w}
-		c.route(op(counter.Count, key, 0), entry, func(res counter.Result) { got = &res })
+		c.route(op(counter.Count, key, 0), entry, func(res counter.Result, _ decided) { got = &res })
 		end := w.sched.now + 5*time.Second
 		for got == nil && w.sched.now < end {
 			w.sched.runUntil(w.sched.now + 10*time.Millisecond)

@@ -59,6 +59,8 @@ type world struct {
 	handoffs int
 
 	keys        *keySet
+	skew        skew     // fresh keys and a skewed clock (fresh.go)
+	fresh       freshLog // fresh keys' answers
 	ops         opStats
 	inflight    int                // client ops sent and not answered
 	decider     []*node            // each partition's last decider seen (checkDeciders)
@@ -78,6 +80,7 @@ func newWorld(opt Options) *world {
 	w.net = newNetwork(w)
 	w.redis = newRedisServer(w)
 	w.keys = newKeySet(w)
+	w.skew, w.fresh = drawSkew(opt), newFreshLog()
 	return w
 }
 
@@ -104,6 +107,10 @@ func (w *world) byName(name string) *node {
 func (w *world) addNode() *node {
 	n := &node{w: w, idx: len(w.nodes), name: fmt.Sprintf("n%d", len(w.nodes)),
 		rate: 1 + (w.rng.Float64()-0.5)*0.008, offset: time.Duration(w.rng.Int64N(int64(2*time.Second))) - time.Second}
+	if n.idx == w.skew.node {
+		n.offset += w.skew.offset
+		w.trace("%s's counters' clock runs %v off the others'", n.name, w.skew.offset.Round(time.Millisecond))
+	}
 	w.nodes = append(w.nodes, n)
 	return n
 }

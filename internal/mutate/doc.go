@@ -21,7 +21,13 @@ const (
 	// ApplyHandoffTwice: a receiver applies a Handoff it applied already (a resend whose
 	// first answer was lost) instead of acknowledging it (owner.received).
 	ApplyHandoffTwice = "apply-handoff-twice"
+	// IgnoreClocks: an owner skips loads as if every node's counters' clock agreed
+	// with its own and never stepped: a partition decided here for longer than a window
+	// holds nothing older in Redis, whatever other nodes stamped it with; a stamp, and a
+	// departed write's date, are the clock alone, not the newest bucket they cover; and
+	// the node's own offset against Redis is not asked (owner/fresh.go, clock.go).
+	IgnoreClocks = "ignore-clocks"
 )
 
 // All lists every mutant.
-var All = []string{DecideWithoutLease, IgnoreFence, EndLendEarly, SkipResetCheck, ApplyHandoffTwice}
+var All = []string{DecideWithoutLease, IgnoreFence, EndLendEarly, SkipResetCheck, ApplyHandoffTwice, IgnoreClocks}
