@@ -97,7 +97,7 @@ func (b *blindKeys) take(p int) *blindSet {
 // Redis is down.
 func (o *Owner) markBlind(p int, key string) {
 	o.blind.mark(p, key)
-	o.parts.blind[p].Store(true) // after the key: who sees the flag finds the key
+	o.step(p, on(Blinded)) // after the key: who sees the flag finds the key
 }
 
 // blindOp reports whether op would be decided from memory that may lack what Redis
@@ -110,5 +110,11 @@ func (o *Owner) blindOp(p int, op *counter.Op, redisUp bool) bool {
 	if o.parts.get(p) == Stale || !o.cfg.Store.Has(op.Key, spec(op)) {
 		return true
 	}
-	return o.parts.blind[p].Load() && o.blind.has(p, op.Key)
+	return o.startedBlind(p, op.Key)
+}
+
+// startedBlind reports whether key, of partition p, was started from empty memory while
+// Redis was down (its memory lacks what Redis held of it).
+func (o *Owner) startedBlind(p int, key string) bool {
+	return o.parts.at(p).Blind && o.blind.has(p, key)
 }

@@ -29,40 +29,20 @@ func (o *Owner) judge(p int, now int64, redisUp bool) action {
 	return a
 }
 
-// verdict is judge without side effects: the one rule of which ops are decided here
-// (the simulation checks it never lets two nodes decide one partition). blind reports
-// that p waits for its blind counters to be dropped.
+// verdict is judge without side effects (Record.verdict): the simulation checks it never
+// lets two nodes decide one partition.
+// It asks for the lease and the ring only in the states whose verdict they decide:
+// it is on every op's path.
 func (o *Owner) verdict(p int, now int64, redisUp bool) (a action, blind bool) {
-	switch o.parts.get(p) {
-	case Owned:
-		if redisUp && o.parts.blind[p].Load() {
-			// Counters were started here from empty memory while Redis was down: until
-			// a clean-up drops and reloads them, memory lacks what Redis has, and a count
-			// or allow from it would be short.
-			return waitFor, true
-		}
-		if o.cfg.Leases.Holds(p, now) || mutate.On(mutate.DecideWithoutLease) {
-			return decideIt, false
-		}
-		return waitFor, false
-	case Stale:
-		// Stale memory is dropped and reloaded from Redis; while Redis is down it is
-		// the best there is, and is decided from (degraded, see the package doc).
-		if !redisUp && o.cfg.Leases.Holds(p, now) {
-			return decideIt, false
-		}
-		return waitFor, false
-	case Lent, LentStale:
-		return waitFor, false
+	r := o.parts.at(p)
+	var holds, owns bool
+	switch r.State {
+	case Owned, Stale:
+		holds = o.cfg.Leases.Holds(p, now) || mutate.On(mutate.DecideWithoutLease)
 	case Releasing, ReleasingStale:
-		if o.owns(p) {
-			// The ring gave it back while its release was under way: the release ends
-			// (handed back) once its send in flight is answered, and the op is decided
-			// then. Answering it not-owned would send it round to this node again.
-			return waitFor, false
-		}
+		owns = o.owns(p)
 	}
-	return notMine, false
+	return r.verdict(holds, redisUp, owns)
 }
 
 // request is one batch of ops being decided by Start.

@@ -4,13 +4,19 @@
 //
 // # One state machine
 //
-// Each partition is, on this node, in one State (Idle, Owned, Stale, Releasing,
-// ReleasingStale, Lent, LentStale), and changes state only through Step: an Event in,
-// the next State and an Action out, with no I/O, clock or lock, so that it is tested by
-// table and by the cluster simulation (package sim). Step's doc holds the transition
-// table. Everything else in the package is what drives it (ring changes, lapses,
-// late-write marks, the outcomes of Redis and rpc calls) and what carries out its
-// actions (releases, reloads).
+// Each partition has, on this node, one Record: its State (Idle, Owned, Stale,
+// Releasing, ReleasingStale, Lent, LentStale) and every fact beside it that decides
+// what the partition may do (counters started blind, a write-back owed since Redis lost
+// its data, a lapse since its memory was last dropped, where lent counters are, fences,
+// late marks, what the load skip knows). A Record changes only through Step: a Record
+// and an Event in, the next Record and an Action out, with no I/O, clock or lock, so
+// that it is tested by table and by the cluster simulation (package sim). Step's doc
+// holds the transition table; an event it does not expect, or one that would make a
+// Record break its invariants (Record.check), is an error, counted and logged. Records
+// are values stored whole (parts.go), so ops read one without a lock, and which ops are
+// decided here is a function of the Record alone (Record.verdict). Everything else in
+// the package is what drives it (ring changes, lapses, late-write marks, the outcomes
+// of Redis and rpc calls) and what carries out its actions (releases, reloads).
 //
 // The owner does no I/O of its own and never waits on it: it asks Config.Redis,
 // Config.Peers and Config.Clock, whose calls return at once and whose answers come

@@ -1,12 +1,10 @@
 package owner
 
 import (
-	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
-	"github.com/leapcount/leapcount/internal/lockrank"
 	"github.com/leapcount/leapcount/internal/mutate"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
@@ -38,143 +36,157 @@ import (
 // fenceMax bounds how long a fence holds loads back.
 const fenceMax = time.Minute
 
-type fences struct {
-	mu lockrank.Mutex[lockrank.OwnerFences]
-	by map[int]fenceSet // per partition
-}
-
+// fenceSet is a partition's fences (Record.Fenced). Like the Record, it never changes
+// once stored: Step makes another.
 type fenceSet struct {
 	fs    []fallback.Fence
 	since time.Duration // Clock.Since when the first came
 	held  []HandoffCounter
 }
 
-// add records fs on partitions ps at now.
-func (f *fences) add(ps []int, fs []HandoffFence, now time.Duration) {
-	if len(fs) == 0 {
-		return
+// withFences is set with the fences fs added (a new set since at, when set is nil).
+func (set *fenceSet) withFences(fs []HandoffFence, at time.Duration) *fenceSet {
+	out := &fenceSet{since: at}
+	if set != nil {
+		*out = *set
+		out.fs = slices.Clone(set.fs)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.by == nil {
-		f.by = map[int]fenceSet{}
-	}
-	for _, p := range ps {
-		set, ok := f.by[p]
-		if !ok {
-			set.since = now
+	for _, h := range fs {
+		fe := fallback.Fence{WriterKey: h.WriterKey, Seq: h.Seq}
+		if !slices.Contains(out.fs, fe) {
+			out.fs = append(out.fs, fe)
 		}
-		for _, h := range fs {
-			fe := fallback.Fence{WriterKey: h.WriterKey, Seq: h.Seq}
-			if !slices.Contains(set.fs, fe) {
-				set.fs = append(set.fs, fe)
-			}
-		}
-		f.by[p] = set
-	}
-}
-
-// hold keeps c, handed over under the fences of its partition p and not taken into
-// memory, until they are reached or Redis loses its data (takeHeld). A no-op for a
-// partition without fences.
-func (f *fences) hold(p int, c HandoffCounter) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	set, ok := f.by[p]
-	if !ok {
-		return
-	}
-	c.Pending, c.Reset = nil, false // (its buckets hold both)
-	set.held = slices.DeleteFunc(set.held, func(h HandoffCounter) bool { return h.Key == c.Key && h.Spec == c.Spec })
-	set.held = append(set.held, c)
-	f.by[p] = set
-}
-
-// heldOf returns the counters held for partitions ps.
-func (f *fences) heldOf(ps []int) []HandoffCounter {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []HandoffCounter
-	for _, p := range ps {
-		out = append(out, f.by[p].held...)
 	}
 	return out
 }
 
-func (f *fences) has(p int) bool {
+// holding is set with c held beside it (in place of an earlier copy of c).
+func (set *fenceSet) holding(c HandoffCounter) *fenceSet {
+	out := *set
+	out.held = slices.DeleteFunc(slices.Clone(set.held), func(h HandoffCounter) bool { return h.Key == c.Key && h.Spec == c.Spec })
+	out.held = append(out.held, c)
+	return &out
+}
+
+// without is set without the fences of the writers in gone (nil: none left).
+func (set *fenceSet) without(gone []HandoffFence) *fenceSet {
+	out := *set
+	out.fs = slices.DeleteFunc(slices.Clone(set.fs), func(fe fallback.Fence) bool {
+		return slices.Contains(gone, HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq})
+	})
+	if len(out.fs) == 0 {
+		return nil
+	}
+	return &out
+}
+
+// addFences records fs on partitions ps at now.
+func (o *Owner) addFences(ps []int, fs []HandoffFence, now time.Duration) {
+	if len(fs) == 0 {
+		return
+	}
+	for _, p := range ps {
+		o.step(p, Event{Kind: FencesIn, Fences: fs, At: now})
+	}
+}
+
+// holdFenced keeps c, handed over under the fences of its partition p and not taken
+// into memory, until they are reached or Redis loses its data (takeHeld). A no-op for a
+// partition without fences.
+func (o *Owner) holdFenced(p int, c HandoffCounter) {
+	c.Pending, c.Reset = nil, false // (its buckets hold both)
+	o.step(p, Event{Kind: FenceHeld, Counter: &c})
+}
+
+// heldOf returns the counters held for partitions ps.
+func (o *Owner) heldOf(ps []int) []HandoffCounter {
+	var out []HandoffCounter
+	for _, p := range ps {
+		if set := o.parts.at(p).Fenced; set != nil {
+			out = append(out, set.held...)
+		}
+	}
+	return out
+}
+
+// fenced reports whether loads of partition p wait for a fence.
+func (o *Owner) fenced(p int) bool {
 	if mutate.On(mutate.IgnoreFence) {
 		return false
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.by[p]
-	return ok
+	return o.parts.at(p).Fenced != nil
 }
 
-// of returns the fences of partitions ps, once each; drop forgets them.
-func (f *fences) of(ps []int, drop bool) []HandoffFence {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// fencesOf returns the fences of partitions ps, once each; drop forgets them.
+func (o *Owner) fencesOf(ps []int, drop bool) []HandoffFence {
 	var out []HandoffFence
 	for _, p := range ps {
-		for _, fe := range f.by[p].fs {
+		set := o.parts.at(p).Fenced
+		if set == nil {
+			continue
+		}
+		for _, fe := range set.fs {
 			h := HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq}
 			if !slices.Contains(out, h) {
 				out = append(out, h)
 			}
 		}
 		if drop {
-			delete(f.by, p)
+			o.step(p, on(FencesDropped))
 		}
 	}
 	return out
 }
 
-// clear drops every fence and returns how many partitions had some, and the counters
-// held for them by partition: Redis lost its data, the marks that would show them
-// reached with it, and a counter loaded now may lose what Redis lost anyway (README:
-// Redis emptied).
-func (f *fences) clear() (int, map[int][]HandoffCounter) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := len(f.by)
+// clearFences drops every fence and returns how many partitions had some, and the
+// counters held for them by partition: Redis lost its data, the marks that would show
+// them reached with it, and a counter loaded now may lose what Redis lost anyway
+// (README: Redis emptied). The caller holds mu.
+func (o *Owner) clearFences() (int, map[int][]HandoffCounter) {
+	n := 0
 	var held map[int][]HandoffCounter
-	for p, set := range f.by {
+	for p := range o.parts.rec {
+		set := o.parts.at(p).Fenced
+		if set == nil {
+			continue
+		}
+		n++
 		if len(set.held) > 0 {
 			if held == nil {
 				held = map[int][]HandoffCounter{}
 			}
 			held[p] = set.held
 		}
+		o.step(p, on(FencesDropped))
 	}
-	clear(f.by)
 	return n, held
 }
 
-// expire drops the fences older than fenceMax, whatever reads them (a partition never
-// loaded again would keep them for good), and those whose writer gone reports over.
-func (f *fences) expire(now time.Duration, gone func(writerKey string) bool, log *slog.Logger) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, p := range sortedKeys(f.by) {
-		set := f.by[p]
-		if now-set.since > fenceMax {
-			log.Warn("write-behind of counters handed over not confirmed in Redis in time: what it carried is lost",
-				"partition", p, "fences", len(set.fs))
-			delete(f.by, p)
+// expireFences drops the fences older than fenceMax, whatever reads them (a partition
+// never loaded again would keep them for good), and those whose writer's run is over
+// (writerGone). The caller holds mu.
+func (o *Owner) expireFences(now time.Duration) {
+	for p := range o.parts.rec {
+		set := o.parts.at(p).Fenced
+		if set == nil {
 			continue
 		}
-		n := len(set.fs)
-		set.fs = slices.DeleteFunc(set.fs, func(fe fallback.Fence) bool { return gone(fe.WriterKey) })
-		switch {
-		case len(set.fs) == 0:
-			delete(f.by, p)
-		case len(set.fs) < n:
-			f.by[p] = set
+		if now-set.since > fenceMax {
+			o.cfg.Logger.Warn("write-behind of counters handed over not confirmed in Redis in time: what it carried is lost",
+				"partition", p, "fences", len(set.fs))
+			o.step(p, on(FencesDropped))
+			continue
 		}
-		if len(set.fs) < n {
-			log.Warn("write-behind in doubt of a node whose run is over: what it did not apply is lost",
-				"partition", p, "fences", n-len(set.fs))
+		var gone []HandoffFence
+		for _, fe := range set.fs {
+			if o.writerGone(fe.WriterKey) {
+				gone = append(gone, HandoffFence{WriterKey: fe.WriterKey, Seq: fe.Seq})
+			}
+		}
+		if len(gone) > 0 {
+			o.step(p, Event{Kind: FencesGone, Fences: gone})
+			o.cfg.Logger.Warn("write-behind in doubt of a node whose run is over: what it did not apply is lost",
+				"partition", p, "fences", len(gone))
 		}
 	}
 }
@@ -197,11 +209,8 @@ func (o *Owner) writerGone(writerKey string) bool {
 // with the answer (true at once for a partition without fences); reached fences are
 // forgotten. done may run before reached returns.
 func (o *Owner) reached(p int, done func(bool)) {
-	f := &o.fenced
-	f.mu.Lock()
-	set, ok := f.by[p]
-	f.mu.Unlock()
-	if !ok {
+	set := o.parts.at(p).Fenced
+	if set == nil {
 		done(true)
 		return
 	}
@@ -210,20 +219,17 @@ func (o *Owner) reached(p int, done func(bool)) {
 			done(false)
 			return
 		}
-		f.mu.Lock()
-		if cur, ok := f.by[p]; ok && len(cur.fs) == len(set.fs) { // none added meanwhile
-			delete(f.by, p)
-		}
-		f.mu.Unlock()
+		o.step(p, Event{Kind: FencesReached, Count: uint64(len(set.fs))})
 		done(true)
 	})
 }
 
 // ownFences are the fences of this node's write-behind calls in doubt that carry
 // deltas of counters of the partitions in set, which are handed on (partial: those
-// whose memory goes without its buckets): the batches note it (dropHandedOn). The
-// caller holds mu, with no flush in flight (a send changes its calls' states).
-func (o *Owner) ownFences(rg *ring.Ring, set lease.Set, partial partialMemory) []HandoffFence {
+// whose memory goes without its buckets; reset: those whose pending part goes with a
+// reset): the batches note it (dropHandedOn). The caller holds mu, with no flush in
+// flight (a send changes its calls' states).
+func (o *Owner) ownFences(rg *ring.Ring, set lease.Set, partial partialMemory, reset map[fallback.CounterRef]bool) []HandoffFence {
 	var out []HandoffFence
 	for _, sb := range o.flush.batches {
 		fs := sb.b.Fences(func(d fallback.Delta) bool { return set.Has(rg.Partition(d.Key)) })
@@ -232,12 +238,20 @@ func (o *Owner) ownFences(rg *ring.Ring, set lease.Set, partial partialMemory) [
 		}
 		if len(fs) > 0 {
 			if sb.handed == nil {
-				sb.handed = lease.NewSet(len(o.parts.state))
+				sb.handed = lease.NewSet(o.parts.count())
 			}
 			set.Each(func(p int) {
 				sb.handed.Add(p)
 				sb.markPartial(rg, p, partial.stale[p], func(key string) bool { return partial.has(p, key) })
 			})
+			for _, ref := range sb.refs {
+				if reset[ref] {
+					if sb.subsumed == nil {
+						sb.subsumed = map[fallback.CounterRef]bool{}
+					}
+					sb.subsumed[ref] = true
+				}
+			}
 		}
 	}
 	return out
@@ -277,17 +291,35 @@ func orphanHandedOn(sb *sentBatch) {
 // (which took with it the record that makes a call apply once), and writes its memory
 // back in full, them included. Sent again, they would count twice (sim seed 2872).
 // Those of counters that went without their buckets (sb.partial) stay: the receiver's
-// memory lacks them, and no one else writes them (sim seed 1766). The caller holds mu.
+// memory lacks them, and no one else writes them (sim seed 1766).
+//
+// It also takes out, once Redis lost its data since sb was made, the deltas of counters
+// handed on with a reset after them (sb.subsumed: their pending part went with a reset,
+// a client's or a write-back in full after the loss): what their receiver writes, that
+// reset first, erases them or holds them already, and the emptied Redis no longer
+// knows whether they applied. Sent again after the receiver's write, they would count
+// twice (sim seed 8948: a write-back in full of 89 handed on, then a call of 1 of them
+// in doubt since before the loss applied again). The caller holds mu.
 func (o *Owner) dropHandedOn(sb *sentBatch) {
 	rg := o.ring.Load()
-	if sb.orphaned == nil || rg == nil {
+	subsumed := sb.subsumed
+	if sb.reseeds == o.epoch.reseeds {
+		subsumed = nil // Redis still knows which of its calls applied: each applies once
+	}
+	if sb.orphaned == nil && subsumed == nil || rg == nil {
 		return
 	}
 	orphaned := sb.orphaned
 	sb.orphaned = nil
+	if subsumed != nil {
+		sb.subsumed = nil
+	}
 	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
-		return d, !orphaned.Has(rg.Partition(d.Key)) || o.cfg.Store.Has(d.Key, d.Spec) ||
-			sb.partial[fallback.CounterRef{Key: d.Key, Spec: d.Spec}]
+		ref := fallback.CounterRef{Key: d.Key, Spec: d.Spec}
+		if subsumed[ref] {
+			return d, false
+		}
+		return d, !orphaned.Has(rg.Partition(d.Key)) || o.cfg.Store.Has(d.Key, d.Spec) || sb.partial[ref]
 	})
 	if n > 0 {
 		o.cfg.Logger.Warn("Redis lost its data: write-behind in doubt of counters handed on is left to their new owners, who write them back in full", "deltas", n)

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
 
@@ -109,18 +112,7 @@ func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *te
 	a, b := n.sole(t, "a", st), n.add(t, "b", st)
 	two := ringOf("a", "b")
 	k := keysOf(two, "b", 1)[0]
-	do(a.Owner, incr(k, 5))
-	a.flushOnce(context.Background())
-	redisIs(t, st, k, 5)
-	srv.Pause()
-	do(a.Owner, incr(k, 1))
-	a.kickFlush()
-	eventually(t, "a's write of the 6th increment in doubt", func() error {
-		if !a.InDoubt() {
-			return errors.New("not yet")
-		}
-		return nil
-	})
+	sixthInDoubt(t, a, srv, st, k)
 	b.SetRing(two)
 	a.SetRing(two)
 	if err := a.WaitReleased(context.Background()); err != nil {
@@ -212,4 +204,159 @@ func TestFencedCountersTakenFromRedisAreWrittenBackWhenRedisLostItsData(t *testi
 		return nil
 	})
 	mustCount(t, b.Owner, k, 7)
+}
+
+// A node that finds Redis emptied while a write of a counter is in doubt queues the
+// counter's write-back in full behind that write; if it then hands the counter on
+// directly, the write-back goes with it, as the receiver's to write. The write in doubt
+// is not sent again: it may have applied before the loss, and the emptied Redis no
+// longer knows, so sent again after the receiver's write-back it would count twice
+// (sim seed 8948: a counter at 90 where 89 were counted).
+func TestWriteInDoubtIsNotSentAgainOverAWriteBackHandedOn(t *testing.T) {
+	srv := startRedisServer(t)
+	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
+	var cut *cutRedis
+	n := net{flush: time.Hour, wrap: func(r Redis) Redis { // each writes when the test says
+		cut = &cutRedis{Redis: r}
+		return cut
+	}}
+	a := n.sole(t, "a", st)
+	n.wrap = nil
+	b := n.add(t, "b", st)
+	two := ringOf("a", "b")
+	k := keysOf(two, "b", 1)[0]
+	sixthInDoubt(t, a, srv, st, k)
+	cut.cut.Store(true) // a reaches Redis no more: it sends nothing again for now
+	srv.Resume()
+	redisIs(t, st, k, 6) // the call in doubt applied as Redis came back
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	if err := rc.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.reseed() // as its next look at the stamps' epoch does: the 6 go behind the write in doubt
+	a.mu.Unlock()
+	b.SetRing(two)
+	a.SetRing(two) // Redis down for a: the counter goes to b directly, the write-back with it
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.leases.grantAll()
+	b.flushOnce(context.Background())
+	redisIs(t, st, k, 6) // b's write: the reset, then the 6
+	cut.cut.Store(false)
+	a.flushOnce(context.Background())
+	a.flushOnce(context.Background())
+	if a.InDoubt() {
+		t.Fatal("a's write still in doubt after its flushes with Redis up")
+	}
+	if got := redisCount(t, st, k); got != 6 {
+		t.Fatalf("Redis counts %d after a's flushes; want 6 (a's write in doubt counted twice)", got)
+	}
+}
+
+// cutRedis is a node's way to Redis, which the test cuts: then every call fails unsent
+// (answered on another goroutine, as Redis's answers come).
+type cutRedis struct {
+	Redis
+	cut atomic.Bool
+}
+
+var errCut = fmt.Errorf("%w: the test cut the way to Redis", counter.ErrUnavailable)
+
+func (c *cutRedis) Healthy() bool { return !c.cut.Load() && c.Redis.Healthy() }
+
+func (c *cutRedis) SendBatch(b Batch, done func(error)) {
+	if c.cut.Load() {
+		go done(errCut)
+		return
+	}
+	c.Redis.SendBatch(b, done)
+}
+
+func (c *cutRedis) LoadMany(ctx context.Context, refs []fallback.CounterRef, now int64, done func([]fallback.Loaded)) {
+	if c.cut.Load() {
+		out := make([]fallback.Loaded, len(refs))
+		for i := range out {
+			out[i].Err = errCut
+		}
+		go done(out)
+		return
+	}
+	c.Redis.LoadMany(ctx, refs, now, done)
+}
+
+func (c *cutRedis) Written(n int, ps []int, done func([]int64, error)) {
+	if c.cut.Load() {
+		go done(nil, errCut)
+		return
+	}
+	c.Redis.Written(n, ps, done)
+}
+
+func (c *cutRedis) StampWritten(n int, ps []int, now int64, epoch string, done func(string, error)) {
+	if c.cut.Load() {
+		go done("", errCut)
+		return
+	}
+	c.Redis.StampWritten(n, ps, now, epoch, done)
+}
+
+func (c *cutRedis) MarkLate(n int, ps []int, done func(error)) {
+	if c.cut.Load() {
+		go done(errCut)
+		return
+	}
+	c.Redis.MarkLate(n, ps, done)
+}
+
+func (c *cutRedis) LateMarks(n int, since int64, done func(int64, map[int]int64, error)) {
+	if c.cut.Load() {
+		go done(0, nil, errCut)
+		return
+	}
+	c.Redis.LateMarks(n, since, done)
+}
+
+func (c *cutRedis) Reached(fs []fallback.Fence, done func(bool, error)) {
+	if c.cut.Load() {
+		go done(false, errCut)
+		return
+	}
+	c.Redis.Reached(fs, done)
+}
+
+func (c *cutRedis) Epoch(n int, done func(string, error)) {
+	if c.cut.Load() {
+		go done("", errCut)
+		return
+	}
+	c.Redis.Epoch(n, done)
+}
+
+func (c *cutRedis) ProbeReplicas(now int64, done func(error)) {
+	if c.cut.Load() {
+		go done(errCut)
+		return
+	}
+	c.Redis.ProbeReplicas(now, done)
+}
+
+// sixthInDoubt has a count 5 increments of k and write them to Redis, then a 6th whose
+// write is in doubt: Redis (srv) paused as it was sent.
+func sixthInDoubt(t *testing.T, a *testOwner, srv *testredis.Server, st *fallback.Store, k string) {
+	t.Helper()
+	do(a.Owner, incr(k, 5))
+	a.flushOnce(context.Background())
+	redisIs(t, st, k, 5)
+	srv.Pause()
+	do(a.Owner, incr(k, 1))
+	a.kickFlush()
+	eventually(t, "a's write of the 6th increment in doubt", func() error {
+		if !a.InDoubt() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 }

@@ -32,8 +32,9 @@ type flusher struct {
 	// flight.
 	batches  []*sentBatch
 	inFlight bool
-	again    bool // asked for while one was in flight: another follows
-	drained  bool // the flush in flight has drained the store
+	era      uint64 // stamps made in an earlier era are forgotten (forgetStamps)
+	again    bool   // asked for while one was in flight: another follows
+	drained  bool   // the flush in flight has drained the store
 	buf      []leaparray.Delta
 	// The partition stamps' epoch this node's stamps went to, and
 	// Redis.Reopened when they did (fresh.go).
@@ -71,6 +72,11 @@ type sentBatch struct {
 	// their buckets (partialMemory): their receiver's memory lacks these deltas, so
 	// they are never left to it (dropHandedOn).
 	partial map[fallback.CounterRef]bool
+	// subsumed are the counters of handed partitions whose pending part went with a
+	// reset after this batch, and reseeds the times this node had seen Redis lose its
+	// data when it was made: see dropHandedOn.
+	subsumed map[fallback.CounterRef]bool
+	reseeds  int
 }
 
 // markPartial notes, of the counters of this batch in partition p, those partial says
@@ -386,7 +392,8 @@ func (o *Owner) drainBatch() {
 	if len(ds) == 0 {
 		return
 	}
-	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(), newest: newestBucket(ds)})
+	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(), newest: newestBucket(ds),
+		reseeds: o.epoch.reseeds})
 }
 
 // newestBucket is the start (ms) of the newest bucket among ds (0: none).

@@ -3,7 +3,6 @@ package owner
 import (
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
@@ -21,52 +20,12 @@ import (
 // stamps with its own clock as it compares those buckets with its own window.
 const freshMargin = 5 * time.Second
 
-// decidedSince is when (counters' clock, ms) this node began deciding a partition in
-// its current state: the first op it decided there since the state last changed. Any
-// change (lost, lapsed, reloaded, lent) starts it again.
-type decidedSince struct {
-	gen   atomic.Uint64 // the partition's generation + 1 it was taken in; 0: never
-	since atomic.Int64
-	// quietGen is the partition's generation + 1 in which its stamp (when Redis last
-	// got a write of it: fallback.Written) was read, quietAt (0: never written).
-	quietGen atomic.Uint64
-	quietAt  atomic.Int64
-	// departed counts the writes Redis confirmed of p's counters that had left memory
-	// (the pending part of a counter dropped to be reloaded, say): Redis then holds what
-	// memory does not, and a stamp read before such a write says nothing of it.
-	// quietDeparted is departed when the stamp was read.
-	departed      atomic.Uint64
-	quietDeparted atomic.Uint64
-	// departedAt is when (counters' clock, ms) Redis last confirmed such a write: Redis
-	// holds it whatever the stamps say (a write landing after Redis lost the stamp that
-	// came before it is stamped again only within stampEvery).
-	departedAt atomic.Int64
-	// gainedDeparted is departed when this node last gained p: a Handoff's counter
-	// sent from another node's memory lacks what this node wrote of p since (receive.go).
-	gainedDeparted atomic.Uint64
-	// before is the lowest of p's stamps read in generation beforeGen - 1 (0: none).
-	// Stamps only rise, so it is no lower than every stamp made before this node began
-	// deciding p in that generation: by other writers, each on its own clock, at least
-	// the newest bucket it sent then (the "since" ground of knowsAllOf).
-	beforeGen atomic.Uint64
-	before    atomic.Int64
-}
-
-// forget makes p's memory count as come from elsewhere (a Handoff installed counters
-// whose writes may land later): no load is skipped on what was known of it.
-func (d *decidedSince) forget() {
-	d.gen.Store(0)
-	d.quietGen.Store(0)
-}
-
-// noteDecided records that p is decided now, in its current generation. Called with
-// decide held shared, so the generation cannot change meanwhile.
+// noteDecided records that p is decided now, in its current generation (Record.Fresh).
+// Called with decide held shared, so the generation cannot change meanwhile. It looks
+// before it steps: it is on every op's path, and the note is made once a generation.
 func (o *Owner) noteDecided(p int) {
-	d := &o.parts.decided[p]
-	g := o.parts.gen[p].Load() + 1
-	if d.gen.Load() != g {
-		d.since.Store(o.cfg.Now()) // before gen: who sees the new gen sees this since
-		d.gen.Store(g)
+	if r := o.parts.at(p); r.Fresh.DecidedGen != r.Gen+1 {
+		o.step(p, Event{Kind: Decided, Ms: o.cfg.Now()})
 	}
 }
 
@@ -100,24 +59,28 @@ func (o *Owner) noteDecided(p int) {
 // not know its clock to be within freshMargin of Redis's (clockAgrees): a clock that
 // far off is a fault to mend, not one to build on.
 func (o *Owner) knowsAllOf(p int, windowMs int64) bool {
-	d := &o.parts.decided[p]
-	g := o.parts.gen[p].Load() + 1
-	if d.gen.Load() != g || !o.clockAgrees() {
+	return o.clockAgrees() && o.parts.at(p).knowsAllOf(o.cfg.Now(), windowMs, mutate.On(mutate.IgnoreClocks))
+}
+
+// knowsAllOf is Owner.knowsAllOf for a partition with this record, at now (counters'
+// clock, ms); ignoreClocks is the mutant that trusts since alone.
+func (r *Record) knowsAllOf(now, windowMs int64, ignoreClocks bool) bool {
+	f, g := &r.Fresh, r.Gen+1
+	if f.DecidedGen != g {
 		return false
 	}
-	now := o.cfg.Now()
 	span := windowMs + freshMargin.Milliseconds()
-	if now-d.departedAt.Load() <= span {
+	if now-f.DepartedAt <= span {
 		return false // Redis holds, in the window, writes of p's counters memory lacks
 	}
-	if mutate.On(mutate.IgnoreClocks) && now-d.since.Load() > span {
+	if ignoreClocks && now-f.DecidedSince > span {
 		return true
 	}
-	if d.beforeGen.Load() == g && now-max(d.since.Load(), d.before.Load()+stampEvery.Milliseconds()) > span {
+	if f.BeforeGen == g && now-max(f.DecidedSince, f.Before+stampEvery.Milliseconds()) > span {
 		return true
 	}
-	return d.quietGen.Load() == g && d.quietDeparted.Load() == d.departed.Load() &&
-		now-d.quietAt.Load() > windowMs+(stampEvery+freshMargin).Milliseconds()
+	return f.QuietGen == g && f.QuietDeparted == f.Departed &&
+		now-f.QuietAt > windowMs+(stampEvery+freshMargin).Milliseconds()
 }
 
 // skipsLoad reports whether op's counter, not in memory, is created without a load: its
@@ -137,12 +100,12 @@ func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then 
 	var gens, departed []uint64
 	for _, m := range misses {
 		p := rg.SlotPartition(ops[m.op].Slot)
-		d := &o.parts.decided[p]
-		if seen.Has(p) || d.quietGen.Load() == m.gen+1 && d.quietDeparted.Load() == d.departed.Load() {
+		f := &o.parts.at(p).Fresh
+		if seen.Has(p) || f.QuietGen == m.gen+1 && f.QuietDeparted == f.Departed {
 			continue
 		}
 		seen.Add(p)
-		ps, gens, departed = append(ps, p), append(gens, m.gen), append(departed, d.departed.Load())
+		ps, gens, departed = append(ps, p), append(gens, m.gen), append(departed, f.Departed)
 	}
 	if len(ps) == 0 {
 		then()
@@ -151,30 +114,13 @@ func (o *Owner) readQuiet(rg *ring.Ring, misses []*miss, ops []counter.Op, then 
 	o.cfg.Redis.Written(rg.PartitionCount(), ps, func(at []int64, err error) {
 		if err == nil {
 			for i, p := range ps {
-				d := &o.parts.decided[p]
-				d.noteBefore(gens[i]+1, at[i])
-				d.quietAt.Store(at[i])
-				d.quietDeparted.Store(departed[i]) // (one confirmed meanwhile leaves it behind)
-				d.quietGen.Store(gens[i] + 1)      // a generation since begun is never gens[i]+1
+				// (A write confirmed meanwhile leaves Count behind Departed; a
+				// generation since begun is never gens[i]+1.)
+				o.step(p, Event{Kind: StampRead, Gen: gens[i], Ms: at[i], Count: departed[i]})
 			}
 		}
 		then()
 	})
-}
-
-// noteBefore records a stamp read in generation gen-1 (decidedSince.before).
-func (d *decidedSince) noteBefore(gen uint64, at int64) {
-	if d.beforeGen.Load() != gen {
-		d.before.Store(at) // before beforeGen: who sees the generation sees this
-		d.beforeGen.Store(gen)
-		return
-	}
-	for {
-		cur := d.before.Load()
-		if at >= cur || d.before.CompareAndSwap(cur, at) {
-			return
-		}
-	}
 }
 
 // noteDeparted records, of the deltas just confirmed in Redis, those of counters not in
@@ -192,9 +138,7 @@ func (o *Owner) noteDeparted(refs []fallback.CounterRef, newest int64) {
 	}
 	for _, r := range refs {
 		if !o.cfg.Store.Has(r.Key, r.Spec) {
-			d := &o.parts.decided[rg.Partition(r.Key)]
-			d.departedAt.Store(at) // before departed: who sees the count sees this
-			d.departed.Add(1)
+			o.step(rg.Partition(r.Key), Event{Kind: Departed, Ms: at})
 		}
 	}
 }
@@ -229,7 +173,10 @@ func (o *Owner) stamp(refs []fallback.CounterRef, newest int64, then func(error)
 	if f.epoch == "" || !o.cfg.Redis.Healthy() || o.cfg.Redis.Reopened() != f.reopened {
 		o.forgetStamps() // (unhealthy: this call is the one that finds Redis back)
 	}
-	all, due := partitionsOf(rg, refs, func(p int) bool { return now-o.parts.stamped[p].Load() >= stampEvery.Milliseconds() })
+	all, due := partitionsOf(rg, refs, func(p int) bool {
+		r := o.parts.at(p)
+		return r.Fresh.StampedEra != f.era || now-r.Fresh.Stamped >= stampEvery.Milliseconds()
+	})
 	if len(due) == 0 {
 		then(nil)
 		return
@@ -263,18 +210,15 @@ func (o *Owner) stamped(epoch string, ps []int, now int64, err error, then func(
 	if err == nil {
 		o.flush.epoch, o.flush.reopened = epoch, o.cfg.Redis.Reopened()
 		for _, p := range ps {
-			o.parts.stamped[p].Store(now)
+			o.step(p, Event{Kind: Stamped, Gen: o.flush.era, Ms: now})
 		}
 	}
 	then(err)
 }
 
-// forgetStamps makes every partition due for a stamp.
-func (o *Owner) forgetStamps() {
-	for p := range o.parts.stamped {
-		o.parts.stamped[p].Store(0)
-	}
-}
+// forgetStamps makes every partition due for a stamp: a new era, which no Record's
+// stamp was made in.
+func (o *Owner) forgetStamps() { o.flush.era++ }
 
 // partitionsOf returns the partitions of refs, each once, and those of them due says.
 func partitionsOf(rg *ring.Ring, refs []fallback.CounterRef, due func(p int) bool) (all, dueOnes []int) {

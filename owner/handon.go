@@ -129,7 +129,7 @@ func (o *Owner) reclaim(rel *release) {
 		}
 		delete(rel.byPart, p)
 	}
-	o.fenced.add(back, rel.fences, o.cfg.Clock.Since())
+	o.addFences(back, rel.fences, o.cfg.Clock.Since())
 	o.finish(back, rel.lentTo)
 }
 

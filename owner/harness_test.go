@@ -438,7 +438,7 @@ func breakerOpen(t *testing.T, st *fallback.Store, o *Owner) {
 // lapse ends o's lease of p while o holds it, as the lease keeper reports a lapse.
 func (o *testOwner) lapse(p int) {
 	o.leases.grant(false, p)
-	s := lease.NewSet(len(o.parts.state))
+	s := lease.NewSet(o.parts.count())
 	s.Add(p)
 	o.Lapsed(s)
 }

@@ -25,22 +25,22 @@ func (o *Owner) Lapsed(s lease.Set) {
 
 // markStale applies e (Lapsed or LateWrite) to the partitions of s, and returns how
 // many it made Stale. A no-op without Redis. The caller holds mu.
-func (o *Owner) markStale(s lease.Set, e Event) int {
-	if o.cfg.Redis == nil || s.Len() == 0 || len(o.parts.state) == 0 {
+func (o *Owner) markStale(s lease.Set, k Kind) int {
+	if o.cfg.Redis == nil || s.Len() == 0 || o.parts.count() == 0 {
 		return 0
 	}
 	n := 0
-	lapsed := lease.NewSet(len(o.parts.state))
+	lapsed := lease.NewSet(o.parts.count())
 	var releasing []int
 	o.decide.Lock()
 	s.Each(func(p int) {
-		if p >= len(o.parts.state) {
+		if p >= o.parts.count() {
 			return
 		}
-		if e == Lapsed && o.parts.get(p).Claimed() {
+		if k == Lapsed && o.parts.get(p).Claimed() {
 			lapsed.Add(p)
 		}
-		if o.step(p, e)&Reload != 0 {
+		if o.step(p, on(k))&Reload != 0 {
 			n++
 		}
 		if o.parts.get(p) == ReleasingStale {
@@ -69,8 +69,8 @@ func (o *Owner) cleanStart() {
 		return
 	}
 	var ps []int
-	for p := range o.parts.state {
-		if st := o.parts.get(p); st == Stale || st == Owned && o.parts.blind[p].Load() {
+	for p := range o.parts.rec {
+		if r := o.parts.at(p); r.State == Stale || r.State == Owned && r.Blind {
 			ps = append(ps, p)
 		}
 	}
@@ -94,7 +94,7 @@ func (o *Owner) cleanFenced(rg *ring.Ring, ps []int) {
 	held := make([]bool, len(ps))
 	var fenced []int
 	for i, p := range ps {
-		if o.fenced.has(p) {
+		if o.fenced(p) {
 			fenced = append(fenced, i)
 		}
 	}
@@ -123,26 +123,32 @@ func (o *Owner) cleanFenced(rg *ring.Ring, ps []int) {
 // caller holds mu.
 func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 	o.cleaning = false
-	whole := lease.NewSet(len(o.parts.state))
+	whole := lease.NewSet(o.parts.count())
 	keys := map[int]map[string]struct{}{}
 	o.decide.Lock()
 	for i, p := range ps {
 		if held[i] {
 			continue
 		}
-		switch st := o.parts.get(p); {
-		case st == Stale && o.epoch.due.Has(p):
+		switch r := o.parts.at(p); {
+		case r.State == Stale && r.Due && !r.Lapsed:
 			// Redis lost its data since these counters came: memory is all that holds
 			// them, and it is written back in full (reseedDue), not reloaded.
-			o.step(p, Reloaded)
-		case st == Stale:
+			o.step(p, on(Reloaded))
+		case r.State == Stale:
+			// Its lease lapsed since its memory was last dropped: another node may have
+			// decided it since, and written to the emptied Redis, which a write-back in
+			// full would erase (sim seeds 16556 and 33498). So it is reloaded even when
+			// due a write-back, and what only its memory held of before the loss is
+			// lost (README: Faults, "Redis emptied": an owner whose lease lapses before
+			// its write-back).
 			whole.Add(p)
 			o.blind.take(p)
-			o.parts.blind[p].Store(false)
-		case st == Owned && o.parts.blind[p].Swap(false):
+			o.step(p, on(Dropped))
+		case r.State == Owned && r.Blind:
 			// Its blind counters leave memory while it is Stale: not decided meanwhile.
 			bs := o.blind.take(p)
-			o.step(p, RedisBack)
+			o.step(p, on(RedisBack))
 			if bs == nil || bs.all {
 				whole.Add(p)
 			} else {
@@ -167,7 +173,7 @@ func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 	for p := range keys {
 		whole.Add(p)
 	}
-	whole.Each(func(p int) { o.step(p, Reloaded) })
+	whole.Each(func(p int) { o.step(p, on(Reloaded)) })
 	o.unlockDecide()
 	o.kick()
 	o.cfg.Logger.Info("stale partitions dropped from memory; their counters reload from Redis", "partitions", whole.Len(), "counters", len(ev))

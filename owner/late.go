@@ -17,23 +17,15 @@ import (
 // to this node directly (Redis down or slow) came from a memory that may lack such a
 // write too: the marks of their partitions count as unseen, so a mark there reloads
 // them once Redis has what came with them.
+// lateMarks is the marks' poll; what each partition's marks are is its Record's Late.
 type lateMarks struct {
-	// Under Owner.mu: the partitions whose late write is confirmed and not yet marked,
-	// whether a poll is under way, and the marks' sequence and marks last read.
-	unmarked map[int]bool
-	polling  bool
-	known    bool
-	seq      int64
-	seen     map[int]int64
-	// reload are partitions whose counters came into memory from another node's (Redis
-	// down or slow): the next poll that reaches Redis reloads them as if their mark had
-	// moved. A node that decided them meanwhile under its own lease (granted while they
-	// were on their way here) wrote to Redis what that memory lacks, and marked nothing
-	// (simulation seed 17414).
-	reload map[int]bool
+	// Under Owner.mu: whether a poll is under way, whether the marks were read since
+	// they last counted as unseen, and the marks' sequence then.
+	polling bool
+	known   bool
+	seq     int64
 
-	pending atomic.Int64  // len(unmarked), for Unwritten
-	polls   atomic.Uint64 // polls that read Redis (tests wait for one after a write)
+	polls atomic.Uint64 // polls that read Redis (tests wait for one after a write)
 }
 
 // noteLate records the partitions of refs whose lease this node no longer holds: Redis
@@ -48,22 +40,40 @@ func (o *Owner) noteLate(refs []fallback.CounterRef) {
 	for _, r := range refs {
 		p := rg.Partition(r.Key)
 		if now >= o.cfg.Leases.Until(p) {
-			if o.late.unmarked == nil {
-				o.late.unmarked = map[int]bool{}
-			}
-			o.late.unmarked[p] = true
+			o.step(p, on(LateWritten))
 		}
 	}
-	o.late.pending.Store(int64(len(o.late.unmarked)))
+}
+
+// unmarkedCount is how many partitions' late marks are to be written.
+func (o *Owner) unmarkedCount() int {
+	n := 0
+	for p := range o.parts.rec {
+		if o.parts.at(p).Late.Unmarked {
+			n++
+		}
+	}
+	return n
+}
+
+// unmarked are the partitions whose late mark is to be written.
+func (o *Owner) unmarked() []int {
+	var ps []int
+	for p := range o.parts.rec {
+		if o.parts.at(p).Late.Unmarked {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 // markLate writes the marks noteLate recorded and reports whether there were any: then
 // done hears, under mu, whether they were written. The caller holds mu.
 func (o *Owner) markLate(done func(ok bool)) bool {
-	if len(o.late.unmarked) == 0 {
+	ps := o.unmarked()
+	if len(ps) == 0 {
 		return false
 	}
-	ps := sortedKeys(o.late.unmarked)
 	o.cfg.Redis.MarkLate(o.ring.Load().PartitionCount(), ps, func(err error) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -73,9 +83,8 @@ func (o *Owner) markLate(done func(ok bool)) bool {
 			return
 		}
 		for _, p := range ps {
-			delete(o.late.unmarked, p)
+			o.step(p, on(LateMarked))
 		}
-		o.late.pending.Store(int64(len(o.late.unmarked)))
 		o.cfg.Logger.Warn("deltas written after this node's lease ended: their partitions' owners reload them", "partitions", len(ps))
 		done(true)
 	})
@@ -111,21 +120,7 @@ func (o *Owner) pollLate() {
 		}
 		l.polls.Add(1)
 		l.known, l.seq = true, seq
-		moved := lease.NewSet(rg.PartitionCount())
-		for p := range l.reload {
-			if p >= 0 && p < rg.PartitionCount() {
-				moved.Add(p)
-			}
-		}
-		l.reload = nil
-		if marks != nil {
-			for p, m := range marks {
-				if p >= 0 && p < rg.PartitionCount() && l.seen[p] != m {
-					moved.Add(p)
-				}
-			}
-			l.seen = marks
-		}
+		moved := o.marksRead(marks)
 		n := o.markStale(moved, LateWrite)
 		o.mu.Unlock()
 		if n > 0 {
@@ -133,6 +128,31 @@ func (o *Owner) pollLate() {
 			o.wake()
 		}
 	})
+}
+
+// marksRead notes the marks a poll read (nil: none changed since the last) and returns
+// the partitions to make stale: those to reload at this poll, and those whose mark
+// moved. The marks read replace those known. The caller holds mu.
+func (o *Owner) marksRead(marks map[int]int64) lease.Set {
+	moved := lease.NewSet(o.parts.count())
+	for p := range o.parts.rec {
+		r := o.parts.at(p)
+		if r.Late.Reload {
+			moved.Add(p)
+			o.step(p, on(ReloadTaken))
+		}
+		if marks == nil {
+			continue
+		}
+		m, ok := marks[p]
+		if ok && r.Late.Seen != m {
+			moved.Add(p)
+		}
+		if r.Late.Seen != m {
+			o.step(p, Event{Kind: MarkRead, Ms: m})
+		}
+	}
+	return moved
 }
 
 // forgetLate makes the late-write marks of ps count as unseen: their counters came
@@ -143,19 +163,16 @@ func (o *Owner) forgetLate(ps []int) {
 		return
 	}
 	for _, p := range ps {
-		delete(o.late.seen, p)
+		o.step(p, on(MarkForgotten))
 	}
 	o.late.known = false // the next poll reads every mark
 }
 
-// reloadWhenBack makes the next poll that reaches Redis reload ps (lateMarks.reload).
+// reloadWhenBack makes the next poll that reaches Redis reload ps (lateMark.Reload).
 // The caller holds mu.
 func (o *Owner) reloadWhenBack(ps []int) {
-	if o.late.reload == nil {
-		o.late.reload = map[int]bool{}
-	}
 	for _, p := range ps {
-		o.late.reload[p] = true
+		o.step(p, on(ReloadWhenBack))
 	}
 }
 

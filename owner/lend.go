@@ -22,12 +22,8 @@ import (
 // the node the counters went to may not have been granted it yet, and this node could
 // be granted it first, and decide from empty memory while they sit there (simulation
 // seeds 11293 and 15497, a node that left just after taking them). So an ended release
-// that sent counters remembers where for lentMax (parts.handed), and the partition is
-// gained Lent (GainedLent).
-type lend struct {
-	to    string        // the node its counters went to last
-	since time.Duration // Clock.Since when it was lent
-}
+// that sent counters remembers where for lentMax (Record.Lend, in Idle), and the partition is
+// gained Lent (GainedLent). Where the counters went is the partition Record's Lend.
 
 // lentMax bounds how long a lent partition waits for its counters: their holder hands
 // them back as soon as its ring moves the partition here (retrying every 2s at most),
@@ -39,21 +35,19 @@ const lentMax = 15 * time.Second
 // decidable again, or lent when some of its counters went to another node (lentTo).
 // The caller holds mu and decide.
 func (o *Owner) handedBack(p int, lentTo map[int]string) {
-	delete(o.parts.handed, p)
 	if to, ok := lentTo[p]; ok {
-		o.step(p, HandedBackLent)
-		o.parts.lent[p] = lend{to: to, since: o.cfg.Clock.Since()}
+		o.step(p, Event{Kind: HandedBackLent, Lend: lend{to: to, since: o.cfg.Clock.Since()}})
 		return
 	}
-	o.step(p, HandedBack)
+	o.step(p, on(HandedBack))
 }
 
 // endLends ends the lends that ends says should end (event LendEnded) and reports
 // whether there were any. The caller holds mu.
 func (o *Owner) endLends(ends func(lend) bool, why string) bool {
 	var done []int
-	for _, p := range sortedKeys(o.parts.lent) {
-		if ends(o.parts.lent[p]) {
+	for p := range o.parts.rec {
+		if r := o.parts.at(p); (r.State == Lent || r.State == LentStale) && ends(r.Lend) {
 			done = append(done, p)
 		}
 	}
@@ -70,13 +64,12 @@ func (o *Owner) endLends(ends func(lend) bool, why string) bool {
 	return true
 }
 
-// lendEnded applies e (LendEnded or CountersBack) to the lent partition p. The caller
+// lendEnded applies k (LendEnded or CountersBack) to the lent partition p. The caller
 // holds mu and decide.
-func (o *Owner) lendEnded(p int, e Event) {
-	if o.step(p, e)&Reload != 0 {
+func (o *Owner) lendEnded(p int, k Kind) {
+	if o.step(p, on(k))&Reload != 0 {
 		o.kick() // its memory went stale while lent: reloaded now that all is back
 	}
-	delete(o.parts.lent, p)
 }
 
 // returned ends the lends of the partitions among ps that a Handoff from the node named
@@ -86,7 +79,7 @@ func (o *Owner) returned(from string, ps []int) bool {
 	n := 0
 	o.decide.Lock()
 	for _, p := range ps {
-		if l, ok := o.parts.lent[p]; ok && l.to == from {
+		if r := o.parts.at(p); (r.State == Lent || r.State == LentStale) && r.Lend.to == from {
 			o.lendEnded(p, CountersBack)
 			n++
 		}
@@ -110,22 +103,24 @@ func left(prev, next *ring.Ring, name string) bool {
 	return was && !is
 }
 
-// handedOn records that the release of p ended with some of its counters at the node
-// named to (none: nothing to remember). The caller holds mu.
-func (o *Owner) handedOn(p int, to string) {
+// handedOn is the event of the release of p ending with p not this node's, some of its
+// counters at the node named to (none: nothing to remember). The caller holds mu.
+func (o *Owner) handedOn(to string) Event {
+	e := on(HandedOn)
 	if to != "" {
-		o.parts.handed[p] = lend{to: to, since: o.cfg.Clock.Since()}
+		e.Lend = lend{to: to, since: o.cfg.Clock.Since()}
 	}
+	return e
 }
 
-// gainEvent is the event of the ring giving p to this node: GainedLent, and p lent
-// again, when an ended release sent its counters to a node within lentMax (unless that
-// node left the ring other than gracefully, or is out of it), else Gained. The caller
-// holds mu and decide.
-func (o *Owner) gainEvent(p int) Event {
-	h, ok := o.parts.handed[p]
-	delete(o.parts.handed, p)
-	if !ok || o.parts.get(p) != Idle || o.cfg.Clock.Since()-h.since > lentMax {
+// gainKind is the kind of event of the ring giving p to this node: GainedLent, and p
+// lent again, when an ended release sent its counters to a node within lentMax (unless
+// that node left the ring other than gracefully, or is out of it), else Gained. The
+// caller holds mu and decide.
+func (o *Owner) gainKind(p int) Kind {
+	r := o.parts.at(p)
+	h := r.Lend
+	if r.State != Idle || h.to == "" || o.cfg.Clock.Since()-h.since > lentMax {
 		return Gained
 	}
 	if rg := o.ring.Load(); rg != nil {
@@ -133,7 +128,6 @@ func (o *Owner) gainEvent(p int) Event {
 			return Gained // crashed or cut off: as endLends would end it at once
 		}
 	}
-	o.parts.lent[p] = h
 	return GainedLent
 }
 

@@ -75,7 +75,7 @@ func (o *Owner) listMisses(rg *ring.Ring, r *request, now int64) (*load, []int) 
 			o.traceLoad(op.Key, p, nil)
 			continue
 		}
-		l.misses = append(l.misses, &miss{op: i, gen: o.parts.gen[p].Load()})
+		l.misses = append(l.misses, &miss{op: i, gen: o.parts.at(p).Gen})
 	}
 	if len(l.misses) == 0 {
 		return nil, l.unloaded
@@ -140,7 +140,7 @@ func (o *Owner) loadSettled(l *load, token uint64) {
 func (o *Owner) loadFences(l *load) {
 	var ps []int
 	for _, m := range l.todo() {
-		if p := l.rg.SlotPartition(l.r.ops[m.op].Slot); !containsInt(ps, p) && o.fenced.has(p) {
+		if p := l.rg.SlotPartition(l.r.ops[m.op].Slot); !containsInt(ps, p) && o.fenced(p) {
 			ps = append(ps, p)
 		}
 	}
@@ -284,7 +284,7 @@ func (o *Owner) install(l *load) map[int]error {
 			bad[ref] = m.err
 		case m.buckets == nil:
 			bad[ref] = fmt.Errorf("%w: counter %q was not loaded", counter.ErrUnavailable, op.Key)
-		case o.parts.gen[p].Load() != m.gen:
+		case o.parts.at(p).Gen != m.gen:
 			bad[ref] = fmt.Errorf("%w: partition %d changed hands while %q was loaded", counter.ErrNotOwner, p, op.Key)
 		default:
 			// A no-op if another op loaded it first. A load is a new counter in memory
@@ -323,12 +323,12 @@ func (o *Owner) traceLoad(key string, p int, buckets []leaparray.Bucket) {
 		return
 	}
 	if buckets == nil {
-		o.cfg.Logger.Debug("counter created without a load", "key", key, "partition", p, "gen", o.parts.gen[p].Load())
+		o.cfg.Logger.Debug("counter created without a load", "key", key, "partition", p, "gen", o.parts.at(p).Gen)
 		return
 	}
 	var sum uint64
 	for _, b := range buckets {
 		sum += b.Count
 	}
-	o.cfg.Logger.Debug("counter loaded", "key", key, "partition", p, "gen", o.parts.gen[p].Load(), "sum", sum, "buckets", len(buckets))
+	o.cfg.Logger.Debug("counter loaded", "key", key, "partition", p, "gen", o.parts.at(p).Gen, "sum", sum, "buckets", len(buckets))
 }

@@ -87,9 +87,8 @@ type Owner struct {
 	parts     parts
 	flush     flusher
 	recv      received
-	fenced    fences    // write-behind of other nodes that counters here wait for (fence.go)
 	blind     blindKeys // counters started from empty memory while Redis was down (blind.go)
-	late      lateMarks // late writes: this node's to mark, and others' marks seen (late.go)
+	late      lateMarks // the poll of late-write marks (late.go; each partition's are in its Record)
 	waiting   waiters   // ops waiting for their partition (decide.go)
 	releases  releases  // partitions being handed on (release.go)
 	cleaning  bool      // a clean-up of stale memory is under way (under mu)
@@ -112,7 +111,6 @@ func New(cfg Config) *Owner {
 	cfg = cfg.withDefaults()
 	o := &Owner{cfg: cfg, local: counter.Local{Store: cfg.Store, Now: cfg.Now, Limits: cfg.Limits, Hot: cfg.Hot, Tally: cfg.Tally},
 		quit: make(chan struct{}), done: make(chan struct{})}
-	o.parts.init()
 	o.flush.init()
 	o.recv.init(cfg.ID())
 	o.releases.init()
@@ -156,7 +154,7 @@ func (o *Owner) Tick() {
 	}
 	o.cleanStart()
 	o.expireLends(now)
-	o.fenced.expire(now, o.writerGone, o.cfg.Logger)
+	o.expireFences(now)
 	o.stepReleases()
 	o.mu.Unlock()
 	o.wake()

@@ -7,69 +7,74 @@ import (
 	"github.com/leapcount/leapcount/ring"
 )
 
-// parts is the per-partition state. States change only through step, under Owner.mu
+// parts holds each partition's Record. Records change only through step, under
+// Owner.mu (but for the notes ops and Redis's answers make: Blinded, Decided, StampRead)
 // and, for the changes that stop or start decisions, under Owner.decide held
 // exclusively; ops read them without a lock.
 type parts struct {
-	state   []atomic.Uint32 // a State
-	gen     []atomic.Uint64 // bumped by every transition: a load begun before one is not used
-	blind   []atomic.Bool   // counters were decided from empty memory while Redis was down
-	decided []decidedSince  // since when each partition is decided here without a break
-	stamped []atomic.Int64  // when this node last stamped each partition written (fresh.go), ms
-	lent    map[int]lend    // the Lent partitions; under Owner.mu
-	handed  map[int]lend    // Idle partitions whose counters went to another node lately (lend.go); under Owner.mu
+	rec []atomic.Pointer[Record]
 }
 
-func (ps *parts) init() { ps.lent, ps.handed = map[int]lend{}, map[int]lend{} }
+// idleRecord is every partition's first Record: Step never stores into one, it makes
+// another.
+var idleRecord = &Record{}
 
 func (ps *parts) size(n int) {
-	if len(ps.state) == 0 {
-		ps.state = make([]atomic.Uint32, n)
-		ps.gen = make([]atomic.Uint64, n)
-		ps.blind = make([]atomic.Bool, n)
-		ps.decided = make([]decidedSince, n)
-		ps.stamped = make([]atomic.Int64, n)
+	if len(ps.rec) == 0 {
+		ps.rec = make([]atomic.Pointer[Record], n)
+		for p := range ps.rec {
+			ps.rec[p].Store(idleRecord)
+		}
 	}
 }
 
-func (ps *parts) get(p int) State {
-	if p < 0 || p >= len(ps.state) {
-		return Idle
+// count is how many partitions there are (0 before the first ring).
+func (ps *parts) count() int { return len(ps.rec) }
+
+// at is partition p's Record now (an idle one for p out of range).
+func (ps *parts) at(p int) *Record {
+	if p < 0 || p >= len(ps.rec) {
+		return idleRecord
 	}
-	return State(ps.state[p].Load())
+	return ps.rec[p].Load()
 }
 
-// step applies e to partition p (Step) and returns the action it calls for. The caller
-// holds Owner.mu, and Owner.decide exclusively whenever the step may stop or start
-// decisions on p.
+func (ps *parts) get(p int) State { return ps.at(p).State }
+
+// step applies e to partition p's Record (Step), stores the Record it makes and returns
+// the action it calls for. The caller holds Owner.mu, and Owner.decide exclusively
+// whenever the step may stop or start decisions on p; but for the notes that ops and
+// Redis's answers make without them, which is why it swaps with compare-and-swap.
 func (o *Owner) step(p int, e Event) Action {
-	was := o.parts.get(p)
-	next, act, err := Step(was, e, o.cfg.Redis != nil)
-	if err != nil {
-		o.unknownSteps.Add(1)
-		o.cfg.Logger.Error("partition state machine", "partition", p, "err", err)
-		return 0
-	}
-	if next == was {
-		return 0
-	}
-	o.parts.state[p].Store(uint32(next))
-	o.parts.gen[p].Add(1)
-	if e == Gained {
-		d := &o.parts.decided[p]
-		d.gainedDeparted.Store(d.departed.Load())
-	}
-	if next == Releasing {
-		o.epoch.due.Remove(p) // its memory leaves: nothing of it to write back (reseed.go)
-	}
+	_, act := o.swap(p, e)
 	return act
+}
+
+// swap is step, and also returns the Record p had before.
+func (o *Owner) swap(p int, e Event) (was *Record, act Action) {
+	if p < 0 || p >= len(o.parts.rec) {
+		return idleRecord, 0
+	}
+	persistent := o.cfg.Redis != nil
+	for {
+		was = o.parts.rec[p].Load()
+		next, act, err := Step(*was, e, persistent)
+		if err != nil {
+			o.unknownSteps.Add(1)
+			o.cfg.Logger.Error("partition state machine: "+err.Error(), "partition", p)
+			return was, 0
+		}
+		if next == *was || o.parts.rec[p].CompareAndSwap(was, &next) {
+			return was, act
+		}
+	}
 }
 
 // claims are the partitions this node must hold: those it decides, and those whose
 // counters are still on their way (nobody else may decide them before they arrive).
 func (ps *parts) claims() lease.Set {
-	s := lease.NewSet(len(ps.state))
-	for p := range ps.state {
+	s := lease.NewSet(ps.count())
+	for p := range ps.rec {
 		if ps.get(p).Claimed() {
 			s.Add(p)
 		}
@@ -89,15 +94,13 @@ func (o *Owner) SetRing(next *ring.Ring) {
 	partial := partialMemory{}
 	o.decide.Lock()
 	prev := o.ring.Swap(next)
-	for p := range o.parts.state {
+	for p := range o.parts.rec {
 		m, ok := next.PartitionOwner(p)
-		e := Lost
+		e := on(Lost)
 		if ok && m.Name == o.cfg.Self {
-			e = o.gainEvent(p)
+			e = on(o.gainKind(p))
 		}
-		was := o.parts.get(p)
-		if o.step(p, e)&Release != 0 {
-			delete(o.parts.lent, p)
+		if was, act := o.swap(p, e); act&Release != 0 {
 			lost = append(lost, p)
 			partial.note(o, p, was)
 		}
@@ -131,7 +134,7 @@ func (o *Owner) Holding() (owned, held int) {
 	}
 	now := o.cfg.Leases.Now()
 	up := o.redisUp()
-	for p := range o.parts.state {
+	for p := range o.parts.rec {
 		if o.owns(p) {
 			owned++
 			if o.judge(p, now, up) == decideIt {
@@ -149,7 +152,7 @@ func (o *Owner) HandingOn() int {
 		return 0
 	}
 	n := 0
-	for p := range o.parts.state {
+	for p := range o.parts.rec {
 		switch o.parts.get(p) {
 		case Releasing, ReleasingStale, Lent, LentStale:
 			n++
@@ -176,7 +179,7 @@ func (o *Owner) States() map[State]int {
 	if !o.sized() {
 		return out
 	}
-	for p := range o.parts.state {
+	for p := range o.parts.rec {
 		out[o.parts.get(p)]++
 	}
 	return out

@@ -25,7 +25,7 @@ func (pr probe) HoldsWhole(key string, sp leaparray.Spec) bool {
 		return false
 	}
 	p := rg.Partition(key)
-	return o.parts.get(p) == Owned && !(o.parts.blind[p].Load() && o.blind.has(p, key))
+	return o.parts.get(p) == Owned && !(o.startedBlind(p, key))
 }
 
 func (pr probe) Unconfirmed(key string, sp leaparray.Spec) uint64 {
@@ -78,31 +78,6 @@ func (pr probe) PendingReset(key string, sp leaparray.Spec) bool {
 		}
 	}
 	return reset
-}
-
-func (pr probe) BehindRedisLoss(seen int) bool {
-	o := pr.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.epoch.reseeds < seen || o.epoch.due.Len() > 0 {
-		return true
-	}
-	f := &o.flush
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, d := range f.queue {
-		if d.Base {
-			return true
-		}
-	}
-	for _, sb := range f.batches {
-		for _, d := range sb.b.Unconfirmed() {
-			if d.Base {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (pr probe) Releasing() int {

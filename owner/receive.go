@@ -201,7 +201,7 @@ func (o *Owner) takeIn(h *Handoff) error {
 	// before the counters go in, voids it (install) and its op goes again, to load once
 	// those are settled.
 	for _, p := range ps {
-		o.parts.gen[p].Add(1)
+		o.step(p, on(CountersIn))
 	}
 	how := handedIn
 	if o.cfg.Redis.Healthy() && h.Epoch != "" && (h.Epoch == o.flush.epoch || o.flush.epoch == "" && o.epoch.reseeds == 0) {
@@ -209,12 +209,14 @@ func (o *Owner) takeIn(h *Handoff) error {
 	}
 	for i := range h.Counters {
 		o.installCounter(&h.Counters[i], how)
-		o.parts.decided[rg.Partition(h.Counters[i].Key)].forget() // memory came from elsewhere: no load skip for a window (fresh.go)
 	}
-	o.fenced.add(ps, h.Fences, o.cfg.Clock.Since())
+	for _, p := range ps {
+		o.step(p, on(Installed)) // memory came from elsewhere: no load skip for a window (fresh.go)
+	}
+	o.addFences(ps, h.Fences, o.cfg.Clock.Since())
 	for _, c := range h.Counters {
 		if len(h.Fences) > 0 && len(c.Buckets) > 0 && !o.cfg.Store.Has(c.Key, c.Spec) {
-			o.fenced.hold(rg.Partition(c.Key), c) // loads from Redis (fence.go)
+			o.holdFenced(rg.Partition(c.Key), c) // loads from Redis (fence.go)
 		}
 	}
 	o.forgetLate(ps)
@@ -261,8 +263,8 @@ func (o *Owner) installCounter(c *HandoffCounter, how arrival) {
 		if how == handedInRedisHas {
 			buckets = nil
 		} else if rg := o.ring.Load(); how == handedIn && rg != nil {
-			d := &o.parts.decided[rg.Partition(c.Key)]
-			if d.departed.Load() != d.gainedDeparted.Load() || o.flush.unsettledRef(c.Key, c.Spec) {
+			f := &o.parts.at(rg.Partition(c.Key)).Fresh
+			if f.Departed != f.GainedDeparted || o.flush.unsettledRef(c.Key, c.Spec) {
 				// This node has decided the partition since it gained it (the sender's
 				// lease ran out first, or never came), and Redis has, or will have,
 				// writes of it that left this memory: the sender's counts lack them. Its
@@ -297,7 +299,7 @@ func (o *Owner) countedBlind(key string) bool {
 		return false
 	}
 	p := rg.Partition(key)
-	return o.parts.blind[p].Load() && o.blind.listed(p, key)
+	return o.parts.at(p).Blind && o.blind.listed(p, key)
 }
 
 // resetBehind takes in c, a counter handed in with a reset, into a counter this node

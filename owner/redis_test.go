@@ -487,7 +487,7 @@ func TestPartitionStaleDuringALoadIsDecidedOnceReloaded(t *testing.T) {
 	n := net{wrap: func(r Redis) Redis {
 		return &hookedLoads{Redis: r, hook: func() {
 			p := a.ring.Load().Partition(k)
-			s := lease.NewSet(len(a.parts.state))
+			s := lease.NewSet(a.parts.count())
 			s.Add(p)
 			a.mu.Lock()
 			stale := a.markStale(s, LateWrite)

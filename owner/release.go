@@ -129,7 +129,7 @@ func (o *Owner) stepPersist(rel *release) {
 	if len(o.flush.unsettledIn(rg, setOf(rg, rel.parts))) == 0 {
 		var fenced []int
 		for _, p := range rel.parts {
-			if o.fenced.has(p) {
+			if o.fenced(p) {
 				fenced = append(fenced, p)
 			}
 		}
@@ -157,8 +157,14 @@ func (o *Owner) stepPersist(rel *release) {
 		o.stepLater(rel, fencePoll) // (a flush in flight changes what is unsent: wait for its end)
 		return
 	}
-	rel.ev = withHeld(o.withUnsent(rel.ev, rg, setOf(rg, rel.parts)), o.fenced.heldOf(rel.parts))
-	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts), rel.partial), o.fenced.of(rel.parts, true)...)
+	rel.ev = withHeld(o.withUnsent(rel.ev, rg, setOf(rg, rel.parts)), o.heldOf(rel.parts))
+	reset := map[fallback.CounterRef]bool{}
+	for _, e := range rel.ev {
+		if e.Reset {
+			reset[fallback.CounterRef{Key: e.Key, Spec: e.Spec}] = true
+		}
+	}
+	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts), rel.partial, reset), o.fencesOf(rel.parts, true)...)
 	rel.persist = false
 	o.handOnDirectly(rel, rg)
 }
@@ -379,14 +385,14 @@ type partialMemory struct {
 
 // note records partition p, whose state was was, as it starts to be released. The
 // caller holds mu and decide.
-func (pm *partialMemory) note(o *Owner, p int, was State) {
-	if was == Stale || was == LentStale {
+func (pm *partialMemory) note(o *Owner, p int, was *Record) {
+	if was.State == Stale || was.State == LentStale {
 		if pm.stale == nil {
 			pm.stale = map[int]bool{}
 		}
 		pm.stale[p] = true
 	}
-	if o.parts.blind[p].Swap(false) {
+	if was.Blind { // (the step to Releasing cleared it)
 		if bs := o.blind.take(p); bs != nil {
 			if pm.blind == nil {
 				pm.blind = map[int]*blindSet{}
@@ -432,8 +438,7 @@ func (o *Owner) finish(ps []int, lentTo map[int]string) {
 		if o.owns(p) {
 			o.handedBack(p, lentTo)
 		} else {
-			o.step(p, HandedOn)
-			o.handedOn(p, lentTo[p])
+			o.step(p, o.handedOn(lentTo[p]))
 		}
 	}
 	o.unlockDecide()
@@ -457,12 +462,30 @@ func (o *Owner) endRelease(rel *release) bool {
 // abandonReleases gives up every release (the owner stops): what they hold is lost,
 // and logged. The caller holds mu.
 func (o *Owner) abandonReleases() {
+	o.dropReleases(func(parts, counters int) {
+		o.cfg.Logger.Error("handoff gave up: these counters are lost", "partitions", parts, "counters", counters)
+	})
+}
+
+// DropReleases gives up every release under way, and reports how many counters they
+// held: for a node that stops with no member staying and no Redis, whose counters have
+// nowhere to go (its caller says so once, rather than a loss per release).
+func (o *Owner) DropReleases() (counters int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.dropReleases(func(_, n int) { counters += n })
+	return counters
+}
+
+// dropReleases gives up every release, telling each one's partitions and counters to
+// dropped. The caller holds mu.
+func (o *Owner) dropReleases(dropped func(parts, counters int)) {
 	for _, rel := range slices.Clone(o.releases.jobs) {
 		n := len(rel.ev)
 		for _, p := range rel.parts {
 			n += len(rel.byPart[p])
 		}
-		o.cfg.Logger.Error("handoff gave up: these counters are lost", "partitions", len(rel.parts), "counters", n)
+		dropped(len(rel.parts), n)
 		ps := rel.parts
 		rel.parts = nil
 		o.finish(ps, nil)

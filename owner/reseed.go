@@ -21,8 +21,7 @@ import (
 type epochWatch struct {
 	checking bool
 	reseeds  int
-	due      lease.Set // partitions to write back once this node decides them
-	last     string    // the epoch known before the last reseed (Handoff.Epoch meanwhile)
+	last     string // the epoch known before the last reseed (Handoff.Epoch meanwhile)
 }
 
 // checkEpoch reads the stamps' epoch (unless a read is under way), reseeds if Redis
@@ -87,16 +86,15 @@ func (o *Owner) sameEpoch(e string) bool {
 // way out through Redis, each as a reset followed by that state (a Base delta): what
 // memory holds is then what Redis holds. Partitions it owns but does not decide now
 // (no lease yet, stale memory) are written once it decides them (reseedDue): another
-// node may decide them meanwhile, and writes its own. The caller holds mu.
+// node may decide them meanwhile, and writes its own. Stale ones whose lease lapsed here
+// are not written: their memory is dropped and reloaded (cleanDrop), since another node
+// may have written to the emptied Redis meanwhile. The caller holds mu.
 func (o *Owner) reseed() {
-	o.epoch.due = lease.NewSet(len(o.parts.state))
-	for p := range o.parts.state {
-		if o.parts.get(p) != Idle {
-			o.epoch.due.Add(p)
-		}
+	for p := range o.parts.rec {
+		o.step(p, on(RedisLost))
 	}
 	n := o.reseedDue()
-	fenced, held := o.fenced.clear()
+	fenced, held := o.clearFences()
 	n += o.takeHeld(held)
 	rg := o.ring.Load()
 	for _, rel := range o.releases.jobs {
@@ -158,11 +156,8 @@ func (o *Owner) tookInEpoch(e string, ps []int) {
 		o.flush.epoch = e
 		return
 	}
-	if o.epoch.due == nil {
-		o.epoch.due = lease.NewSet(len(o.parts.state))
-	}
 	for _, p := range ps {
-		o.epoch.due.Add(p)
+		o.step(p, on(RedisLost))
 	}
 	o.cfg.Logger.Warn("counters handed over from a node that knew Redis at another epoch: they are written back in full", "partitions", len(ps))
 }
@@ -170,25 +165,22 @@ func (o *Owner) tookInEpoch(e string, ps []int) {
 // reseedDue writes back the counters of the partitions due a reseed that this node
 // decides now, and returns how many. The caller holds mu.
 func (o *Owner) reseedDue() int {
-	due := o.epoch.due
-	if due.Len() == 0 {
-		return 0
-	}
 	rg := o.ring.Load()
-	ready := lease.NewSet(len(o.parts.state))
-	due.Each(func(p int) {
-		switch {
-		case o.parts.get(p) == Idle:
-			due.Remove(p)
-		case o.fenced.has(p):
+	ready := lease.NewSet(o.parts.count())
+	for p := range o.parts.rec {
+		switch r := o.parts.at(p); {
+		case !r.Due:
+		case r.State == Idle:
+			o.step(p, on(WroteBack)) // nothing of it is here
+		case o.fenced(p):
 			// A write in doubt may still land: written back before it, its counts would
 			// count twice; it waits until the fence is reached or expires.
-		case o.parts.get(p) == Owned && o.cfg.Leases.Holds(p, o.cfg.Leases.Now()):
+		case r.State == Owned && o.cfg.Leases.Holds(p, o.cfg.Leases.Now()):
 			// This node alone decides it (blind counters aside, which are skipped).
 			ready.Add(p)
-			due.Remove(p)
+			o.step(p, on(WroteBack))
 		}
-	})
+	}
 	if ready.Len() == 0 {
 		return 0
 	}
@@ -196,7 +188,7 @@ func (o *Owner) reseedDue() int {
 	o.cfg.Store.Bases(func(key string) bool {
 		p := rg.Partition(key)
 		// A counter started blind lacks what Redis held: it is reloaded, not written.
-		return ready.Has(p) && !(o.parts.blind[p].Load() && o.blind.has(p, key))
+		return ready.Has(p) && !o.startedBlind(p, key)
 	},
 		func(key string, sp leaparray.Spec, base []leaparray.Bucket) {
 			ds = append(ds, fallback.Delta{Key: key, Spec: sp, Buckets: base, Reset: true, Base: true})

@@ -16,7 +16,7 @@ func (o *Owner) Unwritten() int {
 	o.flush.mu.Lock()
 	n := len(o.flush.refs)
 	o.flush.mu.Unlock()
-	return n + int(o.late.pending.Load())
+	return n + o.unmarkedCount()
 }
 
 // Flushes reports how many flushes have ended (tests and simulations wait for one).

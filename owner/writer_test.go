@@ -55,21 +55,26 @@ func TestWriterGone(t *testing.T) {
 // its calls again, and loads of their partitions would wait fenceMax (a minute) for
 // nothing (sim seeds 358 and 372 with calls lost on their way to Redis).
 func TestFencesOfARunThatIsOverAreDropped(t *testing.T) {
-	var f fences
-	gone, alive := "lc:{w}:w:"+WriterName("b", 5), "lc:{w}:w:"+WriterName("c", 6)
-	f.add([]int{3, 4}, []HandoffFence{{WriterKey: gone, Seq: 9}}, 0)
-	f.add([]int{3}, []HandoffFence{{WriterKey: alive, Seq: 2}}, 0)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	isGone := func(k string) bool { return k == gone }
-	f.expire(time.Second, isGone, log)
-	if f.has(4) {
+	fl := newFakeLeases()
+	fl.peerRun.Store(0x20) // b's run 5 is over, c's run 0x30 is not
+	o := &Owner{cfg: Config{Self: "a", Run: 0x10, Leases: fl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	o.parts.size(8)
+	gone, alive := "lc:{w}:w:"+WriterName("b", 5), "lc:{w}:w:"+WriterName("c", 0x30)
+	o.addFences([]int{3, 4}, []HandoffFence{{WriterKey: gone, Seq: 9}}, 0)
+	o.addFences([]int{3}, []HandoffFence{{WriterKey: alive, Seq: 2}}, 0)
+	o.expireFences(time.Second)
+	if o.fenced(4) {
 		t.Error("partition 4 still fenced by a writer whose run is over")
 	}
-	if got := f.of([]int{3}, false); !slices.Equal(got, []HandoffFence{{WriterKey: alive, Seq: 2}}) {
+	if got := o.fencesOf([]int{3}, false); !slices.Equal(got, []HandoffFence{{WriterKey: alive, Seq: 2}}) {
 		t.Errorf("partition 3's fences: got %+v; want only the live writer's", got)
 	}
-	f.expire(time.Second, func(string) bool { return true }, log)
-	if f.has(3) {
+	fl.peerRun.Store(0x40) // c's run is over too
+	o.expireFences(time.Second)
+	if o.fenced(3) {
 		t.Error("partition 3 still fenced once every writer's run is over")
+	}
+	if n := o.UnknownTransitions(); n != 0 {
+		t.Errorf("%d unknown transitions", n)
 	}
 }

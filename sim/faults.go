@@ -260,21 +260,17 @@ func (w *world) crash(n *node, d time.Duration) {
 // stopsWith allows the loss of what n holds as it stops: what it has not written to
 // Redis, or, without Redis, all it holds (a crash; a stop that could not hand its
 // counters on within its shutdown timeout). Without Redis its allow keys may then admit
-// up to their limit again.
+// up to their limit again. With Redis, what it owed of write-backs in full after Redis
+// lost its data is lost too (wipes.go).
 func (w *world) stopsWith(n *node) {
+	w.wipeHolderStops(n, func(string) bool { return true })
 	now := n.wall()
 	for _, k := range w.keys.tracked() {
-		// With Redis, n is behind Redis's loss of its data while it has not written its
-		// memory back since: then all it holds, in memory or on its way, is lost.
-		behind := w.opt.Redis && ownerprobe.Of(n.owner).BehindRedisLoss(w.wipes)
 		lost := int64(ownerprobe.Of(n.owner).InMemory(k, specOf(k), now))
-		switch {
-		case behind:
-			lost = max(lost, int64(ownerprobe.Of(n.owner).Unconfirmed(k, specOf(k))))
-		case w.opt.Redis:
+		if w.opt.Redis {
 			lost = int64(ownerprobe.Of(n.owner).Unconfirmed(k, specOf(k)))
 		}
-		if lost > 0 && (!w.opt.Redis || behind) {
+		if lost > 0 && !w.opt.Redis {
 			w.keys.overAdmit(k, allowLimit)
 		}
 		w.keys.lose(k, lost)
@@ -459,26 +455,22 @@ func (w *world) redisFailover(d time.Duration) {
 	})
 }
 
-// redisWipe empties Redis, as a restart without persistence does: counters held whole
-// in an owner's memory keep their counts; the others restart from nothing (and may
-// admit up to their limit again).
+// redisWipe empties Redis, as a restart without persistence does. What that may lose
+// of each counter is wipes.go's to allow.
 func (w *world) redisWipe() {
 	w.trace("redis restarts empty")
 	now := w.epochMs + int64(w.sched.now/time.Millisecond)
 	for _, k := range w.keys.tracked() {
-		whole := false // decided now by a node that holds all of it
+		var whole *node // decides k now, and holds all of it
 		for _, n := range w.nodes {
 			if w.responsive(n) && n.ring != nil && ownerprobe.Of(n.owner).Decides(n.ring.Partition(k)) && ownerprobe.Of(n.owner).HoldsWhole(k, specOf(k)) {
-				whole = true
+				whole = n
 			}
 		}
-		if !whole {
-			w.keys.lose(k, int64(w.redis.lost(ref(k), now)))
-			w.keys.overAdmit(k, allowLimit)
-		}
+		w.wipeCounter(k, int64(w.redis.lost(ref(k), now)), whole)
 	}
 	w.redis.wipe()
-	w.wipes++
+	w.lastWipe = w.sched.now
 }
 
 // lapsed is told the partitions whose lease n lost while holding them: without Redis,
@@ -492,17 +484,9 @@ func (w *world) lapsed(n *node, s lease.Set) {
 	if n.ring == nil {
 		return
 	}
-	if w.opt.Redis && ownerprobe.Of(n.owner).BehindRedisLoss(w.wipes) {
-		// Redis lost its data and n has not written its memory back yet: its stale
-		// memory is dropped and reloaded from nothing (README: Redis emptied).
-		now := n.wall()
-		for _, k := range w.keys.tracked() {
-			if s.Has(n.ring.Partition(k)) {
-				w.keys.lose(k, int64(ownerprobe.Of(n.owner).InMemory(k, specOf(k), now)))
-				w.keys.overAdmit(k, allowLimit)
-			}
-		}
-	}
+	// What n owed of write-backs in full after Redis lost its data, of these
+	// partitions: their stale memory is dropped and reloaded (wipes.go).
+	w.wipeHolderStops(n, func(k string) bool { return s.Has(n.ring.Partition(k)) })
 	for _, k := range w.keys.resets {
 		if s.Has(n.ring.Partition(k)) {
 			w.keys.reset[k].erasedBack = true

@@ -16,9 +16,8 @@ import (
 // ownership code switched off on purpose (package mutate), some seed fails. It runs the
 // seeds in make test-long's order, in chunks, until one fails, and prints the first
 // caught seed and what broke (make sim-mutants). It looks as far as
-// LEAPCOUNT_SIM_MUTANT_SEEDS (default 1000; make sim-mutants: 5000, all of make
-// test-long's); LEAPCOUNT_SIM_MUTANTS=a,b
-// runs only those.
+// LEAPCOUNT_SIM_MUTANT_SEEDS (default 1000; make sim-mutants: 20,000, all of make
+// test-long's); LEAPCOUNT_SIM_MUTANTS=a,b runs only those.
 func TestMutantsAreCaught(t *testing.T) {
 	defer mutate.Set("")
 	const chunk = 100

@@ -51,6 +51,10 @@ type node struct {
 	lapsedAt map[int]time.Duration
 	applied  map[string]appliedAt
 
+	// handedIn: partitions whose counters were handed to this run (by whom: node →
+	// its run), and whose lease it has not held since (world.unclaimedCounts).
+	handedIn map[int]map[*node]uint64
+
 	// apartUntil is when the last pause or cut of this node ends (ended): counts split
 	// between it and another node are legitimate only around such a fault (splitCounts).
 	apartUntil time.Duration
@@ -94,6 +98,7 @@ func (n *node) start(found bool) {
 	n.up, n.leaving, n.graceful, n.pausedUntil = true, false, false, 0
 	n.startAt = w.sched.now
 	n.ring, n.inRing, n.retry = nil, nil, nil
+	n.handedIn = map[int]map[*node]uint64{}
 	n.view = map[string]*memberView{}
 	n.seeds = len(w.nodes)
 	var opts []leaparray.Option

@@ -288,6 +288,7 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 			if k.seq > c.srv.marks[k.writer] {
 				for _, d := range k.deltas {
 					c.srv.w.noteWrite(c.n, d, k.writer, k.seq)
+					c.srv.w.wipeWrittenBack(d.Key, k.writer, d.Base)
 					c.srv.apply(d)
 					if d.Key == debugKey {
 						c.srv.w.trace("DEBUG redis applies %s's delta of %s (%s #%d): reset %v buckets %v -> %d", c.n.name, d.Key, k.writer, k.seq, d.Reset, d.Buckets, c.srv.count(ref(d.Key), c.n.w.epochMs+int64(c.n.w.sched.now/time.Millisecond)))
@@ -565,6 +566,8 @@ func (c *redisClient) Rewrite(ob owner.Batch, fn func(fallback.Delta) (fallback.
 			}
 			if keep {
 				kept = append(kept, nd)
+			} else {
+				c.srv.w.inDoubtDropped(c.n, k.writer, d)
 			}
 		}
 		k.deltas = kept

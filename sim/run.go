@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,6 +102,8 @@ func (w *world) checkDeciders() {
 		w.checkDecider(p)
 	}
 	w.checkTransitions()
+	w.checkWipes()
+	w.noteHandedIn()
 }
 
 // checkDecider is checkDeciders for partition p alone. Nodes call it for the partitions
@@ -132,6 +135,7 @@ func (w *world) checkDecider(p int) {
 		w.decider[p] = nil
 	case by[0] != w.decider[p]: // a node begins to decide p (again)
 		w.decider[p] = by[0]
+		w.bypass(by[0], p)
 		w.splitCounts(by[0], p)
 	}
 }
@@ -153,6 +157,7 @@ func (w *world) splitCounts(d *node, p int) {
 			}
 		}
 	}
+	w.unclaimedCounts(d, p)
 	if w.opt.Redis {
 		return
 	}
@@ -174,6 +179,49 @@ func (w *world) splitCounts(d *node, p int) {
 			if n != d && n.up && ownerprobe.Of(n.owner).InMemory(k, keySpec, n.wall()) > 0 && w.apartLately(n, d) {
 				w.keys.overAdmit(k, allowLimit)
 				break
+			}
+		}
+	}
+}
+
+// unclaimedCounts allows, when d begins to decide partition p while another node holds
+// counters of p handed to it directly and has not held p's lease since (README: Known
+// gaps, counters handed to a node not granted their partition), d's memory to lack what
+// that node holds of them that Redis lacks (without Redis, all it holds of them): an
+// increment key's counts to be short by that much for a while, and an allow key to admit
+// that many past its limit. A node that handed them on itself waits for them (owner
+// lend.go), unless their holder dropped out of its ring other than by a graceful leave
+// (README: Counters on their way): only then is its deciding meanwhile allowed so.
+func (w *world) unclaimedCounts(d *node, p int) {
+	if d.ring == nil {
+		return
+	}
+	for _, n := range w.nodes {
+		from, ok := n.handedIn[p]
+		if n == d || !n.up || !ok || from[d] == d.inc && (n.leaving || slices.Contains(d.inRing, n.name)) {
+			continue
+		}
+		for _, k := range append(append([]string(nil), w.keys.incr...), w.keys.allow...) {
+			if d.ring.Partition(k) != p {
+				continue
+			}
+			held := int64(ownerprobe.Of(n.owner).InMemory(k, keySpec, n.wall()))
+			if w.opt.Redis {
+				held = int64(ownerprobe.Of(n.owner).Unconfirmed(k, keySpec))
+			}
+			w.keys.reads.mayLack(k, held)
+			w.keys.overAdmit(k, held)
+		}
+	}
+}
+
+// noteHandedIn keeps, for each node, the partitions whose counters were handed to it
+// and whose lease it has not held since (unclaimedCounts).
+func (w *world) noteHandedIn() {
+	for _, n := range w.nodes {
+		for p := range n.handedIn {
+			if !n.up || n.keeper.Holds(p, int64(n.mono())) {
+				delete(n.handedIn, p)
 			}
 		}
 	}

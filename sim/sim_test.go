@@ -13,7 +13,7 @@ import (
 // seedsToRun is how many seeds TestSimulation runs: LEAPCOUNT_SIM_SEEDS, or 1000 (100
 // under the race detector, which makes a run about twenty times slower and has nothing
 // to find in one goroutine, and 20 with -short as well: make test's; make test-long
-// runs 5000 without it).
+// runs 20,000 without it).
 func seedsToRun() int {
 	if v, err := strconv.Atoi(os.Getenv("LEAPCOUNT_SIM_SEEDS")); err == nil && v > 0 {
 		return v
@@ -92,6 +92,17 @@ var seedsThatFailed = []uint64{
 	35512, // a failover's replica caught up, and a node whose last write it had missed stayed unhealthy, nothing left to write (owner/replicas.go)
 	41024, // the same
 	34122, // failed when nodes probed their replicas with writes still unconfirmed, four failovers to lagging replicas among the faults (owner/replicas.go)
+	16556, // a lease lapsed after Redis lost its data, unseen: its stale memory, kept to be written back in full, erased what the next owner wrote to the emptied Redis (owner/lapse.go cleanDrop)
+	33498, // the same, an allow counter
+	8948,  // with that fixed: a write in doubt since before Redis lost its data, of a counter handed on with its write-back in full, was sent again after the receiver's write and counted twice (owner/fence.go dropHandedOn)
+	19796, // the checker: such a write, left to the receiver's write-back, is lost when the receiver's memory goes stale first (wipes.go inDoubtDropped)
+	12118, // Redis emptied while counters moved node to node: the checker allows what the Faults table says a loss of Redis's data loses (wipes.go)
+	17434, // the same
+	38674, // the same
+	40856, // the same
+	43570, // counters handed to a node cut off at once, never granted their partition: the next owner decided without them (README: Known gaps; the checker's unclaimedCounts, fence.bypassed)
+	12191, // the same, without Redis
+	13956, // the same, the holder paused at once: the sender, given the partition back once the holder left its ring, decided without them (README: Counters on their way)
 }
 
 // TestSeedsThatFailedOnce replays seedsThatFailed.
@@ -104,7 +115,8 @@ func TestSeedsThatFailedOnce(t *testing.T) {
 }
 
 // runSeeds runs n seeds from first, on every core, each seed on its own (a run is one
-// goroutine; runs share nothing). Even seeds run with Redis.
+// goroutine; runs share nothing). Even seeds run with Redis. A run that passed keeps no
+// trace: 20,000 of them would hold gigabytes.
 func runSeeds(first uint64, n int, base Options) []Result {
 	out := make([]Result, n)
 	next := make(chan int)
@@ -114,7 +126,9 @@ func runSeeds(first uint64, n int, base Options) []Result {
 			for i := range next {
 				opt := base
 				opt.Seed, opt.Redis = first+uint64(i), (first+uint64(i))%2 == 0
-				out[i] = Run(opt)
+				if out[i] = Run(opt); !out[i].Failed() {
+					out[i].Trace = nil
+				}
 			}
 		})
 	}

@@ -62,12 +62,14 @@ type world struct {
 	skew        skew     // fresh keys and a skewed clock (fresh.go)
 	fresh       freshLog // fresh keys' answers
 	ops         opStats
-	inflight    int                // client ops sent and not answered
-	decider     []*node            // each partition's last decider seen (checkDeciders)
-	wipes       int                // times Redis lost its data
-	fenced      map[fenceAt]uint64 // writer key and partition → the highest of its calls a Handoff of that partition named a fence
-	loadEnd     time.Duration      // clients stop, and faults end, at this time
-	log         []string           // the fault trace
+	inflight    int                                 // client ops sent and not answered
+	decider     []*node                             // each partition's last decider seen (checkDeciders)
+	wiped       map[string][]*wipeHeld              // write-backs in full owed after Redis lost its data (wipes.go)
+	based       map[string]map[string]time.Duration // key → writer → when Redis last applied a base of it by that writer
+	lastWipe    time.Duration                       // when Redis last lost its data
+	fenced      map[fenceAt]*fence                  // writer key and partition → what Handoffs of that partition said of its calls as fences
+	loadEnd     time.Duration                       // clients stop, and faults end, at this time
+	log         []string                            // the fault trace
 	faults      int
 	failures    []string // invariants broken while running
 	unknownSeen bool     // checkTransitions failed the run already
@@ -76,7 +78,8 @@ type world struct {
 func newWorld(opt Options) *world {
 	opt = opt.withDefaults()
 	w := &world{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
-		leaseCfg: lease.Config{Duration: time.Second}.WithDefaults(), epochMs: 1_700_000_000_000, fenced: map[fenceAt]uint64{}}
+		leaseCfg: lease.Config{Duration: time.Second}.WithDefaults(), epochMs: 1_700_000_000_000, fenced: map[fenceAt]*fence{},
+		wiped: map[string][]*wipeHeld{}, based: map[string]map[string]time.Duration{}}
 	w.net = newNetwork(w)
 	w.redis = newRedisServer(w)
 	w.keys = newKeySet(w)
@@ -137,7 +140,9 @@ func (w *world) fail(format string, args ...any) {
 //
 // A write that a Handoff named as a fence (the call was in doubt when its counters were
 // handed over directly) is not late for the new owner: its counts came in the Handoff,
-// and its loads wait for the write (owner fences), so nothing is allowed for it.
+// and its loads wait for the write (owner fences), so nothing is allowed for it. It is
+// late if a node that received no such Handoff began to decide the partition since it
+// was named (fence.bypassed): that node loaded the counters without it.
 func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) {
 	if n == nil || n.keeper == nil {
 		return
@@ -155,7 +160,8 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 		return
 	}
 	p := rg.Partition(d.Key)
-	fenced := seq <= w.fenced[fenceAt{writer, p}]
+	f := w.fenced[fenceAt{writer, p}]
+	fenced := f != nil && seq <= f.seq && seq > f.bypassed
 	if h := w.keys.reset[d.Key]; h != nil && !n.keeper.Holds(p, int64(n.mono())) {
 		h.erasedBack = true // its reset, if it had one, was dropped (owner.stripLateResets)
 	}
@@ -178,17 +184,32 @@ func (w *world) noteHandoff(from, to *node, h *owner.Handoff) {
 	if from.ring != nil {
 		for _, c := range h.Counters {
 			p := from.ring.Partition(c.Key)
-			if from.lateHandoff(p) {
-				continue // the receiver may have decided without those counts already
-			}
 			for _, f := range h.Fences {
 				k := fenceAt{f.WriterKey, p}
-				w.fenced[k] = max(w.fenced[k], f.Seq)
+				fc := w.fenced[k]
+				if fc == nil {
+					fc = &fence{to: map[*node]uint64{}}
+					w.fenced[k] = fc
+				}
+				fc.to[to] = to.inc
+				if !from.lateHandoff(p) { // (else the receiver may have decided without those counts already)
+					fc.seq = max(fc.seq, f.Seq)
+				}
 			}
 		}
 	}
 	if len(h.Counters) > 0 {
 		w.trace("%s hands %d counters to %s (id %d)", from.name, len(h.Counters), to.name, h.ID)
+	}
+	for _, c := range h.Counters {
+		if from.ring == nil {
+			break
+		}
+		p := from.ring.Partition(c.Key)
+		if to.handedIn[p] == nil {
+			to.handedIn[p] = map[*node]uint64{}
+		}
+		to.handedIn[p][from] = from.inc
 	}
 	for _, c := range h.Counters {
 		if debugKey != "" && c.Key == debugKey {
@@ -234,6 +255,27 @@ type appliedAt struct {
 type fenceAt struct {
 	writer string
 	p      int
+}
+
+// fence is what Handoffs of a partition said of a writer's calls in doubt: the highest
+// they named (but for Handoffs of counts decided under a lease that lapsed since: see
+// lateHandoff), the runs of the nodes they went to, and the highest named when a node
+// that received none of them began to decide the partition (checkDecider): calls up to
+// that one are late for it.
+type fence struct {
+	seq      uint64
+	to       map[*node]uint64 // receiver → its run
+	bypassed uint64
+}
+
+// bypass notes that d begins to decide p: the fences of p named in Handoffs that did not
+// go to d's run do not hold d's loads back.
+func (w *world) bypass(d *node, p int) {
+	for k, f := range w.fenced {
+		if k.p == p && f.to[d] != d.inc {
+			f.bypassed = f.seq
+		}
+	}
 }
 
 // lateHandoff reports whether n hands on counters of p that it counted under a lease

@@ -19,13 +19,12 @@ type Ranker interface {
 
 // The ranks, outer first. The owner's locks are taken under Owner.mu, never the other
 // way round; lease.Keeper's is last: the owner asks the keeper under its own locks
-// (SetClaims under Owner.mu, LeftRun under fences.mu), and the keeper calls out
+// (SetClaims and LeftRun under Owner.mu), and the keeper calls out
 // (OnChange, OnLapse) only once it let go of its lock.
 type (
 	OwnerMu      struct{} // owner.Owner.mu: ring changes, lapses, ticks, handoffs, Redis outcomes
 	OwnerDecide  struct{} // owner.Owner.decide: held shared while ops are decided
 	OwnerFlush   struct{} // owner's write-behind queue (flusher.mu)
-	OwnerFences  struct{} // owner's fences (fences.mu)
 	OwnerBlind   struct{} // owner's blind counters (blindKeys.mu)
 	OwnerLoad    struct{} // one load's fence checks (load.mu)
 	OwnerWaiting struct{} // owner's waiting requests (waiters.mu)
@@ -35,7 +34,6 @@ type (
 func (OwnerMu) Rank() (int, string)      { return 10, "owner.Owner.mu" }
 func (OwnerDecide) Rank() (int, string)  { return 20, "owner.Owner.decide" }
 func (OwnerFlush) Rank() (int, string)   { return 40, "owner.flusher.mu" }
-func (OwnerFences) Rank() (int, string)  { return 50, "owner.fences.mu" }
 func (OwnerBlind) Rank() (int, string)   { return 60, "owner.blindKeys.mu" }
 func (OwnerLoad) Rank() (int, string)    { return 70, "owner.load.mu" }
 func (OwnerWaiting) Rank() (int, string) { return 80, "owner.waiters.mu" }

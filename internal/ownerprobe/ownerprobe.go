@@ -25,10 +25,6 @@ type Probe interface {
 	// PendingReset reports whether it holds a reset of the counter that Redis has not
 	// confirmed: lost in a crash, it brings back what it erased.
 	PendingReset(key string, sp leaparray.Spec) bool
-	// BehindRedisLoss reports whether it saw Redis lose its data fewer than seen times,
-	// or has not had Redis confirm its write-back since: until then, what it holds
-	// exists only in its memory.
-	BehindRedisLoss(seen int) bool
 	// Releasing reports how many releases (partitions being handed on) are under way.
 	Releasing() int
 }
