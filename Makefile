@@ -133,6 +133,14 @@ clean:
 chart:
 	./scripts/chart.sh
 
+# Redraws docs/ui.png, README's picture of the status page: a three-node cluster in
+# headless chromium, as cmd/node's TestStatusPageShowsEveryMember sees it.
+.PHONY: ui-png
+ui-png: tools
+	rm -rf bin/ui-png
+	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/ui-png $(GO) test -count=1 -run '^TestStatusPageShowsEveryMember$$' ./cmd/node/
+	cp bin/ui-png/ui-three-nodes.png docs/ui.png
+
 # Builds the node image (FROM scratch + the static binary) and a local Redis image
 # (FROM scratch + this machine's redis-server and its libraries), pulling nothing;
 # docker-compose.yml runs them. Override the names with LEAPCOUNT_IMAGE and REDIS_IMAGE.

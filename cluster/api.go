@@ -61,12 +61,42 @@ func (c *Cluster) MarkLeaving(timeout time.Duration) error {
 		return nil
 	}
 	deadline := time.Now().Add(timeout)
-	err := c.ml.UpdateNode(timeout)
+	err := c.updateNode(timeout)
 	c.pushLeaving(time.Until(deadline))
 	if err != nil {
 		return fmt.Errorf("cluster: announce leaving: %w", err)
 	}
 	return nil
+}
+
+// updateNode gossips this member's new metadata, waiting up to timeout for the
+// broadcast to go out, as memberlist's UpdateNode does; but it stops waiting, with no
+// error, once no other member is alive or leaving: memberlist gossips to live members
+// only, so with every peer gone the broadcast never goes out, and a member of a whole
+// cluster stopped at once would wait its whole timeout for nobody.
+func (c *Cluster) updateNode(timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- c.ml.UpdateNode(timeout) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if !c.othersListen() {
+				return nil
+			}
+		}
+	}
+}
+
+// othersListen reports whether another member is alive or leaving: one that still
+// hears gossip.
+func (c *Cluster) othersListen() bool {
+	return len(c.tab.list(func(m Member) bool {
+		return m.Name != c.name && (m.State == StateAlive || m.State == StateLeaving)
+	})) > 0
 }
 
 // pushLeaving exchanges full state with every other member at once (memberlist's

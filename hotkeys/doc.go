@@ -7,7 +7,8 @@
 // Observe is on every op's path, so it costs almost nothing when an op is not
 // sampled (one call of the runtime's per-thread random source) and O(1) when it is
 // (the stream summary: counts in a list of buckets, a key moved to the next one).
-// The counts are estimates: sampled ops times the sampling interval, each key's
-// overestimate bounded by its Error. Like leaparray, it never reads the clock: now is
+// The counts are estimates: sampled ops times the sampling interval. Each key comes
+// with the range its true ops lie in (Low, High: 99% confidence), which covers the
+// sampling's error and the sketch's overestimate both (bounds.go). Like leaparray, it never reads the clock: now is
 // passed in.
 package hotkeys

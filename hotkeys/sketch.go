@@ -81,7 +81,14 @@ type Hot struct {
 	Key       string  `json:"key"`
 	Ops       uint64  `json:"ops"`            // estimated ops in the span
 	PerSecond float64 `json:"ops_per_second"` // Ops over the span
-	Error     uint64  `json:"error"`          // Ops may be over by at most this
+	// The true ops lie in [Low, High] (99% confidence; bounds.go): sampling's error and
+	// the sketch's both. Error is the most Ops is off by either way, so that
+	// Ops ± Error covers the range.
+	Low   uint64 `json:"ops_low"`
+	High  uint64 `json:"ops_high"`
+	Error uint64 `json:"error"`
+
+	counted, inherited uint64 // samples of it in the span, and how many may be another key's
 }
 
 // Report is the Sketch's top keys at a time.
@@ -108,8 +115,8 @@ func (s *Sketch) Top(n int, now int64) Report {
 			h = &Hot{Key: key}
 			counts[key] = h
 		}
-		h.Ops += count * uint64(s.cfg.SampleEvery)
-		h.Error += err * uint64(s.cfg.SampleEvery)
+		h.counted += count
+		h.inherited += err
 	}
 	if s.prevStart != 0 {
 		from = s.prevStart
@@ -118,6 +125,9 @@ func (s *Sketch) Top(n int, now int64) Report {
 	s.cur.each(note)
 	rep.SpanMs = max(now-from, 1)
 	for _, h := range counts {
+		h.Ops = h.counted * uint64(s.cfg.SampleEvery)
+		h.Low, h.High = opsRange(h.counted, h.inherited, s.cfg.SampleEvery)
+		h.Error = max(h.Ops-min(h.Low, h.Ops), h.High-h.Ops)
 		h.PerSecond = float64(h.Ops) * 1000 / float64(rep.SpanMs)
 		rep.Keys = append(rep.Keys, *h)
 	}

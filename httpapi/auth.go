@@ -28,9 +28,9 @@ func NewAuthorizer(token string, limiter *authlimit.Limiter) *Authorizer {
 }
 
 // Allow reports whether r carries the token. If not, it has answered r: 401 when the
-// token is missing or wrong, 429 with Retry-After when r's source has used up its
-// wrong guesses (its guess is then not checked). A request without a bearer token is
-// not a guess and costs nothing; a right guess costs nothing either.
+// token is missing or wrong, 429 with Retry-After when it is wrong and r's source has
+// used up its wrong guesses. A request without a bearer token is not a guess and costs
+// nothing; a right token costs nothing and is never refused.
 func (a *Authorizer) Allow(w http.ResponseWriter, r *http.Request) bool {
 	if a.Token == "" {
 		return true
@@ -41,19 +41,17 @@ func (a *Authorizer) Allow(w http.ResponseWriter, r *http.Request) bool {
 		unauthorized(w)
 		return false
 	}
-	src := authlimit.SourceString(r.RemoteAddr)
-	if ok, retry := a.Limiter.Take(src); !ok {
+	// Constant time, so the answer's timing does not tell how much of a guess was right.
+	if subtle.ConstantTimeCompare([]byte(guess), []byte(a.Token)) == 1 {
+		return true
+	}
+	if ok, retry := a.Limiter.Wrong(authlimit.SourceString(r.RemoteAddr)); !ok {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(max(1, math.Ceil(retry.Seconds()))), 10))
 		writeError(w, http.StatusTooManyRequests, "too many failed authentication attempts; retry later")
 		return false
 	}
-	// Constant time, so the answer's timing does not tell how much of a guess was right.
-	if subtle.ConstantTimeCompare([]byte(guess), []byte(a.Token)) != 1 {
-		unauthorized(w)
-		return false
-	}
-	a.Limiter.Refund(src)
-	return true
+	unauthorized(w)
+	return false
 }
 
 func unauthorized(w http.ResponseWriter) {

@@ -14,5 +14,6 @@
 //
 // The bearer token is checked by an Authorizer, within a budget of wrong guesses per
 // source address (internal/authlimit) that the node shares with the RESP front end: a
-// source over it gets 429 with Retry-After, its token unchecked.
+// wrong token from a source over it gets 429 with Retry-After; the right token is
+// never refused.
 package httpapi

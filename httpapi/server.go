@@ -28,8 +28,8 @@ type Config struct {
 	// and /metrics (401 otherwise). /healthz and /readyz never need it, so probes
 	// work without the secret.
 	Token string
-	// AuthLimiter limits wrong tokens per source address: a source over its budget
-	// gets 429 with Retry-After, its token unchecked. Give RESP the same one, so a
+	// AuthLimiter limits wrong tokens per source address: a wrong token from a source
+	// over its budget gets 429 with Retry-After (a right one passes). Give RESP the same one, so a
 	// guesser has one budget. nil: a limiter of this server's own.
 	AuthLimiter *authlimit.Limiter
 

@@ -118,10 +118,10 @@ func (n *Node) listenGRPC() error {
 		}
 		n.limits.Store(st)
 	} else {
-		n.cfg.Logger.Warn("--grpc without --limits: every ShouldRateLimit is answered UNAVAILABLE (Envoy with failure_mode_deny denies them all)")
+		n.cfg.Logger.Warn("--grpc without --limits: gRPC health answers NOT_SERVING and every ShouldRateLimit UNAVAILABLE (Envoy with failure_mode_deny denies them all)")
 	}
 	srv, err := rlsapi.New(rlsapi.Config{Decider: n.router, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
-		ResponseHeaders: n.cfg.RLSHeaders, DeniedConsumesNothing: n.cfg.RLSDeniedConsumesNothing, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.Ready, Registerer: n.reg, Logger: n.cfg.Logger})
+		ResponseHeaders: n.cfg.RLSHeaders, DeniedConsumesNothing: n.cfg.RLSDeniedConsumesNothing, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.grpcReady, Registerer: n.reg, Logger: n.cfg.Logger})
 	if err != nil {
 		return err
 	}
@@ -131,6 +131,16 @@ func (n *Node) listenGRPC() error {
 	}
 	n.grpcLn, n.grpc = connlimit.New(ln, n.cfg.MaxClients, ""), srv
 	return nil
+}
+
+// grpcReady is the gRPC front end's health: SERVING while the node is ready and rules
+// with at least one domain are loaded, as envoyproxy/ratelimit's health is with
+// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED. Without rules every call is answered
+// UNAVAILABLE: a health check that said SERVING would send Envoy to a service that
+// decides nothing.
+func (n *Node) grpcReady() bool {
+	rs := n.rules()
+	return n.Ready() && rs != nil && len(rs.Domains()) > 0
 }
 
 // rules is the rules in force (nil: none loaded).

@@ -14,7 +14,10 @@ import (
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/leapcount/leapcount/internal/wait"
 	"github.com/leapcount/leapcount/node"
@@ -149,5 +152,59 @@ func TestBadLimitsFailTheStart(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "rules.yaml:4: invalid rate limit unit 'fortnight'") {
 		t.Fatalf("error %q; want the file, line and unit named", err)
+	}
+}
+
+// gRPC health says NOT_SERVING while no rules are loaded (no --limits), when every
+// ShouldRateLimit is answered UNAVAILABLE, and SERVING on a node with rules, as
+// envoyproxy/ratelimit's with HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED. Before, a node
+// without rules said SERVING.
+func TestGRPCHealthWantsRules(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte("domain: edge\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		limits string
+		want   healthpb.HealthCheckResponse_ServingStatus
+	}{{"", healthpb.HealthCheckResponse_NOT_SERVING}, {rules, healthpb.HealthCheckResponse_SERVING}} {
+		n := nodetest.MakeCluster(t, 1, func(cfg *node.Config) { cfg.GRPCAddr, cfg.Limits = "127.0.0.1:0", c.limits }).Nodes[0]
+		conn, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		health := healthpb.NewHealthClient(conn)
+		check := func() error {
+			for _, service := range []string{"", rlspb.RateLimitService_ServiceDesc.ServiceName} {
+				r, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: service})
+				if err != nil {
+					return err
+				}
+				if r.Status != c.want {
+					return fmt.Errorf("service %q: %v", service, r.Status)
+				}
+			}
+			return nil
+		}
+		wait.ForTrue(t, 10*time.Second, n.Ready)
+		if err := wait.Until(10*time.Second, check); err != nil {
+			t.Fatalf("--limits %q: health %v; want %v", c.limits, err, c.want)
+		}
+		// Health follows readiness, polled every 200 ms: NOT_SERVING must outlast the
+		// node's turning ready by several polls, not be what it said before.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for end := time.Now().Add(time.Second); c.limits == "" && time.Now().Before(end); <-tick.C {
+			if err := check(); err != nil {
+				t.Fatalf("without --limits, once the node is ready: %v; want NOT_SERVING", err)
+			}
+		}
+		if c.limits == "" { // and the calls it stands for are indeed refused
+			_, err := rlspb.NewRateLimitServiceClient(conn).ShouldRateLimit(context.Background(), oneDescriptor("edge", "user", "a"))
+			if status.Code(err) != codes.Unavailable {
+				t.Fatalf("ShouldRateLimit without rules: %v; want UNAVAILABLE", err)
+			}
+		}
 	}
 }

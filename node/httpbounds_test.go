@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -86,5 +87,40 @@ func TestHTTPCapsHeaderBytes(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("%d-byte header: got %d; want %d", tc.bytes, resp.StatusCode, tc.want)
 		}
+	}
+}
+
+// --max-body-bytes is what README says: at least 1024 (less stops the start), the cap
+// of an HTTP body, and on RESP the cap of what a client sends unanswered only from
+// 1 MiB up: a smaller value leaves RESP its 1 MiB, the room pipelines need while their
+// commands wait for a forward.
+func TestMaxBodyBytesAsREADMESays(t *testing.T) {
+	cfg := (&nodetest.Cluster{Clock: nodetest.NewClock()}).Config("node-0")
+	cfg.MaxBodyBytes = 1023
+	if n, err := node.Start(cfg); err == nil || !strings.Contains(err.Error(), "max-body-bytes") || !strings.Contains(err.Error(), "at least 1024") {
+		if n != nil {
+			n.Stop(context.Background())
+		}
+		t.Fatalf("--max-body-bytes 1023: %v; want refused, at least 1024", err)
+	}
+	n := nodetest.MakeCluster(t, 1, func(c *node.Config) { c.MaxBodyBytes, c.MaxKeyBytes = 1024, 8192 }).Nodes[0]
+	key := strings.Repeat("k", 4000)
+	resp, err := http.Post("http://"+n.HTTPAddr()+"/v1/incr", "application/json", strings.NewReader(`{"key":"`+key+`","window":"1m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 4 KB HTTP body with --max-body-bytes 1024: %d; want 413", resp.StatusCode)
+	}
+	conn, err := net.DialTimeout("tcp", n.RESPAddr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "*3\r\n$7\r\nSW.INCR\r\n$%d\r\n%s\r\n$2\r\n1m\r\n", len(key), key)
+	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != ":1\r\n" {
+		t.Fatalf("a 4 KB RESP command with --max-body-bytes 1024: %q, %v; want :1 (RESP's cap is at least 1 MiB)", line, err)
 	}
 }

@@ -74,7 +74,7 @@ func (n *Node) registerMetrics() {
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_auth_refused_total",
-			Help: "Token guesses (RESP AUTH, HTTP bearer) refused unchecked: their source had used up its budget of wrong guesses.",
+			Help: "Wrong token guesses (RESP AUTH, HTTP and gRPC bearer) answered \"too many\": their source had used up its budget of wrong guesses.",
 		}, func() float64 { return float64(n.authLimiter.Refused()) }),
 	)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -365,6 +366,7 @@ func (n *Node) stop(ctx context.Context) error {
 	// sender routes them again) until they stop; only then close the connections, so
 	// that no peer is left with a request whose fate it cannot know.
 	err = errors.Join(err, n.drain(ctx))
+	n.sayIfNotPersisted()
 	if n.respClusterLn != nil {
 		n.redisCluster.handOver(ctx)
 	}
@@ -405,9 +407,10 @@ func (n *Node) drain(ctx context.Context) error {
 		if rg := n.router.Ring(); rg != nil {
 			_, held = rg.Member(n.cfg.Name)
 		}
-		if n.alone() {
-			// Nobody to hand its counters to, nor to forward here: nothing to wait for.
-			return n.owner.WaitReleased(ctx)
+		if n.noneStays() {
+			// Nobody to hand its counters to, nor to forward here: the cluster stops whole
+			// (or this node was alone).
+			return n.stopWhole(ctx)
 		}
 		out := n.outOfVoters()
 		if !held && n.rpcSrv.IdleFor() >= drainQuiet {
@@ -450,20 +453,52 @@ func (n *Node) outOfVoters() bool {
 	return true
 }
 
-// alone reports whether gossip shows no other member alive or leaving.
-func (n *Node) alone() bool {
+// noneStays reports whether gossip shows no other member alive: each is leaving too,
+// has left or is dead. A member that is leaving takes no counters in (owner.Leave), so
+// handoffs to it can only be refused.
+func (n *Node) noneStays() bool {
 	for _, m := range n.cluster.Members() {
-		if m.Name != n.cfg.Name && (m.State == cluster.StateAlive || m.State == cluster.StateLeaving) {
+		if m.Name != n.cfg.Name && m.State == cluster.StateAlive {
 			return false
 		}
 	}
 	return true
 }
 
+// MsgNotPersisted is logged once by a node without Redis that stops with no member
+// staying to take its counters (the whole cluster stops, or it was alone): they are
+// gone with it, and with the others.
+const MsgNotPersisted = "stopping with no member staying and no --redis: this node's counts are not persisted"
+
+// stopWhole ends the drain of a node that no member stays for. With Redis, its
+// releases write their counters there (bounded by ctx) and the owner's last flush the
+// rest. Without Redis there is nowhere for them to go: waiting for handoffs that every
+// receiver refuses (they leave too) would only use up the shutdown timeout.
+func (n *Node) stopWhole(ctx context.Context) error {
+	if n.redis != nil {
+		return n.owner.WaitReleased(ctx)
+	}
+	return nil
+}
+
+// sayIfNotPersisted logs MsgNotPersisted once the drain is over, if it applies:
+// whichever way the drain ended (it may have handed counters to members that have
+// begun to leave since).
+func (n *Node) sayIfNotPersisted() {
+	if n.redis == nil && n.noneStays() {
+		// Handoffs still under way would be refused by members that leave too: they are
+		// given up here, and this line says so, rather than an error per handoff.
+		n.cfg.Logger.Info(MsgNotPersisted, "counters_on_their_way", n.owner.DropReleases())
+	}
+}
+
 // settleWriteBehind waits, before this node leaves the cluster, while write-behind it
 // handed on is in doubt (Owner.SettleInDoubt), keeping a part of ctx back for the leave
 // itself: a leave not heard in time makes peers take this node for failed.
 func (n *Node) settleWriteBehind(ctx context.Context) {
+	if n.redis == nil {
+		return // no write-behind: nothing can be in doubt
+	}
 	if d, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-min(time.Second, time.Until(d)/4)))
@@ -474,12 +509,21 @@ func (n *Node) settleWriteBehind(ctx context.Context) {
 	}
 }
 
+// leaveWhole bounds the leave of a node that no member stays for (noneStays).
+const leaveWhole = 500 * time.Millisecond
+
 // leave tells the cluster we are going, waits (bounded by ctx) for it to be heard, and
 // stops gossip.
 func (n *Node) leave(ctx context.Context) error {
 	timeout := time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), 0)
+	}
+	lvl := slog.LevelWarn
+	if n.noneStays() {
+		// The others leave too: they may be gone before the broadcast reaches them, and
+		// waiting the whole timeout for it would delay the stop of the whole cluster.
+		timeout, lvl = min(timeout, leaveWhole), slog.LevelDebug
 	}
 	err := n.cluster.Leave(timeout)
 	if errors.Is(err, cluster.ErrShutdown) {
@@ -488,7 +532,7 @@ func (n *Node) leave(ctx context.Context) error {
 	if err != nil {
 		// Typically no peer is left to hear the broadcast (the whole cluster is stopping).
 		// Peers that are there will find this node gone anyway: not worth a failed stop.
-		n.cfg.Logger.Warn("leave not confirmed by peers", "err", err)
+		n.cfg.Logger.Log(ctx, lvl, "leave not confirmed by peers", "err", err)
 		err = nil
 	}
 	return errors.Join(err, n.cluster.Shutdown())

@@ -65,8 +65,16 @@ func TestFrontEndLimits(t *testing.T) {
 			t.Fatalf("wrong token: got %d; want 401", got.StatusCode)
 		}
 	}
-	if got := first.get(t, "/v1/count?key=a&window=1m", "s3cret"); got.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("after 10 wrong tokens over RESP and HTTP: got %d; want 429", got.StatusCode)
+	if got := first.get(t, "/v1/count?key=a&window=1m", "wrong"); got.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a wrong token after 10 wrong tokens over RESP and HTTP: got %d; want 429", got.StatusCode)
+	}
+	// A right token is never refused (before, it was refused with 429 too).
+	if got := first.get(t, "/v1/count?key=a&window=1m", "s3cret"); got.StatusCode != http.StatusOK {
+		t.Fatalf("the right token after 10 wrong tokens over RESP and HTTP: got %d; want 200", got.StatusCode)
+	}
+	fmt.Fprint(resp1.conn, "AUTH s3cret\r\n")
+	if line, _ := resp1.rd.ReadString('\n'); line != "+OK\r\n" {
+		t.Fatalf("AUTH with the right token over budget: got %q; want +OK", line)
 	}
 }
 

@@ -176,3 +176,29 @@ func TestGoRedisConnectionCommands(t *testing.T) {
 		t.Fatalf("got %v refused HELLOs; want the default client's HELLO 3 among them", got)
 	}
 }
+
+// CONFIG GET maxclients answers the client limit as Redis does (name, value); patterns
+// match as Redis's globs. Before, it answered nothing.
+func TestConfigGetMaxclients(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.MaxClients = 123 })
+	c := ts.dial(t)
+	wantReply(t, c.do("CONFIG", "GET", "maxclients"), "*[$maxclients $123]")
+	wantReply(t, c.do("CONFIG", "GET", "MAXCLIENTS", "max*"), "*[$maxclients $123]")
+	wantReply(t, c.do("CONFIG", "GET", "*"), "*[$save $ $appendonly $no $maxclients $123]")
+}
+
+// INFO's redis_mode agrees with its cluster_enabled: cluster when the CLUSTER commands
+// are served, standalone otherwise. Before, it said standalone beside cluster_enabled:1.
+func TestInfoModeAgreesWithClusterEnabled(t *testing.T) {
+	for _, c := range []struct {
+		cluster   Cluster
+		mode      string
+		clusterOn bool
+	}{{nil, "standalone", false}, {halves{"10.0.0.2:7001"}, "cluster", true}} {
+		ts := startServer(t, func(cfg *Config) { cfg.Cluster = c.cluster })
+		got := ts.dial(t).do("INFO")
+		if !strings.Contains(got, "\r\nredis_mode:"+c.mode+"\r\n") || strings.Contains(got, "cluster_enabled:1") != c.clusterOn {
+			t.Errorf("INFO with cluster %v: %q; want redis_mode:%s, cluster_enabled:1 %v", c.cluster, got, c.mode, c.clusterOn)
+		}
+	}
+}

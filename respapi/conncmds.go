@@ -50,23 +50,22 @@ func (s *Server) auth(c *client, args [][]byte) error {
 	return nil
 }
 
-// checkToken checks a guess of the token, if the client's source has not used up its
-// budget of wrong guesses (then it is answered unchecked and the connection closed),
-// and authenticates the connection if the guess is right.
+// checkToken checks a guess of the token and authenticates the connection if it is
+// right; a right guess is never refused. A wrong one spends the client's source's
+// budget of wrong guesses; past it, the connection is answered and closed.
 func (s *Server) checkToken(c *client, guess []byte) error {
-	if ok, _ := s.limiter.Take(c.source); !ok {
+	// Constant time, so the reply's timing does not tell how much of a guess was right.
+	if subtle.ConstantTimeCompare(guess, []byte(s.cfg.Token)) == 1 {
+		c.authed = true
+		c.authBy.Store(0)
+		return nil
+	}
+	if ok, _ := s.limiter.Wrong(c.source); !ok {
 		c.quit = true // answered, then closed
 		s.metrics.dropped[dropAuthLimited].Inc()
 		return errAuthLimited
 	}
-	// Constant time, so the reply's timing does not tell how much of a guess was right.
-	if subtle.ConstantTimeCompare(guess, []byte(s.cfg.Token)) != 1 {
-		return errWrongPass
-	}
-	s.limiter.Refund(c.source) // only wrong guesses cost
-	c.authed = true
-	c.authBy.Store(0)
-	return nil
+	return errWrongPass
 }
 
 // hello answers HELLO [protover [AUTH username password] [SETNAME name]] as Redis 7

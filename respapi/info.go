@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"runtime"
 	"strconv"
 	"strings"
@@ -25,8 +26,12 @@ func (s *Server) info(c *client, _ [][]byte) error {
 		port = addr.Port
 	}
 	uptime := time.Since(s.start)
-	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nos:%s %s\r\narch_bits:%d\r\n",
-		redisVersion, runtime.GOOS, runtime.GOARCH, strconv.IntSize)
+	mode := "standalone"
+	if s.cfg.Cluster != nil {
+		mode = "cluster" // as cluster_enabled:1 below says: tools read either
+	}
+	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:%s\r\nos:%s %s\r\narch_bits:%d\r\n",
+		redisVersion, mode, runtime.GOOS, runtime.GOARCH, strconv.IntSize)
 	fmt.Fprintf(&b, "process_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\n",
 		os.Getpid(), port, int64(uptime.Seconds()), int64(uptime.Hours()/24))
 	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\n", s.connected.Load())
@@ -50,8 +55,10 @@ func crlf(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
 }
 
-// config answers CONFIG GET for the two parameters redis-benchmark reads on start
-// (save and appendonly: this server persists nothing) and nothing for the rest.
+// config answers CONFIG GET, as Redis does (name, value pairs; each parameter once,
+// whatever patterns name it), for the parameters clients and tools read: save and
+// appendonly (redis-benchmark, on start: this server persists nothing) and maxclients
+// (the connections this port keeps, 0: no cap). Other names answer nothing.
 func (s *Server) config(c *client, args [][]byte) error {
 	if !bytes.EqualFold(args[1], []byte("GET")) {
 		return errorf("ERR", "unsupported CONFIG subcommand '%s': only CONFIG GET is served", args[1])
@@ -59,13 +66,15 @@ func (s *Server) config(c *client, args [][]byte) error {
 	if len(args) < 3 {
 		return wrongArity("config|get")
 	}
+	params := []struct{ name, value string }{{"save", ""}, {"appendonly", "no"}, {"maxclients", strconv.Itoa(s.cfg.MaxClients)}}
 	var pairs []string
-	for _, p := range args[2:] {
-		switch {
-		case bytes.EqualFold(p, []byte("save")):
-			pairs = append(pairs, "save", "")
-		case bytes.EqualFold(p, []byte("appendonly")):
-			pairs = append(pairs, "appendonly", "no")
+	for _, prm := range params {
+		for _, p := range args[2:] {
+			// A glob, as Redis takes (Go's path.Match has the same *, ? and [...]).
+			if ok, _ := path.Match(strings.ToLower(string(p)), prm.name); ok {
+				pairs = append(pairs, prm.name, prm.value)
+				break
+			}
 		}
 	}
 	c.out.WriteArray(len(pairs))

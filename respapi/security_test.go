@@ -212,18 +212,22 @@ func TestFailedAuthIsLimited(t *testing.T) {
 	wantReply(t, c.do("AUTH", "wrong"), wrongPass)
 	wantReply(t, c.do("HELLO", "2", "AUTH", "default", "wrong"), wrongPass)
 	wantReply(t, c.do("AUTH", "user", "wrong"), wrongPass)
-	// The budget is spent: even the right token is not checked.
-	wantReply(t, c.do("AUTH", "s3cret"), limited)
+	// The budget is spent: the right token still passes (it is never refused; before,
+	// it was refused unchecked), a wrong one is "too many" and closes the connection.
+	wantReply(t, c.do("AUTH", "s3cret"), "+OK")
+	wantReply(t, c.do("AUTH", "wrong"), limited)
 	c.wantClosed()
 	c = ts.dial(t)
-	wantReply(t, c.do("HELLO", "2", "AUTH", "default", "s3cret"), limited)
+	wantReply(t, c.do("HELLO", "2", "AUTH", "default", "wrong"), limited)
 	c.wantClosed()
 	c = ts.dial(t)
 	wantReply(t, c.do("PING"), "-NOAUTH Authentication required.")
+	if r := c.do("HELLO", "2", "AUTH", "default", "s3cret"); strings.HasPrefix(r, "-") {
+		t.Fatalf("over budget, HELLO with the right token: %q; want its answer", r)
+	}
+	wantReply(t, c.do("PING"), "+PONG")
 
-	clock.Advance(time.Minute.Milliseconds()) // one guess more
-	wantReply(t, c.do("AUTH", "s3cret"), "+OK")
-	wantReply(t, c.do("AUTH", "s3cret"), "+OK")
+	clock.Advance(time.Minute.Milliseconds()) // one wrong guess more
 	wantReply(t, c.do("AUTH", "wrong"), wrongPass)
 	wantReply(t, c.do("AUTH", "wrong"), limited)
 	c.wantClosed()

@@ -340,12 +340,11 @@ func (s *Server) checkToken(auth string, src netip.Addr) error {
 	if guess == "" {
 		return status.Error(codes.Unauthenticated, "missing bearer token (authorization metadata)")
 	}
-	if ok, _ := s.cfg.AuthLimiter.Take(src); !ok {
+	if subtle.ConstantTimeCompare([]byte(guess), []byte(s.cfg.Token)) == 1 {
+		return nil // a right token is never refused
+	}
+	if ok, _ := s.cfg.AuthLimiter.Wrong(src); !ok {
 		return status.Error(codes.ResourceExhausted, "too many failed authentication attempts; retry later")
 	}
-	if subtle.ConstantTimeCompare([]byte(guess), []byte(s.cfg.Token)) != 1 {
-		return status.Error(codes.Unauthenticated, "wrong bearer token")
-	}
-	s.cfg.AuthLimiter.Refund(src)
-	return nil
+	return status.Error(codes.Unauthenticated, "wrong bearer token")
 }

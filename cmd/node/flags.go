@@ -76,6 +76,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&v.cfg.FailOpen, "fail-open", false, "when neither the owner nor Redis can decide, allow answers allowed (default: denied)")
 	fs.StringVar(&v.log.level, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&v.log.format, "log-format", "text", "text or json")
+	fs.Usage = nodeUsage(fs)
 	return fs
 }
 
@@ -84,11 +85,11 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 func readFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*flagValues, error) {
 	v := &flagValues{}
 	fs := newFlagSet(v, stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseQuietly(fs, args); err != nil {
 		return v, err
 	}
 	if fs.NArg() > 0 {
-		return v, fmt.Errorf("unexpected argument %q (flags take the form --name=value)", fs.Arg(0))
+		return v, fmt.Errorf("unexpected argument %q (flags take the form --name=value; run with -h for usage)", fs.Arg(0))
 	}
 	if err := applyEnv(fs, env); err != nil {
 		return v, err
@@ -152,7 +153,7 @@ func applyEnv(fs *flag.FlagSet, env func(string) (string, bool)) error {
 		name := EnvName(f.Name)
 		if v, ok := env(name); ok {
 			if serr := fs.Set(f.Name, v); serr != nil {
-				err = fmt.Errorf("invalid %s %q for --%s: %v", name, v, f.Name, serr)
+				err = fmt.Errorf("invalid %s %q for --%s: %s", name, v, f.Name, valueProblem(f, serr.Error()))
 			}
 		}
 	})

@@ -16,12 +16,11 @@ import (
 // exit 0 when it answers 200 and 1 otherwise. The node image is FROM scratch, with no
 // shell or curl, so its container health check runs the node binary itself.
 func healthcheck(args []string, env func(string) (string, bool), out io.Writer) int {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs := commandFlags("healthcheck", out)
 	addr := fs.String("http", node.DefaultHTTPAddr, "the node's HTTP address (a wildcard host means this host)")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := parseQuietly(fs, args); err != nil {
+		return parseExit(fs.Name(), err, out)
 	}
 	if v, ok := env(EnvName("http")); ok && !flagGiven(fs, "http") {
 		*addr = v

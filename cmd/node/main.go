@@ -25,19 +25,7 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "healthcheck":
-			os.Exit(healthcheck(os.Args[2:], os.LookupEnv, os.Stderr))
-		case "version", "--version", "-version":
-			os.Exit(printVersion(os.Stdout))
-		case "status":
-			os.Exit(status(os.Args[2:], os.LookupEnv, os.Stdout))
-		case "hotkeys":
-			os.Exit(hotkeysCmd(os.Args[2:], os.LookupEnv, os.Stdout))
-		}
-	}
-	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stderr))
+	os.Exit(dispatch(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
 // printVersion is the "version" subcommand (and --version): the binary's version,
@@ -56,12 +44,12 @@ func run(args []string, env func(string) (string, bool), stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "node: %v\n", err)
+		fmt.Fprintf(stderr, "leapcount-node: %v\n", err)
 		return 2
 	}
 	logger, err := logOpts.logger(stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "node: %v\n", err)
+		fmt.Fprintf(stderr, "leapcount-node: %v\n", err)
 		return 2
 	}
 	cfg.Logger = logger
@@ -72,7 +60,7 @@ func run(args []string, env func(string) (string, bool), stderr io.Writer) int {
 	if err != nil {
 		var cerr *node.ConfigError
 		if errors.As(err, &cerr) {
-			fmt.Fprintf(stderr, "node: %v\n", err)
+			fmt.Fprintf(stderr, "leapcount-node: %v\n", err)
 			return 2
 		}
 		logger.Error("node failed to start", "err", err)

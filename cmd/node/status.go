@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,13 +15,12 @@ import (
 // still settling (each named on the last lines: a deploy script waits for 0 as it
 // would for a rollout), 2 for bad flags.
 func status(args []string, env func(string) (string, bool), out io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs := commandFlags("status", out)
 	var a asker
 	a.flags(fs)
 	top := fs.Int("hot", 5, "hot keys to list")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := parseQuietly(fs, args); err != nil {
+		return parseExit(fs.Name(), err, out)
 	}
 	if err := a.resolve(fs, env); err != nil {
 		fmt.Fprintf(out, "status: %v\n", err)
@@ -81,9 +79,11 @@ func writeStatus(out io.Writer, c *node.ClusterView, hot *node.HotKeysView, hotE
 func writeHotKeys(out io.Writer, hot *node.HotKeysView) {
 	fmt.Fprintf(out, "hot keys decided on %s (last %.0f s, one op in %d sampled)\n", hot.Node, float64(hot.SpanMs)/1000, hot.SampleEvery)
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\t± OPS")
+	// The range, not "± error": sampling makes it wide and lopsided for a key with few
+	// samples (hotkeys/bounds.go).
+	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\tTRUE OPS (99%)")
 	for _, k := range hot.Keys {
-		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d\n", k.Key, k.PerSecond, k.Ops, k.Error)
+		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d-%d\n", k.Key, k.PerSecond, k.Ops, k.Low, k.High)
 	}
 	if len(hot.Keys) == 0 {
 		fmt.Fprintln(tw, "(none)\t\t\t")
@@ -93,13 +93,12 @@ func writeHotKeys(out io.Writer, hot *node.HotKeysView) {
 
 // hotkeysCmd is the "hotkeys" subcommand: the keys a node decided most often lately.
 func hotkeysCmd(args []string, env func(string) (string, bool), out io.Writer) int {
-	fs := flag.NewFlagSet("hotkeys", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs := commandFlags("hotkeys", out)
 	var a asker
 	a.flags(fs)
 	n := fs.Int("n", 20, "keys to list (1 to 1000)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := parseQuietly(fs, args); err != nil {
+		return parseExit(fs.Name(), err, out)
 	}
 	if err := a.resolve(fs, env); err != nil {
 		fmt.Fprintf(out, "hotkeys: %v\n", err)

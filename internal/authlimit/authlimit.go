@@ -2,11 +2,15 @@
 // address, for every front end at once: RESP's AUTH and HELLO AUTH and HTTP's bearer
 // token share one Limiter, so a guesser has one budget however it asks.
 //
-// Each source has a token bucket of Burst guesses that refills at one per Every
-// (defaults: 10, then one a second). A guess takes one (Take) before it is checked,
-// and a right guess gives it back (Refund), so only wrong guesses cost, and a source
-// with budget left always gets a right guess through. A source with no budget left is
-// not checked at all: the caller refuses it and says when to retry.
+// Each source has a token bucket of Burst wrong guesses that refills at one per Every
+// (defaults: 10, then one a second). Every guess is checked first; a right one never
+// reaches the Limiter, so it is never refused, whatever wrong guesses came from its
+// address (another client behind the same proxy, a client with an old token). A wrong
+// one spends one of its source's budget (Wrong), and once none is left the caller
+// answers it "too many" and says when to retry, rather than "wrong". That does not slow
+// a guesser down, who learns a right guess by its being accepted either way: what keeps
+// the token from being guessed is its length. It makes guessing stand out (Refused,
+// and the callers' metrics), and costs a RESP guesser its connection.
 //
 // The bucket is GCRA's form of it, one time per source (when its bucket is full
 // again), written here rather than taken from golang.org/x/time/rate, whose Limiter
@@ -75,10 +79,10 @@ func New(cfg Config) *Limiter {
 		now: cfg.Now, start: cfg.Now(), full: make(map[netip.Addr]int64)}
 }
 
-// Take spends one guess of src's budget, before its guess is checked. If src has none
-// left, ok is false: the guess must be refused unchecked, and retry is how long until
-// src has one again.
-func (l *Limiter) Take(src netip.Addr) (ok bool, retry time.Duration) {
+// Wrong spends one of src's budget on a guess that proved wrong. If src had none left,
+// ok is false: the guess is answered "too many", and retry is how long until src has
+// one again.
+func (l *Limiter) Wrong(src netip.Addr) (ok bool, retry time.Duration) {
 	now := int64(l.now().Sub(l.start))
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -97,26 +101,6 @@ func (l *Limiter) Take(src netip.Addr) (ok bool, retry time.Duration) {
 	return true, 0
 }
 
-// Refund gives back the guess Take spent for src, once the guess proved right.
-func (l *Limiter) Refund(src netip.Addr) {
-	now := int64(l.now().Sub(l.start))
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := src
-	full, ok := l.full[key]
-	if !ok {
-		key = overflow // Take charged the overflow bucket, if anything
-		if full, ok = l.full[key]; !ok {
-			return
-		}
-	}
-	if full -= int64(l.every); full <= now {
-		delete(l.full, key) // full again: the same as no entry
-	} else {
-		l.full[key] = full
-	}
-}
-
 // makeRoom drops the buckets that are full again, at most once per Every (a scan of
 // the whole map), and reports whether there is room for a new source.
 func (l *Limiter) makeRoom(now int64) bool {
@@ -131,7 +115,7 @@ func (l *Limiter) makeRoom(now int64) bool {
 	return len(l.full) < l.maxSources
 }
 
-// Refused is how many guesses Take has refused.
+// Refused is how many wrong guesses Wrong found over their source's budget.
 func (l *Limiter) Refused() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -23,55 +23,36 @@ var a, b = netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 func TestBurstThenOnePerEvery(t *testing.T) {
 	l, clk := newLimiter(Config{Burst: 3, Every: time.Second})
 	for i := range 3 {
-		if ok, _ := l.Take(a); !ok {
+		if ok, _ := l.Wrong(a); !ok {
 			t.Fatalf("guess %d refused; want the first 3 taken", i+1)
 		}
 	}
-	ok, retry := l.Take(a)
+	ok, retry := l.Wrong(a)
 	if ok || retry != time.Second {
 		t.Fatalf("guess 4: got %v, retry %v; want refused, retry 1s", ok, retry)
 	}
-	if ok, _ := l.Take(b); !ok {
+	if ok, _ := l.Wrong(b); !ok {
 		t.Fatal("another source refused; want its own budget")
 	}
 	clk.Advance(400)
-	if ok, retry := l.Take(a); ok || retry != 600*time.Millisecond {
+	if ok, retry := l.Wrong(a); ok || retry != 600*time.Millisecond {
 		t.Fatalf("0.4s later: got %v, retry %v; want refused, retry 600ms", ok, retry)
 	}
 	clk.Advance(600)
-	if ok, _ := l.Take(a); !ok {
+	if ok, _ := l.Wrong(a); !ok {
 		t.Fatal("1s later: refused; want one more guess")
 	}
-	if ok, _ := l.Take(a); ok {
+	if ok, _ := l.Wrong(a); ok {
 		t.Fatal("1s later, second guess taken; want one per second")
 	}
 	clk.Advance(time.Hour.Milliseconds()) // a full bucket holds Burst, not more
 	for i := range 4 {
-		if ok, _ := l.Take(a); ok != (i < 3) {
+		if ok, _ := l.Wrong(a); ok != (i < 3) {
 			t.Fatalf("an hour later, guess %d: got %v; want %v", i+1, ok, i < 3)
 		}
 	}
 	if got := l.Refused(); got != 4 {
 		t.Fatalf("Refused: got %d; want 4", got)
-	}
-}
-
-// A right guess costs nothing: Take then Refund leaves the budget as it was.
-func TestRightGuessesAreFree(t *testing.T) {
-	l, _ := newLimiter(Config{Burst: 2, Every: time.Minute})
-	for i := range 100 {
-		if ok, _ := l.Take(a); !ok {
-			t.Fatalf("right guess %d refused", i+1)
-		}
-		l.Refund(a)
-	}
-	if got := l.Sources(); got != 0 {
-		t.Fatalf("got %d sources remembered after right guesses only; want 0", got)
-	}
-	l.Take(a) // two wrong guesses
-	l.Take(a)
-	if ok, _ := l.Take(a); ok {
-		t.Fatal("third guess taken; want refused after two wrong ones")
 	}
 }
 
@@ -82,11 +63,11 @@ func TestSourcesAreBounded(t *testing.T) {
 	l, clk := newLimiter(Config{Burst: 2, Every: time.Second, MaxSources: max})
 	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}) }
 	for i := range max {
-		l.Take(addr(i))
+		l.Wrong(addr(i))
 	}
 	taken := 0
 	for i := max; i < 10*max; i++ {
-		if ok, _ := l.Take(addr(i)); ok {
+		if ok, _ := l.Wrong(addr(i)); ok {
 			taken++
 		}
 	}
@@ -96,11 +77,11 @@ func TestSourcesAreBounded(t *testing.T) {
 	if taken != 2 {
 		t.Fatalf("new sources while full: %d guesses taken; want the overflow bucket's 2", taken)
 	}
-	if ok, _ := l.Take(addr(0)); !ok {
+	if ok, _ := l.Wrong(addr(0)); !ok {
 		t.Fatal("a known source lost its budget to the flood")
 	}
 	clk.Advance(2000) // every bucket full again: dropped at the next new source
-	if ok, _ := l.Take(addr(20 * max)); !ok {
+	if ok, _ := l.Wrong(addr(20 * max)); !ok {
 		t.Fatal("a new source refused after the buckets refilled")
 	}
 	if got := l.Sources(); got != 1 {
@@ -118,7 +99,7 @@ func TestConcurrentGuessesKeepTheBudget(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				if ok, _ := l.Take(a); ok {
+				if ok, _ := l.Wrong(a); ok {
 					taken.Add(1)
 				}
 			}
