@@ -1,6 +1,9 @@
 package lease
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Voter changes by ballot. Two nodes that make a change from the same voter set at
 // the same moment (one sees a member leave, another a member join, neither the
@@ -60,7 +63,7 @@ type proposal struct {
 	want     []string // the set this node wants next
 	promises map[string]ChangeState
 	accepts  map[string]bool
-	at       int64 // when ballot began
+	at       time.Duration // when ballot began
 }
 
 // Quarantine makes this node promise and accept nothing before until: an acceptor's
@@ -71,12 +74,12 @@ type proposal struct {
 // longer: while it lasts, a change that needs this node's answer waits (a leave and a
 // restart in a row, in a rolling restart, left the others without a majority of the
 // set they used until their leases ran out, when it lasted a grant's length).
-func (v *Voters) Quarantine(until int64) { v.acceptsFrom = until }
+func (v *Voters) Quarantine(until time.Duration) { v.acceptsFrom = until }
 
 // propose makes next the next voter set, by ballot, and reports whether the set
 // changed now. A proposal under way for this version goes on whatever next is: one
 // change at a time.
-func (v *Voters) propose(next []string, now int64) bool {
+func (v *Voters) propose(next []string, now time.Duration) bool {
 	if !v.set[v.self] {
 		return false // only voters propose: the acceptors take no other's ballot
 	}
@@ -89,7 +92,7 @@ func (v *Voters) propose(next []string, now int64) bool {
 
 // newBallot begins the proposal's next ballot, above every ballot seen: its prepare
 // phase, with this node's own promise.
-func (v *Voters) newBallot(now int64) {
+func (v *Voters) newBallot(now time.Duration) {
 	p := v.prop
 	p.ballot = Ballot{N: max(v.highest, p.ballot.N) + 1, By: v.self}
 	v.highest = p.ballot.N
@@ -99,11 +102,11 @@ func (v *Voters) newBallot(now int64) {
 
 // retryAfter is how long a ballot may go without being chosen before the next begins
 // (a rival's ballot overtook it, or messages were lost).
-func (v *Voters) retryAfter() int64 { return int64(v.cfg.Duration) / 2 }
+func (v *Voters) retryAfter() time.Duration { return v.cfg.Duration / 2 }
 
 // stepProposal moves the proposal on as far as the answers so far allow, this node's
 // own included, and reports whether the change was chosen and made.
-func (v *Voters) stepProposal(now int64) bool {
+func (v *Voters) stepProposal(now time.Duration) bool {
 	p := v.prop
 	if p == nil || p.base != v.version {
 		v.prop = nil
@@ -152,7 +155,7 @@ func (v *Voters) ChangeMsg() *ChangeMsg {
 // version (its heartbeat's), and returns this node's acceptor state for the change from
 // its own set (nil: none, the sender's set is not this node's, or this node is in
 // quarantine).
-func (v *Voters) Accept(from string, m *ChangeMsg, voters []string, version uint64, now int64) *ChangeState {
+func (v *Voters) Accept(from string, m *ChangeMsg, voters []string, version uint64, now time.Duration) *ChangeState {
 	if m == nil || now < v.acceptsFrom || version != v.version || !v.set[from] || !slices.Equal(voters, v.List()) {
 		return nil
 	}
@@ -174,7 +177,7 @@ func (v *Voters) Accept(from string, m *ChangeMsg, voters []string, version uint
 
 // Answered counts a voter's acceptor state toward this node's proposal, and reports
 // whether that moved it to its next phase (a round then goes at once).
-func (v *Voters) Answered(from string, st *ChangeState, now int64) bool {
+func (v *Voters) Answered(from string, st *ChangeState, now time.Duration) bool {
 	p := v.prop
 	if st == nil || p == nil || st.Base != p.base || p.base != v.version || !v.set[from] {
 		return false

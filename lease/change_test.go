@@ -23,7 +23,7 @@ func ballotPair() (a, b *Voters, viewA, viewB View) {
 }
 
 // exchange delivers from's heartbeat to to and its reply back, each unless dropped.
-func exchange(from, to *Voters, now int64, drop func() bool) {
+func exchange(from, to *Voters, now time.Duration, drop func() bool) {
 	m := from.ChangeMsg()
 	if drop() {
 		return
@@ -46,11 +46,11 @@ func TestConcurrentVoterChangesMakeOneSet(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for run := 0; run < 200; run++ {
 		a, b, viewA, viewB := ballotPair()
-		now := int64(time.Hour)
+		now := time.Hour
 		loss := rng.Float64()
 		drop := func() bool { return rng.Float64() < loss }
 		for step := 0; step < 200 && (a.Version() == 1 || b.Version() == 1); step++ {
-			now += int64(rng.IntN(100)) * int64(time.Millisecond)
+			now += time.Duration(rng.IntN(100)) * time.Millisecond
 			switch rng.IntN(4) {
 			case 0:
 				a.Update(viewA, now)
@@ -76,10 +76,10 @@ func TestConcurrentVoterChangesMakeOneSet(t *testing.T) {
 // Without loss the two rival changes end in one: the pair does not stall.
 func TestRivalVoterChangesEndInOne(t *testing.T) {
 	a, b, viewA, viewB := ballotPair()
-	now := int64(time.Hour)
+	now := time.Hour
 	never := func() bool { return false }
 	for step := 0; step < 50 && (a.Version() == 1 || b.Version() == 1); step++ {
-		now += int64(50 * time.Millisecond)
+		now += 50 * time.Millisecond
 		a.Update(viewA, now)
 		b.Update(viewB, now)
 		exchange(a, b, now, never)

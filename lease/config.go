@@ -76,6 +76,6 @@ func (c Config) Validate() error {
 
 // hold is how long a grantor keeps a grant: longer than the holder can use it whatever
 // the clocks' rates.
-func (c Config) hold() int64 {
-	return int64(float64(c.Duration)*(1+c.Drift)) + int64(c.Margin)
+func (c Config) hold() time.Duration {
+	return time.Duration(float64(c.Duration)*(1+c.Drift)) + c.Margin
 }

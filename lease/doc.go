@@ -16,7 +16,7 @@
 // the holder measures from when it sent the heartbeat, before the grant: for leases no
 // clocks need to agree, only to run at about the same rate. (The counters' clocks, the
 // wall clocks that place ops in buckets, are another matter, and do need to agree
-// closely: see README, Clocks. Heartbeats carry them so that each node measures its
+// closely: see docs/guarantees.md, Clocks. Heartbeats carry them so that each node measures its
 // peers' against its own, as NTP does (Keeper.ClockOffsets); nothing here decides by
 // them.)
 //
@@ -52,7 +52,8 @@
 // A grantor refuses every grant to a node it does not count as a voter.
 //
 // The package is pure state: it does no I/O and never reads a clock of its own; times
-// are monotonic nanoseconds passed in (KeeperConfig.Now), and the counters' clock the
-// heartbeats carry is injected too (KeeperConfig.Wall), so that a simulation gives
-// each node its own. Keeper drives it over an Exchanger.
+// are time.Duration on the monotonic clock passed in (KeeperConfig.Clock, the one the
+// node's owner runs on), and the counters' clock the heartbeats carry is injected too
+// (KeeperConfig.Wall), so that a simulation gives each node its own. Keeper drives it
+// over an Exchanger.
 package lease

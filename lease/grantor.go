@@ -1,10 +1,12 @@
 package lease
 
+import "time"
+
 // Grantor is one node's table of grants: per partition, who holds it and until when (on
 // this node's clock). It is not safe for concurrent use; Keeper serializes calls.
 type Grantor struct {
 	cfg    Config
-	starts int64 // grants are refused before this: an earlier run may have granted
+	starts time.Duration // grants are refused before this: an earlier run may have granted
 	parts  []grant
 	// latest is each voter's newest round seen, so that a request overtaken by a newer
 	// one (a reconnect can reorder them) is not applied after it: its releases would
@@ -17,20 +19,20 @@ type Grantor struct {
 type seenRound struct {
 	inc   uint64
 	round uint64
-	at    int64
+	at    time.Duration
 }
 
 type grant struct {
 	name  string
 	inc   uint64
-	until int64 // monotonic ns; 0: nobody
+	until time.Duration // on the Keeper's Clock; 0: nobody
 }
 
-// NewGrantor returns the grant table of a node that started at now (monotonic ns), for
+// NewGrantor returns the grant table of a node that started at now (the Keeper's Clock), for
 // partitions partitions. With quarantine it grants nothing for one grant's length: a
 // node that joins a cluster may have run before and granted partitions it no longer
 // remembers. A node that founds a cluster alone needs no quarantine.
-func NewGrantor(cfg Config, partitions int, now int64, quarantine bool) *Grantor {
+func NewGrantor(cfg Config, partitions int, now time.Duration, quarantine bool) *Grantor {
 	cfg = cfg.WithDefaults()
 	g := &Grantor{cfg: cfg, starts: now, parts: make([]grant, partitions), latest: map[string]seenRound{}}
 	if quarantine {
@@ -41,7 +43,7 @@ func NewGrantor(cfg Config, partitions int, now int64, quarantine bool) *Grantor
 
 // Grant answers a heartbeat at now. isVoter says whether the sender counts as a voter
 // here; a non-voter is granted nothing (but its releases are honoured).
-func (g *Grantor) Grant(req *Request, isVoter bool, now int64) Reply {
+func (g *Grantor) Grant(req *Request, isVoter bool, now time.Duration) Reply {
 	rep := Reply{Round: req.Round}
 	if len(req.Claims) != 0 && len(req.Claims) != setWords(len(g.parts)) {
 		rep.Refused = RefusedWrongShape
@@ -82,7 +84,7 @@ func (g *Grantor) Grant(req *Request, isVoter bool, now int64) Reply {
 // newest records req's round as its sender's newest and reports whether it is: a
 // request of an older round of the same run is stale. (Another run's requests touch
 // only that run's grants.)
-func (g *Grantor) newest(req *Request, now int64) bool {
+func (g *Grantor) newest(req *Request, now time.Duration) bool {
 	if cur, ok := g.latest[req.From]; ok && req.Incarnation == cur.inc && req.Round < cur.round {
 		return false
 	}
@@ -92,7 +94,7 @@ func (g *Grantor) newest(req *Request, now int64) bool {
 
 // Forget drops what it knows of senders not heard from since before, so that the
 // table holds only the members that send heartbeats now.
-func (g *Grantor) Forget(before int64) {
+func (g *Grantor) Forget(before time.Duration) {
 	for name, r := range g.latest {
 		if r.at < before {
 			delete(g.latest, name)
@@ -102,7 +104,7 @@ func (g *Grantor) Forget(before int64) {
 
 // FreeAt is when p's grant here to another holder than name's run inc runs out, or 0
 // when nothing here stands in the way of granting p to that run at now.
-func (g *Grantor) FreeAt(p int, name string, inc uint64, now int64) int64 {
+func (g *Grantor) FreeAt(p int, name string, inc uint64, now time.Duration) time.Duration {
 	if cur := g.parts[p]; cur.until > now && !cur.is(name, inc) {
 		return cur.until
 	}
@@ -110,7 +112,7 @@ func (g *Grantor) FreeAt(p int, name string, inc uint64, now int64) int64 {
 }
 
 // Holder names who holds p here at now ("" if nobody).
-func (g *Grantor) Holder(p int, now int64) string {
+func (g *Grantor) Holder(p int, now time.Duration) string {
 	if p < 0 || p >= len(g.parts) || g.parts[p].until <= now {
 		return ""
 	}

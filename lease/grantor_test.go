@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-const ms = int64(time.Millisecond)
+const ms = time.Millisecond
 
 func claim(n int, ps ...int) Set {
 	s := NewSet(n)
@@ -98,13 +98,13 @@ func TestHolderNeedsMajority(t *testing.T) {
 		t.Fatal("held after a repeated answer and a non-voter's grant")
 	}
 	h.Grant(1, "b", claim(4, 0))
-	if got, want := h.Until(0), 100*ms+int64(time.Second); got != want {
+	if got, want := h.Until(0), 100*ms+time.Second; got != want {
 		t.Fatalf("until: got %d; want %d (send time + Duration)", got, want)
 	}
 	if h.Until(1) != 0 {
 		t.Fatal("partition 1 held with one grant")
 	}
-	if got, want := h.DecideUntil(0), h.Until(0)-int64(cfg.Grace); got != want {
+	if got, want := h.DecideUntil(0), h.Until(0)-cfg.Grace; got != want {
 		t.Fatalf("DecideUntil: got %d; want %d", got, want)
 	}
 	h.Begin(2, 200*ms, []string{"a", "b", "c"})
@@ -114,7 +114,7 @@ func TestHolderNeedsMajority(t *testing.T) {
 	if h.Until(0) != 0 {
 		t.Fatal("a round sent before Drop renewed the lease")
 	}
-	h.Expire(200*ms + int64(time.Second))
+	h.Expire(200*ms + time.Second)
 	if len(h.rounds) != 0 {
 		t.Fatalf("%d rounds kept after they expired", len(h.rounds))
 	}
@@ -151,7 +151,7 @@ func TestGrantorIgnoresAnOvertakenRelease(t *testing.T) {
 func TestGrantorForgetsSilentSenders(t *testing.T) {
 	g := NewGrantor(Config{Duration: time.Second}, 4, 0, false)
 	for i := 0; i < 100; i++ {
-		g.Grant(&Request{From: string(rune('a'+i%26)) + string(rune('a'+i/26)), Incarnation: 1, Round: 1}, true, int64(i)*ms)
+		g.Grant(&Request{From: string(rune('a'+i%26)) + string(rune('a'+i/26)), Incarnation: 1, Round: 1}, true, time.Duration(i)*ms)
 	}
 	g.Forget(50 * ms)
 	if len(g.latest) != 50 {

@@ -1,6 +1,9 @@
 package lease
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Holder is the claimant's side: it counts, per heartbeat round, the voters that granted
 // each partition, and holds a partition until Duration after the send time of the latest
@@ -8,13 +11,13 @@ import "sync/atomic"
 // caller (Keeper); Until and DecideUntil may be read concurrently.
 type Holder struct {
 	cfg    Config
-	until  []atomic.Int64 // per partition: monotonic ns the lease lasts until; 0: not held
+	until  []atomic.Int64 // per partition: the lease's end, a time.Duration on the Keeper's Clock (0: not held); atomic, as Until is read without the Keeper's lock
 	from   []uint64       // per partition: grants of rounds before this are ignored (after a Drop)
 	rounds map[uint64]*round
 }
 
 type round struct {
-	sentAt   int64
+	sentAt   time.Duration
 	quorum   int
 	voters   map[string]bool
 	answered map[string]bool
@@ -28,7 +31,7 @@ func NewHolder(cfg Config, partitions int) *Holder {
 }
 
 // Begin records round n, sent at sentAt to voters, whose majority grants count.
-func (h *Holder) Begin(n uint64, sentAt int64, voters []string) {
+func (h *Holder) Begin(n uint64, sentAt time.Duration, voters []string) {
 	r := &round{sentAt: sentAt, quorum: len(voters)/2 + 1, voters: make(map[string]bool, len(voters)),
 		answered: map[string]bool{}, counts: make([]uint16, len(h.until))}
 	for _, v := range voters {
@@ -46,14 +49,14 @@ func (h *Holder) Grant(n uint64, voter string, granted Set) {
 		return
 	}
 	r.answered[voter] = true
-	end := r.sentAt + int64(h.cfg.Duration)
+	end := r.sentAt + h.cfg.Duration
 	granted.Each(func(p int) {
 		if p >= len(r.counts) || n < h.from[p] {
 			return
 		}
 		r.counts[p]++
-		if int(r.counts[p]) == r.quorum && h.until[p].Load() < end {
-			h.until[p].Store(end)
+		if int(r.counts[p]) == r.quorum && h.Until(p) < end {
+			h.until[p].Store(int64(end))
 		}
 	})
 }
@@ -67,28 +70,28 @@ func (h *Holder) Drop(p int, next uint64) {
 
 // Expire forgets rounds sent before now minus Duration: their grants could no longer
 // extend any lease.
-func (h *Holder) Expire(now int64) {
+func (h *Holder) Expire(now time.Duration) {
 	for n, r := range h.rounds {
-		if r.sentAt+int64(h.cfg.Duration) <= now {
+		if r.sentAt+h.cfg.Duration <= now {
 			delete(h.rounds, n)
 		}
 	}
 }
 
-// Until is the end of p's lease (monotonic ns; 0 or past: not held).
-func (h *Holder) Until(p int) int64 {
+// Until is the end of p's lease (the Keeper's Clock; 0 or past: not held).
+func (h *Holder) Until(p int) time.Duration {
 	if p < 0 || p >= len(h.until) {
 		return 0
 	}
-	return h.until[p].Load()
+	return time.Duration(h.until[p].Load())
 }
 
 // DecideUntil is when the holder must stop deciding p: Grace before its lease ends, so
 // that it can persist what it decided before anyone else can be granted p.
-func (h *Holder) DecideUntil(p int) int64 {
+func (h *Holder) DecideUntil(p int) time.Duration {
 	u := h.Until(p)
 	if u == 0 {
 		return 0
 	}
-	return u - int64(h.cfg.Grace)
+	return u - h.cfg.Grace
 }

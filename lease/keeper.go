@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/clock"
 	"github.com/leapcount/leapcount/internal/lockrank"
 	"github.com/leapcount/leapcount/internal/ntp"
 )
@@ -39,25 +40,22 @@ type KeeperConfig struct {
 	// round begun), so that what waits for one looks again. Never called with the
 	// Keeper's lock held; it must not block.
 	OnChange func()
-	// Now is the monotonic clock in ns (nil: time since the process started).
-	Now func() int64
-	// Wall is the node's counters' clock, ms since the Unix epoch (node.Config.Now):
-	// heartbeats carry its readings, so that each node measures its peers' against its
-	// own (ClockOffsets). It decides nothing here, and is read under the Keeper's lock:
-	// it must only read a clock. nil: none (heartbeats carry 0 and no offset is
-	// measured).
-	Wall func() int64
+	// Clock is the node's monotonic clock, the one its owner runs on (nil: clock.Real):
+	// every lease instant and span here is read on it. Only Since is used (Run times
+	// its rounds with time's own timers).
+	Clock clock.Clock
+	// Wall is the node's counters' clock (node.Config.Now): heartbeats carry its
+	// readings, so that each node measures its peers' against its own (ClockOffsets).
+	// It decides nothing here, and is read under the Keeper's lock. nil: none
+	// (heartbeats carry 0 and no offset is measured).
+	Wall clock.WallMs
 }
-
-var processStart = time.Now()
-
-func monotonic() int64 { return int64(time.Since(processStart)) }
 
 // Keeper runs the heartbeats of one node: it renews the leases of the partitions the
 // node claims, answers its peers' heartbeats with its grants, and keeps its voters.
 type Keeper struct {
 	cfg KeeperConfig
-	now func() int64
+	now func() time.Duration // cfg.Clock.Since
 
 	mu        lockrank.Mutex[lockrank.LeaseKeeper]
 	grantor   *Grantor
@@ -70,14 +68,14 @@ type Keeper struct {
 	released  int // rounds the current releases have been sent in
 	held      Set // claimed partitions seen held at the last check
 	next      uint64
-	retryAt   int64 // see RetryIn
-	lastRound int64 // when the last round began
-	awake     int64 // when this node last began a round after missing some (frozen): see Silent
-	lastHeard map[string]int64
-	runs      map[string]uint64       // each member's incarnation, from its last heartbeat
-	leftRuns  map[string]uint64       // the incarnation each member that left gracefully ran
-	noVoters  map[string]int64        // when each member last said it had no voters, while this node had none
-	offsets   map[string]ntp.Estimate // each member's counters' clock against this node's (ClockOffsets)
+	retryAt   time.Duration // see RetryIn
+	lastRound time.Duration // when the last round began
+	awake     time.Duration // when this node last began a round after missing some (frozen): see Silent
+	lastHeard map[string]time.Duration
+	runs      map[string]uint64        // each member's incarnation, from its last heartbeat
+	leftRuns  map[string]uint64        // the incarnation each member that left gracefully ran
+	noVoters  map[string]time.Duration // when each member last said it had no voters, while this node had none
+	offsets   map[string]ntp.Estimate  // each member's counters' clock against this node's (ClockOffsets)
 
 	stats   stats                         // Stats
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
@@ -87,39 +85,35 @@ type Keeper struct {
 // NewKeeper returns a Keeper; Run drives it.
 func NewKeeper(cfg KeeperConfig) *Keeper {
 	cfg.Config = cfg.Config.WithDefaults()
-	now := cfg.Now
-	if now == nil {
-		now = monotonic
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
 	}
-	t := now()
-	k := &Keeper{cfg: cfg, now: now, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
+	t := cfg.Clock.Since()
+	k := &Keeper{cfg: cfg, now: cfg.Clock.Since, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
-		next: 1, lastHeard: map[string]int64{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]int64{},
+		next: 1, lastHeard: map[string]time.Duration{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]time.Duration{},
 		offsets: map[string]ntp.Estimate{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	} else {
-		k.voters.Quarantine(t + 2*int64(cfg.Heartbeat))
+		k.voters.Quarantine(t + 2*cfg.Heartbeat)
 	}
 	ch := make(chan struct{})
 	k.changed.Store(&ch)
 	return k
 }
 
-// Now is the Keeper's clock (monotonic ns): compare DecideUntil with it.
-func (k *Keeper) Now() int64 { return k.now() }
+// DecideUntil is when this node must stop deciding p (KeeperConfig.Clock; 0: it does
+// not hold p). Safe to call from any goroutine; it does not lock.
+func (k *Keeper) DecideUntil(p int) time.Duration { return k.holder.DecideUntil(p) }
 
-// DecideUntil is when this node must stop deciding p (0: it does not hold p). Safe to
-// call from any goroutine; it does not lock.
-func (k *Keeper) DecideUntil(p int) int64 { return k.holder.DecideUntil(p) }
+// Until is when this node's lease of p ends (KeeperConfig.Clock; 0: not held): no
+// other node is granted p before. Safe to call from any goroutine.
+func (k *Keeper) Until(p int) time.Duration { return k.holder.Until(p) }
 
-// Until is when this node's lease of p ends (Now's clock; 0: not held): no other node
-// is granted p before. Safe to call from any goroutine.
-func (k *Keeper) Until(p int) int64 { return k.holder.Until(p) }
-
-// Holds reports whether this node may decide p at now.
-func (k *Keeper) Holds(p int, now int64) bool { return now < k.holder.DecideUntil(p) }
+// Holds reports whether this node may decide p at now (KeeperConfig.Clock).
+func (k *Keeper) Holds(p int, now time.Duration) bool { return now < k.holder.DecideUntil(p) }
 
 // Wait waits until this node may decide p, or ctx ends.
 func (k *Keeper) Wait(ctx context.Context, p int) error {
@@ -195,7 +189,7 @@ func (k *Keeper) known(name string) bool {
 }
 
 // heard records a heartbeat exchanged with name at now, in which name said its voters.
-func (k *Keeper) heard(name string, voters []string, now int64) {
+func (k *Keeper) heard(name string, voters []string, now time.Duration) {
 	if !k.known(name) {
 		return
 	}
@@ -220,7 +214,7 @@ func (k *Keeper) NoneHaveVoters(names []string) bool {
 		return false
 	}
 	for _, name := range names {
-		if at, ok := k.noVoters[name]; name != k.cfg.Self && (!ok || now-at > int64(k.cfg.Duration)) {
+		if at, ok := k.noVoters[name]; name != k.cfg.Self && (!ok || now-at > k.cfg.Duration) {
 			return false
 		}
 	}
@@ -299,12 +293,12 @@ func (k *Keeper) Found() {
 // voters (itself included) within one lease duration before now: whether it can hope
 // to be granted anything. A node cut off from the majority cannot, and says so at once
 // rather than keep clients waiting.
-func (k *Keeper) Quorate(now int64) bool {
+func (k *Keeper) Quorate(now time.Duration) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	n := 0
 	for _, v := range k.voters.List() {
-		if v == k.cfg.Self || now-k.lastHeard[v] <= int64(k.cfg.Duration) {
+		if v == k.cfg.Self || now-k.lastHeard[v] <= k.cfg.Duration {
 			n++
 		}
 	}
@@ -348,8 +342,9 @@ func (k *Keeper) LeftRun(name string) uint64 {
 	return k.leftRuns[name]
 }
 
-// LastHeard is when a heartbeat with name last succeeded either way (0: never).
-func (k *Keeper) LastHeard(name string) int64 {
+// LastHeard is when (KeeperConfig.Clock) a heartbeat with name last succeeded either
+// way (0: never).
+func (k *Keeper) LastHeard(name string) time.Duration {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.lastHeard[name]
@@ -365,14 +360,14 @@ func (k *Keeper) LastHeard(name string) int64 {
 // frozen (or starved) itself hears nobody meanwhile, through no fault of theirs. Each
 // gets a lease's length from then: a member that restarts is not silent before its
 // first heartbeat could come.
-func (k *Keeper) Silent(name string, since, now int64) bool {
+func (k *Keeper) Silent(name string, since, now time.Duration) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	last, awake := k.lastHeard[name], k.awake
-	if now-k.lastRound > 2*int64(k.cfg.Heartbeat) {
+	if now-k.lastRound > 2*k.cfg.Heartbeat {
 		awake = now // it has just run again, and not begun a round yet
 	}
-	return name != k.cfg.Self && last != 0 && now-max(last, awake, since) > int64(k.cfg.Duration)
+	return name != k.cfg.Self && last != 0 && now-max(last, awake, since) > k.cfg.Duration
 }
 
 // Handle answers a peer's heartbeat (the rpc server calls it).
@@ -415,11 +410,11 @@ const (
 // noteOffset measures name's counters' clock against this node's from the exchange
 // of req and rep, ended at wall (this node's counters' clock) and now. The caller
 // holds mu.
-func (k *Keeper) noteOffset(name string, req *Request, rep *Reply, wall, now int64) {
+func (k *Keeper) noteOffset(name string, req *Request, rep *Reply, wall int64, now time.Duration) {
 	if req.SentAt == 0 || rep.ReceivedAt == 0 || wall == 0 || !k.known(name) {
 		return
 	}
-	e := ntp.FromExchange(ntp.Ms(req.SentAt), ntp.Ms(rep.ReceivedAt), ntp.Ms(rep.RepliedAt), ntp.Ms(wall), time.Duration(now))
+	e := ntp.FromExchange(ntp.Ms(req.SentAt), ntp.Ms(rep.ReceivedAt), ntp.Ms(rep.RepliedAt), ntp.Ms(wall), now)
 	if e.Err <= offsetMaxErr {
 		k.offsets[name] = e
 	}
@@ -433,7 +428,7 @@ func (k *Keeper) noteOffset(name string, req *Request, rep *Reply, wall, now int
 func (k *Keeper) ClockOffsets() map[string]ntp.Estimate {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	now := time.Duration(k.now())
+	now := k.now()
 	out := map[string]ntp.Estimate{}
 	for name, e := range k.offsets {
 		if e.Known(now, offsetKnownFor, offsetMaxErr) {

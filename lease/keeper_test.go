@@ -78,13 +78,13 @@ func TestKeepersRunConcurrently(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
 	}
-	if ks[1].Holds(1, ks[1].Now()) {
+	if ks[1].Holds(1, ks[1].now()) {
 		t.Fatal("b still holds partition 1 after its lapse")
 	}
-	if err := wait.True(10*time.Second, func() bool { return !ks[1].Quorate(ks[1].Now()) }); err != nil {
+	if err := wait.True(10*time.Second, func() bool { return !ks[1].Quorate(ks[1].now()) }); err != nil {
 		t.Fatal("b, cut off from both others, still says it reaches a majority")
 	}
-	if !ks[0].Quorate(ks[0].Now()) {
+	if !ks[0].Quorate(ks[0].now()) {
 		t.Fatal("a, which reaches c, says it does not reach a majority")
 	}
 }
@@ -123,16 +123,16 @@ func TestKeeperRemembersOnlyMembers(t *testing.T) {
 // was never reported, so its owner decided again from memory another node had moved on
 // from (found by the cluster simulation).
 func TestLapseOfALeaseHeldOnlyBetweenRounds(t *testing.T) {
-	var now int64
+	var now time.Duration
 	var lapsed []Set
 	cfg := Config{Duration: time.Second}
 	mk := func(name string, found bool) *Keeper {
 		k := NewKeeper(KeeperConfig{Config: cfg, Self: name, Incarnation: 1, Partitions: 4, Found: found,
-			Now: func() int64 { return now }, OnLapse: func(s Set) { lapsed = append(lapsed, s.Clone()) }})
+			Clock: clockAt(&now), OnLapse: func(s Set) { lapsed = append(lapsed, s.Clone()) }})
 		return k
 	}
 	a, b := mk("a", true), mk("b", false)
-	now = 10 * int64(time.Second) // past b's grantor's quarantine
+	now = 10 * time.Second // past b's grantor's quarantine
 	for _, k := range []*Keeper{a, b} {
 		k.voters.set, k.voters.version = map[string]bool{"a": true, "b": true}, 1
 		k.SetView(View{Alive: []string{"a", "b"}}, nil)
@@ -146,7 +146,7 @@ func TestLapseOfALeaseHeldOnlyBetweenRounds(t *testing.T) {
 	if !a.Holds(2, now) {
 		t.Fatal("a does not hold p after b granted it")
 	}
-	now += 2 * int64(time.Second) // frozen past the lease, no round in between
+	now += 2 * time.Second // frozen past the lease, no round in between
 	a.Begin()
 	if len(lapsed) == 0 || !lapsed[len(lapsed)-1].Has(2) {
 		t.Fatalf("lapses reported: %v; want partition 2", lapsed)
@@ -167,10 +167,10 @@ func TestGrantUnderAnotherVoterSetDoesNotCount(t *testing.T) {
 		{[]string{"a", "b", "c", "d", "e"}, 5, false},
 		{[]string{"a", "b", "c"}, 3, true},
 	} {
-		var now int64
+		var now time.Duration
 		a := NewKeeper(KeeperConfig{Config: Config{Duration: time.Second}, Self: "a", Incarnation: 1, Partitions: 4,
-			Now: func() int64 { return now }})
-		now = 10 * int64(time.Second) // past a's grantor's quarantine
+			Clock: clockAt(&now)})
+		now = 10 * time.Second // past a's grantor's quarantine
 		a.voters.set, a.voters.version = map[string]bool{"a": true, "b": true, "c": true}, 3
 		a.SetView(View{Alive: []string{"a", "b", "c"}}, nil)
 		a.SetClaims(claim(4, 2))
@@ -187,17 +187,17 @@ func TestGrantUnderAnotherVoterSetDoesNotCount(t *testing.T) {
 // grant runs out, not at the next heartbeat: RetryIn names the moment, just past the
 // grant here (and not before, when the grantors would still refuse).
 func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
-	var now int64
+	var now time.Duration
 	cfg := Config{Duration: time.Second}
 	ks := map[string]*Keeper{}
 	for _, name := range []string{"a", "b", "c"} {
-		k := NewKeeper(KeeperConfig{Config: cfg, Self: name, Incarnation: 1, Partitions: 4, Now: func() int64 { return now }})
+		k := NewKeeper(KeeperConfig{Config: cfg, Self: name, Incarnation: 1, Partitions: 4, Clock: clockAt(&now)})
 		k.voters.set, k.voters.version = map[string]bool{"a": true, "b": true, "c": true}, 1
 		k.SetView(View{Alive: []string{"a", "b", "c"}}, nil)
 		ks[name] = k
 	}
 	a, b, c := ks["a"], ks["b"], ks["c"]
-	now = 10 * int64(time.Second) // past every grantor's quarantine
+	now = 10 * time.Second // past every grantor's quarantine
 	round := func(k *Keeper, to ...*Keeper) {
 		req, _ := k.Begin()
 		for _, g := range to {
@@ -215,11 +215,11 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 		t.Fatal("silent right after a heartbeat, or for a member never heard, or for itself")
 	}
 	// c goes silent; b gains p and claims it half a lease later.
-	for hb := int64(cfg.WithDefaults().Heartbeat); now+hb <= heardC+int64(cfg.Duration/2); {
+	for hb := cfg.WithDefaults().Heartbeat; now+hb <= heardC+cfg.Duration/2; {
 		now += hb
 		round(b, a)
 	}
-	now = heardC + int64(cfg.Duration/2)
+	now = heardC + cfg.Duration/2
 	b.SetClaims(claim(4, 2))
 	round(b, a)
 	if b.Holds(2, now) {
@@ -228,22 +228,22 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 	if _, ok := b.RetryIn(now); ok {
 		t.Fatal("a retry asked for with c's grant running longer than a heartbeat")
 	}
-	free := heardC + cfg.WithDefaults().hold()                           // when b's and a's grants to c run out
-	for hb := int64(cfg.WithDefaults().Heartbeat); now+hb < free-hb/2; { // b's rounds go on
+	free := heardC + cfg.WithDefaults().hold()                    // when b's and a's grants to c run out
+	for hb := cfg.WithDefaults().Heartbeat; now+hb < free-hb/2; { // b's rounds go on
 		now += hb
 		round(b, a)
 	}
-	now = free - int64(cfg.WithDefaults().Heartbeat)/2
+	now = free - cfg.WithDefaults().Heartbeat/2
 	round(b, a)
 	d, ok := b.RetryIn(now)
-	if !ok || now+int64(d) <= free {
+	if !ok || now+d <= free {
 		t.Fatalf("RetryIn = %v, %v at %v before c's grant runs out; want a round just after it", d, ok, time.Duration(free-now))
 	}
-	now += int64(d)
+	now += d
 	if !b.Silent("c", 0, now) {
 		t.Fatal("c not silent after a lease's length without a heartbeat")
 	}
-	if b.Silent("c", now-int64(time.Millisecond), now) {
+	if b.Silent("c", now-time.Millisecond, now) {
 		t.Fatal("c silent though gossip saw it (re)appear a moment ago: it has had no time to heartbeat")
 	}
 	round(b, a)
@@ -259,14 +259,14 @@ func TestClaimRetriedAsTheSilentHoldersGrantRunsOut(t *testing.T) {
 // are not silent to it until a lease's length after it runs again, or it would leave
 // them out of its ring at once and claim their partitions for nothing.
 func TestPeersAreNotSilentToANodeThatWasFrozen(t *testing.T) {
-	var now int64
+	var now time.Duration
 	cfg := Config{Duration: time.Second}
-	a := NewKeeper(KeeperConfig{Config: cfg, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Now: func() int64 { return now }})
+	a := NewKeeper(KeeperConfig{Config: cfg, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Clock: clockAt(&now)})
 	a.SetView(View{Alive: []string{"a", "b"}}, nil)
-	now = 10 * int64(time.Second)
+	now = 10 * time.Second
 	a.Begin()
 	a.Handle(&Request{From: "b", Incarnation: 1, Round: 1})
-	now += 5 * int64(time.Second) // a frozen: no round, nothing heard
+	now += 5 * time.Second // a frozen: no round, nothing heard
 	if a.Silent("b", 0, now) {
 		t.Fatal("b silent to a before a's first round after the freeze")
 	}
@@ -275,7 +275,7 @@ func TestPeersAreNotSilentToANodeThatWasFrozen(t *testing.T) {
 		t.Fatal("b silent to a right after a ran again")
 	}
 	for range 7 { // rounds go on, b answers none of them
-		now += int64(cfg.WithDefaults().Heartbeat)
+		now += cfg.WithDefaults().Heartbeat
 		a.Begin()
 	}
 	if !a.Silent("b", 0, now) {

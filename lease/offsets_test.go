@@ -12,13 +12,13 @@ import (
 func TestHeartbeatsMeasureClockOffsets(t *testing.T) {
 	var trueMs int64 = 1_700_000_000_000
 	const ahead = 8000
-	mono := func() int64 { return (trueMs - 1_700_000_000_000 + 1) * int64(time.Millisecond) }
+	mono := funcClock(func() time.Duration { return time.Duration(trueMs-1_700_000_000_000+1) * time.Millisecond })
 	cfg := Config{Duration: time.Second}
-	a := NewKeeper(KeeperConfig{Config: cfg, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Now: mono,
+	a := NewKeeper(KeeperConfig{Config: cfg, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Clock: mono,
 		Wall: func() int64 { return trueMs }})
-	b := NewKeeper(KeeperConfig{Config: cfg, Self: "b", Incarnation: 1, Partitions: 4, Now: mono,
+	b := NewKeeper(KeeperConfig{Config: cfg, Self: "b", Incarnation: 1, Partitions: 4, Clock: mono,
 		Wall: func() int64 { return trueMs + ahead }})
-	noClock := NewKeeper(KeeperConfig{Config: cfg, Self: "c", Incarnation: 1, Partitions: 4, Now: mono})
+	noClock := NewKeeper(KeeperConfig{Config: cfg, Self: "c", Incarnation: 1, Partitions: 4, Clock: mono})
 	view := View{Alive: []string{"a", "b", "c"}}
 	peers := []Peer{{Name: "a", Addr: "a"}, {Name: "b", Addr: "b"}, {Name: "c", Addr: "c"}}
 	for _, k := range []*Keeper{a, b, noClock} {

@@ -38,14 +38,14 @@ func (k *Keeper) begin(wall int64) (*Request, []Peer, Set) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
-	if now-k.lastRound > 2*int64(k.cfg.Heartbeat) {
+	if now-k.lastRound > 2*k.cfg.Heartbeat {
 		k.awake = now // rounds were missed: this node did not run
 	}
 	k.lastRound = now
 	lapsed := k.checkLapses(now)
 	k.voters.Update(k.view, now)
 	k.voters.Forget(now)
-	k.grantor.Forget(now - int64(time.Minute))
+	k.grantor.Forget(now - time.Minute)
 	k.holder.Expire(now)
 	n := k.next
 	k.next++
@@ -69,8 +69,8 @@ func (k *Keeper) begin(wall int64) (*Request, []Peer, Set) {
 // heartbeat within a network delay of this one, so theirs run out then too: a round
 // sent then takes over a partition whose holder went silent without waiting up to a
 // heartbeat more. The caller holds mu.
-func (k *Keeper) soonestFree(now int64) int64 {
-	soonest := int64(0)
+func (k *Keeper) soonestFree(now time.Duration) time.Duration {
+	soonest := time.Duration(0)
 	k.claims.Each(func(p int) {
 		if at := k.grantor.FreeAt(p, k.cfg.Self, k.cfg.Incarnation, now); at != 0 && (soonest == 0 || at < soonest) {
 			soonest = at
@@ -83,7 +83,7 @@ func (k *Keeper) soonestFree(now int64) int64 {
 // granted a claim only for another holder's grant that runs out before the next
 // heartbeat; ok is false when no such round is needed. Run sends it; a simulation
 // schedules it.
-func (k *Keeper) RetryIn(now int64) (d time.Duration, ok bool) {
+func (k *Keeper) RetryIn(now time.Duration) (d time.Duration, ok bool) {
 	k.mu.Lock()
 	at := k.retryAt
 	k.mu.Unlock()
@@ -93,7 +93,7 @@ func (k *Keeper) RetryIn(now int64) (d time.Duration, ok bool) {
 	// A grantor frees a grant once its clock passes until: a round a little after finds
 	// every grantor past it, though the holder's last heartbeat reached each at a
 	// slightly different time.
-	d = time.Duration(at-now) + retrySlack
+	d = at - now + retrySlack
 	if d >= k.cfg.Heartbeat {
 		return 0, false
 	}
@@ -117,7 +117,7 @@ func (k *Keeper) targets() []Peer {
 
 // checkLapses returns the claimed partitions held at the last check and no longer held
 // now, and records which are held.
-func (k *Keeper) checkLapses(now int64) Set {
+func (k *Keeper) checkLapses(now time.Duration) Set {
 	lapsed := NewSet(k.cfg.Partitions)
 	k.claims.Each(func(p int) {
 		held := now < k.holder.DecideUntil(p)
@@ -178,7 +178,7 @@ func sameVoters(req *Request, rep *Reply) bool {
 // noteHeld records as held the partitions of granted this node holds now: a lease
 // granted and run out between two rounds (a pause right after the grant) is then
 // reported as lapsed all the same. The caller holds mu.
-func (k *Keeper) noteHeld(granted Set, now int64) {
+func (k *Keeper) noteHeld(granted Set, now time.Duration) {
 	granted.Each(func(p int) {
 		if k.claims.Has(p) && now < k.holder.DecideUntil(p) {
 			k.held.Add(p)

@@ -12,7 +12,7 @@ import (
 // chosen by a seeded random source.
 type sim struct {
 	t       *testing.T
-	now     int64
+	now     time.Duration
 	names   []string
 	keepers []*Keeper
 	cut     map[[2]int]bool
@@ -21,7 +21,7 @@ type sim struct {
 }
 
 type lateReply struct {
-	at   int64
+	at   time.Duration
 	to   int
 	from string
 	req  *Request
@@ -35,7 +35,7 @@ func newSim(t *testing.T, n, partitions int, seed uint64) *sim {
 		name := fmt.Sprintf("n%d", i)
 		s.names = append(s.names, name)
 		k := NewKeeper(KeeperConfig{Config: cfg, Self: name, Incarnation: 1, Partitions: partitions,
-			Found: i == 0, Now: func() int64 { return s.now }})
+			Found: i == 0, Clock: clockAt(&s.now)})
 		s.keepers = append(s.keepers, k)
 	}
 	for _, k := range s.keepers {
@@ -45,7 +45,7 @@ func newSim(t *testing.T, n, partitions int, seed uint64) *sim {
 		}
 		k.view = View{Alive: s.names}
 	}
-	s.now = 10 * int64(time.Second) // past the grantors' quarantine
+	s.now = 10 * time.Second // past the grantors' quarantine
 	return s
 }
 
@@ -62,7 +62,7 @@ func (s *sim) round(i int) {
 		}
 		rep := other.Handle(req)
 		if s.rng.IntN(4) == 0 {
-			s.late = append(s.late, lateReply{at: s.now + int64(s.rng.IntN(2000))*ms, to: i, from: s.names[j], req: req, rep: rep})
+			s.late = append(s.late, lateReply{at: s.now + time.Duration(s.rng.IntN(2000))*ms, to: i, from: s.names[j], req: req, rep: rep})
 			continue
 		}
 		k.Absorb(s.names[j], req, rep)
@@ -124,7 +124,7 @@ func TestRandomizedAtMostOneHolder(t *testing.T) {
 			case r < 50:
 				s.round(s.rng.IntN(nodes))
 			case r < 75:
-				s.now += int64(s.rng.IntN(300)) * ms
+				s.now += time.Duration(s.rng.IntN(300)) * ms
 			case r < 83:
 				a, b := s.rng.IntN(nodes), s.rng.IntN(nodes)
 				s.cut[[2]int{min(a, b), max(a, b)}] = true
@@ -172,12 +172,12 @@ func TestLeaseMovesAfterHolderIsCut(t *testing.T) {
 		s.cut[[2]int{0, j}] = true
 	}
 	s.keepers[1].SetClaims(claim(1, 0))
-	for s.now < lastGrant+int64(3*time.Second) {
+	for s.now < lastGrant+3*time.Second {
 		s.now += 100 * ms
 		s.round(0)
 		s.round(1)
 		s.check(0, 1)
-		if s.keepers[0].Holds(0, s.now) && s.now >= lastGrant+int64(time.Second)-int64(s.keepers[0].cfg.Grace) {
+		if s.keepers[0].Holds(0, s.now) && s.now >= lastGrant+time.Second-s.keepers[0].cfg.Grace {
 			t.Fatalf("n0 still decides at +%dms, cut off since +0", (s.now-lastGrant)/ms)
 		}
 		if s.keepers[1].Holds(0, s.now) && s.now < lastGrant+s.keepers[0].cfg.hold() {

@@ -12,7 +12,7 @@ type Voters struct {
 	self    string
 	set     map[string]bool
 	version uint64            // changes made to the set since the cluster was founded (0: none known)
-	since   int64             // when this node took the set it has (monotonic ns)
+	since   time.Duration     // when this node took the set it has
 	members map[string]bool   // the members alive at the last Update: their reports are kept too
 	reports map[string]report // latest report of each voter and member: what it sees alive, and its voters
 
@@ -20,12 +20,12 @@ type Voters struct {
 	prop    *proposal // the change this node proposes from its set, if any
 	highest uint64    // the highest ballot number seen
 	// acceptsFrom: no promise or acceptance before this (Quarantine).
-	acceptsFrom int64
+	acceptsFrom time.Duration
 }
 
 type report struct {
-	at      int64
-	since   int64 // when a report of this sender first showed this voter set
+	at      time.Duration
+	since   time.Duration // when a report of this sender first showed this voter set
 	alive   map[string]bool
 	voters  []string
 	version uint64
@@ -33,11 +33,11 @@ type report struct {
 
 // View is what this node's membership says now.
 type View struct {
-	Alive     []string          // members alive or leaving, self included
-	Leaving   []string          // members leaving gracefully (handing on), self included when it leaves
-	Left      []string          // members that left gracefully
-	LeftRuns  map[string]uint64 // of Left: the run (incarnation) that left, as gossip says (0 or none: unknown)
-	DeadSince map[string]int64  // members declared dead, and since when (monotonic ns)
+	Alive     []string                 // members alive or leaving, self included
+	Leaving   []string                 // members leaving gracefully (handing on), self included when it leaves
+	Left      []string                 // members that left gracefully
+	LeftRuns  map[string]uint64        // of Left: the run (incarnation) that left, as gossip says (0 or none: unknown)
+	DeadSince map[string]time.Duration // members declared dead, and since when (the Keeper's Clock)
 }
 
 // NewVoters returns an empty set for the member named self: it takes the voters of the
@@ -78,7 +78,7 @@ func (v *Voters) Quorum() int { return len(v.set)/2 + 1 }
 // the voters' count (agree, follow), and every member's set must meet a new one
 // (inStep); a report holds up to MaxMembers names, and anyone who reaches the rpc port
 // may send one.
-func (v *Voters) Report(from string, alive, voters []string, version uint64, now int64) {
+func (v *Voters) Report(from string, alive, voters []string, version uint64, now time.Duration) {
 	if len(v.set) == 0 && len(voters) > 0 {
 		v.adopt(voters, version, now)
 	}
@@ -95,7 +95,7 @@ func (v *Voters) Report(from string, alive, voters []string, version uint64, now
 	v.reports[from] = r
 }
 
-func (v *Voters) adopt(voters []string, version uint64, now int64) {
+func (v *Voters) adopt(voters []string, version uint64, now time.Duration) {
 	v.set = make(map[string]bool, len(voters))
 	for _, n := range voters {
 		v.set[n] = true
@@ -112,7 +112,7 @@ func (v *Voters) adopt(voters []string, version uint64, now int64) {
 // Changes come in name order, so nodes that see the same make the same; which change is
 // made from a set, when two nodes want different ones, is chosen by ballot
 // (change.go): a change proposed may be made only after a round trip or two.
-func (v *Voters) Update(view View, now int64) bool {
+func (v *Voters) Update(view View, now time.Duration) bool {
 	clear(v.members)
 	for _, n := range view.Alive {
 		v.members[n] = true
@@ -150,7 +150,7 @@ func (v *Voters) Update(view View, now int64) bool {
 	}
 	for _, n := range v.List() {
 		since, dead := view.DeadSince[n]
-		if !dead || n == v.self || now-since < int64(v.cfg.DeadVoterAfter) {
+		if !dead || n == v.self || now-since < v.cfg.DeadVoterAfter {
 			continue
 		}
 		// A majority of all the voters, the dead one counted against: two voters never
@@ -164,7 +164,7 @@ func (v *Voters) Update(view View, now int64) bool {
 
 // change proposes the next version of the set: with name added (or, with add false,
 // dropped). It reports whether the set changed now (propose).
-func (v *Voters) change(name string, add bool, now int64) bool {
+func (v *Voters) change(name string, add bool, now time.Duration) bool {
 	next := slices.DeleteFunc(v.List(), func(n string) bool { return n == name })
 	if add {
 		next = sorted(append(next, name))
@@ -177,10 +177,10 @@ func (v *Voters) change(name string, add bool, now int64) bool {
 // list first), and reports whether it did: the others changed it while this node
 // missed the change (it was cut off, paused, or slow to see what they saw). Every set
 // was made in step (inStep), so a node that takes a newer one only catches up.
-func (v *Voters) follow(now int64) bool {
+func (v *Voters) follow(now time.Duration) bool {
 	best, bestVersion := v.List(), v.version
 	for from, r := range v.reports {
-		if from == v.self || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
+		if from == v.self || now-r.at > 2*v.cfg.Duration || len(r.voters) == 0 {
 			continue
 		}
 		if r.version > bestVersion || r.version == bestVersion && slices.Compare(r.voters, best) > 0 {
@@ -201,7 +201,7 @@ func (v *Voters) follow(now int64) bool {
 // lease granted under the set before it has run out; and every set any voter or member
 // reports meets the new one (compatible): no two nodes can then each hold a partition
 // by a majority of their own set.
-func (v *Voters) inStep(name string, add bool, now int64) bool {
+func (v *Voters) inStep(name string, add bool, now time.Duration) bool {
 	mine := v.List()
 	next := slices.DeleteFunc(slices.Clone(mine), func(n string) bool { return n == name })
 	if add {
@@ -212,7 +212,7 @@ func (v *Voters) inStep(name string, add bool, now int64) bool {
 		n++
 	}
 	for from, r := range v.reports {
-		if from == v.self || now-r.at > 2*int64(v.cfg.Duration) || len(r.voters) == 0 {
+		if from == v.self || now-r.at > 2*v.cfg.Duration || len(r.voters) == 0 {
 			continue
 		}
 		if !compatible(r.voters, next) {
@@ -232,7 +232,7 @@ func (v *Voters) inStep(name string, add bool, now int64) bool {
 // that set meets a majority of this one, so no lease granted under it runs either, and
 // the next set, which may share no majority with it, can be made. The first set
 // (version 1) had none before it.
-func (v *Voters) settled(since, now int64) bool {
+func (v *Voters) settled(since, now time.Duration) bool {
 	return v.version <= 1 || now-since >= v.cfg.hold()
 }
 
@@ -255,7 +255,7 @@ func compatible(a, b []string) bool {
 // agree counts the voters other than name that see name alive (or, with alive false,
 // do not), self included with what it sees (mine), from reports fresher than two lease
 // durations.
-func (v *Voters) agree(name string, alive, mine bool, now int64) int {
+func (v *Voters) agree(name string, alive, mine bool, now time.Duration) int {
 	n := 0
 	for voter := range v.set {
 		if voter == name {
@@ -268,7 +268,7 @@ func (v *Voters) agree(name string, alive, mine bool, now int64) int {
 			continue
 		}
 		r, ok := v.reports[voter]
-		if ok && now-r.at <= 2*int64(v.cfg.Duration) && r.alive[name] == alive {
+		if ok && now-r.at <= 2*v.cfg.Duration && r.alive[name] == alive {
 			n++
 		}
 	}
@@ -283,9 +283,9 @@ func sorted(names []string) []string {
 
 // Forget drops reports older than a minute, and those of nodes neither voters nor
 // members alive.
-func (v *Voters) Forget(now int64) {
+func (v *Voters) Forget(now time.Duration) {
 	for n, r := range v.reports {
-		if now-r.at > int64(time.Minute) || !v.set[n] && !v.members[n] {
+		if now-r.at > time.Minute || !v.set[n] && !v.members[n] {
 			delete(v.reports, n)
 		}
 	}

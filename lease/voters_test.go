@@ -18,7 +18,7 @@ func votersOf(self string, names ...string) *Voters {
 // update is v.Update with the other voters of v's set answering its ballot at once,
 // each promising and then accepting: what the rules change from the set (the ballots
 // themselves are change_test.go's). It reports whether the set changed.
-func update(v *Voters, view View, now int64) bool {
+func update(v *Voters, view View, now time.Duration) bool {
 	version, list := v.Version(), v.List()
 	if v.Update(view, now) {
 		return true
@@ -77,7 +77,7 @@ func TestVotersAdmitWithMajority(t *testing.T) {
 	// Reports go stale.
 	w := votersOf("a", "a", "b", "c")
 	w.Report("b", []string{"d"}, nil, 1, 0)
-	if update(w, view, 3*int64(time.Second)) {
+	if update(w, view, 3*time.Second) {
 		t.Fatal("admitted on a report older than two lease durations")
 	}
 }
@@ -86,9 +86,9 @@ func TestVotersAdmitWithMajority(t *testing.T) {
 // side that sees only itself can neither drop the others nor add new members only it
 // sees, while the majority side can drop the cut-off member.
 func TestMinorityCannotReshapeVoters(t *testing.T) {
-	dead := map[string]int64{"a": 0, "b": 0}
+	dead := map[string]time.Duration{"a": 0, "b": 0}
 	c := votersOf("c", "a", "b", "c")
-	later := 20 * int64(time.Second)
+	later := 20 * time.Second
 	for i := 0; i < 5; i++ {
 		if update(c, View{Alive: []string{"c", "d", "e"}, DeadSince: dead}, later) {
 			t.Fatalf("minority changed its voters to %v", c.List())
@@ -96,12 +96,12 @@ func TestMinorityCannotReshapeVoters(t *testing.T) {
 	}
 	a := votersOf("a", "a", "b", "c")
 	a.Report("b", []string{"a", "b"}, []string{"a", "b", "c"}, 1, later)
-	if !update(a, View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, later) || a.Has("c") {
+	if !update(a, View{Alive: []string{"a", "b"}, DeadSince: map[string]time.Duration{"c": 0}}, later) || a.Has("c") {
 		t.Fatalf("majority did not drop c, dead for 20s and unseen by a and b: %v", a.List())
 	}
 	b := votersOf("b", "a", "b", "c")
 	b.Report("a", []string{"a", "b"}, []string{"a", "b", "c"}, 1, 0)
-	if update(b, View{Alive: []string{"a", "b"}, DeadSince: map[string]int64{"c": 0}}, int64(time.Second)) {
+	if update(b, View{Alive: []string{"a", "b"}, DeadSince: map[string]time.Duration{"c": 0}}, time.Second) {
 		t.Fatal("dropped c dead for only 1s (DeadVoterAfter is 10s)")
 	}
 }
@@ -192,8 +192,8 @@ func TestCompatibleVoterSets(t *testing.T) {
 // other voter dropped it, while that one, restarted, formed a majority with a third).
 func TestTwoVotersNeverDropEachOther(t *testing.T) {
 	a := votersOf("a", "a", "b")
-	later := 20 * int64(time.Second)
-	if update(a, View{Alive: []string{"a"}, DeadSince: map[string]int64{"b": 0}}, later) || !a.Has("b") {
+	later := 20 * time.Second
+	if update(a, View{Alive: []string{"a"}, DeadSince: map[string]time.Duration{"b": 0}}, later) || !a.Has("b") {
 		t.Fatalf("a dropped b, the other of two voters: %v", a.List())
 	}
 }
@@ -238,12 +238,12 @@ func TestVoterChangeWaitsForLeasesOfTheSetBeforeToRunOut(t *testing.T) {
 	b := votersOf("b", "b", "c")
 	b.version = 3
 	b.since = settled
-	b.Report("c", view.Alive, []string{"b", "c"}, 3, settled+int64(time.Millisecond))
+	b.Report("c", view.Alive, []string{"b", "c"}, 3, settled+time.Millisecond)
 	dropC := View{Alive: []string{"b", "c"}, Leaving: []string{"c"}}
-	if update(b, dropC, settled+int64(time.Millisecond)) {
+	if update(b, dropC, settled+time.Millisecond) {
 		t.Fatalf("b dropped c right after [b c] was made: %v; n could still hold by a and c's grants under [a b c]", b.List())
 	}
-	if !update(b, dropC, settled+int64(time.Millisecond)+b.cfg.hold()) || !slices.Equal(b.List(), []string{"b"}) {
+	if !update(b, dropC, settled+time.Millisecond+b.cfg.hold()) || !slices.Equal(b.List(), []string{"b"}) {
 		t.Fatalf("b did not drop the leaving c once [b c] settled: %v", b.List())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/internal/clock"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -64,7 +65,7 @@ type Config struct {
 	// counter.DefaultBuckets); 1 makes every such window fixed, as envoyproxy/ratelimit's.
 	LimitsBuckets int
 
-	// The cluster plane (see README, Security, and package peerauth).
+	// The cluster plane (see docs/security.md, and package peerauth).
 	TLSCertFile string   // --tls-cert: this node's certificate (PEM), for mutual TLS between nodes
 	TLSKeyFile  string   // --tls-key: its private key (PEM)
 	TLSCAFile   string   // --tls-ca: the CA that signs every member's certificate (PEM)
@@ -113,7 +114,7 @@ type Config struct {
 	Listen func(network, addr string) (net.Listener, error)
 
 	Logger *slog.Logger
-	Now    func() int64 // clock in ms since the Unix epoch; nil means the wall clock (plus TestClockOffset)
+	Now    clock.WallMs // the counters' clock; nil means the wall clock (plus TestClockOffset)
 
 	// TestClockOffset (--test-clock-offset) is for tests only: it shifts the wall clock
 	// that a nil Now stands for, to give one node of a cluster sharing a host clock (a

@@ -255,7 +255,7 @@ func (r *faultRun) check() {
 	}
 	// Without Redis, a partition cut off from its owner is decided afresh by its new
 	// owner, and the cut-off owner's counts come back, added, when the cut heals: an
-	// allow may admit up to its limit again each time (README, Guarantees). With Redis
+	// allow may admit up to its limit again each time (docs/guarantees.md). With Redis
 	// only a late write allows it.
 	b := history.Bounds{}
 	if r.redis == nil {

@@ -169,8 +169,8 @@ func (n *Node) noteSeen() {
 func (n *Node) syncMembership() {
 	members := n.cluster.Members()
 	n.logMemberChanges(members)
-	now := n.keeper.Now()
-	view := lease.View{DeadSince: map[string]int64{}, LeftRuns: map[string]uint64{}}
+	now := n.clock.Since()
+	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}}
 	var peers []lease.Peer
 	live := map[string]bool{}
 	leavers := map[string]bool{}
@@ -190,7 +190,7 @@ func (n *Node) syncMembership() {
 			view.Left = append(view.Left, m.Name)
 			view.LeftRuns[m.Name] = m.Incarnation
 		case cluster.StateDead:
-			view.DeadSince[m.Name] = now - int64(time.Since(m.Since))
+			view.DeadSince[m.Name] = now - time.Since(m.Since)
 		}
 	}
 	n.leavers.Store(&leavers) // before the ring is rebuilt: the owner reads it then
@@ -221,14 +221,14 @@ func (n *Node) connectionDone(m cluster.Member) bool {
 
 // silent reports whether m has gone silent (lease.Keeper.Silent), counting from when
 // gossip last saw its state or run begin.
-func (n *Node) silent(m cluster.Member, now int64) bool {
-	return n.keeper.Silent(m.Name, now-int64(time.Since(m.Since)), now)
+func (n *Node) silent(m cluster.Member, now time.Duration) bool {
+	return n.keeper.Silent(m.Name, now-time.Since(m.Since), now)
 }
 
 // markSilentPeers makes forwards to a peer that has not answered a heartbeat for a
 // lease's length fail at once, unsent, rather than wait for a timeout with an unknown
 // outcome: such a peer cannot renew its own leases with this node either.
-func (n *Node) markSilentPeers(members []cluster.Member, now int64) {
+func (n *Node) markSilentPeers(members []cluster.Member, now time.Duration) {
 	for _, m := range members {
 		if (m.State == cluster.StateAlive || m.State == cluster.StateLeaving) && m.RPCAddr != "" && n.silent(m, now) {
 			n.rpcClient.MarkDown(m.RPCAddr, time.Now().Add(2*n.keeperTick()))
@@ -247,7 +247,7 @@ func (n *Node) rebuildRing() {
 		n.votersLogged = v
 		n.cfg.Logger.Info("voters changed", "version", v, "voters", voters)
 	}
-	now := n.keeper.Now()
+	now := n.clock.Since()
 	var members []ring.Member
 	var silent []string
 	for _, m := range n.cluster.Alive() {

@@ -22,6 +22,7 @@ import (
 	"github.com/leapcount/leapcount/hotkeys"
 	"github.com/leapcount/leapcount/httpapi"
 	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/internal/clock"
 	"github.com/leapcount/leapcount/internal/connlimit"
 	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/leaparray"
@@ -51,6 +52,7 @@ type Node struct {
 	reg           *prometheus.Registry
 	cluster       *cluster.Cluster
 	keeper        *lease.Keeper
+	clock         clock.Clock // the monotonic clock keeper and owner share
 
 	incarnation  uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth      peerauth.Mode // what authenticates peers on the rpc port
@@ -126,9 +128,10 @@ func Start(cfg Config) (*Node, error) {
 	}
 	cfg.RPC.OpDone = func(d time.Duration) { forwardTook.Observe(d.Seconds()) }
 	n.rpcClient = peerrpc.NewClient(cfg.RPC)
+	n.clock = clock.Real()
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
-		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, Wall: cfg.Now, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
+		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, Clock: n.clock, Wall: cfg.Now, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
 		OnChange: func() {
 			if o := n.owner; o != nil {
 				o.LeasesChanged()
@@ -138,7 +141,7 @@ func Start(cfg Config) (*Node, error) {
 	n.handoffs = newHandoffMetrics(n.reg)
 	n.memberChanges = newMemberChanges(n.reg)
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
-		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Peers: countingPeers{owner.PeersIO(peerrpc.Handoffs{C: n.rpcClient}), n.handoffs}, Now: cfg.Now, Limits: limits,
+		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Clock: n.clock, Peers: countingPeers{owner.PeersIO(peerrpc.Handoffs{C: n.rpcClient}), n.handoffs}, Now: cfg.Now, Limits: limits,
 		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait, Leaving: n.leftGracefully,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, peerrpc.Forwarder{C: n.rpcClient}, limits)

@@ -99,12 +99,12 @@ func (n *Node) warnIfOpen(mode peerauth.Mode) {
 	}
 	if len(n.cfg.GossipKeys) == 0 && exposed(n.cfg.GossipAddr) {
 		n.cfg.Logger.Warn("SECURITY: gossip is neither encrypted nor authenticated: anyone who reaches "+
-			n.cfg.GossipAddr+" can join the cluster and take over counters; set --gossip-key (see README, Security)",
+			n.cfg.GossipAddr+" can join the cluster and take over counters; set --gossip-key (see docs/security.md)",
 			"gossip", n.cfg.GossipAddr)
 	}
 	if mode == peerauth.ModeNone && exposed(n.cfg.RPCAddr) {
 		n.cfg.Logger.Warn("SECURITY: the rpc port is open: anyone who reaches "+n.cfg.RPCAddr+
-			" can count, hand counters over and renew leases; set --gossip-key or --tls-cert/--tls-key/--tls-ca (see README, Security)",
+			" can count, hand counters over and renew leases; set --gossip-key or --tls-cert/--tls-key/--tls-ca (see docs/security.md)",
 			"rpc", n.cfg.RPCAddr)
 	}
 }

@@ -164,8 +164,7 @@ func labelValue(m *dto.Metric, name string) string {
 var uiPage []byte
 
 // uiHandler serves the status page. The page holds no data, so it is served without
-// the token; its script asks GET /v1/status, which needs it (README: Operating
-// leapcount). Everything it needs is in the one file: it works offline.
+// the token; its script asks GET /v1/status, which needs it (docs/operations.md). Everything it needs is in the one file: it works offline.
 func uiHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

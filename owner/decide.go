@@ -19,9 +19,9 @@ const (
 	notMine                // not decided here
 )
 
-// judge says what to do with an op on partition p at now (Leases' clock), Redis up or
+// judge says what to do with an op on partition p at now (Config.Clock), Redis up or
 // not as redisUp says (verdict), and asks for the clean-up a blind partition waits for.
-func (o *Owner) judge(p int, now int64, redisUp bool) action {
+func (o *Owner) judge(p int, now time.Duration, redisUp bool) action {
 	a, blind := o.verdict(p, now, redisUp)
 	if blind {
 		o.kick()
@@ -33,7 +33,7 @@ func (o *Owner) judge(p int, now int64, redisUp bool) action {
 // lets two nodes decide one partition.
 // It asks for the lease and the ring only in the states whose verdict they decide:
 // it is on every op's path.
-func (o *Owner) verdict(p int, now int64, redisUp bool) (a action, blind bool) {
+func (o *Owner) verdict(p int, now time.Duration, redisUp bool) (a action, blind bool) {
 	r := o.parts.at(p)
 	var holds, owns bool
 	switch r.State {
@@ -133,7 +133,7 @@ func (o *Owner) attemptLocked(r *request, seq uint64) {
 		o.answer(r)
 		return
 	}
-	now := o.cfg.Leases.Now()
+	now := o.cfg.Clock.Since()
 	up := o.redisUp()
 	for p := o.waitsFor(rg, r.ops, now, up); p >= 0 && o.mayWait(r, now); p = o.waitsFor(rg, r.ops, now, up) {
 		switch o.waiting.park(o, r, p, rg.PartitionCount(), seq) {
@@ -146,7 +146,7 @@ func (o *Owner) attemptLocked(r *request, seq uint64) {
 		}
 		// A wake came since seq, and found r not parked yet: judge again.
 		seq = o.waiting.seen()
-		now, up = o.cfg.Leases.Now(), o.redisUp()
+		now, up = o.cfg.Clock.Since(), o.redisUp()
 	}
 	var unloaded []int
 	if o.cfg.Redis != nil && up {
@@ -163,7 +163,7 @@ func (o *Owner) attemptLocked(r *request, seq uint64) {
 }
 
 // waitsFor returns the first partition of a valid op that must be waited for, or -1.
-func (o *Owner) waitsFor(rg *ring.Ring, ops []counter.Op, now int64, up bool) int {
+func (o *Owner) waitsFor(rg *ring.Ring, ops []counter.Op, now time.Duration, up bool) int {
 	for i := range ops {
 		if !ops[i].Checked() {
 			continue
@@ -177,7 +177,7 @@ func (o *Owner) waitsFor(rg *ring.Ring, ops []counter.Op, now int64, up bool) in
 
 // mayWait reports whether r may still wait for its partitions: its wait has not run
 // out, and this node reaches a majority (a node cut off from it would wait in vain).
-func (o *Owner) mayWait(r *request, now int64) bool {
+func (o *Owner) mayWait(r *request, now time.Duration) bool {
 	return !r.noWait && r.ctx.Err() == nil && o.cfg.Clock.Since() < r.until && o.cfg.Leases.Quorate(now)
 }
 
@@ -186,7 +186,7 @@ func (o *Owner) mayWait(r *request, now int64) bool {
 // failed holds, by op index, ops whose counter could not be loaded; unloaded the
 // partitions whose counters were not loaded though needed. The caller holds decide
 // shared.
-func (o *Owner) decideNow(rg *ring.Ring, r *request, now int64, up bool, failed map[int]error, unloaded []int) {
+func (o *Owner) decideNow(rg *ring.Ring, r *request, now time.Duration, up bool, failed map[int]error, unloaded []int) {
 	counter.DoExcept(r.ctx, r.ops, r.results, func(i int) error {
 		op := &r.ops[i]
 		if !op.Checked() {

@@ -21,7 +21,7 @@
 // The owner does no I/O of its own and never waits on it: it asks Config.Redis,
 // Config.Peers and Config.Clock, whose calls return at once and whose answers come
 // back through callbacks (io.go). In production those run on goroutines (RedisIO,
-// PeersIO, RealClock); in a simulation they are events of one seeded scheduler, so a
+// PeersIO, clock.Real); in a simulation they are events of one seeded scheduler, so a
 // seed replays exactly.
 //
 // # One decider per partition

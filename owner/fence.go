@@ -141,7 +141,7 @@ func (o *Owner) fencesOf(ps []int, drop bool) []HandoffFence {
 // clearFences drops every fence and returns how many partitions had some, and the
 // counters held for them by partition: Redis lost its data, the marks that would show
 // them reached with it, and a counter loaded now may lose what Redis lost anyway
-// (README: Redis emptied). The caller holds mu.
+// (docs/guarantees.md: Redis emptied). The caller holds mu.
 func (o *Owner) clearFences() (int, map[int][]HandoffCounter) {
 	n := 0
 	var held map[int][]HandoffCounter

@@ -267,7 +267,7 @@ func (o *Owner) flushNext() {
 // counter whose partition's lease lapsed after the reset was decided (another node may
 // have decided the counter since, and written it: a reset landing after the other's
 // writes would erase them) goes without its reset (what it erased may then come back,
-// README: Guarantees; never what another node counted), and a whole state written back
+// docs/guarantees.md; never what another node counted), and a whole state written back
 // after Redis lost its data (reseed.go) does not go at all (the decider writes its own).
 // A reset of a partition this node owns and does not hold the lease of now (its lease
 // is ending, or, for counters handed to it, not granted yet) waits in the queue: written
@@ -278,7 +278,7 @@ func (o *Owner) stripLateResets(sb *sentBatch) {
 	if rg == nil {
 		return
 	}
-	now := o.cfg.Leases.Now()
+	now := o.cfg.Clock.Since()
 	var later []fallback.Delta
 	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
 		p := rg.Partition(d.Key)

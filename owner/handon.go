@@ -46,8 +46,7 @@ func (o *Owner) stepHandOn(rel *release) {
 		if s.run != 0 && o.cfg.Leases.LeftRun(s.to.Name) == s.run {
 			// The run it went to has left gracefully: had it applied the Handoff, it
 			// handed its counters on as it left, and sending it again (to its next run,
-			// or elsewhere) would count them twice. Taken as delivered (README:
-			// Guarantees).
+			// or elsewhere) would count them twice. Taken as delivered (docs/guarantees.md).
 			o.cfg.Logger.Warn("handoff in doubt to a node that left since: taken as delivered",
 				"to", s.to.Name, "id", s.h.ID, "counters", len(s.h.Counters))
 			if o.cfg.OnAmbiguous != nil {
@@ -196,8 +195,7 @@ func (o *Owner) sentHandoff(rel *release, s *send, h *Handoff, err error) {
 	case errors.Is(err, ErrHandoffOtherRun) && s.inDoubt:
 		// The run it went to is gone (restarted): had it applied the Handoff, it handed
 		// its counters on as it left, or lost them as it crashed; sending them again
-		// would count them twice in the first case. Taken as delivered (README:
-		// Guarantees).
+		// would count them twice in the first case. Taken as delivered (docs/guarantees.md).
 		o.cfg.Logger.Warn("handoff in doubt to a run of a node that is gone: taken as delivered",
 			"to", s.to.Name, "id", h.ID, "counters", len(h.Counters))
 		if o.cfg.OnAmbiguous != nil {

@@ -42,15 +42,13 @@ func newFakeLeases() *fakeLeases {
 	return &fakeLeases{held: map[int]bool{}, changed: make(chan struct{})}
 }
 
-func (f *fakeLeases) Now() int64 { return 0 }
-
-func (f *fakeLeases) Quorate(int64) bool { return true }
+func (f *fakeLeases) Quorate(time.Duration) bool { return true }
 
 func (f *fakeLeases) Incarnation(string) uint64 { return max(f.peerRun.Load(), 1) }
 
 func (f *fakeLeases) LeftRun(string) uint64 { return 0 }
 
-func (f *fakeLeases) Holds(p int, _ int64) bool {
+func (f *fakeLeases) Holds(p int, _ time.Duration) bool {
 	f.asked.Add(1)
 	f.mu.Lock()
 	if hook := f.onHolds; hook != nil {
@@ -85,7 +83,7 @@ func (f *fakeLeases) grantAfter(p, asks int) {
 
 // Until is far off for a partition held, 0 for one not held: a write confirmed while
 // the test holds p is on time, one after is late.
-func (f *fakeLeases) Until(p int) int64 {
+func (f *fakeLeases) Until(p int) time.Duration {
 	if f.Holds(p, 0) {
 		return math.MaxInt64
 	}

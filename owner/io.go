@@ -52,25 +52,16 @@ type Peers interface {
 	Handoff(addr string, h *Handoff, done func(error))
 }
 
-// Clock is the owner's sense of elapsed time (leases keep their own).
-type Clock interface {
-	// Since is the time elapsed since a fixed start: it never goes back.
-	Since() time.Duration
-	// AfterFunc calls f once after d, unless stop is called first (stop reports whether
-	// it stopped it). f runs on another goroutine, or as a later event.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
-
-// Leases is this node's hold on partitions (lease.Keeper in production).
+// Leases is this node's hold on partitions (lease.Keeper in production). Its instants
+// are on Config.Clock: the keeper runs on the same clock as the owner.
 type Leases interface {
-	Now() int64                     // the leases' monotonic clock, ns
-	Holds(p int, now int64) bool    // whether this node may decide p at now
-	Until(p int) int64              // when its lease of p ends (no one else holds p before); 0: not held
-	SetClaims(lease.Set)            // the partitions this node wants to hold
-	Kick()                          // renew now: a partition was just released to this node
-	Quorate(now int64) bool         // whether this node reaches a majority of the voters
-	Incarnation(name string) uint64 // the run of the member named name, as last heard (0: unknown)
-	LeftRun(name string) uint64     // its run that left gracefully, handing on what it held (0: none)
+	Holds(p int, now time.Duration) bool // whether this node may decide p at now
+	Until(p int) time.Duration           // when its lease of p ends (no one else holds p before); 0: not held
+	SetClaims(lease.Set)                 // the partitions this node wants to hold
+	Kick()                               // renew now: a partition was just released to this node
+	Quorate(now time.Duration) bool      // whether this node reaches a majority of the voters
+	Incarnation(name string) uint64      // the run of the member named name, as last heard (0: unknown)
+	LeftRun(name string) uint64          // its run that left gracefully, handing on what it held (0: none)
 }
 
 // Sender delivers Handoffs and waits for the outcome: nil when applied, a refusal
@@ -199,12 +190,3 @@ func (p peersIO) Handoff(addr string, h *Handoff, done func(error)) {
 		done(p.s.Handoff(ctx, addr, h))
 	}()
 }
-
-// RealClock is the process's monotonic clock and its timers.
-func RealClock() Clock { return realClock{start: time.Now()} }
-
-type realClock struct{ start time.Time }
-
-func (c realClock) Since() time.Duration { return time.Since(c.start) }
-
-func (realClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }

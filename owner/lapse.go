@@ -140,7 +140,7 @@ func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 			// decided it since, and written to the emptied Redis, which a write-back in
 			// full would erase (sim seeds 16556 and 33498). So it is reloaded even when
 			// due a write-back, and what only its memory held of before the loss is
-			// lost (README: Faults, "Redis emptied": an owner whose lease lapses before
+			// lost (docs/guarantees.md: Faults, "Redis emptied": an owner whose lease lapses before
 			// its write-back).
 			whole.Add(p)
 			o.blind.take(p)

@@ -36,7 +36,7 @@ func (o *Owner) noteLate(refs []fallback.CounterRef) {
 	if rg == nil {
 		return
 	}
-	now := o.cfg.Leases.Now()
+	now := o.cfg.Clock.Since()
 	for _, r := range refs {
 		p := rg.Partition(r.Key)
 		if now >= o.cfg.Leases.Until(p) {

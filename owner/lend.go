@@ -14,7 +14,7 @@ import (
 // an allow would admit past the limit. So it is claimed (nobody else is granted it) and
 // not decided (Lent) until the counters return: a Handoff from the node they went to
 // naming the partition (that node released it here), or that node left the ring other
-// than gracefully (a crashed node's counts are lost, README: Guarantees; a cut-off
+// than gracefully (a crashed node's counts are lost, docs/guarantees.md; a cut-off
 // one's are added when it returns), or lentMax passed. A node leaving gracefully hands
 // them back before it stops (Config.Leaving).
 //
@@ -28,7 +28,7 @@ import (
 // lentMax bounds how long a lent partition waits for its counters: their holder hands
 // them back as soon as its ring moves the partition here (retrying every 2s at most),
 // so past this it cannot reach this node, which then decides from what it has (as a
-// cut's new owner does, README: Guarantees) and adds the counters when they arrive.
+// cut's new owner does, docs/guarantees.md) and adds the counters when they arrive.
 const lentMax = 15 * time.Second
 
 // handedBack makes p, which the ring gives this node and whose release just ended,

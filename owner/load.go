@@ -49,7 +49,7 @@ const settleWait = time.Second
 // and returns them as a load (nil when there are none), with the partitions of such ops
 // that are not decidable now (unloaded): those are not decided in this request even if
 // their lease is granted before it is. The caller holds decide shared, and Redis is up.
-func (o *Owner) listMisses(rg *ring.Ring, r *request, now int64) (*load, []int) {
+func (o *Owner) listMisses(rg *ring.Ring, r *request, now time.Duration) (*load, []int) {
 	seen := map[fallback.CounterRef]bool{}
 	l := &load{r: r, rg: rg, mark: o.cfg.Store.ResetMark()}
 	for i := range r.ops {
@@ -237,7 +237,7 @@ func anyFailed(ms []*miss) bool {
 // loadDone installs what was loaded and decides the request.
 func (o *Owner) loadDone(l *load) {
 	o.decide.RLock()
-	now := o.cfg.Leases.Now()
+	now := o.cfg.Clock.Since()
 	failed := o.install(l)
 	if o.loadAgain(l, failed, now) {
 		o.decide.RUnlock()
@@ -255,7 +255,7 @@ func (o *Owner) loadDone(l *load) {
 // still wait. Answered now, such an op would be refused not-owned by the very node
 // that owns it, an error in an ordinary operation the client would only retry here.
 // The caller holds decide shared.
-func (o *Owner) loadAgain(l *load, failed map[int]error, now int64) bool {
+func (o *Owner) loadAgain(l *load, failed map[int]error, now time.Duration) bool {
 	if !o.mayWait(l.r, now) {
 		return false
 	}

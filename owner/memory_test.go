@@ -48,7 +48,7 @@ func TestStalePartitionDueAWriteBackKeepsItsMemory(t *testing.T) {
 // to write it back in full as the test above does: another node may have decided it
 // meanwhile on the emptied Redis, and a write-back in full would erase what that node
 // wrote (sim seed 33498: an allow counter lost 15 admissions made after the loss). What
-// memory alone held (here the 5) is lost, as README's Faults table allows for an owner
+// memory alone held (here the 5) is lost, as the faults table of docs/guarantees.md allows for an owner
 // whose lease lapses before its write-back.
 func TestStaleMemoryIsNotWrittenBackOverWritesToTheEmptiedRedis(t *testing.T) {
 	srv, st := startRedis(t)
@@ -227,7 +227,7 @@ func TestHandoffDuringALoadVoidsTheLoad(t *testing.T) {
 	}
 	r := &request{ctx: context.Background(), ops: ops, results: make([]counter.Result, 1)}
 	b.decide.RLock()
-	l, _ := b.listMisses(rg, r, b.leases.Now())
+	l, _ := b.listMisses(rg, r, b.cfg.Clock.Since())
 	b.decide.RUnlock()
 	if l == nil || len(l.misses) != 1 {
 		t.Fatalf("listed misses %+v; want the one of %q", l, k)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/clock"
 	"github.com/leapcount/leapcount/internal/lockrank"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
@@ -21,13 +22,13 @@ type Config struct {
 	Redis  Redis            // nil: no persistence; Handoffs carry state (RedisIO wraps a fallback.Store)
 	Peers  Peers            // delivers Handoffs (PeersIO wraps peerrpc.Handoffs)
 	Leases Leases
-	Clock  Clock        // nil: RealClock
-	Now    func() int64 // counters' clock, ms since the Unix epoch
+	Clock  clock.Clock  // the monotonic clock, shared with Leases (nil: clock.Real)
+	Now    clock.WallMs // the counters' clock
 	Limits counter.Limits
 	Hot    counter.Observer // hears the key of every op decided here (nil: none)
 	Tally  *counter.Tally   // counts the allows decided here (nil: none)
 	// OnAmbiguous, when set, hears each Handoff in doubt whose fate the owner settles
-	// without an answer (README: Guarantees): taken as delivered (its receiver left
+	// without an answer (docs/guarantees.md): taken as delivered (its receiver left
 	// gracefully since; lost if it had not applied it), or not (its receiver stayed out
 	// of the ring; counted twice should it come back having applied it). Tests and the
 	// simulation bound their checks by it.
@@ -59,7 +60,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Clock == nil {
-		c.Clock = RealClock()
+		c.Clock = clock.Real()
 	}
 	if c.ID == nil {
 		c.ID = func() uint64 { return uint64(time.Now().UnixNano()) }

@@ -132,7 +132,7 @@ func (o *Owner) Holding() (owned, held int) {
 	if !o.sized() {
 		return 0, 0
 	}
-	now := o.cfg.Leases.Now()
+	now := o.cfg.Clock.Since()
 	up := o.redisUp()
 	for p := range o.parts.rec {
 		if o.owns(p) {

@@ -14,7 +14,7 @@ type probe struct{ o *Owner }
 
 func (pr probe) Decides(p int) bool {
 	o := pr.o
-	v, _ := o.verdict(p, o.cfg.Leases.Now(), o.redisUp())
+	v, _ := o.verdict(p, o.cfg.Clock.Since(), o.redisUp())
 	return v == decideIt
 }
 

@@ -16,7 +16,7 @@ func (o *Owner) decideAtOnce(ops []counter.Op, results []counter.Result) bool {
 	if rg == nil {
 		return false
 	}
-	now := o.cfg.Leases.Now()
+	now := o.cfg.Clock.Since()
 	redisUp := o.redisUp()
 	if !redisUp {
 		return false // decided from memory Redis may know better: the care of start is needed

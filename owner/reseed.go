@@ -175,7 +175,7 @@ func (o *Owner) reseedDue() int {
 		case o.fenced(p):
 			// A write in doubt may still land: written back before it, its counts would
 			// count twice; it waits until the fence is reached or expires.
-		case r.State == Owned && o.cfg.Leases.Holds(p, o.cfg.Leases.Now()):
+		case r.State == Owned && o.cfg.Leases.Holds(p, o.cfg.Clock.Since()):
 			// This node alone decides it (blind counters aside, which are skipped).
 			ready.Add(p)
 			o.step(p, on(WroteBack))

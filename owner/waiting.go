@@ -207,7 +207,7 @@ func (o *Owner) wake() {
 	w.mu.Unlock()
 	// Judged outside w.mu: a request that parks meanwhile read seq before this wake,
 	// and judges again (park refuses it), or after, and judged after the change.
-	now, up := o.cfg.Leases.Now(), o.redisUp()
+	now, up := o.cfg.Clock.Since(), o.redisUp()
 	all := !o.cfg.Leases.Quorate(now)
 	ready := ps[:0]
 	for _, p := range ps {

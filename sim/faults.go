@@ -12,7 +12,7 @@ import (
 
 // injectFaults injects one fault after another, each drawn from the seed, from the second
 // second of the load to its end; each heals by itself after a while. Cuts last less
-// than the 15 s a Handoff in doubt waits for a node out of the ring (README: counted
+// than the 15 s a Handoff in doubt waits for a node out of the ring (docs/guarantees.md: counted
 // twice should it come back), which is not what a run checks.
 //
 // Each run injects only some kinds of fault, drawn from its seed (swarm testing): a run
@@ -86,7 +86,7 @@ func (w *world) drawFaultKinds() []faultKind {
 		some = append(some, all[w.rng.IntN(len(all))])
 	}
 	if !wipeStorms && hasKind(some, "redis-wipe") && hasKind(some, "redis-storm") {
-		// Known gap (README: Guarantees, "Redis emptied"): Redis restarting empty while
+		// Known gap (docs/guarantees.md, "Redis emptied"): Redis restarting empty while
 		// counters are handed on directly (it was down) can lose or double count some of
 		// them. LEAPCOUNT_SIM_WIPE_STORMS=1 runs them together.
 		drop := "redis-wipe"
@@ -409,7 +409,7 @@ func (w *world) redisLossy(d time.Duration) {
 // injectFailovers makes a third of the runs with Redis fail it over to a replica that
 // lagged, now and then (redisFailover). Drawn from a stream of their own, so that a run
 // without them is the run its seed made before they were modelled. Not with Redis
-// restarting empty (a known gap, README: Guarantees, "Redis emptied"), unless
+// restarting empty (a known gap, docs/guarantees.md, "Redis emptied"), unless
 // LEAPCOUNT_SIM_WIPE_FAILOVERS=1.
 func (w *world) injectFailovers(kinds []faultKind) {
 	fr := rand.New(rand.NewPCG(w.opt.Seed, 0xfa110fe7))

@@ -159,7 +159,7 @@ func (f *freshLog) record(o counter.Op, res counter.Result, outcome history.Outc
 		f.incrs[o.Key] = append(f.incrs[o.Key], freshIncr{n: o.N, outcome: outcome, bucket: d.at, start: start, end: end})
 	}
 	// An increment's count is not judged: one decided while Redis is down, on a counter
-	// not in memory, counts from nothing (README: Guarantees, Redis down). A count is
+	// not in memory, counts from nothing (docs/guarantees.md, Redis down). A count is
 	// not decided then.
 	if o.Kind != counter.Count || outcome != history.OK || !d.ok {
 		return

@@ -96,7 +96,7 @@ func (nw *network) call(from *node, toName string, dup bool, serve func(respond 
 // silent reports whether from has not heard a heartbeat of to for a lease: it marks to
 // down and sends it nothing but heartbeats (node.markSilentPeers).
 func (nw *network) silent(from, to *node) bool {
-	return from.silent(to.name, int64(from.mono()))
+	return from.silent(to.name, from.mono())
 }
 
 // peers is a node's owner.Peers: Handoffs as rpc calls.

@@ -76,7 +76,8 @@ func (n *node) simDur(d time.Duration) time.Duration {
 	return time.Duration(math.Ceil(float64(d)/n.rate)) + 1
 }
 
-// clock is the owner's Clock on the node's monotonic time and the scheduler.
+// clock is the node's Clock (internal/clock): its monotonic time and the scheduler's
+// timers. Each run gives the same one to its keeper and its owner.
 type clock struct{ n *node }
 
 func (c clock) Since() time.Duration { return c.n.mono() }
@@ -106,8 +107,9 @@ func (n *node) start(found bool) {
 		opts = append(opts, leaparray.WithDeltas())
 	}
 	n.store = leaparray.NewStore(opts...)
+	mono := clock{n}
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{Config: w.leaseCfg, Self: n.name, Incarnation: n.inc,
-		Partitions: w.opt.Partitions, Found: found, Now: func() int64 { return int64(n.mono()) }, Wall: n.wall,
+		Partitions: w.opt.Partitions, Found: found, Clock: mono, Wall: n.wall,
 		OnLapse: func(s lease.Set) {
 			w.lapsed(n, s)
 			n.owner.Lapsed(s)
@@ -120,7 +122,7 @@ func (n *node) start(found bool) {
 	}
 	inc := n.inc
 	n.owner = owner.New(owner.Config{Self: n.name, Run: inc, Writer: owner.WriterName(n.name, inc), Store: n.store,
-		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: clock{n}, Now: n.wall,
+		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: mono, Now: n.wall,
 		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, AcquireWait: acquireWait,
 		OnAmbiguous: func(h *owner.Handoff, delivered bool) { w.ambiguous(h, delivered) },
 		Leaving:     n.seesLeaving,
@@ -166,7 +168,7 @@ func (n *node) heartbeat() {
 // scheduleRetry sends a round when a claim blocked by another holder's grant can be
 // granted, as lease.Keeper.Run does: one at a time.
 func (n *node) scheduleRetry() {
-	d, ok := n.keeper.RetryIn(int64(n.mono()))
+	d, ok := n.keeper.RetryIn(n.mono())
 	if !ok || n.retry != nil {
 		return
 	}
@@ -185,7 +187,7 @@ func (n *node) crash() {
 // syncMembership tells the keeper what gossip says, and rebuilds the ring from the
 // members that serve and vote (node/membership.go does the same with real gossip).
 func (n *node) syncMembership() {
-	view := lease.View{DeadSince: map[string]int64{}, LeftRuns: map[string]uint64{}}
+	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}}
 	var peers []lease.Peer
 	for _, name := range sortedViewNames(n.view) {
 		m := n.view[name]
@@ -200,7 +202,7 @@ func (n *node) syncMembership() {
 			view.Left = append(view.Left, name)
 			view.LeftRuns[name] = m.run
 		case dead:
-			view.DeadSince[name] = int64(n.mono() - n.simToMono(n.w.sched.now-m.since))
+			view.DeadSince[name] = n.mono() - n.simToMono(n.w.sched.now-m.since)
 		}
 	}
 	n.keeper.SetView(view, peers)
@@ -209,10 +211,10 @@ func (n *node) syncMembership() {
 
 // silent reports whether the member named name has gone silent (lease.Keeper.Silent),
 // counting from when this node's view of it last changed (node.silent does the same).
-func (n *node) silent(name string, now int64) bool {
-	var since int64
+func (n *node) silent(name string, now time.Duration) bool {
+	var since time.Duration
 	if m := n.view[name]; m != nil {
-		since = now - int64(n.simToMono(n.w.sched.now-m.since))
+		since = now - n.simToMono(n.w.sched.now-m.since)
 	}
 	return n.keeper.Silent(name, since, now)
 }
@@ -223,7 +225,7 @@ func (n *node) simToMono(d time.Duration) time.Duration { return time.Duration(f
 // and have not gone silent (node.rebuildRing does the same).
 func (n *node) rebuildRing() {
 	voters := n.keeper.Voters()
-	now := int64(n.mono())
+	now := n.mono()
 	var names []string
 	for _, name := range sortedViewNames(n.view) {
 		if m := n.view[name]; m.state == alive && slices.Contains(voters, name) && !n.silent(name, now) {

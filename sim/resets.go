@@ -20,7 +20,7 @@ type resetHistory struct {
 	// erasedBack is set when a fault may have brought back counts a reset erased: a
 	// crash lost a reset not yet written, or a lapse split the counter between two
 	// nodes, whose parts are added (without Redis) or written late (with Redis) after
-	// the other's reset (README: Guarantees). The count may then be any of the
+	// the other's reset (docs/guarantees.md). The count may then be any of the
 	// increments not known to have failed.
 	erasedBack bool
 }

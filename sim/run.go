@@ -96,7 +96,7 @@ func (w *world) every(d time.Duration, f func()) {
 // checkDeciders fails the run if two nodes would decide one partition at once. Without
 // Redis it also notes each time a node begins to decide a partition while another still
 // holds counts of its allow keys: that node decides from its own memory, and may admit
-// up to the limit again (README: Guarantees).
+// up to the limit again (docs/guarantees.md).
 func (w *world) checkDeciders() {
 	for p := range w.opt.Partitions {
 		w.checkDecider(p)
@@ -125,7 +125,7 @@ func (w *world) checkDecider(p int) {
 		for _, n := range w.nodes {
 			if n.up {
 				grants = append(grants, fmt.Sprintf("%s(voters %v, grants to %q, lease until %+.3fs)", n.name, n.keeper.Voters(),
-					n.keeper.GrantedTo(p), time.Duration(n.keeper.Until(p)-int64(n.mono())).Seconds()))
+					n.keeper.GrantedTo(p), (n.keeper.Until(p)-n.mono()).Seconds()))
 			}
 		}
 		w.fail("partition %d decided by %s and %s at once: %v", p, by[0].name, by[1].name, grants)
@@ -143,7 +143,7 @@ func (w *world) checkDecider(p int) {
 // splitCounts allows, when some node other than d holds counts of a key of partition
 // p, a reset of it to be undone, and, without Redis, an increment key's counts to be
 // short by what that node holds and an allow key to admit up to its limit again, if d
-// or that node was paused or cut off lately (README: Guarantees; a
+// or that node was paused or cut off lately (docs/guarantees.md; a
 // lent partition is decided without its counters after lentMax, 15 s): else d should
 // have waited for those counts.
 func (w *world) splitCounts(d *node, p int) {
@@ -185,13 +185,13 @@ func (w *world) splitCounts(d *node, p int) {
 }
 
 // unclaimedCounts allows, when d begins to decide partition p while another node holds
-// counters of p handed to it directly and has not held p's lease since (README: Known
+// counters of p handed to it directly and has not held p's lease since (docs/development.md: Known
 // gaps, counters handed to a node not granted their partition), d's memory to lack what
 // that node holds of them that Redis lacks (without Redis, all it holds of them): an
 // increment key's counts to be short by that much for a while, and an allow key to admit
 // that many past its limit. A node that handed them on itself waits for them (owner
 // lend.go), unless their holder dropped out of its ring other than by a graceful leave
-// (README: Counters on their way): only then is its deciding meanwhile allowed so.
+// (docs/guarantees.md: Counters on their way): only then is its deciding meanwhile allowed so.
 func (w *world) unclaimedCounts(d *node, p int) {
 	if d.ring == nil {
 		return
@@ -220,7 +220,7 @@ func (w *world) unclaimedCounts(d *node, p int) {
 func (w *world) noteHandedIn() {
 	for _, n := range w.nodes {
 		for p := range n.handedIn {
-			if !n.up || n.keeper.Holds(p, int64(n.mono())) {
+			if !n.up || n.keeper.Holds(p, n.mono()) {
 				delete(n.handedIn, p)
 			}
 		}

@@ -102,7 +102,7 @@ var seedsThatFailed = []uint64{
 	40856, // the same
 	43570, // counters handed to a node cut off at once, never granted their partition: the next owner decided without them (README: Known gaps; the checker's unclaimedCounts, fence.bypassed)
 	12191, // the same, without Redis
-	13956, // the same, the holder paused at once: the sender, given the partition back once the holder left its ring, decided without them (README: Counters on their way)
+	13956, // the same, the holder paused at once: the sender, given the partition back once the holder left its ring, decided without them (docs/guarantees.md: Counters on their way)
 }
 
 // TestSeedsThatFailedOnce replays seedsThatFailed.

@@ -8,7 +8,7 @@ import (
 	"github.com/leapcount/leapcount/owner"
 )
 
-// What a loss of Redis's data may lose, per counter, as README's Faults table says
+// What a loss of Redis's data may lose, per counter, as the faults table of docs/guarantees.md says
 // ("Redis emptied"), and no more: what Redis held of the counter when it lost its data,
 // unless the node deciding the counter's partition then held it whole in memory and
 // went on deciding the partition until its write-back in full of it reached Redis; and

@@ -132,7 +132,7 @@ func (w *world) fail(format string, args ...any) {
 
 // noteWrite is told each delta Redis applies, by the node that wrote it: one written
 // after its writer's lease of the partition ended is a late write, which may admit past
-// a limit until the partition's owner reloads it (README: Guarantees). So is one written
+// a limit until the partition's owner reloads it (docs/guarantees.md). So is one written
 // under a lease granted again after a lapse, if it may hold counts from before the
 // lapse: another node may have decided the partition in between without them. Deltas of
 // a key go one batch at a time, so this one's counts came after the apply before the
@@ -162,7 +162,7 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 	p := rg.Partition(d.Key)
 	f := w.fenced[fenceAt{writer, p}]
 	fenced := f != nil && seq <= f.seq && seq > f.bypassed
-	if h := w.keys.reset[d.Key]; h != nil && !n.keeper.Holds(p, int64(n.mono())) {
+	if h := w.keys.reset[d.Key]; h != nil && !n.keeper.Holds(p, n.mono()) {
 		h.erasedBack = true // its reset, if it had one, was dropped (owner.stripLateResets)
 	}
 	lapsed, ok := n.lapsedAt[p]
@@ -170,7 +170,7 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 	// while the writer's lease had lapsed, before that Handoff: a write that may hold
 	// counts of before the lapse is late for it, fenced or not (seed 2358, once a leaver
 	// waited for its writes in doubt to land rather than stopping without them).
-	if !fenced && int64(n.mono()) >= n.keeper.Until(p) || ok && lapsed >= last.before {
+	if !fenced && n.mono() >= n.keeper.Until(p) || ok && lapsed >= last.before {
 		var sum uint64
 		for _, b := range d.Buckets {
 			sum += b.Count
@@ -286,7 +286,7 @@ func (n *node) lateHandoff(p int) bool {
 		return true
 	}
 	_, lapsed := n.lapsedAt[p]
-	return lapsed && !n.keeper.Holds(p, int64(n.mono()))
+	return lapsed && !n.keeper.Holds(p, n.mono())
 }
 
 // ambiguous is told of a Handoff in doubt that a node settled without an answer: taken

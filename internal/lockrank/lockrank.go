@@ -1,7 +1,7 @@
 // Package lockrank writes down, once, the order in which a node's locks are taken, and
 // checks it. Each lock's rank is in its type (Mutex[OwnerMu], say); a goroutine may
 // take a lock only while every lock it holds ranks lower. Built with the tag lockrank
-// (make test runs owner, lease and sim so) every acquisition is checked, and an
+// (make test builds every package so) every acquisition is checked, and an
 // inversion, which two goroutines taking the same two locks could turn into a
 // deadlock, panics with both locks named. Without the tag the check compiles away and
 // a Mutex is sync's.
