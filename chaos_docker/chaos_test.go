@@ -12,7 +12,7 @@ const (
 	settle = 2 * time.Second // load after the cluster has recovered
 	// pastDetection is how long a node stays killed, frozen or cut off: failure
 	// detection declares it dead in about 5 s and its leases (3 s) run out, so its
-	// partitions move (README, Guarantees: ≈5–8 s).
+	// partitions move (docs/guarantees.md: ≈5–8 s).
 	pastDetection = 12 * time.Second
 	// healBound bounds how long after a cut heals the three nodes are one cluster again.
 	healBound = 30 * time.Second

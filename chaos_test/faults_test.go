@@ -142,7 +142,7 @@ func TestPartitionedNodeWithRedis(t *testing.T) {
 // Without Redis a partition cut off from its owner is decided afresh by its new owner,
 // and the cut node's counts are handed back and added when the cut heals: nothing
 // lost, nothing counted twice, and an allow may admit up to its limit again meanwhile
-// (README, Guarantees).
+// (docs/guarantees.md).
 func TestPartitionedNodeWithoutRedis(t *testing.T) {
 	f := startFaultCase(t, false)
 	f.run(2 * time.Second)

@@ -249,7 +249,7 @@ func TestMutualTLSCluster(t *testing.T) {
 }
 
 // TestOpenRPCPortBoundsHostileFrames: a node with no cluster key takes anyone on its rpc
-// port (README, Security), but what an outsider sends there still costs it little: 16
+// port (docs/security.md), but what an outsider sends there still costs it little: 16
 // connections that each declare a 64 MiB frame and send nothing more, and a handoff of a
 // counter with 2^31 buckets, leave its memory where it was; it keeps answering, and
 // stops on SIGTERM.

@@ -6,8 +6,8 @@ import (
 )
 
 // A Decider decides operations on counters. Every layer of a node's op path is one (the
-// node's gate, the cluster router, the partition owner), each handing a batch to the
-// next, and every front end holds the first.
+// cluster router, route.Router; the partition owner, owner.Owner; the in-memory store's
+// Local), each handing a batch to the next, and every front end holds the first.
 //
 // Decide is the one way in, for callers that may wait and for an event loop that must
 // not alike: it never waits itself. Ops it can decide at once (the common case: this

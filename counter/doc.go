@@ -2,12 +2,14 @@
 // contract (CONTRACT.md) states them: identity (key, window, buckets), the four
 // operations, the bounds on every field, and the errors for input outside them.
 //
-// Every front end (HTTP, RESP, gRPC) parses requests into an Op, checks it once with
-// Limits.Check (which stamps the key's hash slot), and hands a Batch of ops to a
-// Decider. Every layer of a node's op path is a Decider with the one method Decide:
-// the cluster router (package route) sends each op to its owner, the owner (package
-// owner) decides the ops of the partitions it holds, and Local decides them against the
-// in-memory store (package leaparray).
+// Every front end turns requests into Ops and hands a Batch of them to a Decider. HTTP
+// and RESP check each op as they parse it, with Limits.Check (which stamps the key's
+// hash slot); gRPC (package rlsapi) makes its ops from its rules and leaves them
+// unchecked, and the router checks them (Limits.Ready, which also checks the ops a peer
+// forwards and passes a checked op in one comparison). Every layer of a node's op path
+// is a Decider with the one method Decide: the cluster router (package route) sends
+// each op to its owner, the owner (package owner) decides the ops of the partitions it
+// holds, and Local decides them against the in-memory store (package leaparray).
 //
 // # The path of one op
 //
@@ -41,4 +43,7 @@
 // An op that cannot be decided at once (its counter loads from Redis, its partition
 // waits for a lease) goes the same way: Owner.Decide's start (owner/decide.go) parks
 // it, and the batch's Done is called once it is decided.
+//
+// docs/architecture.md walks these paths, HTTP's and gRPC's ShouldRateLimit too, step
+// by step, with the goroutine each step runs on.
 package counter

@@ -196,7 +196,7 @@
 // Any of go-redis's URL options may be added as query parameters (dial_timeout=300ms,
 // read_timeout=, write_timeout=, pool_size=, ...); they win over Config's fields.
 //
-// For the README:
+// For the docs (docs/redis.md):
 //
 //	--redis takes a Redis URL. One server: redis://[user:pass@]host:port/db (rediss:// for
 //	TLS). Sentinel: redis+sentinel://host:port/db?master=mymaster&addr=host2:port2 (the

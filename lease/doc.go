@@ -51,9 +51,12 @@
 // one, which would give two sets of one version whose majorities need not meet.
 // A grantor refuses every grant to a node it does not count as a voter.
 //
-// The package is pure state: it does no I/O and never reads a clock of its own; times
-// are time.Duration on the monotonic clock passed in (KeeperConfig.Clock, the one the
-// node's owner runs on), and the counters' clock the heartbeats carry is injected too
-// (KeeperConfig.Wall), so that a simulation gives each node its own. Keeper drives it
-// over an Exchanger.
+// Grantor, Holder and Voters are pure state: no I/O, no clock; they are told the time.
+// Keeper drives them over an Exchanger: it reads the monotonic clock it is given
+// (KeeperConfig.Clock, the one the node's owner runs on: times are time.Duration since
+// its start), paces its rounds with time's own ticker and timer, and runs each round's
+// exchanges on goroutines. The counters' clock the heartbeats carry is given too
+// (KeeperConfig.Wall), so that a simulation gives each node its own; the simulation
+// drives the rounds itself (Keeper.Begin, Keeper.Handle, Keeper.Absorb) rather than
+// Keeper.Run.
 package lease

@@ -47,7 +47,8 @@ type Batch interface {
 	Unconfirmed() []fallback.Delta
 }
 
-// Peers delivers Handoffs to other nodes (production: PeersIO over node's rpc client).
+// Peers delivers Handoffs to other nodes (production: PeersIO over internal/peerrpc's
+// Handoffs, on node's rpc client).
 type Peers interface {
 	Handoff(addr string, h *Handoff, done func(error))
 }
@@ -67,7 +68,7 @@ type Leases interface {
 // Sender delivers Handoffs and waits for the outcome: nil when applied, a refusal
 // (ErrHandoffRefused and those that wrap it), an error wrapping counter.ErrNotSent when
 // it was certainly never sent, any other error when its outcome is unknown. In a node
-// it is the rpc client, through an adapter of node's that translates its errors.
+// it is the rpc client, through internal/peerrpc's Handoffs, which translates its errors.
 type Sender interface {
 	Handoff(ctx context.Context, addr string, h *Handoff) error
 }

@@ -17,7 +17,7 @@ type Config struct {
 	CertFile, KeyFile, CAFile string
 	// Keys are the cluster's keys (16, 24 or 32 bytes each): a node proves it holds
 	// Keys[0], and accepts a proof by any of them, so a key can be rotated in steps
-	// (see README, Security).
+	// (see docs/security.md).
 	Keys [][]byte
 	// Cluster is the cluster's name: a peer that gives another is refused.
 	Cluster string
@@ -170,7 +170,7 @@ func (a *Auth) warnVersion(e *VersionError) {
 	a.mu.Unlock()
 	if !seen {
 		a.cfg.Logger.Warn(fmt.Sprintf("refusing peer %s: cluster protocol version %d, this node speaks %d "+
-			"(the nodes of a cluster must all speak one: README, Upgrades)", host, e.Theirs, e.Ours),
+			"(the nodes of a cluster must all speak one: docs/operations.md, Upgrades)", host, e.Theirs, e.Ours),
 			"peer", e.Peer, "peer_protocol_version", e.Theirs, "protocol_version", e.Ours)
 	}
 }

@@ -18,7 +18,7 @@ var (
 // nodes say to each other (package rpc's frames and the heartbeats and handoffs they
 // carry, this handshake past its version, the gossip metadata). Any change to one of
 // them is a new version. Two nodes of different versions refuse each other here, on
-// every connection, whichever dials: the nodes of a cluster must all speak one (README,
+// every connection, whichever dials: the nodes of a cluster must all speak one (docs/operations.md,
 // Upgrades). It travels as one byte, '0' plus it: at most 207.
 const ProtocolVersion uint8 = 1
 

@@ -11,7 +11,7 @@ import (
 // limit has no room for its hits, counts nothing; else it admits each with an allow,
 // which counts only within the limit. Between the read and the allows another request
 // may take the last of a limit: then that limit denies, and the limits before it in
-// the request have counted (README, Use with Envoy). Shadow-mode limits never deny.
+// the request have counted (docs/envoy.md). Shadow-mode limits never deny.
 // The results carry, per op, the count its status is judged by.
 func (s *Server) countAllOrNothing(ctx context.Context, checks []check, ops []counter.Op) ([]counter.Result, error) {
 	limitOf := s.limitsOf(checks, len(ops))

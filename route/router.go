@@ -13,8 +13,10 @@ import (
 
 // Forwarder sends ops to their owner, the node at addr, marked as forwarded (the owner
 // never forwards them again) under the sender's ring epoch, and fills results (in
-// production: node's adapter of the rpc client). Do waits for the answer; Go hands it
-// to done, from another goroutine, and does not wait. An error is for the whole call:
+// production: internal/peerrpc's Forwarder, over node's rpc client). Do waits for the
+// answer; Go does not wait, and hands the outcome to done: from another goroutine (the
+// rpc connection's reader, or a timer at the deadline), or from the caller's own before
+// Go returns when the call fails at once (never sent). An error is for the whole call:
 // one wrapping counter.ErrNotSent says the ops were certainly never sent (they may be
 // routed again); any other says their outcome is unknown.
 type Forwarder interface {

@@ -30,7 +30,7 @@ func main() {
 
 // printVersion is the "version" subcommand (and --version): the binary's version,
 // commit and Go, from the build information Go stamps into it, and the cluster protocol
-// version it speaks (README, Upgrades).
+// version it speaks (docs/operations.md, Upgrades).
 func printVersion(w io.Writer) int {
 	fmt.Fprintf(w, "%s cluster-protocol %d\n", buildinfo.Read(), peerauth.ProtocolVersion)
 	return 0

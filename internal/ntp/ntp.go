@@ -6,7 +6,7 @@
 // half the round trip's time on the wire, (t3-t0)-(t2-t1), of that. A single reading of
 // the other clock (Redis's TIME) is an exchange with t1 = t2.
 //
-// The clocks are the counters' clocks (ms since the Unix epoch, README: Guarantees),
+// The clocks are the counters' clocks (ms since the Unix epoch, docs/guarantees.md),
 // which place every op in its bucket: what two nodes or a node and Redis must agree
 // on. Their readings are whole milliseconds, so an estimate is also off by up to a
 // millisecond more than Err says.
