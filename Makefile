@@ -7,7 +7,7 @@ BIN ?= bin/leapcount-node
 
 # Installs redis-server, chromium and prometheus if missing (the tests start their own
 # servers, on free ports), then vets and runs the tests under the race detector, with
-# -short: the long ones are test-long's (internal/longtest), three packages at a time.
+# -short: the long ones are test-long's (internal/testkit/longtest), three packages at a time.
 # The status page's screenshots land in bin/artifacts.
 #
 # Vet runs inside the race run (-vet=all: every analyzer go vet runs, on every package, those
@@ -20,12 +20,12 @@ BIN ?= bin/leapcount-node
 # The tag lockrank checks, at every lock the owner and the lease keeper take, the order
 # internal/lockrank writes down: a test that takes two of their locks in the wrong order
 # panics, naming both.
-NORACE_PKGS = $(sort ./sim/ $(dir $(shell grep -rlE --include='*.go' '^//go:build.*!(race|lockrank)' .)))
+NORACE_PKGS = $(sort ./tools/sim/ $(dir $(shell grep -rlE --include='*.go' '^//go:build.*!(race|lockrank)' .)))
 test: tools
 	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -tags lockrank -vet=all -short -p 3 -timeout 20m ./...
 
 # The long tests, which CI runs too (.ci/run): the fault suites against real node
-# processes (chaos_test) and their harness's own (internal/proctest: make test would
+# processes (chaos_test) and their harness's own (internal/testkit/proctest: make test would
 # compile the node without -race for it alone), node's randomized fault runs, ring's
 # balance at large sizes, vet of the files only a build without -race compiles, the
 # simulation's seeds 1-SIM_SEEDS and the soak. The simulation is one go test process that
@@ -33,10 +33,10 @@ test: tools
 # so its 20,000 seeds use both cores of a two-core runner: 17 minutes on this machine's.
 SIM_SEEDS ?= 20000
 test-long: tools
-	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -count=1 -timeout 40m ./chaos_test/ ./internal/proctest/
+	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -count=1 -timeout 40m ./chaos_test/ ./internal/testkit/proctest/
 	$(GO) test -race -count=1 -timeout 20m -run '^(TestRandomizedFaults|TestBalanceWithinLoadBound)$$' ./node/ ./ring/
 	$(GO) vet $(NORACE_PKGS)
-	LEAPCOUNT_SIM_SEEDS=$(SIM_SEEDS) LEAPCOUNT_SIM_FIRST=1 $(GO) test -count=1 -timeout 60m -run 'TestSimulation$$' ./sim/
+	LEAPCOUNT_SIM_SEEDS=$(SIM_SEEDS) LEAPCOUNT_SIM_FIRST=1 $(GO) test -count=1 -timeout 60m -run 'TestSimulation$$' ./tools/sim/
 	$(MAKE) soak
 
 # The cluster simulation (package sim) for more seeds than make test's twenty: SEEDS
@@ -45,9 +45,9 @@ SEEDS ?= 10000
 .PHONY: sim
 sim:
 	@if [ -n "$(SEED)" ]; then \
-		LEAPCOUNT_SIM_SEED=$(SEED) LEAPCOUNT_SIM_REDIS=$(REDIS) $(GO) test -count=1 -v -run 'TestSimulation$$' ./sim/; \
+		LEAPCOUNT_SIM_SEED=$(SEED) LEAPCOUNT_SIM_REDIS=$(REDIS) $(GO) test -count=1 -v -run 'TestSimulation$$' ./tools/sim/; \
 	else \
-		LEAPCOUNT_SIM_SEEDS=$(SEEDS) LEAPCOUNT_SIM_FIRST=$${LEAPCOUNT_SIM_FIRST:-$$(date +%s%N)} $(GO) test -count=1 -v -run 'TestSimulation$$' ./sim/; \
+		LEAPCOUNT_SIM_SEEDS=$(SEEDS) LEAPCOUNT_SIM_FIRST=$${LEAPCOUNT_SIM_FIRST:-$$(date +%s%N)} $(GO) test -count=1 -v -run 'TestSimulation$$' ./tools/sim/; \
 	fi
 
 # Each safety rule of the ownership code switched off in turn (internal/mutate, build tag
@@ -56,7 +56,7 @@ sim:
 MUTANT_SEEDS ?= $(SIM_SEEDS)
 .PHONY: sim-mutants
 sim-mutants:
-	LEAPCOUNT_SIM_MUTANT_SEEDS=$(MUTANT_SEEDS) $(GO) test -tags simmutate -count=1 -v -run 'TestMutantsAreCaught$$' ./sim/
+	LEAPCOUNT_SIM_MUTANT_SEEDS=$(MUTANT_SEEDS) $(GO) test -tags simmutate -count=1 -v -run 'TestMutantsAreCaught$$' ./tools/sim/
 
 # Long runs that CI runs too (.ci/run): README's ordinary operations (a fresh cluster's
 # first requests, a join, a graceful leave, a rolling restart) under load, TRIES times,
@@ -80,28 +80,28 @@ ratelimit:
 	GO=$(GO) RATELIMIT_SRC=$(RATELIMIT_SRC) ./scripts/ensure-ratelimit.sh bin/ratelimit
 
 compare-ratelimit: tools ratelimit
-	LEAPCOUNT_RATELIMIT_BIN=$(CURDIR)/bin/ratelimit $(GO) test -tags ratelimitcompare -count=1 -v ./rlscompare/
+	LEAPCOUNT_RATELIMIT_BIN=$(CURDIR)/bin/ratelimit $(GO) test -tags ratelimitcompare -count=1 -v ./tools/rlscompare/
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/node
 
-# The comparison harness (cmd/bench): starts its own redis-server and nodes, drives
+# The comparison harness (tools/cmd/bench): starts its own redis-server and nodes, drives
 # them with one load generator and writes BENCHMARKS.md (about 9 minutes here, envoyproxy/ratelimit built first). bench-short
 # checks the whole harness in under two minutes; its report goes to $TMPDIR, not the tree.
 # One go build for both binaries: their shared packages compile once, in parallel.
 bench: tools ratelimit
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./tools/cmd/bench ./cmd/node
 	bin/bench -node bin/node -ratelimit bin/ratelimit
 
 bench-short: tools
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/bench ./cmd/node
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./tools/cmd/bench ./cmd/node
 	bin/bench -short -node bin/node
 
 # Envoy's rate limit service, ShouldRateLimit with 1 and 3 descriptors: envoyproxy/ratelimit
 # with its Redis (built from RATELIMIT_SRC when set) against leapcount on 1 and 3 nodes, same
 # machine, one load generator: requests a second and server CPU per request.
 bench-rls: tools ratelimit
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/rlsbench ./cmd/node
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./tools/cmd/rlsbench ./cmd/node
 	bin/rlsbench -node bin/node -ratelimit bin/ratelimit
 
 # Every Go benchmark (go test -bench).
@@ -117,7 +117,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) ./rpc/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeVersion -fuzztime $(FUZZTIME) ./cluster/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./respapi/
-	$(GO) test -run '^$$' -fuzz FuzzConn -fuzztime $(FUZZTIME) ./internal/h2grpc/
+	$(GO) test -run '^$$' -fuzz FuzzConn -fuzztime $(FUZZTIME) ./rlsapi/internal/h2grpc/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./rlsapi/
 	$(GO) test -run '^$$' -fuzz FuzzReadHandoff -fuzztime $(FUZZTIME) ./owner/
 	$(GO) test -run '^$$' -fuzz 'FuzzReadRequest$$' -fuzztime $(FUZZTIME) ./lease/

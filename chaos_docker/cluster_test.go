@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/proctest"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // clusterName is the suite's LEAPCOUNT_CLUSTER_NAME; every node must report it.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // The faults, each a Docker or Compose command on one service's container.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leapcount/leapcount/internal/faultload"
-	"github.com/leapcount/leapcount/internal/history"
+	"github.com/leapcount/leapcount/internal/testkit/faultload"
+	"github.com/leapcount/leapcount/internal/testkit/history"
 )
 
 // probes are increments a scenario sends itself, to put chosen counters in chosen

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/faultload"
-	"github.com/leapcount/leapcount/internal/history"
+	"github.com/leapcount/leapcount/internal/testkit/faultload"
+	"github.com/leapcount/leapcount/internal/testkit/history"
 )
 
 // flushInterval is the nodes' write-behind interval (--flush-interval, its default):

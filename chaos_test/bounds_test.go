@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/leapcount/leapcount/internal/proctest"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // A flood of 200k distinct keys (RESP pipelines) at a node started with --max-counters

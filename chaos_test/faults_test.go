@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/faultload"
-	"github.com/leapcount/leapcount/internal/history"
-	"github.com/leapcount/leapcount/internal/proctest"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/faultload"
+	"github.com/leapcount/leapcount/internal/testkit/history"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 )
 
 // faultCase is a fault test on real node processes: load (increments, allows under a

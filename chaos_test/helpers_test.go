@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/faultload"
-	"github.com/leapcount/leapcount/internal/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/faultload"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
 )
 
 // TestMain runs the suite, except under go test -short (make test): these are the

@@ -26,7 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
 	"github.com/leapcount/leapcount/ring"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/faultload"
-	"github.com/leapcount/leapcount/internal/proctest"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/faultload"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 )
 
 // ordinaryTries is how many times TestOrdinaryOperationsAnswerNoErrors runs its steps:

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
 )
 
 // TestRedisClusterClients runs clients nobody here wrote against three node processes

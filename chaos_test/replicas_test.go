@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/faultload"
-	"github.com/leapcount/leapcount/internal/proctest"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/faultload"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 )
 
 // Redis fails over to a replica that lagged (README, Faults): with

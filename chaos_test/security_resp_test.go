@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
 )
 
 // The RESP port of a node with a token, attacked by clients that never authenticate:

@@ -8,7 +8,7 @@ import (
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/cluster/clustertest"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // TestOnlyKeyAndLabelHoldersJoin: members with no key, another key, or another cluster

@@ -58,7 +58,7 @@ type Config struct {
 	// same name must have another (0: the start time in ns).
 	Incarnation uint64
 	// Transport, when set, carries gossip instead of memberlist's own UDP/TCP sockets
-	// (tests put members on an in-process network, internal/netsim). BindAddr and
+	// (tests put members on an in-process network, internal/testkit/netsim). BindAddr and
 	// AdvertiseAddr still name this member's address: they are handed to the
 	// transport's FinalAdvertiseAddr, which decides what is advertised. Start owns
 	// the transport: Shutdown shuts it down, and so does a Start that fails.

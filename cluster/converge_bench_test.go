@@ -7,7 +7,7 @@ import (
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/cluster/clustertest"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // BenchmarkConverge starts 16, 32 and 64 members on loopback in one process, with the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/cluster/clustertest"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // names is a LookupHost whose answers a test changes as it goes, as DNS changes when

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/cluster/clustertest"
-	"github.com/leapcount/leapcount/internal/netsim"
+	"github.com/leapcount/leapcount/internal/testkit/netsim"
 )
 
 // startOnNet starts a member whose gossip goes through n at ip:7946. The hosts are

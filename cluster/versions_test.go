@@ -7,7 +7,7 @@ import (
 
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/cluster/clustertest"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // Each member learns every other member's version from the push-pull state.

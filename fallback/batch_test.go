@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
 

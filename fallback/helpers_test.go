@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/redis/go-redis/v9"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leapcount/leapcount/fallback/conformance"
 	"github.com/leapcount/leapcount/hashslot"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
 

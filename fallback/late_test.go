@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // Marks count per partition; the sequence moves with every mark, LateMarks returns no

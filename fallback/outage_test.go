@@ -3,13 +3,13 @@ package fallback
 import (
 	"context"
 	"errors"
-	"github.com/leapcount/leapcount/internal/freeport"
+	"github.com/leapcount/leapcount/internal/testkit/freeport"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
 

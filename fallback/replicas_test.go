@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 )
 
 // A failover to a replica that lagged loses writes the master had confirmed, unseen

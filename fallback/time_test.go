@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 )
 
 // Time reads Redis's clock (the same machine's here: within a second of ours), and

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // Stamps only rise, a partition never stamped reads 0, and the epoch is the first

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 )
 
 // bitwise is CRC16/XMODEM of key's tag computed bit by bit, the spec's way.

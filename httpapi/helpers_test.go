@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/clocktest"
+	"github.com/leapcount/leapcount/internal/testkit/clocktest"
 	"github.com/leapcount/leapcount/leaparray"
 )
 

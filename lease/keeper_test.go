@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // directNet delivers heartbeats by calling the peer's Handle in this process, unless

@@ -108,7 +108,7 @@ type Config struct {
 	HTTPMaxHeaderBytes int
 
 	// GossipTransport, when set, carries gossip instead of UDP and TCP sockets (an
-	// in-process test network; see internal/netsim).
+	// in-process test network; see internal/testkit/netsim).
 	GossipTransport memberlist.NodeAwareTransport
 	// Listen, when set, opens the listeners instead of net.Listen (in-process tests).
 	Listen func(network, addr string) (net.Listener, error)

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/internal/buildinfo"
-	"github.com/leapcount/leapcount/internal/testredis"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
 )

@@ -12,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/fallback"
-	"github.com/leapcount/leapcount/internal/faultload"
-	"github.com/leapcount/leapcount/internal/testredis"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/faultload"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"

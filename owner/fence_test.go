@@ -13,7 +13,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
-	"github.com/leapcount/leapcount/internal/testredis"
+	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/certtest"
+	"github.com/leapcount/leapcount/internal/testkit/certtest"
 )
 
 func key(b byte, n int) []byte { return []byte(strings.Repeat(string(b), n)) }

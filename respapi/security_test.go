@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/internal/authlimit"
-	waitfor "github.com/leapcount/leapcount/internal/wait"
+	waitfor "github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // Each hostile shape is answered with Redis's protocol error and the connection closed

@@ -8,7 +8,7 @@ import (
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
-	"github.com/leapcount/leapcount/internal/rlsbench"
+	"github.com/leapcount/leapcount/tools/rlsbench"
 )
 
 // BenchmarkShouldRateLimit is one ShouldRateLimit call over a loopback socket, with 1

@@ -26,7 +26,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
-	"github.com/leapcount/leapcount/internal/h2grpc"
+	"github.com/leapcount/leapcount/rlsapi/internal/h2grpc"
 	"github.com/leapcount/leapcount/internal/opmetrics"
 	"github.com/leapcount/leapcount/limits"
 )

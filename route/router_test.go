@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/freeport"
+	"github.com/leapcount/leapcount/internal/testkit/freeport"
 	"github.com/leapcount/leapcount/internal/peerrpc"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/rpc"

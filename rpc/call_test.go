@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/leaparray"
 )
 

@@ -2,7 +2,7 @@
 # ensure-redis.sh: install redis-server, redis-tools (redis-cli, redis-benchmark) and
 # python3-redis (redis-py, whose RedisCluster the Redis Cluster client tests use) with
 # apt-get when any is missing; do nothing when all are present. The tests start their own
-# redis-server processes on free ports (internal/testredis), so the package's system
+# redis-server processes on free ports (internal/testkit/testredis), so the package's system
 # service is kept from starting, and disabled (apt-install.sh).
 set -eu
 

@@ -5,7 +5,7 @@ package clustertest
 
 import (
 	"fmt"
-	"github.com/leapcount/leapcount/internal/freeport"
+	"github.com/leapcount/leapcount/internal/testkit/freeport"
 	"log/slog"
 	"os"
 	"strconv"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/cluster"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // Timeout is a generous deadline for joins to converge on a loaded machine.

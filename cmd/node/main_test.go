@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/proctest"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/proctest"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/peerauth"
 )
 

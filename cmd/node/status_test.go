@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/node"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leapcount/leapcount/internal/clocktest"
+	"github.com/leapcount/leapcount/internal/testkit/clocktest"
 )
 
 // newLimiter is a Limiter on a manual clock.

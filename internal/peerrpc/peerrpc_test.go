@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/frametest"
+	"github.com/leapcount/leapcount/internal/testkit/frametest"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/cluster"
-	"github.com/leapcount/leapcount/internal/clocktest"
-	"github.com/leapcount/leapcount/internal/netsim"
-	"github.com/leapcount/leapcount/internal/wait"
+	"github.com/leapcount/leapcount/internal/testkit/clocktest"
+	"github.com/leapcount/leapcount/internal/testkit/netsim"
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/rpc"

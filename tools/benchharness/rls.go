@@ -1,0 +1,59 @@
+package benchharness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/leapcount/leapcount/tools/rlsbench"
+)
+
+// runRLS measures Envoy's rate limit service (package rlsbench): envoyproxy/ratelimit
+// with its Redis when the run has its binary, and leapcount on one node and three.
+func (h *harness) runRLS(ctx context.Context) ([]rlsbench.Row, error) {
+	o := rlsbench.Options{NodeBin: h.nodeBin, RatelimitBin: h.opts.RatelimitBin, Log: h.opts.Log}
+	if h.opts.Short {
+		o.Warmup, o.Duration = h.opts.Warmup, 2*h.opts.Duration
+	}
+	h.logf("rls: ShouldRateLimit, envoyproxy/ratelimit %q against leapcount", h.opts.RatelimitBin)
+	return rlsbench.Run(ctx, o)
+}
+
+func (r *Report) rlsSection() string {
+	if len(r.rls) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Envoy's rate limit service: ShouldRateLimit against envoyproxy/ratelimit\n\n")
+	b.WriteString("Package `tools/rlsbench` (also `make bench-rls` alone): envoyproxy/ratelimit's service, built by " +
+		"`scripts/ensure-ratelimit.sh` from the pinned module, with its own redis-server (one instance, and three " +
+		"sharing that Redis, as it is scaled out), then leapcount on one node and on three, all on this machine. One load generator: 32 concurrent `ShouldRateLimit` calls over two gRPC " +
+		"connections per server, spread over the nodes, 10,000 distinct values per descriptor key, limits never " +
+		"reached. Server CPU is every server process's, Redis included; the ratio is requests per server CPU-second " +
+		"over envoyproxy/ratelimit's single instance with as many descriptors, in this run (issue 24's target), " +
+		"and the last column the same over as many instances as leapcount has nodes. Both read the same config file " +
+		"(leapcount with its default sliding windows).\n\n")
+	if r.opts.RatelimitBin == "" {
+		b.WriteString("envoyproxy/ratelimit was not measured in this run (no -ratelimit binary): no ratios.\n\n")
+	}
+	b.WriteString(rlsbench.Table(r.rls))
+	b.WriteString("\n")
+	return b.String()
+}
+
+// rlsTargets: issue 24's 5x envoyproxy/ratelimit's requests per CPU-second, on one node
+// and through three, with 1 and 3 descriptors.
+func (r *Report) rlsTargets() []targetRow {
+	var rows []targetRow
+	for _, nodes := range []int{1, 3} {
+		for _, d := range []int{1, 3} {
+			row := targetRow{name: fmt.Sprintf("ShouldRateLimit, %d descriptor(s), leapcount on %d node(s): requests per server CPU-second vs envoyproxy/ratelimit + Redis", d, nodes),
+				want: "≥ 5x", got: notMeasured, status: "-"}
+			if x, ok := rlsbench.Ratio(r.rls, nodes, d); ok {
+				row.got, row.status = fmtRatio(x), pass(x >= 5)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
