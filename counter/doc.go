@@ -25,7 +25,7 @@
 //  4. route/router.go: Router.Decide (client ops refused while the node joins or
 //     stops); allLocal finds this node the owner of every op's slot; decideLocal
 //     (route/local.go).
-//  5. owner/decide.go: Owner.Decide; decideAtOnce (owner/quick.go) finds each op's
+//  5. owner/decide.go: Owner.Decide; decideAtOnce (owner/atonce.go) finds each op's
 //     partition decidable here (judge) and calls decideHere.
 //  6. counter/local.go: Local.DecideNow, then leaparray.Store.TryIncr.
 //  7. route/local.go: localCall.finish applies the fail policy (route/policy.go).

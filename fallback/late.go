@@ -11,7 +11,7 @@ import (
 // Late-write marks. A node whose lease of a partition ended before Redis confirmed its
 // deltas of it (it was cut off, paused, or Redis was down while its lease ran out) wrote
 // them late: the partition's next owner may have loaded those counters, or created them
-// without a load (owner/fresh.go), before the deltas landed, and its memory lacks them.
+// without a load (owner/loadskip.go), before the deltas landed, and its memory lacks them.
 // The writer marks the partition once its write is confirmed; every owner polls the
 // marks (one HGET while nothing changes) and reloads from Redis the partitions it holds
 // whose mark moved. The marks are one hash, a field per marked partition.

@@ -10,7 +10,7 @@ import (
 
 // Partition stamps: when each ring partition's counters were last written, so that an
 // owner can tell, once per partition, that Redis holds nothing of it in a counter's
-// window and create its new counters without a load (owner/fresh.go). A writer stamps
+// window and create its new counters without a load (owner/loadskip.go). A writer stamps
 // a partition before it writes deltas of it (and again at least every so often while
 // it keeps writing), so every delta in Redis has a stamp no older than that interval
 // before it. The stamps are one hash, a field per partition: a few kB.

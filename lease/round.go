@@ -169,8 +169,8 @@ func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 // sameVoters reports whether rep's grantor answered under the voter set req was sent
 // under. A grant counts only toward a majority of the set its grantor holds: counted
 // under another (a node back from a cut two voter changes late, whose old set has a
-// majority that misses the new one's), two nodes could hold one partition at once (sim
-// seed 7025).
+// majority that misses the new one's), two nodes could hold one partition at once
+// (TestGrantUnderAnotherVoterSetDoesNotCount).
 func sameVoters(req *Request, rep *Reply) bool {
 	return rep.Version == req.Version && slices.Equal(rep.Voters, req.Voters)
 }

@@ -140,7 +140,7 @@ func Start(cfg Config) (*Node, error) {
 	})
 	n.handoffs = newHandoffMetrics(n.reg)
 	n.memberChanges = newMemberChanges(n.reg)
-	n.owner = owner.New(owner.Config{Self: cfg.Name, Run: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
+	n.owner = owner.New(owner.Config{Self: cfg.Name, Incarnation: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
 		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Clock: n.clock, Peers: countingPeers{owner.PeersIO(peerrpc.Handoffs{C: n.rpcClient}), n.handoffs}, Now: cfg.Now, Limits: limits,
 		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait, Leaving: n.leftGracefully,
 		Logger: cfg.Logger.With("component", "owner")})

@@ -9,13 +9,13 @@ import (
 )
 
 // The counters' clock against Redis's. Config.Now places every op in its bucket, and
-// the load skip (fresh.go) compares it with what Redis holds; nothing else keeps it in
+// the load skip (loadskip.go) compares it with what Redis holds; nothing else keeps it in
 // line with other nodes' (leases measure elapsed time on the monotonic clock). So the
 // owner measures it, at most once every clockEvery while Redis answers, against Redis's
 // TIME, as NTP does (internal/ntp): Now before the call, Redis's time, Now after. The
 // estimate is known for clockKnownFor after it was made, if the call took at most
 // 2*clockMaxErr. While it is not known, or says the counters' clock is more than
-// freshMargin off Redis's, no load is skipped (knowsAllOf). The skip is safe whatever
+// freshMargin off Redis's, no load is skipped (redisHoldsNothing). The skip is safe whatever
 // the clocks (it compares stamps and buckets placed by the same clocks), but a clock
 // that far off is a fault the operator hears of (node's status problems), and the node
 // does not build on it meanwhile: it loads, at the cost of a Redis round trip per new
@@ -91,7 +91,7 @@ func (o *Owner) redisClockAt(now time.Duration) (e ntp.Estimate, known, overdue 
 }
 
 // clockAgrees reports whether the counters' clock is known to be within freshMargin of
-// Redis's: the load skip's condition (knowsAllOf).
+// Redis's: the load skip's condition (redisHoldsNothing).
 func (o *Owner) clockAgrees() bool {
 	if mutate.On(mutate.IgnoreClocks) {
 		return true

@@ -49,7 +49,7 @@
 //
 // A counter that is not in memory is loaded from Redis on first use, unless this node
 // has deltas of it not yet confirmed there (then the load waits for them, at most
-// settleWait), or Redis can hold nothing of it in its window (fresh.go: no load). That
+// settleWait), or Redis can hold nothing of it in its window (loadskip.go: no load). That
 // is judged by this node's counters' clock (Config.Now) against partition stamps and
 // buckets placed by the writers' own clocks, so it holds however far apart the nodes'
 // clocks are; still, no load is skipped while this node does not know its clock to be

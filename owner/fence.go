@@ -31,7 +31,8 @@ import (
 // first, the sender does not send its call again (dropHandedOn: it leaves the counts
 // to the receiver's memory, unless the counter went without its buckets), and a load
 // from the emptied Redis would have none of them, so the receiver takes the counter
-// into memory as it came and writes it back in full (takeHeld; sim seed 4462).
+// into memory as it came and writes it back in full (takeHeld;
+// TestFencedCountersTakenFromRedisAreWrittenBackWhenRedisLostItsData).
 
 // fenceMax bounds how long a fence holds loads back.
 const fenceMax = time.Minute
@@ -200,7 +201,7 @@ func (o *Owner) writerGone(writerKey string) bool {
 	case !ok:
 		return false
 	case name == o.cfg.Self:
-		return run < o.cfg.Run
+		return run < o.cfg.Incarnation
 	}
 	return o.cfg.Leases.LeftRun(name) == run || o.cfg.Leases.Incarnation(name) > run
 }
@@ -289,21 +290,21 @@ func orphanHandedOn(sb *sentBatch) {
 // the deltas of counters handed on under a fence and not in memory here: the receiver
 // counted them as this node's to write, dropped the fence when it found Redis emptied
 // (which took with it the record that makes a call apply once), and writes its memory
-// back in full, them included. Sent again, they would count twice (sim seed 2872).
+// back in full, them included. Sent again, they would count twice
+// (TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData).
 // Those of counters that went without their buckets (sb.partial) stay: the receiver's
-// memory lacks them, and no one else writes them (sim seed 1766).
+// memory lacks them, and no one else writes them.
 //
 // It also takes out, once Redis lost its data since sb was made, the deltas of counters
 // handed on with a reset after them (sb.subsumed: their pending part went with a reset,
 // a client's or a write-back in full after the loss): what their receiver writes, that
 // reset first, erases them or holds them already, and the emptied Redis no longer
 // knows whether they applied. Sent again after the receiver's write, they would count
-// twice (sim seed 8948: a write-back in full of 89 handed on, then a call of 1 of them
-// in doubt since before the loss applied again). The caller holds mu.
+// twice (TestWriteInDoubtIsNotSentAgainOverAWriteBackHandedOn). The caller holds mu.
 func (o *Owner) dropHandedOn(sb *sentBatch) {
 	rg := o.ring.Load()
 	subsumed := sb.subsumed
-	if sb.reseeds == o.epoch.reseeds {
+	if sb.reseeds == o.redisEpoch.reseeds {
 		subsumed = nil // Redis still knows which of its calls applied: each applies once
 	}
 	if sb.orphaned == nil && subsumed == nil || rg == nil {

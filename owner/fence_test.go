@@ -181,7 +181,7 @@ func TestFencedCountersTakenFromRedisAreWrittenBackWhenRedisLostItsData(t *testi
 	}
 	// The sender counted 7; its write of the last 2 is in doubt: seq 1 of its key.
 	const ghostKey = "lc:{w}:w:ghost"
-	h := &Handoff{From: "ghost", ID: 1, Epoch: epoch, Partitions: []int{p},
+	h := &Handoff{From: "ghost", ID: 1, RedisEpoch: epoch, Partitions: []int{p},
 		Counters: []HandoffCounter{{Key: k, Spec: sp, Buckets: []leaparray.Bucket{{Index: t0 / sp.BucketMs(), Count: 7}}}},
 		Fences:   []HandoffFence{{WriterKey: ghostKey, Seq: 1}}}
 	if err := b.Handoff(context.Background(), h); err != nil {

@@ -37,7 +37,7 @@ type flusher struct {
 	drained  bool   // the flush in flight has drained the store
 	buf      []leaparray.Delta
 	// The partition stamps' epoch this node's stamps went to, and
-	// Redis.Reopened when they did (fresh.go).
+	// Redis.Reopened when they did (loadskip.go).
 	epoch    string
 	reopened uint64
 
@@ -59,7 +59,7 @@ type sentBatch struct {
 	refs []fallback.CounterRef
 	made time.Duration // Clock.Since when it was made (WriteBehindLag)
 	// newest is the start (ms) of the newest bucket among its deltas: its stamps are no
-	// older (fresh.go stamp).
+	// older (loadskip.go stamp).
 	newest int64
 	// lapsed are the partitions whose lease ended after this batch was made: its
 	// resets of their counters are dropped before it goes again (dropLateResets).
@@ -393,7 +393,7 @@ func (o *Owner) drainBatch() {
 		return
 	}
 	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(), newest: newestBucket(ds),
-		reseeds: o.epoch.reseeds})
+		reseeds: o.redisEpoch.reseeds})
 }
 
 // newestBucket is the start (ms) of the newest bucket among ds (0: none).

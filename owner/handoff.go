@@ -27,14 +27,14 @@ type Handoff struct {
 	// receiver holds those counts in memory and reads none of them back from Redis
 	// until every fence is reached.
 	Fences []HandoffFence
-	// Epoch is the Redis epoch (the partition stamps', fallback) the sender last knew
+	// RedisEpoch is the Redis epoch (the partition stamps', fallback) the sender last knew
 	// its counters to be in ("": none, or no Redis). A receiver that knows another
 	// writes them back in full: Redis may have lost their state between the two (an
 	// emptied Redis the sender had not noticed). At most MaxHandoffEpochBytes.
-	Epoch string
+	RedisEpoch string
 }
 
-// MaxHandoffEpochBytes bounds Handoff.Epoch on the wire.
+// MaxHandoffEpochBytes bounds Handoff.RedisEpoch on the wire.
 const MaxHandoffEpochBytes = 64
 
 // HandoffFence is one writer's call in doubt: Redis has applied it once the writer's

@@ -70,7 +70,7 @@ func handoffFrameSize(h *Handoff) int {
 	for _, f := range h.Fences {
 		n += 2*binary.MaxVarintLen64 + len(f.WriterKey)
 	}
-	return n + wire.UvarintLen(uint64(len(h.Epoch))) + len(h.Epoch)
+	return n + wire.UvarintLen(uint64(len(h.RedisEpoch))) + len(h.RedisEpoch)
 }
 
 // checkHandoff is what the receiver's decoder demands of h, checked before sending: a
@@ -80,8 +80,8 @@ func checkHandoff(h *Handoff) error {
 		return fmt.Errorf("%w: %d counters take %d bytes, over MaxHandoffBytes (%d): send smaller chunks",
 			ErrHandoffTooLarge, len(h.Counters), n, MaxHandoffBytes)
 	}
-	if len(h.Epoch) > MaxHandoffEpochBytes {
-		return fmt.Errorf("%w: handoff epoch of %d bytes, over MaxHandoffEpochBytes (%d)", counter.ErrBadArgument, len(h.Epoch), MaxHandoffEpochBytes)
+	if len(h.RedisEpoch) > MaxHandoffEpochBytes {
+		return fmt.Errorf("%w: handoff epoch of %d bytes, over MaxHandoffEpochBytes (%d)", counter.ErrBadArgument, len(h.RedisEpoch), MaxHandoffEpochBytes)
 	}
 	for _, p := range h.Partitions {
 		if p < 0 || p > 1<<31 {
@@ -120,8 +120,8 @@ func appendHandoff(b []byte, h *Handoff) []byte {
 		b = append(b, f.WriterKey...)
 		b = binary.AppendUvarint(b, f.Seq)
 	}
-	b = binary.AppendUvarint(b, uint64(len(h.Epoch)))
-	return append(b, h.Epoch...)
+	b = binary.AppendUvarint(b, uint64(len(h.RedisEpoch)))
+	return append(b, h.RedisEpoch...)
 }
 
 func appendHandoffCounter(b []byte, c *HandoffCounter) []byte {
@@ -188,7 +188,7 @@ func readHandoff(d *wire.Decoder, h *Handoff) {
 	if len(e) > MaxHandoffEpochBytes {
 		d.Fail("epoch")
 	}
-	h.Epoch = string(e)
+	h.RedisEpoch = string(e)
 }
 
 // buckets reads at most limit buckets (a counter's own count: a hostile frame cannot

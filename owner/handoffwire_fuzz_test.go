@@ -17,7 +17,7 @@ func FuzzReadHandoff(f *testing.F) {
 	f.Add(rawHandoff(key, spec, []byte{1}, zero, zero, zero, zero))
 	f.Add(rawHandoff(key, spec, []byte{0}, uv(2), uv(3), uv(4), uv(5), uv(6), zero, uv(1), nameOf(3), uv(7), nameOf(8)))
 	f.Add(rawHandoff(key, spec, []byte{0}, uv(1<<31), make([]byte, 64)))
-	body, err := EncodeHandoff(&Handoff{From: "n1", ID: 3, ToRun: 9, Partitions: []int{1, 7}, Fences: []HandoffFence{{WriterKey: "w", Seq: 2}}, Epoch: "e"})
+	body, err := EncodeHandoff(&Handoff{From: "n1", ID: 3, ToRun: 9, Partitions: []int{1, 7}, Fences: []HandoffFence{{WriterKey: "w", Seq: 2}}, RedisEpoch: "e"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -74,9 +74,9 @@ func TestHandoffRoundTrip(t *testing.T) {
 	noFences := *h
 	noFences.ID, noFences.Fences = 10, nil // no fences, no epoch
 	epochOnly := noFences
-	epochOnly.ID, epochOnly.Epoch = 11, "1a2b" // an empty fence section, then the epoch
+	epochOnly.ID, epochOnly.RedisEpoch = 11, "1a2b" // an empty fence section, then the epoch
 	both := *h
-	both.ID, both.Epoch = 12, "1a2b"
+	both.ID, both.RedisEpoch = 12, "1a2b"
 	want := []*Handoff{h, &noFences, &epochOnly, &both}
 	for _, x := range want {
 		if err := answerHandoff(t, sink, x); err != nil {

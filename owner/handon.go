@@ -129,7 +129,7 @@ func (o *Owner) reclaim(rel *release) {
 		delete(rel.byPart, p)
 	}
 	o.addFences(back, rel.fences, o.cfg.Clock.Since())
-	o.finish(back, rel.lentTo)
+	o.settleReleased(back, rel.lentTo)
 }
 
 // runHeard reports whether a run of the member named name that has not left was heard:
@@ -162,7 +162,7 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 		// never reaches a later run, which could not know its ID (receive.go).
 		s.run = o.cfg.Leases.Incarnation(s.to.Name)
 		s.h = &Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), ToRun: s.run, Counters: s.cs[s.done : s.done+n], Fences: rel.fences,
-			Epoch: o.handoffEpoch()}
+			RedisEpoch: o.handoffRedisEpoch()}
 		if s.done+n == len(s.cs) {
 			s.h.Partitions = s.parts
 		}
@@ -258,5 +258,5 @@ func (o *Owner) applied(rel *release, s *send) {
 		}
 		delete(rel.byPart, p)
 	}
-	o.finish(s.parts, lent)
+	o.settleReleased(s.parts, lent)
 }

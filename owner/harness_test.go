@@ -161,7 +161,7 @@ type net struct {
 	flush   time.Duration     // owners' FlushInterval (default 20ms)
 	bounds  *leaparray.Bounds // the bounds of the stores of owners added next; nil: none
 	wrap    func(Redis) Redis // when set, what the owners added next use as Redis
-	run     uint64            // the run (Config.Run) of the owners added next; 0: runs not checked
+	run     uint64            // the run (Config.Incarnation) of the owners added next; 0: runs not checked
 	logs    slog.Handler      // where the owners added next log (nil: nowhere)
 	leavers map[string]bool   // the members every owner sees leaving (Config.Leaving); under mu
 	// redisClock, when set, is Redis's clock (TIME), ms, for the owners added next;
@@ -262,7 +262,7 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	if logs == nil {
 		logs = slog.DiscardHandler
 	}
-	o := New(Config{Self: name, Run: n.run, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
+	o := New(Config{Self: name, Incarnation: n.run, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
 		Now: n.now, FlushInterval: every, AcquireWait: 200 * time.Millisecond, Leaving: n.leaving,
 		Logger: slog.New(logs)})
 	fl.onChange = o.LeasesChanged

@@ -138,7 +138,7 @@ func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 		case r.State == Stale:
 			// Its lease lapsed since its memory was last dropped: another node may have
 			// decided it since, and written to the emptied Redis, which a write-back in
-			// full would erase (sim seeds 16556 and 33498). So it is reloaded even when
+			// full would erase (TestStaleMemoryIsNotWrittenBackOverWritesToTheEmptiedRedis). So it is reloaded even when
 			// due a write-back, and what only its memory held of before the loss is
 			// lost (docs/guarantees.md: Faults, "Redis emptied": an owner whose lease lapses before
 			// its write-back).

@@ -10,7 +10,7 @@ import (
 // Late writes. A node whose lease of a partition ran out before Redis confirmed its
 // deltas of it (cut off, paused, or Redis down as the lease ran out) wrote them late:
 // the partition's next owner may have loaded its counters, or created them without a
-// load (fresh.go), before they landed, and its memory lacks them for good. So once Redis
+// load (loadskip.go), before they landed, and its memory lacks them for good. So once Redis
 // confirms a batch, the partitions of it whose lease had ended are marked in Redis
 // (fallback.MarkLate), and every owner polls the marks each flush: a partition it holds
 // whose mark moved is reloaded from Redis, as after a lapse (lapse.go). Counters handed

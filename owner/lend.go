@@ -20,8 +20,8 @@ import (
 //
 // The same holds when the release had ended before the ring gave the partition back:
 // the node the counters went to may not have been granted it yet, and this node could
-// be granted it first, and decide from empty memory while they sit there (simulation
-// seeds 11293 and 15497, a node that left just after taking them). So an ended release
+// be granted it first, and decide from empty memory while they sit there (a node that
+// left just after taking them; TestPartitionBackAfterItsReleaseEndedWaitsForItsCounters). So an ended release
 // that sent counters remembers where for lentMax (Record.Lend, in Idle), and the partition is
 // gained Lent (GainedLent). Where the counters went is the partition Record's Lend.
 

@@ -170,7 +170,7 @@ func (o *Owner) loadFences(l *load) {
 }
 
 // loadStamps reads, once per partition and generation, the stamps of the misses'
-// partitions not read yet (fresh.go): the misses they show needless are created
+// partitions not read yet (loadskip.go): the misses they show needless are created
 // without a load.
 func (o *Owner) loadStamps(l *load) {
 	o.readQuiet(l.rg, l.todo(), l.r.ops, func() {

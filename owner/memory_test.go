@@ -273,7 +273,7 @@ func TestHandedCounterOlderThanRedisLoadsFromRedis(t *testing.T) {
 		t.Fatal("b knows no epoch after a flush: the test needs one")
 	}
 	idx := sp.Bucket(n.now())
-	h := &Handoff{From: "a", ID: 1, Epoch: epoch, Counters: []HandoffCounter{{Key: k, Spec: sp,
+	h := &Handoff{From: "a", ID: 1, RedisEpoch: epoch, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 58}}}}}
 	b.mu.Lock()
 	err := b.takeIn(h)

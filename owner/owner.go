@@ -15,18 +15,18 @@ import (
 
 // Config is what an Owner needs.
 type Config struct {
-	Self   string           // this node's member name
-	Run    uint64           // this node's incarnation: Handoffs meant for another are refused
-	Writer string           // unique per run: names this run's write-behind (fallback.NewBatch); WriterName(Self, Run)
-	Store  *leaparray.Store // made WithDeltas when Redis is set
-	Redis  Redis            // nil: no persistence; Handoffs carry state (RedisIO wraps a fallback.Store)
-	Peers  Peers            // delivers Handoffs (PeersIO wraps peerrpc.Handoffs)
-	Leases Leases
-	Clock  clock.Clock  // the monotonic clock, shared with Leases (nil: clock.Real)
-	Now    clock.WallMs // the counters' clock
-	Limits counter.Limits
-	Hot    counter.Observer // hears the key of every op decided here (nil: none)
-	Tally  *counter.Tally   // counts the allows decided here (nil: none)
+	Self        string           // this node's member name
+	Incarnation uint64           // this node's incarnation: Handoffs meant for another are refused
+	Writer      string           // unique per run: names this run's write-behind (fallback.NewBatch); WriterName(Self, Run)
+	Store       *leaparray.Store // made WithDeltas when Redis is set
+	Redis       Redis            // nil: no persistence; Handoffs carry state (RedisIO wraps a fallback.Store)
+	Peers       Peers            // delivers Handoffs (PeersIO wraps peerrpc.Handoffs)
+	Leases      Leases
+	Clock       clock.Clock  // the monotonic clock, shared with Leases (nil: clock.Real)
+	Now         clock.WallMs // the counters' clock
+	Limits      counter.Limits
+	Hot         counter.Observer // hears the key of every op decided here (nil: none)
+	Tally       *counter.Tally   // counts the allows decided here (nil: none)
 	// OnAmbiguous, when set, hears each Handoff in doubt whose fate the owner settles
 	// without an answer (docs/guarantees.md): taken as delivered (its receiver left
 	// gracefully since; lost if it had not applied it), or not (its receiver stayed out
@@ -85,19 +85,19 @@ type Owner struct {
 	mu   lockrank.Mutex[lockrank.OwnerMu]
 	ring atomic.Pointer[ring.Ring]
 
-	parts     parts
-	flush     flusher
-	recv      received
-	blind     blindKeys // counters started from empty memory while Redis was down (blind.go)
-	late      lateMarks // the poll of late-write marks (late.go; each partition's are in its Record)
-	waiting   waiters   // ops waiting for their partition (decide.go)
-	releases  releases  // partitions being handed on (release.go)
-	cleaning  bool      // a clean-up of stale memory is under way (under mu)
-	departing bool      // Leave was called: no counters are taken in any more (under mu)
-	epoch     epochWatch
-	polled    time.Duration
-	probing   bool       // a probe of Redis's replicas is under way (under mu; replicas.go)
-	clock     clockWatch // the counters' clock against Redis's (clock.go)
+	parts       parts
+	flush       flusher
+	recv        received
+	blind       blindKeys // counters started from empty memory while Redis was down (blind.go)
+	late        lateMarks // the poll of late-write marks (late.go; each partition's are in its Record)
+	waiting     waiters   // ops waiting for their partition (decide.go)
+	releases    releases  // partitions being handed on (release.go)
+	cleaning    bool      // a clean-up of stale memory is under way (under mu)
+	selfLeaving bool      // Leave was called: no counters are taken in any more (under mu)
+	redisEpoch  redisEpochWatch
+	polled      time.Duration
+	probing     bool       // a probe of Redis's replicas is under way (under mu; replicas.go)
+	clock       clockWatch // the counters' clock against Redis's (clock.go)
 
 	loaded, skipped atomic.Int64  // counters loaded from Redis; created without a load
 	unknownSteps    atomic.Uint64 // events Step did not expect (UnknownTransitions)
@@ -245,5 +245,5 @@ func spec(op *counter.Op) leaparray.Spec {
 func (o *Owner) redisUp() bool { return o.cfg.Redis == nil || o.cfg.Redis.Healthy() }
 
 // Loads reports how many counters were loaded from Redis, and how many were created
-// without a load because Redis could hold nothing of them (knowsAllOf).
+// without a load because Redis could hold nothing of them (redisHoldsNothing).
 func (o *Owner) Loads() (loaded, skipped int64) { return o.loaded.Load(), o.skipped.Load() }

@@ -109,10 +109,10 @@ func forgetLeastRecent(m map[string]*appliedIDs) {
 // by the sender, so this node asks for their leases at once, and those it had lent to
 // the sender are decided again.
 func (o *Owner) Handoff(_ context.Context, h *Handoff) error {
-	if h.ToRun != 0 && o.cfg.Run != 0 && h.ToRun != o.cfg.Run {
+	if h.ToRun != 0 && o.cfg.Incarnation != 0 && h.ToRun != o.cfg.Incarnation {
 		// Meant for an earlier run of this node: whether that one applied it is gone
 		// with it, and its ID means nothing here. Certainly not applied here.
-		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", ErrHandoffOtherRun, h.ToRun, o.cfg.Self, o.cfg.Run)
+		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", ErrHandoffOtherRun, h.ToRun, o.cfg.Self, o.cfg.Incarnation)
 	}
 	o.mu.Lock()
 	if o.recv.seen(h.From, h.ID) {
@@ -147,11 +147,11 @@ func (o *Owner) Handoff(_ context.Context, h *Handoff) error {
 // gossip's news of the leave reaches its own membership), and counters handed to it
 // then would leave the sender's memory for a node about to stop: should the ring give
 // their partition back to the sender meanwhile, the sender would decide it from empty
-// memory while they sit here (simulation seeds 11293 and 15497). Refused, they stay
+// memory while they sit here (TestLeavingNodeTakesNoCountersIn). Refused, they stay
 // with the sender, which hands them on once its ring drops this node.
 func (o *Owner) Leave() {
 	o.mu.Lock()
-	o.departing = true
+	o.selfLeaving = true
 	o.mu.Unlock()
 }
 
@@ -170,7 +170,7 @@ func (o *Owner) takeIn(h *Handoff) error {
 		switch st := o.parts.get(p); {
 		case st != Owned && st != Stale && st != Lent && st != LentStale:
 			return fmt.Errorf("%w: partition %d is not this node's", ErrHandoffNotOwner, p)
-		case o.departing && (st == Owned || st == Stale):
+		case o.selfLeaving && (st == Owned || st == Stale):
 			// Its own counters coming back (Lent) it takes, to hand them on whole.
 			return fmt.Errorf("%w: this node is leaving (partition %d)", ErrHandoffNotOwner, p)
 		}
@@ -204,14 +204,14 @@ func (o *Owner) takeIn(h *Handoff) error {
 		o.step(p, on(CountersIn))
 	}
 	how := handedIn
-	if o.cfg.Redis.Healthy() && h.Epoch != "" && (h.Epoch == o.flush.epoch || o.flush.epoch == "" && o.epoch.reseeds == 0) {
+	if o.cfg.Redis.Healthy() && h.RedisEpoch != "" && (h.RedisEpoch == o.flush.epoch || o.flush.epoch == "" && o.redisEpoch.reseeds == 0) {
 		how = handedInRedisHas
 	}
 	for i := range h.Counters {
 		o.installCounter(&h.Counters[i], how)
 	}
 	for _, p := range ps {
-		o.step(p, on(Installed)) // memory came from elsewhere: no load skip for a window (fresh.go)
+		o.step(p, on(Installed)) // memory came from elsewhere: no load skip for a window (loadskip.go)
 	}
 	o.addFences(ps, h.Fences, o.cfg.Clock.Since())
 	for _, c := range h.Counters {
@@ -223,7 +223,7 @@ func (o *Owner) takeIn(h *Handoff) error {
 	if how != handedInRedisHas {
 		o.reloadWhenBack(ps)
 	}
-	o.tookInEpoch(h.Epoch, ps)
+	o.tookInRedisEpoch(h.RedisEpoch, ps)
 	return nil
 }
 
@@ -248,8 +248,8 @@ const (
 // from Redis on first use, once the pending part is confirmed, when Redis has the
 // sender's writes (handedInRedisHas): the sender's counts are only as new as its last
 // decision, and this node may have written newer ones since, in an earlier turn as
-// owner (sim seed 3390: a Handoff of 58 delivered after the receiver had written 64 and
-// dropped its memory). Otherwise it is created from the state it arrived with, the best
+// owner (a Handoff of 58 delivered after the receiver had written 64 and dropped
+// its memory; TestHandedCounterLacksThisNodesDepartedWrites). Otherwise it is created from the state it arrived with, the best
 // there is; one taken back always is (this node's writes in doubt of it are its own,
 // and were in it).
 func (o *Owner) installCounter(c *HandoffCounter, how arrival) {
@@ -305,7 +305,8 @@ func (o *Owner) countedBlind(key string) bool {
 // resetBehind takes in c, a counter handed in with a reset, into a counter this node
 // counted blind: the sender reset it before this node counted any of it (its lease
 // ended before this node's began), but this node's deltas of it may be on their way to
-// Redis already, and the reset written after them would erase them (sim seed 5934). So
+// Redis already, and the reset written after them would erase them
+// (TestHandedResetErasesNothingCountedBlindSince). So
 // memory, which after that reset is all there is, goes behind them as a base instead
 // (a reset followed by its state), its pending part after it as usual.
 func (o *Owner) resetBehind(c *HandoffCounter) {

@@ -33,7 +33,7 @@ type Record struct {
 	Fenced *fenceSet
 	// Late is what this node knows of the partition's late-write marks (late.go).
 	Late lateMark
-	// Fresh is what the load skip knows of Redis's copy of the partition (fresh.go).
+	// Fresh is what the load skip knows of Redis's copy of the partition (loadskip.go).
 	Fresh freshness
 }
 
@@ -55,7 +55,7 @@ type lend struct {
 	since time.Duration // Clock.Since when they went
 }
 
-// freshness is what a Record holds for the load skip (fresh.go knowsAllOf). Gens are a
+// freshness is what a Record holds for the load skip (loadskip.go redisHoldsNothing). Gens are a
 // Record's Gen + 1, so that 0 means never.
 type freshness struct {
 	// DecidedGen, DecidedSince: when (counters' clock, ms) this node began deciding the

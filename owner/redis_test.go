@@ -111,8 +111,8 @@ func (h *messageCount) WithGroup(string) slog.Handler      { return h }
 
 // With Redis down, a partition that moves carries its counters to the new owner
 // directly, each with the part Redis has not seen. Redis comes back empty: the new owner,
-// which took the epoch the old one knew (Handoff.Epoch), sees the loss and writes the
-// counter back in full, so Redis holds the whole count (before Handoff.Epoch it held 3:
+// which took the epoch the old one knew (Handoff.RedisEpoch), sees the loss and writes the
+// counter back in full, so Redis holds the whole count (before Handoff.RedisEpoch it held 3:
 // the 5 it lost were gone from Redis though the counter was in memory throughout).
 func TestReleaseWithRedisDownGoesDirect(t *testing.T) {
 	srv, st := startRedis(t)
@@ -148,7 +148,7 @@ func TestHandoffNamesTheSendersEpoch(t *testing.T) {
 	var epochs sync.Map
 	n.fail = func(to string, h *Handoff) (bool, bool) {
 		if len(h.Counters) > 0 {
-			epochs.Store(h.Epoch, true)
+			epochs.Store(h.RedisEpoch, true)
 		}
 		return false, false
 	}

@@ -199,7 +199,7 @@ func (o *Owner) takeBackPersisting(rel *release) bool {
 		}
 	}
 	rel.ev, rel.parts = kept, rest
-	o.finish(back, nil)
+	o.settleReleased(back, nil)
 	if len(rest) > 0 {
 		return false
 	}
@@ -258,7 +258,7 @@ func (o *Owner) checkFences(rel *release, ps []int) {
 func (o *Owner) persisted(rel *release) {
 	ps := rel.parts
 	rel.parts = nil
-	o.finish(ps, nil)
+	o.settleReleased(ps, nil)
 	o.endRelease(rel)
 	o.hint(ps)
 	o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(rel.ev))
@@ -429,10 +429,10 @@ func remove(from, drop []int) []int {
 	return out
 }
 
-// finish marks partitions a release has dealt with: this node's if the ring gives them
+// settleReleased marks partitions a release has dealt with: this node's if the ring gives them
 // back (lent, if their counters went to another node, which hands them back in turn:
 // lentTo), else idle. Their claims follow. The caller holds mu.
-func (o *Owner) finish(ps []int, lentTo map[int]string) {
+func (o *Owner) settleReleased(ps []int, lentTo map[int]string) {
 	o.decide.Lock()
 	for _, p := range ps {
 		if o.owns(p) {
@@ -488,7 +488,7 @@ func (o *Owner) dropReleases(dropped func(parts, counters int)) {
 		dropped(len(rel.parts), n)
 		ps := rel.parts
 		rel.parts = nil
-		o.finish(ps, nil)
+		o.settleReleased(ps, nil)
 		o.endRelease(rel)
 	}
 }

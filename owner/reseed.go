@@ -17,11 +17,11 @@ import (
 // reads it, and a release through Redis reads it once more after Redis confirmed its
 // deltas, before it lets its partitions go.
 
-// epochWatch is what this node knows of the stamps' epoch. Under Owner.mu.
-type epochWatch struct {
+// redisEpochWatch is what this node knows of the stamps' epoch. Under Owner.mu.
+type redisEpochWatch struct {
 	checking bool
 	reseeds  int
-	last     string // the epoch known before the last reseed (Handoff.Epoch meanwhile)
+	last     string // the epoch known before the last reseed (Handoff.RedisEpoch meanwhile)
 }
 
 // checkEpoch reads the stamps' epoch (unless a read is under way), reseeds if Redis
@@ -35,15 +35,15 @@ func (o *Owner) checkEpoch(then func(kept bool)) {
 		}
 		return
 	}
-	if then == nil && o.epoch.checking {
+	if then == nil && o.redisEpoch.checking {
 		return
 	}
-	o.epoch.checking = then == nil
+	o.redisEpoch.checking = then == nil
 	asked := o.flush.epoch
 	o.cfg.Redis.Epoch(rg.PartitionCount(), func(e string, err error) {
 		o.mu.Lock()
 		if then == nil {
-			o.epoch.checking = false
+			o.redisEpoch.checking = false
 		}
 		if err == nil && o.flush.epoch != asked {
 			// A stamp answered meanwhile: the read may predate it, and says nothing.
@@ -52,7 +52,7 @@ func (o *Owner) checkEpoch(then func(kept bool)) {
 		kept := false
 		switch {
 		case err != nil:
-		case o.flush.epoch == "" && o.epoch.reseeds > 0 && !o.flush.empty():
+		case o.flush.epoch == "" && o.redisEpoch.reseeds > 0 && !o.flush.empty():
 			// Being written back: the stamp of that write adopts the new epoch; until
 			// it is confirmed nothing may be dropped to be reloaded.
 		case o.sameEpoch(e):
@@ -119,40 +119,40 @@ func (o *Owner) reseed() {
 		o.cfg.Logger.Warn("Redis lost its data: the writes in doubt that held loads back cannot be seen reached any more; loads go on", "partitions", fenced)
 	}
 	if o.flush.epoch != "" {
-		o.epoch.last = o.flush.epoch
+		o.redisEpoch.last = o.flush.epoch
 	}
 	o.flush.epoch = "" // the next stamp adopts the new epoch, and stamps every partition
 	o.forgetStamps()
 	o.late.known = false
-	o.epoch.reseeds++
+	o.redisEpoch.reseeds++
 	o.kick()
 	o.cfg.Logger.Warn("Redis lost its data: the counters in memory are written back in full", "counters", n)
 }
 
-// handoffEpoch is the epoch a Handoff names (Handoff.Epoch): the one this node knows,
+// handoffRedisEpoch is the epoch a Handoff names (Handoff.RedisEpoch): the one this node knows,
 // or, while it writes its memory back after Redis lost its data, the one it knew
 // before. The caller holds mu.
-func (o *Owner) handoffEpoch() string {
+func (o *Owner) handoffRedisEpoch() string {
 	if o.cfg.Redis == nil {
 		return ""
 	}
 	if o.flush.epoch != "" {
 		return o.flush.epoch
 	}
-	return o.epoch.last
+	return o.redisEpoch.last
 }
 
-// tookInEpoch is told of counters of partitions ps handed to this node by a sender that
+// tookInRedisEpoch is told of counters of partitions ps handed to this node by a sender that
 // knew Redis at epoch e. A node that knew no epoch (it wrote nothing yet) takes e: its
 // next check of Redis's tells whether Redis lost its data since, and then it writes
 // back all it holds. One that knows another writes these partitions back in full once
 // it decides them: Redis may have lost their state between the two epochs, unseen by
 // the sender (it handed them on while Redis was down, say). The caller holds mu.
-func (o *Owner) tookInEpoch(e string, ps []int) {
+func (o *Owner) tookInRedisEpoch(e string, ps []int) {
 	switch {
 	case e == "" || e == o.flush.epoch:
 		return
-	case o.flush.epoch == "" && o.epoch.reseeds == 0:
+	case o.flush.epoch == "" && o.redisEpoch.reseeds == 0:
 		o.flush.epoch = e
 		return
 	}
@@ -201,5 +201,5 @@ func (o *Owner) reseedDue() int {
 func (o *Owner) Reseeds() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.epoch.reseeds
+	return o.redisEpoch.reseeds
 }

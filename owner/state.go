@@ -91,7 +91,7 @@ const (
 	// read Redis before them, and is not used (a new generation).
 	CountersIn
 	// Installed: counters handed over went into memory: it came from elsewhere, so
-	// nothing known of it skips a load (fresh.go).
+	// nothing known of it skips a load (loadskip.go).
 	Installed
 	// RedisLost: Redis lost its data since this memory was counted: a write-back in
 	// full is due (reseed.go).
@@ -213,7 +213,7 @@ var ErrBrokenRecord = errors.New("owner: event would break the partition record"
 //   - the kinds after gained-lent note a fact and move no State: blinded sets Blind,
 //     redis-lost sets Due (but in idle), wrote-back clears it, dropped clears Due, Lapsed
 //     and Blind, installed forgets what the load skip knew, and decided, stamp-read,
-//     departed and stamped note what it knows (fresh.go); the fences- and fence- kinds
+//     departed and stamped note what it knows (loadskip.go); the fences- and fence- kinds
 //     change Fenced (fence.go), the late-, mark- and reload- kinds Late (late.go).
 //
 // An error leaves r as it is: ErrUnknownTransition for a pair the table does not know,

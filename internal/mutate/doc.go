@@ -25,7 +25,7 @@ const (
 	// with its own and never stepped: a partition decided here for longer than a window
 	// holds nothing older in Redis, whatever other nodes stamped it with; a stamp, and a
 	// departed write's date, are the clock alone, not the newest bucket they cover; and
-	// the node's own offset against Redis is not asked (owner/fresh.go, clock.go).
+	// the node's own offset against Redis is not asked (owner/loadskip.go, clock.go).
 	IgnoreClocks = "ignore-clocks"
 )
 

@@ -121,7 +121,7 @@ func (n *node) start(found bool) {
 		rc = n.redis
 	}
 	inc := n.inc
-	n.owner = owner.New(owner.Config{Self: n.name, Run: inc, Writer: owner.WriterName(n.name, inc), Store: n.store,
+	n.owner = owner.New(owner.Config{Self: n.name, Incarnation: inc, Writer: owner.WriterName(n.name, inc), Store: n.store,
 		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: mono, Now: n.wall,
 		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, AcquireWait: acquireWait,
 		OnAmbiguous: func(h *owner.Handoff, delivered bool) { w.ambiguous(h, delivered) },

@@ -184,7 +184,7 @@ func TestLapseEndsTheLoadSkip(t *testing.T) {
 
 // BenchmarkNewCounters decides increments of new counters, 16 per batch, on an owner
 // without Redis, with Redis loading each, and with Redis once the owner has held
-// their partitions for longer than their window (no load: knowsAllOf). Compare ns/op
+// their partitions for longer than their window (no load: redisHoldsNothing). Compare ns/op
 // within one run.
 func BenchmarkNewCounters(b *testing.B) {
 	_, st := startRedis(b)

@@ -34,7 +34,7 @@ func TestParseWriter(t *testing.T) {
 func TestWriterGone(t *testing.T) {
 	fl := newFakeLeases()
 	fl.peerRun.Store(0x20)
-	o := &Owner{cfg: Config{Self: "a", Run: 0x10, Leases: fl}}
+	o := &Owner{cfg: Config{Self: "a", Incarnation: 0x10, Leases: fl}}
 	for _, c := range []struct {
 		key  string
 		gone bool
@@ -57,7 +57,7 @@ func TestWriterGone(t *testing.T) {
 func TestFencesOfARunThatIsOverAreDropped(t *testing.T) {
 	fl := newFakeLeases()
 	fl.peerRun.Store(0x20) // b's run 5 is over, c's run 0x30 is not
-	o := &Owner{cfg: Config{Self: "a", Run: 0x10, Leases: fl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	o := &Owner{cfg: Config{Self: "a", Incarnation: 0x10, Leases: fl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	o.parts.size(8)
 	gone, alive := "lc:{w}:w:"+WriterName("b", 5), "lc:{w}:w:"+WriterName("c", 0x30)
 	o.addFences([]int{3, 4}, []HandoffFence{{WriterKey: gone, Seq: 9}}, 0)

@@ -29,7 +29,7 @@ func (o *Owner) noteDecided(p int) {
 	}
 }
 
-// knowsAllOf reports whether Redis can hold nothing in the window (windowMs) of a
+// redisHoldsNothing reports whether Redis can hold nothing in the window (windowMs) of a
 // counter of partition p that is not in memory, so that its load can be skipped (issue:
 // a flood of new keys cost a Redis round trip each). Either of two things tells:
 //   - this node has decided p without a break for longer than that window (plus
@@ -58,13 +58,13 @@ func (o *Owner) noteDecided(p int) {
 // than the clock as they were confirmed. Still, nothing is skipped while this node does
 // not know its clock to be within freshMargin of Redis's (clockAgrees): a clock that
 // far off is a fault to mend, not one to build on.
-func (o *Owner) knowsAllOf(p int, windowMs int64) bool {
-	return o.clockAgrees() && o.parts.at(p).knowsAllOf(o.cfg.Now(), windowMs, mutate.On(mutate.IgnoreClocks))
+func (o *Owner) redisHoldsNothing(p int, windowMs int64) bool {
+	return o.clockAgrees() && o.parts.at(p).redisHoldsNothing(o.cfg.Now(), windowMs, mutate.On(mutate.IgnoreClocks))
 }
 
-// knowsAllOf is Owner.knowsAllOf for a partition with this record, at now (counters'
+// redisHoldsNothing is Owner.redisHoldsNothing for a partition with this record, at now (counters'
 // clock, ms); ignoreClocks is the mutant that trusts since alone.
-func (r *Record) knowsAllOf(now, windowMs int64, ignoreClocks bool) bool {
+func (r *Record) redisHoldsNothing(now, windowMs int64, ignoreClocks bool) bool {
 	f, g := &r.Fresh, r.Gen+1
 	if f.DecidedGen != g {
 		return false
@@ -84,11 +84,11 @@ func (r *Record) knowsAllOf(now, windowMs int64, ignoreClocks bool) bool {
 }
 
 // skipsLoad reports whether op's counter, not in memory, is created without a load: its
-// partition p says Redis holds nothing of it (knowsAllOf), and this node has no delta
+// partition p says Redis holds nothing of it (redisHoldsNothing), and this node has no delta
 // of it on its way there (left from a counter that left memory: then Redis is behind,
 // and the load waits for it).
 func (o *Owner) skipsLoad(p int, op *counter.Op) bool {
-	return o.knowsAllOf(p, op.Window) && !o.flush.unsettledRef(op.Key, spec(op))
+	return o.redisHoldsNothing(p, op.Window) && !o.flush.unsettledRef(op.Key, spec(op))
 }
 
 // readQuiet reads from Redis, once per partition and generation, the stamps of the
