@@ -18,7 +18,7 @@ type Delta struct {
 	Buckets []leaparray.Bucket
 	Reset   bool
 	// Base marks a counter's whole state but its pending deltas, with Reset, written
-	// back after Redis lost its data (see the owner's reseed): its writer drops it,
+	// back after Redis lost its data (see the owner's writeBackInFull): its writer drops it,
 	// rather than strip its reset, once its right to the counter has ended.
 	Base bool
 }

@@ -23,7 +23,7 @@ import (
 // call again) is dropped: what it carried is lost, as a crashed node's unwritten counts
 // are. So is a fence whose writer's run is over (it left, or it restarted): no one will
 // send its call again, and loads would wait fenceMax for nothing. All are dropped when
-// Redis loses its data (reseed), marks included.
+// Redis loses its data (writeBackInFull), marks included.
 //
 // A counter handed over under a fence that the receiver did not take into memory (it
 // loads from Redis, which may hold newer counts than the sender's: receive.go) is held
@@ -304,7 +304,7 @@ func orphanHandedOn(sb *sentBatch) {
 func (o *Owner) dropHandedOn(sb *sentBatch) {
 	rg := o.ring.Load()
 	subsumed := sb.subsumed
-	if sb.reseeds == o.redisEpoch.reseeds {
+	if sb.losses == o.redisEpoch.losses {
 		subsumed = nil // Redis still knows which of its calls applied: each applies once
 	}
 	if sb.orphaned == nil && subsumed == nil || rg == nil {
@@ -330,9 +330,9 @@ func (o *Owner) dropHandedOn(sb *sentBatch) {
 // takeHeld takes into memory, as Redis lost its data, the counters held for fences
 // (hold) of the partitions this node owns: Redis has none of their counts now, nor
 // will the senders' writes in doubt bring theirs (dropHandedOn), so they are written
-// back in full as they came (reseedDue, the partitions being due), the best there is.
+// back in full as they came (writeBackDue, the partitions being due), the best there is.
 // Those of partitions on their way out through Redis go with their release's counters.
-// The caller holds mu, in reseed, before the releases' counters are written back.
+// The caller holds mu, in writeBackInFull, before the releases' counters are written back.
 func (o *Owner) takeHeld(held map[int][]HandoffCounter) int {
 	n := 0
 	for _, p := range sortedKeys(held) {

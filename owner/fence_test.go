@@ -235,7 +235,7 @@ func TestWriteInDoubtIsNotSentAgainOverAWriteBackHandedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.mu.Lock()
-	a.reseed() // as its next look at the stamps' epoch does: the 6 go behind the write in doubt
+	a.writeBackInFull() // as its next look at the stamps' epoch does: the 6 go behind the write in doubt
 	a.mu.Unlock()
 	b.SetRing(two)
 	a.SetRing(two) // Redis down for a: the counter goes to b directly, the write-back with it

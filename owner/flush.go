@@ -66,17 +66,17 @@ type sentBatch struct {
 	lapsed lease.Set
 	// handed are the partitions whose deltas in this batch were handed on directly
 	// under a fence (ownFences) since Redis last lost its data; orphaned those handed
-	// on before it did (reseed): see dropHandedOn.
+	// on before it did (writeBackInFull): see dropHandedOn.
 	handed, orphaned lease.Set
 	// partial are the counters of handed or orphaned partitions that went without
 	// their buckets (partialMemory): their receiver's memory lacks these deltas, so
 	// they are never left to it (dropHandedOn).
 	partial map[fallback.CounterRef]bool
 	// subsumed are the counters of handed partitions whose pending part went with a
-	// reset after this batch, and reseeds the times this node had seen Redis lose its
+	// reset after this batch, and losses the times this node had seen Redis lose its
 	// data when it was made: see dropHandedOn.
 	subsumed map[fallback.CounterRef]bool
-	reseeds  int
+	losses  int
 }
 
 // markPartial notes, of the counters of this batch in partition p, those partial says
@@ -268,7 +268,7 @@ func (o *Owner) flushNext() {
 // have decided the counter since, and written it: a reset landing after the other's
 // writes would erase them) goes without its reset (what it erased may then come back,
 // docs/guarantees.md; never what another node counted), and a whole state written back
-// after Redis lost its data (reseed.go) does not go at all (the decider writes its own).
+// after Redis lost its data (writeback.go) does not go at all (the decider writes its own).
 // A reset of a partition this node owns and does not hold the lease of now (its lease
 // is ending, or, for counters handed to it, not granted yet) waits in the queue: written
 // while it is held, or stripped if the lease lapses first (dropLateResets). Any other
@@ -332,7 +332,7 @@ func (o *Owner) dropLateResets(ps lease.Set) {
 		case !ps.Has(rg.Partition(d.Key)) || !d.Reset:
 		case d.Base:
 			f.unref([]fallback.CounterRef{refOf(d)})
-			continue // late: another node may decide it now (reseed.go)
+			continue // late: another node may decide it now (writeback.go)
 		default:
 			d.Reset = false
 		}
@@ -393,7 +393,7 @@ func (o *Owner) drainBatch() {
 		return
 	}
 	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(), newest: newestBucket(ds),
-		reseeds: o.redisEpoch.reseeds})
+		losses: o.redisEpoch.losses})
 }
 
 // newestBucket is the start (ms) of the newest bucket among ds (0: none).

@@ -79,7 +79,7 @@ func (o *Owner) cleanStart() {
 	}
 	o.cleaning = true
 	// Stale memory is dropped and reloaded only from a Redis that still holds what it
-	// held: one that lost its data is written back first (reseed.go).
+	// held: one that lost its data is written back first (writeback.go).
 	o.checkEpoch(func(kept bool) {
 		if !kept {
 			o.cleaning = false
@@ -133,7 +133,7 @@ func (o *Owner) cleanDrop(rg *ring.Ring, ps []int, held []bool) {
 		switch r := o.parts.at(p); {
 		case r.State == Stale && r.Due && !r.Lapsed:
 			// Redis lost its data since these counters came: memory is all that holds
-			// them, and it is written back in full (reseedDue), not reloaded.
+			// them, and it is written back in full (writeBackDue), not reloaded.
 			o.step(p, on(Reloaded))
 		case r.State == Stale:
 			// Its lease lapsed since its memory was last dropped: another node may have

@@ -187,8 +187,8 @@ func (o *Owner) stamp(refs []fallback.CounterRef, newest int64, then func(error)
 		defer o.mu.Unlock()
 		if err == nil && f.epoch != "" && epoch != f.epoch {
 			// The stamps were emptied since this node's last: Redis lost its data.
-			// Write memory back in full (reseed.go), and stamp all again.
-			o.reseed()
+			// Write memory back in full (writeback.go), and stamp all again.
+			o.writeBackInFull()
 		}
 		if err != nil || len(due) == len(all) || f.epoch != "" {
 			o.stamped(epoch, due, now, err, then)

@@ -71,8 +71,8 @@ func TestStaleMemoryIsNotWrittenBackOverWritesToTheEmptiedRedis(t *testing.T) {
 	}
 	eventually(t, "a finds the loss and drops or keeps its stale memory", func() error {
 		a.Tick()
-		if a.Reseeds() == 0 || a.PartitionState(p) != Owned {
-			return fmt.Errorf("reseeds %d, partition %v", a.Reseeds(), a.PartitionState(p))
+		if a.RedisLosses() == 0 || a.PartitionState(p) != Owned {
+			return fmt.Errorf("Redis losses %d, partition %v", a.RedisLosses(), a.PartitionState(p))
 		}
 		return nil
 	})
@@ -133,7 +133,7 @@ func TestRedisLossWritesBackNoBlindCounterOfARelease(t *testing.T) {
 		partial: partialMemory{blind: map[int]*blindSet{pb: {keys: map[string]struct{}{blind: {}}}}}}
 	a.mu.Lock()
 	a.releases.jobs = append(a.releases.jobs, rel)
-	a.reseed()
+	a.writeBackInFull()
 	a.releases.jobs = a.releases.jobs[:len(a.releases.jobs)-1]
 	a.flush.mu.Lock()
 	bases := map[string]bool{}

@@ -140,7 +140,7 @@ func (o *Owner) Run() {
 func (o *Owner) Tick() {
 	o.mu.Lock()
 	now := o.cfg.Clock.Since()
-	if o.reseedDue() > 0 {
+	if o.writeBackDue() > 0 {
 		o.kick()
 	}
 	o.flushStart()

@@ -204,7 +204,7 @@ func (o *Owner) takeIn(h *Handoff) error {
 		o.step(p, on(CountersIn))
 	}
 	how := handedIn
-	if o.cfg.Redis.Healthy() && h.RedisEpoch != "" && (h.RedisEpoch == o.flush.epoch || o.flush.epoch == "" && o.redisEpoch.reseeds == 0) {
+	if o.cfg.Redis.Healthy() && h.RedisEpoch != "" && (h.RedisEpoch == o.flush.epoch || o.flush.epoch == "" && o.redisEpoch.losses == 0) {
 		how = handedInRedisHas
 	}
 	for i := range h.Counters {

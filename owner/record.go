@@ -19,7 +19,7 @@ type Record struct {
 	// it again, they are dropped and reloaded.
 	Blind bool
 	// Due: Redis lost its data since this memory was counted, and this node owes it a
-	// write-back in full once it decides the partition (reseed.go).
+	// write-back in full once it decides the partition (writeback.go).
 	Due bool
 	// Lapsed: its lease lapsed here since its memory was last dropped or left; another
 	// node may have decided it since (cleanDrop).

@@ -139,7 +139,7 @@ func (o *Owner) stepPersist(rel *release) {
 		case len(fenced) > 0 || rel.checking:
 		case !rel.epochOK:
 			// Redis may have lost its data since: then its counts are to be written
-			// again (reseed.go) before the new owner loads them from there.
+			// again (writeback.go) before the new owner loads them from there.
 			rel.checking = true
 			o.checkEpoch(func(kept bool) {
 				rel.checking, rel.epochOK = false, kept
@@ -260,12 +260,12 @@ func (o *Owner) persisted(rel *release) {
 	rel.parts = nil
 	o.settleReleased(ps, nil)
 	o.endRelease(rel)
-	o.hint(ps)
+	o.tellReleased(ps)
 	o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(rel.ev))
 }
 
-// hint tells each new owner that its partitions were released. Best effort.
-func (o *Owner) hint(ps []int) {
+// tellReleased tells each new owner that its partitions were released. Best effort.
+func (o *Owner) tellReleased(ps []int) {
 	for _, g := range byOwner(o.ring.Load(), ps) {
 		h := &Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Partitions: g.parts}
 		o.cfg.Peers.Handoff(g.m.RPCAddr, h, func(err error) {

@@ -94,7 +94,7 @@ const (
 	// nothing known of it skips a load (loadskip.go).
 	Installed
 	// RedisLost: Redis lost its data since this memory was counted: a write-back in
-	// full is due (reseed.go).
+	// full is due (writeback.go).
 	RedisLost
 	// WroteBack: the write-back in full is under way, or nothing is left to write.
 	WroteBack

@@ -11,7 +11,7 @@ import (
 // Redis that loses its data (restarted without persistence, FLUSHALL, a failover to a
 // stale replica) loses every counter's state but the deltas written since. Memory still
 // holds the counters of the partitions this node owns, and writes them back in full
-// (reseed): else a counter that later moves through Redis (a join, a leave) or is
+// (writeBackInFull): else a counter that later moves through Redis (a join, a leave) or is
 // reloaded would lose everything before the loss, though it was in memory throughout.
 // The loss shows in the partition stamps' epoch (fallback.StampWritten): every Tick
 // reads it, and a release through Redis reads it once more after Redis confirmed its
@@ -20,11 +20,11 @@ import (
 // redisEpochWatch is what this node knows of the stamps' epoch. Under Owner.mu.
 type redisEpochWatch struct {
 	checking bool
-	reseeds  int
-	last     string // the epoch known before the last reseed (Handoff.RedisEpoch meanwhile)
+	losses  int
+	last     string // the epoch known before the last write-back in full (Handoff.RedisEpoch meanwhile)
 }
 
-// checkEpoch reads the stamps' epoch (unless a read is under way), reseeds if Redis
+// checkEpoch reads the stamps' epoch (unless a read is under way), writes memory back in full if Redis
 // lost its data, and calls then, under mu, with whether Redis still holds what this
 // node wrote (then may be nil). The caller holds mu.
 func (o *Owner) checkEpoch(then func(kept bool)) {
@@ -52,13 +52,13 @@ func (o *Owner) checkEpoch(then func(kept bool)) {
 		kept := false
 		switch {
 		case err != nil:
-		case o.flush.epoch == "" && o.redisEpoch.reseeds > 0 && !o.flush.empty():
+		case o.flush.epoch == "" && o.redisEpoch.losses > 0 && !o.flush.empty():
 			// Being written back: the stamp of that write adopts the new epoch; until
 			// it is confirmed nothing may be dropped to be reloaded.
 		case o.sameEpoch(e):
 			kept = true
 		default:
-			o.reseed()
+			o.writeBackInFull()
 		}
 		if then != nil {
 			then(kept)
@@ -81,19 +81,19 @@ func (o *Owner) sameEpoch(e string) bool {
 	return e == f.epoch
 }
 
-// reseed writes behind the whole state (but what is still pending, which follows as
+// writeBackInFull writes behind the whole state (but what is still pending, which follows as
 // usual) of every counter of the partitions this node decides now, and of those on their
 // way out through Redis, each as a reset followed by that state (a Base delta): what
 // memory holds is then what Redis holds. Partitions it owns but does not decide now
-// (no lease yet, stale memory) are written once it decides them (reseedDue): another
+// (no lease yet, stale memory) are written once it decides them (writeBackDue): another
 // node may decide them meanwhile, and writes its own. Stale ones whose lease lapsed here
 // are not written: their memory is dropped and reloaded (cleanDrop), since another node
 // may have written to the emptied Redis meanwhile. The caller holds mu.
-func (o *Owner) reseed() {
+func (o *Owner) writeBackInFull() {
 	for p := range o.parts.rec {
 		o.step(p, on(RedisLost))
 	}
-	n := o.reseedDue()
+	n := o.writeBackDue()
 	fenced, held := o.clearFences()
 	n += o.takeHeld(held)
 	rg := o.ring.Load()
@@ -124,7 +124,7 @@ func (o *Owner) reseed() {
 	o.flush.epoch = "" // the next stamp adopts the new epoch, and stamps every partition
 	o.forgetStamps()
 	o.late.known = false
-	o.redisEpoch.reseeds++
+	o.redisEpoch.losses++
 	o.kick()
 	o.cfg.Logger.Warn("Redis lost its data: the counters in memory are written back in full", "counters", n)
 }
@@ -152,7 +152,7 @@ func (o *Owner) tookInRedisEpoch(e string, ps []int) {
 	switch {
 	case e == "" || e == o.flush.epoch:
 		return
-	case o.flush.epoch == "" && o.redisEpoch.reseeds == 0:
+	case o.flush.epoch == "" && o.redisEpoch.losses == 0:
 		o.flush.epoch = e
 		return
 	}
@@ -162,9 +162,9 @@ func (o *Owner) tookInRedisEpoch(e string, ps []int) {
 	o.cfg.Logger.Warn("counters handed over from a node that knew Redis at another epoch: they are written back in full", "partitions", len(ps))
 }
 
-// reseedDue writes back the counters of the partitions due a reseed that this node
+// writeBackDue writes back the counters of the partitions due a write-back in full that this node
 // decides now, and returns how many. The caller holds mu.
-func (o *Owner) reseedDue() int {
+func (o *Owner) writeBackDue() int {
 	rg := o.ring.Load()
 	ready := lease.NewSet(o.parts.count())
 	for p := range o.parts.rec {
@@ -197,9 +197,9 @@ func (o *Owner) reseedDue() int {
 	return len(ds)
 }
 
-// Reseeds reports how many times this node found that Redis lost its data.
-func (o *Owner) Reseeds() int {
+// RedisLosses reports how many times this node found that Redis lost its data.
+func (o *Owner) RedisLosses() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.redisEpoch.reseeds
+	return o.redisEpoch.losses
 }
