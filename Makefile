@@ -56,7 +56,7 @@ sim:
 MUTANT_SEEDS ?= $(SIM_SEEDS)
 .PHONY: sim-mutants
 sim-mutants:
-	LEAPCOUNT_SIM_MUTANT_SEEDS=$(MUTANT_SEEDS) $(GO) test -tags simmutate -count=1 -v -run 'TestMutantsAreCaught$$' ./tools/sim/
+	LEAPCOUNT_SIM_MUTANT_SEEDS=$(MUTANT_SEEDS) $(GO) test -tags simmutate -count=1 -timeout 60m -v -run 'TestMutantsAreCaught$$' ./tools/sim/
 
 # Long runs that CI runs too (.ci/run): README's ordinary operations (a fresh cluster's
 # first requests, a join, a graceful leave, a rolling restart) under load, TRIES times,

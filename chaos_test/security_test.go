@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/internal/testkit/certtest"
 	"github.com/leapcount/leapcount/internal/testkit/faultload"
-	"github.com/leapcount/leapcount/internal/peerrpc"
 	"github.com/leapcount/leapcount/internal/testkit/proctest"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/leaparray"

@@ -76,7 +76,7 @@ type sentBatch struct {
 	// reset after this batch, and losses the times this node had seen Redis lose its
 	// data when it was made: see dropHandedOn.
 	subsumed map[fallback.CounterRef]bool
-	losses  int
+	losses   int
 }
 
 // markPartial notes, of the counters of this batch in partition p, those partial says

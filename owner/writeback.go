@@ -20,7 +20,7 @@ import (
 // redisEpochWatch is what this node knows of the stamps' epoch. Under Owner.mu.
 type redisEpochWatch struct {
 	checking bool
-	losses  int
+	losses   int
 	last     string // the epoch known before the last write-back in full (Handoff.RedisEpoch meanwhile)
 }
 

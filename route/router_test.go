@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
-	"github.com/leapcount/leapcount/internal/testkit/freeport"
 	"github.com/leapcount/leapcount/internal/peerrpc"
+	"github.com/leapcount/leapcount/internal/testkit/freeport"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/ring"
