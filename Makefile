@@ -69,6 +69,7 @@ soak: tools
 tools:
 	./scripts/ensure-redis.sh
 	./scripts/ensure-ops-tools.sh
+	./scripts/ensure-go-tools.sh
 
 # The side-by-side run against envoyproxy/ratelimit (package rlscompare): builds its
 # service (scripts/ensure-ratelimit.sh: the pinned module from the Go module proxy, or a

@@ -64,6 +64,23 @@ type Config struct {
 	// LimitsBuckets (--limits-buckets) is the buckets of a limit that names none (0:
 	// counter.DefaultBuckets); 1 makes every such window fixed, as envoyproxy/ratelimit's.
 	LimitsBuckets int
+	// RLSHTTP serves envoyproxy/ratelimit's /json and /healthcheck on the HTTP address
+	// beside the API (no flag: `leapcount-node ratelimit` sets it).
+	RLSHTTP bool
+
+	// Client TLS (see docs/security.md, Client TLS): listeners that speak TLS, beside the
+	// plaintext ones or instead of them, all presenting one certificate.
+	RESPTLSAddr        string // --resp-tls: empty: none
+	RESPClusterTLSAddr string // --resp-cluster-tls: --resp-cluster over TLS (not both)
+	HTTPTLSAddr        string // --http-tls
+	GRPCTLSAddr        string // --grpc-tls
+	ClientTLSCertFile  string // --client-tls-cert: the certificate (PEM) the TLS listeners present
+	ClientTLSKeyFile   string // --client-tls-key: its private key (PEM)
+	ClientTLSCAFile    string // --client-tls-ca: when set, every TLS client must present a certificate that chains to it
+	// HTTPOff and RESPOff (--http '' and --resp ''): no plaintext listener for that
+	// front end, say when it is served over TLS only. An empty HTTPAddr or RESPAddr
+	// without them means the default address, so that a zero Config serves.
+	HTTPOff, RESPOff bool
 
 	// The cluster plane (see docs/security.md, and package peerauth).
 	TLSCertFile string   // --tls-cert: this node's certificate (PEM), for mutual TLS between nodes
@@ -177,8 +194,14 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.Name) == "" {
 		return &ConfigError{"name", "must not be empty"}
 	}
-	addrs := []struct{ flag, v string }{{"http", c.HTTPAddr}, {"resp", c.RESPAddr}, {"gossip", c.GossipAddr}, {"rpc", c.RPCAddr}}
+	addrs := []struct {
+		flag, v string
+		off     bool
+	}{{"http", c.HTTPAddr, c.HTTPOff}, {"resp", c.RESPAddr, c.RESPOff}, {"gossip", c.GossipAddr, false}, {"rpc", c.RPCAddr, false}}
 	for _, a := range addrs {
+		if a.off {
+			continue
+		}
 		if err := checkHostPort(a.v); err != nil {
 			return &ConfigError{a.flag, err.Error()}
 		}
@@ -191,8 +214,8 @@ func (c *Config) Validate() error {
 	if c.LimitsBuckets < 0 || c.LimitsBuckets > counter.MaxBuckets {
 		return &ConfigError{"limits-buckets", fmt.Sprintf("must be from 1 to %d (0: the default)", counter.MaxBuckets)}
 	}
-	if c.Limits != "" && c.GRPCAddr == "" {
-		return &ConfigError{"limits", "serves only the gRPC front end: set --grpc too"}
+	if c.Limits != "" && c.GRPCAddr == "" && c.GRPCTLSAddr == "" {
+		return &ConfigError{"limits", "serves only the gRPC front end: set --grpc or --grpc-tls too"}
 	}
 	if c.RESPCluster != "" {
 		if err := checkHostPort(c.RESPCluster); err != nil {
@@ -224,6 +247,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateSecurity(); err != nil {
+		return err
+	}
+	if err := c.validateClientTLS(); err != nil {
 		return err
 	}
 	if c.Token != "" && c.TokenFile != "" {
@@ -312,8 +338,12 @@ func checkSeed(s string) error {
 
 // WithDefaults fills every zero field with its default.
 func (c Config) WithDefaults() Config {
-	orDefault(&c.HTTPAddr, DefaultHTTPAddr)
-	orDefault(&c.RESPAddr, DefaultRESPAddr)
+	if !c.HTTPOff {
+		orDefault(&c.HTTPAddr, DefaultHTTPAddr)
+	}
+	if !c.RESPOff {
+		orDefault(&c.RESPAddr, DefaultRESPAddr)
+	}
 	orDefault(&c.GossipAddr, DefaultGossipAddr)
 	orDefault(&c.RPCAddr, DefaultRPCAddr)
 	orDefault(&c.MaxKeyBytes, counter.DefaultMaxKeyBytes)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -106,9 +107,9 @@ func (n *Node) watchLimits(reloads *prometheus.CounterVec) {
 	}
 }
 
-// listenGRPC starts the gRPC front end when --grpc is set.
+// listenGRPC starts the gRPC front end when --grpc or --grpc-tls is set.
 func (n *Node) listenGRPC() error {
-	if n.cfg.GRPCAddr == "" {
+	if n.cfg.GRPCAddr == "" && n.cfg.GRPCTLSAddr == "" {
 		return nil
 	}
 	if n.cfg.Limits != "" {
@@ -125,11 +126,21 @@ func (n *Node) listenGRPC() error {
 	if err != nil {
 		return err
 	}
-	ln, err := n.cfg.Listen("tcp", n.cfg.GRPCAddr)
-	if err != nil {
-		return &ConfigError{"grpc", err.Error()}
+	n.grpc = srv
+	if a := n.cfg.GRPCAddr; a != "" {
+		ln, err := n.cfg.Listen("tcp", a)
+		if err != nil {
+			return &ConfigError{"grpc", err.Error()}
+		}
+		n.grpcLn = connlimit.New(ln, n.cfg.MaxClients, "")
 	}
-	n.grpcLn, n.grpc = connlimit.New(ln, n.cfg.MaxClients, ""), srv
+	if a := n.cfg.GRPCTLSAddr; a != "" {
+		ln, err := n.cfg.Listen("tcp", a)
+		if err != nil {
+			return &ConfigError{"grpc-tls", err.Error()}
+		}
+		n.grpcTLSLn = n.grpcTLSListener(ln)
+	}
 	return nil
 }
 
@@ -156,13 +167,18 @@ func (n *Node) serveGRPC() {
 	if n.grpc == nil {
 		return
 	}
-	n.serving.Add(1)
-	go func() {
-		defer n.serving.Done()
-		if err := n.grpc.Serve(n.grpcLn); err != nil && !errors.Is(err, context.Canceled) {
-			n.cfg.Logger.Debug("grpc server stopped", "err", err)
+	for _, ln := range []net.Listener{n.grpcLn, n.grpcTLSLn} {
+		if ln == nil {
+			continue
 		}
-	}()
+		n.serving.Add(1)
+		go func() {
+			defer n.serving.Done()
+			if err := n.grpc.Serve(ln); err != nil && !errors.Is(err, context.Canceled) {
+				n.cfg.Logger.Debug("grpc server stopped", "err", err, "addr", ln.Addr().String())
+			}
+		}()
+	}
 	if n.cfg.Limits != "" {
 		reloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leapcount_rls_config_reloads_total",
 			Help: "Reloads of --limits after its files changed, by result (ok, error: the rules in force stayed)."}, []string{"result"})
@@ -173,9 +189,7 @@ func (n *Node) serveGRPC() {
 }
 
 // GRPCAddr is the address the gRPC front end listens on ("" without --grpc).
-func (n *Node) GRPCAddr() string {
-	if n.grpcLn == nil {
-		return ""
-	}
-	return n.grpcLn.Addr().String()
-}
+func (n *Node) GRPCAddr() string { return addrOf(n.grpcLn) }
+
+// GRPCTLSAddr is the address of --grpc-tls ("" without it).
+func (n *Node) GRPCTLSAddr() string { return addrOf(n.grpcTLSLn) }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/leapcount/leapcount/internal/buildinfo"
+	"github.com/leapcount/leapcount/internal/connlimit"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -67,10 +68,13 @@ func (n *Node) registerMetrics() {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_http_connections_refused_total", Help: "HTTP connections refused for being over --max-clients.",
 		}, func() float64 {
-			if n.httpLn == nil {
-				return 0
+			var refused int64
+			for _, ln := range []*connlimit.Listener{n.httpLn, n.httpTLSLn} {
+				if ln != nil {
+					refused += ln.Refused()
+				}
 			}
-			return float64(n.httpLn.Refused())
+			return float64(refused)
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_auth_refused_total",

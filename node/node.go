@@ -22,6 +22,7 @@ import (
 	"github.com/leapcount/leapcount/hotkeys"
 	"github.com/leapcount/leapcount/httpapi"
 	"github.com/leapcount/leapcount/internal/authlimit"
+	"github.com/leapcount/leapcount/internal/certfiles"
 	"github.com/leapcount/leapcount/internal/clock"
 	"github.com/leapcount/leapcount/internal/connlimit"
 	"github.com/leapcount/leapcount/internal/peerrpc"
@@ -70,17 +71,26 @@ type Node struct {
 	authLimiter *authlimit.Limiter // wrong tokens per source, for HTTP and RESP alike
 
 	httpSrv       *http.Server
-	httpLn        *connlimit.Listener
+	httpLn        *connlimit.Listener // nil with --http ''
 	resp          *respapi.Server
-	respLn        net.Listener
-	respClusterLn net.Listener // nil without --resp-cluster
+	respLn        net.Listener // nil with --resp ''
+	respClusterLn net.Listener // nil without --resp-cluster or --resp-cluster-tls
 	grpcLn        net.Listener // nil without --grpc
-	grpc          *rlsapi.Server
-	limits        atomic.Pointer[limitsState] // --limits in force
-	redisCluster  *redisCluster
-	rpcSrv        *peerrpc.Server
-	rpcClient     *peerrpc.Client
-	rpcLn         net.Listener
+	// Client TLS (clienttls.go): the files, and the listeners that speak TLS (nil
+	// without their flag). respClusterTLS says respClusterLn is --resp-cluster-tls's.
+	clientTLS      *certfiles.Source
+	respTLSLn      net.Listener
+	respClusterTLS bool
+	httpTLSLn      *connlimit.Listener // under httpTLS, for the refused count
+	httpTLS        net.Listener
+	grpcTLSLn      net.Listener
+	peerAuth       *peerauth.Auth // the rpc handshake; Stop ends its watch of --tls-cert's files
+	grpc           *rlsapi.Server
+	limits         atomic.Pointer[limitsState] // --limits in force
+	redisCluster   *redisCluster
+	rpcSrv         *peerrpc.Server
+	rpcClient      *peerrpc.Client
+	rpcLn          net.Listener
 
 	joined     atomic.Bool  // gossip has found a peer, or there was none to find
 	ringBuilds atomic.Int64 // rings built from membership, changed or not
@@ -118,6 +128,12 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	started := false
+	defer func() {
+		if !started {
+			auth.Close()
+		}
+	}()
 	if cfg.RPC.Dial == nil {
 		cfg.RPC.Dial = sourceDialer(cfg.RPCAddr)
 	}
@@ -153,7 +169,7 @@ func Start(cfg Config) (*Node, error) {
 	n.router.SetAdmission(route.Joining) // until joinCluster has joined (n.joined)
 	n.rpcSrv = peerrpc.NewServer(n.router, countingReceiver{n.owner, n.handoffs}, n.keeper.Handle, cfg.Logger.With("component", "rpc"))
 	n.rpcSrv.SetHandshake(auth.Server)
-	n.rpcAuth = auth.Mode()
+	n.rpcAuth, n.peerAuth = auth.Mode(), auth
 	n.warnIfOpen(n.rpcAuth)
 	n.registerMetrics()
 	if err := n.listen(limits); err != nil {
@@ -173,7 +189,9 @@ func Start(cfg Config) (*Node, error) {
 	go n.sweepLoop()
 	go func() { defer n.loops.Done(); n.owner.Run() }()
 	cfg.Logger.Info("node serving", "name", cfg.Name, "http", n.HTTPAddr(), "resp", n.RESPAddr(), "resp_cluster", n.RESPClusterAddr(),
-		"rpc", n.rpcLn.Addr().String(), "gossip", n.cluster.LocalAddr(), "grpc", n.GRPCAddr())
+		"rpc", n.rpcLn.Addr().String(), "gossip", n.cluster.LocalAddr(), "grpc", n.GRPCAddr(),
+		"http_tls", n.HTTPTLSAddr(), "resp_tls", n.RESPTLSAddr(), "grpc_tls", n.GRPCTLSAddr())
+	started = true
 	return n, nil
 }
 
@@ -201,13 +219,23 @@ func (n *Node) listen(limits counter.Limits) error {
 	if err != nil {
 		return err
 	}
-	httpLn, err := n.cfg.Listen("tcp", n.cfg.HTTPAddr)
-	if err != nil {
-		return &ConfigError{"http", err.Error()}
+	if err := n.openClientTLS(); err != nil {
+		return err
 	}
-	n.httpLn = connlimit.New(httpLn, n.cfg.MaxClients, httpRefusal)
-	if n.respLn, err = n.cfg.Listen("tcp", n.cfg.RESPAddr); err != nil {
-		return &ConfigError{"resp", err.Error()}
+	if !n.cfg.HTTPOff {
+		httpLn, err := n.cfg.Listen("tcp", n.cfg.HTTPAddr)
+		if err != nil {
+			return &ConfigError{"http", err.Error()}
+		}
+		n.httpLn = connlimit.New(httpLn, n.cfg.MaxClients, httpRefusal)
+	}
+	if !n.cfg.RESPOff {
+		if n.respLn, err = n.cfg.Listen("tcp", n.cfg.RESPAddr); err != nil {
+			return &ConfigError{"resp", err.Error()}
+		}
+	}
+	if err := n.listenTLS(); err != nil {
+		return err
 	}
 	if n.cfg.RESPCluster != "" {
 		if n.respClusterLn, err = n.cfg.Listen("tcp", n.cfg.RESPCluster); err != nil {
@@ -221,6 +249,9 @@ func (n *Node) listen(limits counter.Limits) error {
 	if n.cfg.Pprof {
 		h = withPprof(h, httpapi.NewAuthorizer(n.cfg.Token, n.authLimiter))
 	}
+	if n.cfg.RLSHTTP {
+		h = n.withRLSHTTP(h)
+	}
 	n.httpSrv = &http.Server{Handler: h, ReadTimeout: n.cfg.HTTPReadTimeout,
 		ReadHeaderTimeout: min(DefaultHTTPReadHeaderTimeout, n.cfg.HTTPReadTimeout),
 		WriteTimeout:      n.cfg.HTTPWriteTimeout, IdleTimeout: DefaultHTTPIdleTimeout,
@@ -229,35 +260,50 @@ func (n *Node) listen(limits counter.Limits) error {
 }
 
 func (n *Node) serve() {
-	n.serving.Add(3)
+	n.serving.Add(1)
 	go func() {
 		defer n.serving.Done()
 		if err := n.rpcSrv.Serve(n.rpcLn); err != nil && !errors.Is(err, rpc.ErrClosed) {
 			n.cfg.Logger.Error("rpc server stopped", "err", err)
 		}
 	}()
-	go func() {
-		defer n.serving.Done()
-		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.cfg.Logger.Error("http server stopped", "err", err)
-		}
-	}()
-	go func() {
-		defer n.serving.Done()
-		if err := n.resp.Serve(n.respLn); err != nil && !errors.Is(err, net.ErrClosed) {
-			n.cfg.Logger.Debug("resp server stopped", "err", err)
-		}
-	}()
+	if n.httpLn != nil {
+		n.serving.Add(1)
+		go func() {
+			defer n.serving.Done()
+			if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				n.cfg.Logger.Error("http server stopped", "err", err)
+			}
+		}()
+	}
+	if n.respLn != nil {
+		n.serving.Add(1)
+		go func() {
+			defer n.serving.Done()
+			if err := n.resp.Serve(n.respLn); err != nil && !errors.Is(err, net.ErrClosed) {
+				n.cfg.Logger.Debug("resp server stopped", "err", err)
+			}
+		}()
+	}
+	n.serveTLS()
 	n.serveGRPC()
 	if n.respClusterLn != nil {
 		n.serving.Add(1)
 		go func() {
 			defer n.serving.Done()
-			if err := n.resp.ServeCluster(n.respClusterLn); err != nil && !errors.Is(err, net.ErrClosed) {
+			if err := n.serveRESPCluster(); err != nil && !errors.Is(err, net.ErrClosed) {
 				n.cfg.Logger.Debug("resp cluster server stopped", "err", err)
 			}
 		}()
 	}
+}
+
+// serveRESPCluster serves --resp-cluster, or --resp-cluster-tls over TLS.
+func (n *Node) serveRESPCluster() error {
+	if n.respClusterTLS {
+		return n.resp.ServeTLS(n.respClusterLn, n.clientTLS.ServerConfig(nil), true)
+	}
+	return n.resp.ServeCluster(n.respClusterLn)
 }
 
 // httpRefusal is the answer to an HTTP connection over --max-clients.
@@ -266,22 +312,34 @@ var httpRefusal = func() string {
 	return fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }()
 
+// closeListeners closes every listener opened, when Start fails, and stops watching
+// the client TLS files, which only the listeners use.
 func (n *Node) closeListeners() {
 	if n.httpLn != nil {
 		n.httpLn.Close()
 	}
-	for _, ln := range []net.Listener{n.respLn, n.respClusterLn, n.rpcLn, n.grpcLn} {
+	if n.httpTLSLn != nil {
+		n.httpTLSLn.Close()
+	}
+	for _, ln := range []net.Listener{n.respLn, n.respTLSLn, n.respClusterLn, n.rpcLn, n.grpcLn, n.grpcTLSLn} {
 		if ln != nil {
 			ln.Close()
 		}
 	}
+	n.closeClientTLS()
 }
 
-// HTTPAddr is the address the HTTP API listens on (useful with port 0).
-func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
+// HTTPAddr is the address the HTTP API listens on (useful with port 0); "" with
+// --http ”.
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}
 
-// RESPAddr is the address the RESP API listens on.
-func (n *Node) RESPAddr() string { return n.respLn.Addr().String() }
+// RESPAddr is the address the RESP API listens on; "" with --resp ”.
+func (n *Node) RESPAddr() string { return addrOf(n.respLn) }
 
 // RESPClusterAddr is the address of the RESP listener for Redis Cluster clients ("" without --resp-cluster).
 func (n *Node) RESPClusterAddr() string {
@@ -363,7 +421,11 @@ func (n *Node) stop(ctx context.Context) error {
 	// RESP takes no new connections. Redis Cluster clients keep theirs until the drain
 	// is done: their ops are answered -TRYAGAIN while this node still owns their keys,
 	// and -MOVED to the new owners once it does not, so they follow the move.
-	n.respLn.Close()
+	for _, ln := range []net.Listener{n.respLn, n.respTLSLn} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
 	// Then the cluster: announce that we are leaving, so peers route our keys elsewhere;
 	// answer forwards that still arrive "not owner" (certainly not decided, so the
 	// sender routes them again) until they stop; only then close the connections, so
@@ -380,6 +442,8 @@ func (n *Node) stop(ctx context.Context) error {
 	n.leaseLoop.Wait()
 	err = errors.Join(err, n.rpcSrv.Close(), n.rpcClient.Close())
 	n.serving.Wait()
+	n.closeClientTLS()
+	n.peerAuth.Close()
 	n.owner.Close() // the last write-behind
 	n.loops.Wait()
 	n.closeRedis()

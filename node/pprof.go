@@ -12,11 +12,7 @@ import (
 // token, when one is set), and everything else with api.
 func withPprof(api http.Handler, auth *httpapi.Authorizer) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	HandlePprof(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
 			api.ServeHTTP(w, r)
@@ -26,4 +22,13 @@ func withPprof(api http.Handler, auth *httpapi.Authorizer) http.Handler {
 			mux.ServeHTTP(w, r)
 		}
 	})
+}
+
+// HandlePprof serves Go's profiler on mux under /debug/pprof/.
+func HandlePprof(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }

@@ -117,15 +117,23 @@ func clusterNode(name, addr string) respapi.ClusterNode {
 }
 
 // advertisedClient is where Redis Cluster clients reach this node: --resp-cluster-
-// advertise, else the advertised host (or the bind host) and the --resp-cluster port, or the --resp port when there
-// is no cluster listener (clients then get answers by forwarding, never -MOVED).
+// advertise, else the advertised host (or the bind host) and the --resp-cluster (or
+// --resp-cluster-tls) port, or the --resp port when there is no cluster listener
+// (clients then get answers by forwarding, never -MOVED), or --resp-tls's without
+// --resp; "" with no RESP listener at all.
 func (n *Node) advertisedClient() string {
 	if n.cfg.RESPClusterAdvertise != "" && n.respClusterLn != nil {
 		return n.cfg.RESPClusterAdvertise
 	}
-	ln := n.respLn
-	if n.respClusterLn != nil {
-		ln = n.respClusterLn
+	var ln net.Listener
+	for _, l := range []net.Listener{n.respClusterLn, n.respLn, n.respTLSLn} {
+		if l != nil {
+			ln = l
+			break
+		}
+	}
+	if ln == nil {
+		return ""
 	}
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	if n.cfg.Advertise != "" {

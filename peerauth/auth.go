@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/certfiles"
 )
 
 // Config is what New needs; every field may be empty.
@@ -47,7 +49,8 @@ type Auth struct {
 	mode    Mode
 	server  *tls.Config // nil in ModeNone
 	client  *tls.Config
-	version uint8 // ProtocolVersion; tests play a node of another
+	files   *certfiles.Source // ModeCertificates' files, watched until Close
+	version uint8             // ProtocolVersion; tests play a node of another
 
 	mu     sync.Mutex
 	warned map[string]bool // peer hosts logged (warnVersion), at most maxWarned
@@ -80,7 +83,7 @@ func New(cfg Config) (*Auth, error) {
 	switch {
 	case files:
 		a.mode = ModeCertificates
-		a.server, a.client, err = certificateConfigs(cfg.CertFile, cfg.KeyFile, cfg.CAFile)
+		a.server, a.client, a.files, err = certificateConfigs(cfg.CertFile, cfg.KeyFile, cfg.CAFile, cfg.Logger.With("tls", "cluster"))
 	case len(cfg.Keys) > 0:
 		a.mode = ModeKey
 		a.server, a.client, err = throwawayConfigs()
@@ -89,6 +92,13 @@ func New(cfg Config) (*Auth, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// Close stops watching the certificate files; handshakes go on with the last ones read.
+func (a *Auth) Close() {
+	if a.files != nil {
+		a.files.Close()
+	}
 }
 
 // Mode tells what authenticates peers.

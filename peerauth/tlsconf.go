@@ -9,8 +9,11 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/certfiles"
 )
 
 // errForeignCertificate: the peer's certificate does not chain to the cluster CA.
@@ -19,28 +22,25 @@ var errForeignCertificate = errors.New("certificate not signed by the cluster CA
 // certificateConfigs are mutual TLS's: both ends present the certificate of the files
 // and require one that chains to the CA. Host names are not checked (see the package
 // documentation), which is why verification is done by hand (verifyChain) rather than
-// by crypto/tls, which checks the name.
-func certificateConfigs(certFile, keyFile, caFile string) (server, client *tls.Config, err error) {
+// by crypto/tls, which checks the name. The files are watched by src (read again when
+// they change; Auth.Close stops that).
+func certificateConfigs(certFile, keyFile, caFile string, log *slog.Logger) (server, client *tls.Config, src *certfiles.Source, err error) {
 	if certFile == "" || keyFile == "" || caFile == "" {
-		return nil, nil, fmt.Errorf("peerauth: mutual TLS needs --tls-cert, --tls-key and --tls-ca together")
+		return nil, nil, nil, fmt.Errorf("peerauth: mutual TLS needs --tls-cert, --tls-key and --tls-ca together")
 	}
-	src := &certSource{certFile: certFile, keyFile: keyFile, caFile: caFile}
-	if _, _, err := src.current(); err != nil {
-		return nil, nil, err
+	src, err = certfiles.New(certfiles.Files{Cert: certFile, Key: keyFile, CA: caFile,
+		CertFlag: "--tls-cert", KeyFlag: "--tls-key", CAFlag: "--tls-ca"}, log)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("peerauth: %w", err)
 	}
 	verify := func(cs tls.ConnectionState) error {
-		_, pool, err := src.current()
-		if err != nil {
-			return err
-		}
-		return verifyChain(cs.PeerCertificates, pool)
+		return verifyChain(cs.PeerCertificates, src.Current().CAs)
 	}
 	server = &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		ClientAuth: tls.RequireAnyClientCert,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			cert, _, err := src.current()
-			return cert, err
+			return src.Current().Cert, nil
 		},
 		VerifyConnection: verify,
 	}
@@ -48,12 +48,11 @@ func certificateConfigs(certFile, keyFile, caFile string) (server, client *tls.C
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: true, // verifyChain does it, without the host name
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			cert, _, err := src.current()
-			return cert, err
+			return src.Current().Cert, nil
 		},
 		VerifyConnection: verify,
 	}
-	return server, client, nil
+	return server, client, src, nil
 }
 
 // verifyChain checks that the peer's certificate chains to a CA of pool, for any use.

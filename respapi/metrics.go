@@ -25,9 +25,10 @@ const (
 	dropProtocol    = "protocol"       // broke the framing, or sent too much without reading a reply
 	dropAuthLimited = "auth_limited"   // AUTH from a source over its budget of failed guesses
 	dropUnread      = "unread_replies" // left more than maxUnwritten of its replies unread
+	dropTLS         = "tls_handshake"  // a TLS port's handshake failed or timed out
 )
 
-var dropReasons = []string{dropProtocol, dropIdle, dropNoAuth, dropWrite, dropAuthLimited, dropUnread}
+var dropReasons = []string{dropProtocol, dropIdle, dropNoAuth, dropWrite, dropAuthLimited, dropUnread, dropTLS}
 
 // metrics counts commands by name and outcome, and the connections the server ended
 // or refused. The counters are looked up once, in newMetrics, so counting a command is
@@ -53,7 +54,7 @@ func newMetrics(reg prometheus.Registerer, refused func() float64) (*metrics, er
 		Namespace: "leapcount",
 		Subsystem: "resp",
 		Name:      "connections_dropped_total",
-		Help:      "RESP connections the server closed, by reason (protocol, idle, unauthenticated, write_timeout, auth_limited).",
+		Help:      "RESP connections the server closed, by reason (protocol, idle, unauthenticated, write_timeout, auth_limited, unread_replies, tls_handshake).",
 	}, []string{"reason"})
 	refusedFunc := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: "leapcount",

@@ -2,6 +2,7 @@ package respapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -92,6 +93,7 @@ type listener struct {
 	ln      *connlimit.Listener
 	served  chan struct{} // closed when its Serve returns
 	cluster bool          // ServeCluster's: keys of other nodes are redirected
+	tls     *tls.Config   // ServeTLS's: nil for plaintext
 }
 
 // New builds a server; Serve starts it. It fails when Decider is nil or the metrics
@@ -122,23 +124,38 @@ func New(cfg Config) (*Server, error) {
 
 // Serve accepts connections on ln until Close; it then returns nil. Every key is
 // decided through the Decider, whichever node owns it: what any Redis client expects.
-func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, false) }
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, false, nil) }
 
 // ServeCluster is Serve for clients that speak the Redis Cluster protocol: an op on a
 // key that Config.Cluster says another node serves is answered -MOVED with that
 // node's address instead of being forwarded. Each listener keeps at most MaxClients
 // connections.
-func (s *Server) ServeCluster(ln net.Listener) error { return s.serve(ln, true) }
+func (s *Server) ServeCluster(ln net.Listener) error { return s.serve(ln, true, nil) }
 
-func (s *Server) serve(ln net.Listener, cluster bool) error {
+// ServeTLS is Serve (cluster false) or ServeCluster (cluster true) over TLS: each
+// connection runs the handshake of conf, then is served on a goroutine of its own
+// (tls.go), never on the event loops, which serve plaintext sockets only. ln is a
+// plain TCP listener; conf must hold a certificate (or a GetConfigForClient).
+func (s *Server) ServeTLS(ln net.Listener, conf *tls.Config, cluster bool) error {
+	if conf == nil {
+		return errors.New("respapi: ServeTLS without a TLS configuration")
+	}
+	return s.serve(ln, cluster, conf)
+}
+
+func (s *Server) serve(ln net.Listener, cluster bool, conf *tls.Config) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		ln.Close()
 		return nil
 	}
-	l := &listener{ln: connlimit.New(ln, s.cfg.MaxClients, "-ERR max number of clients reached\r\n"),
-		served: make(chan struct{}), cluster: cluster}
+	refusal := "-ERR max number of clients reached\r\n"
+	if conf != nil {
+		refusal = "" // a TLS client could not read it: the connection is only closed
+	}
+	l := &listener{ln: connlimit.New(ln, s.cfg.MaxClients, refusal),
+		served: make(chan struct{}), cluster: cluster, tls: conf}
 	s.lns = append(s.lns, l)
 	s.mu.Unlock()
 	defer close(l.served)
@@ -151,14 +168,15 @@ func (s *Server) serve(ln net.Listener, cluster bool) error {
 			s.acceptError(err)
 			continue
 		}
-		s.accept(nc, cluster)
+		s.accept(nc, l)
 	}
 }
 
-// accept serves a new connection: on the event loops if it is a socket they can
-// poll, on a goroutine of its own otherwise (an in-process connection in tests).
-func (s *Server) accept(nc net.Conn, cluster bool) {
-	ss := newSession(s, nc.RemoteAddr(), cluster, false)
+// accept serves a new connection: on the event loops if it is a plaintext socket they
+// can poll, on a goroutine of its own otherwise (TLS, or an in-process connection in
+// tests).
+func (s *Server) accept(nc net.Conn, l *listener) {
+	ss := newSession(s, nc.RemoteAddr(), l.cluster, false)
 	if s.conn.auth > 0 {
 		ss.c.authBy.Store(time.Now().Add(s.conn.auth).UnixNano())
 	}
@@ -171,6 +189,12 @@ func (s *Server) accept(nc net.Conn, cluster bool) {
 	s.conns.Add(1)
 	s.connected.Add(1)
 	s.open[ss] = nc
+	if l.tls != nil {
+		s.mu.Unlock()
+		ss.c.mayWait = true
+		go s.streamTLS(nc, l.tls, ss)
+		return
+	}
 	loops, err := s.startLoops()
 	s.mu.Unlock()
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,9 +27,9 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
-	"github.com/leapcount/leapcount/rlsapi/internal/h2grpc"
 	"github.com/leapcount/leapcount/internal/opmetrics"
 	"github.com/leapcount/leapcount/limits"
+	"github.com/leapcount/leapcount/rlsapi/internal/h2grpc"
 )
 
 // Config is what a Server needs.
@@ -104,6 +105,7 @@ type Server struct {
 	opErrs    *opmetrics.Errors
 	undecided atomic.Int64
 	stop      chan struct{}
+	watching  sync.Once // watchReady runs once, however many listeners Serve serves
 }
 
 // New returns a Server; Serve runs it.
@@ -210,9 +212,11 @@ func decodeError(err error) error {
 	return status.Errorf(codes.Internal, "grpc: error unmarshalling request: proto: %v", err)
 }
 
-// Serve answers on ln until Stop; it returns nil after Stop.
+// Serve answers on ln until Stop; it returns nil after Stop. It may serve several
+// listeners at once (a plaintext one and a TLS one: a tls.Listener whose configuration
+// offers "h2" by ALPN, as gRPC clients require).
 func (s *Server) Serve(ln net.Listener) error {
-	go s.watchReady()
+	s.watching.Do(func() { go s.watchReady() })
 	err := s.fast.Serve(ln)
 	if errors.Is(err, h2grpc.ErrServerStopped) {
 		return nil

@@ -28,8 +28,15 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&v.cfg.Name, "name", host, "unique member name")
-	fs.StringVar(&v.cfg.HTTPAddr, "http", node.DefaultHTTPAddr, "HTTP listen address")
-	fs.StringVar(&v.cfg.RESPAddr, "resp", node.DefaultRESPAddr, "RESP (Redis protocol) listen address")
+	fs.StringVar(&v.cfg.HTTPAddr, "http", node.DefaultHTTPAddr, "HTTP listen address (empty: no plaintext HTTP, e.g. with --http-tls)")
+	fs.StringVar(&v.cfg.RESPAddr, "resp", node.DefaultRESPAddr, "RESP (Redis protocol) listen address (empty: no plaintext RESP, e.g. with --resp-tls)")
+	fs.StringVar(&v.cfg.HTTPTLSAddr, "http-tls", "", "HTTP over TLS listen address, with --client-tls-cert and --client-tls-key (empty: none)")
+	fs.StringVar(&v.cfg.RESPTLSAddr, "resp-tls", "", "RESP over TLS listen address, with --client-tls-cert and --client-tls-key (empty: none)")
+	fs.StringVar(&v.cfg.GRPCTLSAddr, "grpc-tls", "", "--grpc over TLS (ALPN h2) listen address, with --client-tls-cert and --client-tls-key (empty: none)")
+	fs.StringVar(&v.cfg.RESPClusterTLSAddr, "resp-cluster-tls", "", "--resp-cluster over TLS instead (not both): Redis Cluster clients are told this address (empty: none)")
+	fs.StringVar(&v.cfg.ClientTLSCertFile, "client-tls-cert", "", "the certificate (PEM, chain after it) the TLS client ports present; reloaded when it changes")
+	fs.StringVar(&v.cfg.ClientTLSKeyFile, "client-tls-key", "", "the private key (PEM) of --client-tls-cert")
+	fs.StringVar(&v.cfg.ClientTLSCAFile, "client-tls-ca", "", "if set, every client of the TLS ports must present a certificate that chains to this CA bundle (PEM): mutual TLS")
 	fs.StringVar(&v.cfg.GossipAddr, "gossip", node.DefaultGossipAddr, "memberlist bind address (TCP and UDP)")
 	fs.StringVar(&v.cfg.RESPCluster, "resp-cluster", "", "a second RESP listen address for Redis Cluster clients: keys of other nodes are answered -MOVED (empty: none)")
 	fs.StringVar(&v.cfg.RESPClusterAdvertise, "resp-cluster-advertise", "", "host:port Redis Cluster clients reach --resp-cluster at (default: the --advertise host and the bound port)")
@@ -95,6 +102,9 @@ func readFlags(args []string, env func(string) (string, bool), stderr io.Writer)
 		return v, err
 	}
 	v.cfg.Join = splitList(v.join)
+	// An empty --http or --resp (on the command line or in the environment) switches
+	// that plaintext port off; node.Config's empty address means the default.
+	v.cfg.HTTPOff, v.cfg.RESPOff = v.cfg.HTTPAddr == "", v.cfg.RESPAddr == ""
 	return v, nil
 }
 

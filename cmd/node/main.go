@@ -39,6 +39,19 @@ func printVersion(w io.Writer) int {
 // run parses args and the environment, starts the node and waits for a signal. It
 // returns the exit code: 0 after a graceful stop, 1 if the node failed, 2 for bad flags.
 func run(args []string, env func(string) (string, bool), stderr io.Writer) int {
+	return runNode(args, env, stderr, nodeHooks{})
+}
+
+// nodeHooks let a mode of the binary (ratelimit) change the config the flags made and
+// serve more beside the node; nil ones do nothing.
+type nodeHooks struct {
+	adjust func(*node.Config)
+	// serve starts what runs beside n; its stop is called after the node stops.
+	serve func(n *node.Node, logger *slog.Logger) (stop func(), err error)
+}
+
+// runNode is run with hooks.
+func runNode(args []string, env func(string) (string, bool), stderr io.Writer, hooks nodeHooks) int {
 	cfg, logOpts, err := parseFlags(args, env, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -53,6 +66,9 @@ func run(args []string, env func(string) (string, bool), stderr io.Writer) int {
 		return 2
 	}
 	cfg.Logger = logger
+	if hooks.adjust != nil {
+		hooks.adjust(&cfg)
+	}
 	routeLibraryLogs(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -65,6 +81,15 @@ func run(args []string, env func(string) (string, bool), stderr io.Writer) int {
 		}
 		logger.Error("node failed to start", "err", err)
 		return 1
+	}
+	if hooks.serve != nil {
+		stopBeside, err := hooks.serve(n, logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "leapcount-node: %v\n", err)
+			n.Stop(context.Background())
+			return 2
+		}
+		defer stopBeside()
 	}
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way

@@ -73,6 +73,14 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--redis-wait-replicas", "1"}, nil, "--redis-wait-replicas"},
 		{[]string{"--redis-wait-timeout", "-1s"}, nil, "--redis-wait-timeout"},
 		{[]string{"--redis-wait-replicas", "1", "--redis", "redis://127.0.0.1:1/0", "--redis-wait-timeout", "1s"}, nil, "--redis-wait-timeout"},
+		{[]string{"--resp-tls", "127.0.0.1:0"}, nil, "--resp-tls: needs --client-tls-cert"},
+		{nil, map[string]string{"LEAPCOUNT_GRPC_TLS": "127.0.0.1:0"}, "--grpc-tls: needs --client-tls-cert"},
+		{[]string{"--http-tls", "8443", "--client-tls-cert", "c", "--client-tls-key", "k"}, nil, "--http-tls"},
+		{[]string{"--client-tls-cert", "c", "--client-tls-key", "k"}, nil, "--client-tls-cert: no TLS listener uses it"},
+		{[]string{"--http-tls", "127.0.0.1:0", "--client-tls-cert", "c"}, nil, "--http-tls: needs --client-tls-cert and --client-tls-key"},
+		{[]string{"--client-tls-ca", "ca"}, nil, "--client-tls-ca"},
+		{[]string{"--resp-cluster", "127.0.0.1:0", "--resp-cluster-tls", "127.0.0.1:0", "--client-tls-cert", "c", "--client-tls-key", "k"}, nil, "not both"},
+		{[]string{"--resp-tls", "127.0.0.1:0", "--client-tls-cert", "/nonexistent", "--client-tls-key", "/nonexistent"}, nil, "--client-tls-cert: open /nonexistent"},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
@@ -98,6 +106,27 @@ func TestFlagBeatsEnvironment(t *testing.T) {
 	}
 	if cfg.Name != "from-flag" || cfg.HTTPAddr != "127.0.0.1:1234" {
 		t.Fatalf("got name %q http %q; want from-flag, 127.0.0.1:1234", cfg.Name, cfg.HTTPAddr)
+	}
+}
+
+// An empty --http or --resp, on the command line or in the environment, switches that
+// plaintext port off; the TLS ports read LEAPCOUNT_<NAME> as every flag does.
+func TestEmptyPlaintextPortIsOff(t *testing.T) {
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"LEAPCOUNT_RESP": "", "LEAPCOUNT_RESP_TLS": "127.0.0.1:6443",
+			"LEAPCOUNT_CLIENT_TLS_CERT": "c.pem", "LEAPCOUNT_CLIENT_TLS_KEY": "k.pem"}[k]
+		return v, ok
+	}
+	cfg, _, err := parseFlags([]string{"--http="}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.HTTPOff || !cfg.RESPOff || cfg.RESPTLSAddr != "127.0.0.1:6443" || cfg.ClientTLSCertFile != "c.pem" {
+		t.Fatalf("got http off %v, resp off %v, resp-tls %q, cert %q; want both off and the TLS port from the environment",
+			cfg.HTTPOff, cfg.RESPOff, cfg.RESPTLSAddr, cfg.ClientTLSCertFile)
+	}
+	if cfg, _, _ := parseFlags(nil, noEnv, io.Discard); cfg.HTTPOff || cfg.RESPOff {
+		t.Fatal("the defaults switch a plaintext port off")
 	}
 }
 
@@ -268,14 +297,7 @@ func startBinary(t *testing.T, bin string, args ...string) proc {
 		"--rpc", "127.0.0.1:0", "--log-format", "json"}, args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	stderr := startKilledAtEnd(t, cmd)
 	found := make(chan proc, 1)
 	lines := &stderrLines{done: make(chan struct{})}
 	t.Cleanup(func() {
@@ -428,4 +450,18 @@ func TestLogsAreOneStreamAndQuietOnAGracefulStop(t *testing.T) {
 			t.Errorf("a logged %q of b; want one line per change: alive, leaving, left", got)
 		}
 	}
+}
+
+// startKilledAtEnd starts cmd, killed when the test ends, and returns its stderr.
+func startKilledAtEnd(t *testing.T, cmd *exec.Cmd) io.ReadCloser {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return stderr
 }

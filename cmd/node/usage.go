@@ -31,6 +31,7 @@ func init() { // (an initialization cycle otherwise: help lists commands)
 			func(a []string, env func(string) (string, bool), _, errw io.Writer) int {
 				return healthcheck(a, env, errw)
 			}},
+		{"ratelimit", "run a node configured by envoyproxy/ratelimit's environment variables (docs/envoy.md)", ratelimitCmd},
 		{"version", "print the version, and the cluster protocol version it speaks",
 			func(_ []string, _ func(string) (string, bool), out, _ io.Writer) int { return printVersion(out) }},
 		{"help", "print this help; help <command>: that command's flags", help},

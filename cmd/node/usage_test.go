@@ -46,7 +46,7 @@ func TestUnknownCommandSuggestsTheClosest(t *testing.T) {
 		{"stauts", `unknown command "stauts"; did you mean "status"?`},
 		{"hotkey", `unknown command "hotkey"; did you mean "hotkeys"?`},
 		{"verison", `unknown command "verison"; did you mean "version"?`},
-		{"frobnicate", `unknown command "frobnicate" (commands: status, hotkeys, healthcheck, version, help;`},
+		{"frobnicate", `unknown command "frobnicate" (commands: status, hotkeys, healthcheck, ratelimit, version, help;`},
 	} {
 		code, out, errw := dispatchOut(c.arg)
 		if code != 2 || !strings.Contains(errw, c.want) || out != "" {

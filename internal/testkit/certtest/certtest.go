@@ -1,5 +1,5 @@
 // Package certtest makes certificate authorities and the certificates they sign, as PEM
-// files, for tests of mutual TLS between nodes.
+// files, for tests of mutual TLS between nodes and of TLS on the client ports.
 package certtest
 
 import (
@@ -54,8 +54,28 @@ func NewCA(tb testing.TB, dir, name string) *CA {
 // and localhost, for use as a server and as a client).
 func (ca *CA) Issue(tb testing.TB, dir, name string) Files {
 	tb.Helper()
-	key := newKey(tb)
+	return ca.issue(tb, dir, name, template(tb, name))
+}
+
+// IssueExpired is Issue for a certificate that expired an hour ago (valid for a day
+// before that), for tests that it is refused.
+func (ca *CA) IssueExpired(tb testing.TB, dir, name string) Files {
+	tb.Helper()
 	tmpl := template(tb, name)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-25*time.Hour), time.Now().Add(-time.Hour)
+	return ca.issue(tb, dir, name, tmpl)
+}
+
+// Pool is a pool holding the CA's certificate, for a Go client's RootCAs.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}
+
+func (ca *CA) issue(tb testing.TB, dir, name string, tmpl *x509.Certificate) Files {
+	tb.Helper()
+	key := newKey(tb)
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	tmpl.DNSNames, tmpl.IPAddresses = []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)}
