@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,17 +20,19 @@ import (
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/leapcount/leapcount/internal/testkit/certtest"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
 )
 
 // rlProc is a `leapcount-node ratelimit` process and the addresses it logged.
 type rlProc struct {
-	cmd               *exec.Cmd
-	http, grpc, debug string
-	log               *stderrLines
+	cmd                        *exec.Cmd
+	http, grpc, grpcTLS, debug string
+	log                        *stderrLines
 }
 
 // startRatelimit runs `leapcount-node ratelimit` with env added to the test's
@@ -54,11 +57,14 @@ func startRatelimit(t *testing.T, env ...string) rlProc {
 		q := p
 		for sc.Scan() {
 			p.log.add(sc.Text())
-			var line struct{ Msg, HTTP, GRPC, Listener, Addr string }
+			var line struct {
+				Msg, HTTP, GRPC, Listener, Addr string
+				GRPCTLS                         string `json:"grpc_tls"`
+			}
 			json.Unmarshal(sc.Bytes(), &line)
 			switch {
 			case line.Msg == "node serving":
-				q.http, q.grpc = line.HTTP, line.GRPC
+				q.http, q.grpc, q.grpcTLS = line.HTTP, line.GRPC, line.GRPCTLS
 			case line.Msg == "ratelimit listener serving" && line.Listener == "debug":
 				q.debug = line.Addr
 				served <- q
@@ -129,11 +135,41 @@ func TestRatelimitSubcommandServesAsEnvoyRatelimit(t *testing.T) {
 	}
 }
 
+// envoyproxy/ratelimit's gRPC TLS settings (GRPC_SERVER_USE_TLS with its certificate,
+// key and client CA) serve ShouldRateLimit over mutual TLS only: a client with a
+// certificate of that CA is answered, and no plaintext gRPC port is open.
+func TestRatelimitSubcommandServesGRPCOverMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := certtest.NewCA(t, dir, "ca")
+	srv, cli := ca.Issue(t, dir, "127.0.0.1"), ca.Issue(t, dir, "envoy")
+	root := runtimeRoot(t, "ratelimit", map[string]string{"edge.yaml": rlTestConfig})
+	p := startRatelimit(t, "RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=ratelimit",
+		"HOST=127.0.0.1", "PORT=0", "GRPC_HOST=127.0.0.1", "GRPC_PORT=0", "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0",
+		"GRPC_SERVER_USE_TLS=true", "GRPC_SERVER_TLS_CERT="+srv.Cert, "GRPC_SERVER_TLS_KEY="+srv.Key, "GRPC_CLIENT_TLS_CACERT="+srv.CA,
+		"USE_STATSD=false", "LOG_LEVEL=info", "LOG_FORMAT=json",
+		"LEAPCOUNT_NAME=rl1", "LEAPCOUNT_RESP=127.0.0.1:0", "LEAPCOUNT_GOSSIP=127.0.0.1:0", "LEAPCOUNT_RPC=127.0.0.1:0")
+	if p.grpc != "" || p.grpcTLS == "" {
+		t.Fatalf("gRPC plaintext %q, TLS %q; want TLS alone", p.grpc, p.grpcTLS)
+	}
+	pair, err := tls.LoadX509KeyPair(cli.Cert, cli.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"})
+	checkGRPCFixedWindowWith(t, p.grpcTLS, grpc.WithTransportCredentials(creds))
+}
+
 // checkGRPCFixedWindow calls ShouldRateLimit three times for one descriptor within one
 // hour window (again with another value if an hour boundary fell between).
 func checkGRPCFixedWindow(t *testing.T, addr string) {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	checkGRPCFixedWindowWith(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// checkGRPCFixedWindowWith is checkGRPCFixedWindow over the connection opt makes.
+func checkGRPCFixedWindowWith(t *testing.T, addr string, opt grpc.DialOption) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -223,7 +224,7 @@ var ratelimitRefusals = []rlRefusal{
 	{"BACKEND_TYPE", "leapcount keeps counters itself; only BACKEND_TYPE=redis (or unset) is accepted", nil},
 	{"CONFIG_TYPE", "only CONFIG_TYPE=FILE (or unset) is accepted: xDS config (GRPC_XDS_SOTW) is not supported yet", nil},
 	{"GRPC_UDS", "leapcount's gRPC service listens on TCP only: set GRPC_HOST and GRPC_PORT", nil},
-	{"GRPC_SERVER_USE_TLS", "leapcount's gRPC service does not take envoyproxy/ratelimit's TLS settings yet", nil},
+	{"GRPC_CLIENT_TLS_SAN", "leapcount checks that a client's certificate chains to GRPC_CLIENT_TLS_CACERT, not its SAN", grpcTLS},
 	{"GRPC_MAX_CONNECTION_AGE", "leapcount's gRPC connections have no maximum age (an idle one closes after 5 min); unset it", nil},
 	{"GRPC_MAX_CONNECTION_AGE_GRACE", "leapcount's gRPC connections have no maximum age; unset it", nil},
 	{"SHADOW_MODE", "a global shadow mode is not supported: set shadow_mode: true on the rules instead", nil},
@@ -293,8 +294,32 @@ func mapListeners(e *rlEnv, m *rlMapping, _ func(string) (string, bool)) error {
 		out[i] = net.JoinHostPort(e.str(a.host), strconv.Itoa(port))
 	}
 	m.flag("http", out[0])
-	m.flag("grpc", out[1])
 	m.debugAddr = out[2]
+	if !grpcTLS(e) {
+		m.flag("grpc", out[1])
+		return nil
+	}
+	return mapGRPCTLS(e, m, out[1])
+}
+
+// grpcTLS reports whether envoyproxy/ratelimit's gRPC server would speak TLS.
+func grpcTLS(e *rlEnv) bool { return e.on("GRPC_SERVER_USE_TLS") }
+
+// mapGRPCTLS serves gRPC over TLS only, on addr, with the certificate and key given,
+// and with GRPC_CLIENT_TLS_CACERT, mutual TLS (envoyproxy/ratelimit's
+// GRPC_SERVER_USE_TLS settings).
+func mapGRPCTLS(e *rlEnv, m *rlMapping, addr string) error {
+	cert, key := e.str("GRPC_SERVER_TLS_CERT"), e.str("GRPC_SERVER_TLS_KEY")
+	if cert == "" || key == "" {
+		return errors.New("GRPC_SERVER_USE_TLS=true: set GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY")
+	}
+	m.flag("grpc", "")
+	m.flag("grpc-tls", addr)
+	m.flag("client-tls-cert", cert)
+	m.flag("client-tls-key", key)
+	if ca := e.str("GRPC_CLIENT_TLS_CACERT"); ca != "" {
+		m.flag("client-tls-ca", ca)
+	}
 	return nil
 }
 

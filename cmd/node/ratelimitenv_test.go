@@ -40,6 +40,12 @@ func TestRatelimitEnvMapping(t *testing.T) {
 		{"runtime layout", map[string]string{"RUNTIME_ROOT": "/data/current", "RUNTIME_SUBDIRECTORY": "ratelimit", "RUNTIME_APPDIRECTORY": "rl",
 			"RUNTIME_WATCH_ROOT": "false", "RUNTIME_IGNOREDOTFILES": "true"}, map[string]string{"limits": "/data/current/ratelimit/rl"}, ""},
 		{"sliding windows", map[string]string{"LEAPCOUNT_SLIDING_WINDOWS": "true"}, map[string]string{"limits-buckets": ""}, ""},
+		{"grpc tls", map[string]string{"GRPC_PORT": "9001", "GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/tls/crt", "GRPC_SERVER_TLS_KEY": "/tls/key"},
+			map[string]string{"grpc-tls": "0.0.0.0:9001", "client-tls-cert": "/tls/crt", "client-tls-key": "/tls/key", "client-tls-ca": ""}, ""},
+		{"grpc mutual tls", map[string]string{"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/c", "GRPC_SERVER_TLS_KEY": "/k", "GRPC_CLIENT_TLS_CACERT": "/ca"},
+			map[string]string{"client-tls-ca": "/ca"}, ""},
+		{"grpc tls without a key", map[string]string{"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/c"}, nil,
+			"GRPC_SERVER_USE_TLS=true: set GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY"},
 		{"sliding windows: bad", map[string]string{"LEAPCOUNT_SLIDING_WINDOWS": "maybe"}, nil, "LEAPCOUNT_SLIDING_WINDOWS=maybe: want true or false"},
 		{"answers", map[string]string{"MERGE_DOMAIN_CONFIG": "true", "LIMIT_RESPONSE_HEADERS_ENABLED": "1", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "true",
 			"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED": "true"},
@@ -154,7 +160,8 @@ func nonDefault(v rlVar) string {
 // its default (with what makes it matter set: Redis, headers, Prometheus).
 func TestRatelimitEnvRefusesByName(t *testing.T) {
 	enable := map[string]string{"REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "r:1", "REDIS_TYPE": "cluster", "REDIS_TLS": "true",
-		"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "USE_PROMETHEUS": "true"}
+		"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "USE_PROMETHEUS": "true",
+		"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/c", "GRPC_SERVER_TLS_KEY": "/k"}
 	if _, err := mapRatelimitEnv(envOf(enable)); err != nil {
 		t.Fatalf("the enabling variables alone: %v", err)
 	}
@@ -210,5 +217,17 @@ func TestRatelimitEnvDocsNameEveryVariable(t *testing.T) {
 		if !seen[name] && name != slidingWindowsEnv {
 			t.Errorf("docs/envoy.md's table names %s, which envoyproxy/ratelimit does not read", name)
 		}
+	}
+}
+
+// With GRPC_SERVER_USE_TLS, gRPC is served over TLS only, as envoyproxy/ratelimit serves
+// it: the plaintext --grpc is off.
+func TestRatelimitEnvGRPCOverTLSOnly(t *testing.T) {
+	m, err := mapRatelimitEnv(envOf(map[string]string{"GRPC_SERVER_USE_TLS": "true", "GRPC_SERVER_TLS_CERT": "/c", "GRPC_SERVER_TLS_KEY": "/k"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(m.flags, "--grpc=") || !slices.Contains(m.flags, "--grpc-tls=0.0.0.0:8081") {
+		t.Fatalf("flags %q; want --grpc= (off) and --grpc-tls=0.0.0.0:8081", m.flags)
 	}
 }
