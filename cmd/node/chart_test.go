@@ -145,6 +145,12 @@ func (r *rendering) checkPorts(t *testing.T) {
 	if cfg.RESPCluster != "" {
 		want["resp-cluster"] = "TCP/" + port(t, cfg.RESPCluster)
 	}
+	if cfg.HTTPTLSAddr != "" {
+		want["http-tls"] = "TCP/" + port(t, cfg.HTTPTLSAddr)
+	}
+	if cfg.RESPTLSAddr != "" {
+		want["resp-tls"] = "TCP/" + port(t, cfg.RESPTLSAddr)
+	}
 	got := map[string]string{}
 	for _, p := range r.node.Ports {
 		got[p.Name] = p.Protocol + "/" + strconv.Itoa(p.ContainerPort)
@@ -269,7 +275,8 @@ func (r *rendering) checkSecrets(t *testing.T) {
 	}
 	cfg := r.flags.cfg
 	files := map[string]string{"token-file": cfg.TokenFile, "tls-cert": cfg.TLSCertFile, "tls-key": cfg.TLSKeyFile,
-		"tls-ca": cfg.TLSCAFile, "gossip-key-file": r.flags.gossipKeyFile}
+		"tls-ca": cfg.TLSCAFile, "gossip-key-file": r.flags.gossipKeyFile, "client-tls-cert": cfg.ClientTLSCertFile,
+		"client-tls-key": cfg.ClientTLSKeyFile, "client-tls-ca": cfg.ClientTLSCAFile}
 	for name, path := range files {
 		if path == "" {
 			continue
