@@ -209,11 +209,7 @@ func (c *conn) frame(f http2.Frame) error {
 		}
 		return c.w.control(http2.FramePing, http2.FlagPingAck, 0, f.Data[:])
 	case *http2.WindowUpdateFrame:
-		if f.StreamID == 0 {
-			c.forgetAll(c.w.windowUpdate(nil, f.Increment))
-		} else if st := c.stream(f.StreamID); st != nil {
-			c.forgetAll(c.w.windowUpdate(st, f.Increment))
-		}
+		return c.onWindowUpdate(f)
 	case *http2.RSTStreamFrame:
 		c.onReset(f.StreamID)
 	case *http2.PushPromiseFrame:
@@ -393,6 +389,30 @@ func (c *conn) onReset(id uint32) {
 	}
 }
 
+// onWindowUpdate grows the connection's window or a stream's. One that would pass
+// 2^31-1 is FLOW_CONTROL_ERROR: of the connection, or of that stream alone.
+func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	if f.StreamID == 0 {
+		ended, overflow := c.w.windowUpdate(nil, f.Increment)
+		if overflow {
+			return http2.ConnectionError(http2.ErrCodeFlowControl)
+		}
+		c.forgetAll(ended)
+		return nil
+	}
+	st := c.stream(f.StreamID)
+	if st == nil {
+		return nil
+	}
+	ended, overflow := c.w.windowUpdate(st, f.Increment)
+	if overflow {
+		c.resetStream(f.StreamID, http2.ErrCodeFlowControl)
+		return nil
+	}
+	c.forgetAll(ended)
+	return nil
+}
+
 // forgetAll forgets calls whose held answers ended (writer.finished).
 func (c *conn) forgetAll(ended []*stream) {
 	for _, st := range ended {
@@ -466,9 +486,10 @@ func (c *conn) checkIdle() {
 	c.mu.Lock()
 	idleFor := time.Since(c.lastActive)
 	busy := len(c.streams) > 0
+	goingAway := c.goingAway // (under mu: goAway sets it from the reader)
 	c.mu.Unlock()
 	switch {
-	case c.ctx.Err() != nil || c.goingAway:
+	case c.ctx.Err() != nil || goingAway:
 	case busy:
 		c.idle.Reset(c.s.cfg.IdleTimeout)
 	case idleFor < c.s.cfg.IdleTimeout:

@@ -152,3 +152,85 @@ func readAnswers(t *testing.T, fr *http2.Framer, calls int, onData func(*http2.D
 		}
 	}
 }
+
+// A WINDOW_UPDATE that would take the connection's window past 2^31-1 is a connection
+// error FLOW_CONTROL_ERROR (RFC 9113, 6.9.1): the server says so in its GOAWAY and
+// closes. Before, the window grew past what HTTP/2 allows and the connection went on.
+func TestConnectionWindowOverflowIsAFlowControlError(t *testing.T) {
+	f := start(t, nil)
+	fr, nc := rawConn(t, f.addr)
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := fr.WriteWindowUpdate(0, 1<<31-1); err != nil { // 65535 + 2^31-1
+		t.Fatal(err)
+	}
+	if code := goAwayCode(t, fr); code != http2.ErrCodeFlowControl {
+		t.Fatalf("GOAWAY %v; want FLOW_CONTROL_ERROR", code)
+	}
+}
+
+// A WINDOW_UPDATE that would take one stream's window past 2^31-1 resets that stream
+// with FLOW_CONTROL_ERROR; the connection goes on.
+func TestStreamWindowOverflowResetsTheStream(t *testing.T) {
+	f := start(t, func(cfg *Config) {
+		cfg.Async = map[string]AsyncHandler{checkMethod: func(ctx context.Context, c *Call, reply func([]byte, error)) {
+			go func() { // the call stays open (not on the reader, which must read on)
+				select {
+				case <-ctx.Done():
+				case <-time.After(5 * time.Second):
+				}
+				reply(nil, errors.New("held"))
+			}()
+		}}
+	})
+	fr := rawCalls(t, f.addr, 1)
+	if err := fr.WriteWindowUpdate(1, 1<<31-1); err != nil { // 65535 + 2^31-1 on stream 1
+		t.Fatal(err)
+	}
+	for {
+		fm, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no RST_STREAM before %v", err)
+		}
+		switch fm := fm.(type) {
+		case *http2.RSTStreamFrame:
+			if fm.StreamID != 1 || fm.ErrCode != http2.ErrCodeFlowControl {
+				t.Fatalf("RST_STREAM %d %v; want stream 1 FLOW_CONTROL_ERROR", fm.StreamID, fm.ErrCode)
+			}
+			if err := fr.WritePing(false, [8]byte{1}); err != nil {
+				t.Fatal(err)
+			}
+			waitPingAck(t, fr)
+			return
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY %v; want the stream reset alone", fm.ErrCode)
+		}
+	}
+}
+
+// goAwayCode reads frames until a GOAWAY and returns its code.
+func goAwayCode(t *testing.T, fr *http2.Framer) http2.ErrCode {
+	t.Helper()
+	for {
+		fm, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no GOAWAY before %v", err)
+		}
+		if g, ok := fm.(*http2.GoAwayFrame); ok {
+			return g.ErrCode
+		}
+	}
+}
+
+// waitPingAck reads frames until a PING acknowledgement: the connection still serves.
+func waitPingAck(t *testing.T, fr *http2.Framer) {
+	t.Helper()
+	for {
+		fm, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no PING ack before %v", err)
+		}
+		if p, ok := fm.(*http2.PingFrame); ok && p.IsAck() {
+			return
+		}
+	}
+}

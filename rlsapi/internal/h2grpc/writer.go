@@ -365,19 +365,29 @@ func (w *writer) takeFinished() []*stream {
 	return f
 }
 
-// windowUpdate adds n to the connection's window (st nil) or st's.
-// It returns the held answers that ended (writer.finished).
-func (w *writer) windowUpdate(st *stream, n uint32) []*stream {
+// maxWindow is the largest flow-control window HTTP/2 allows (RFC 9113, 6.9.1).
+const maxWindow = 1<<31 - 1
+
+// windowUpdate adds n to the connection's window (st nil) or st's. It returns the held
+// answers that ended (writer.finished), and overflow when the window would pass
+// maxWindow: then it is left as it was, and the caller answers FLOW_CONTROL_ERROR.
+func (w *writer) windowUpdate(st *stream, n uint32) (ended []*stream, overflow bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if st == nil {
+		if w.connWin+int64(n) > maxWindow {
+			return nil, true
+		}
 		w.connWin += int64(n)
 	} else {
+		if w.initWin+st.sendDelta+int64(n) > maxWindow {
+			return nil, true
+		}
 		st.sendDelta += int64(n)
 	}
 	w.release()
 	w.room.Broadcast()
-	return w.takeFinished()
+	return w.takeFinished(), false
 }
 
 // settings applies the client's settings that writing depends on, and returns the held
