@@ -47,6 +47,14 @@ func TestRepliesNeverWaitForAClientThatDoesNotRead(t *testing.T) {
 	}
 	defer nc.Close()
 	go floodWithoutReading(nc)
+	// First the server takes the connection and its calls in (until then it counts none,
+	// which the wait below would take for the end).
+	wait.For(t, 20*time.Second, func() error {
+		if entered.Load() == 0 {
+			return fmt.Errorf("no call taken in yet (%d connections)", connCount(f.srv))
+		}
+		return nil
+	})
 	err = wait.Until(20*time.Second, func() error {
 		if n := connCount(f.srv); n != 0 {
 			return fmt.Errorf("the server still has %d connections; replies %d of %d calls", n, done.Load(), entered.Load())
