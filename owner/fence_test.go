@@ -173,9 +173,9 @@ func TestFencedCountersTakenFromRedisAreWrittenBackWhenRedisLostItsData(t *testi
 	}
 	do(b.Owner, incr(ks[1], 1))
 	b.flushOnce(context.Background())
-	b.mu.Lock()
+	b.lock()
 	epoch := b.flush.epoch
-	b.mu.Unlock()
+	b.unlock()
 	if epoch == "" {
 		t.Fatal("b knows no epoch after a flush: the test needs one")
 	}
@@ -234,9 +234,9 @@ func TestWriteInDoubtIsNotSentAgainOverAWriteBackHandedOn(t *testing.T) {
 	if err := rc.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
+	a.lock()
 	a.writeBackInFull() // as its next look at the stamps' epoch does: the 6 go behind the write in doubt
-	a.mu.Unlock()
+	a.unlock()
 	b.SetRing(two)
 	a.SetRing(two) // Redis down for a: the counter goes to b directly, the write-back with it
 	if err := a.WaitReleased(context.Background()); err != nil {

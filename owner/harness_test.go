@@ -282,9 +282,9 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	if redis != nil {
 		// Measure its clock against Redis's now, whenever its ticks come (a wrapped
 		// Redis may not answer: then it goes on not knowing).
-		o.mu.Lock()
+		o.lock()
 		o.measureClock(o.cfg.Clock.Since())
-		o.mu.Unlock()
+		o.unlock()
 		wait.True(5*time.Second, func() bool { return !o.clock.measuring.Load() })
 	}
 	return &testOwner{Owner: o, leases: fl}
@@ -454,22 +454,22 @@ func writeElsewhere(st *fallback.Store, key string, n, now int64) error {
 
 // flushOnce runs a flush that starts after it is called, and waits for its end.
 func (o *Owner) flushOnce(ctx context.Context) {
-	o.mu.Lock()
+	o.lock()
 	target := o.flush.rounds.Load() + 1
 	if o.flush.inFlight {
 		target++ // the one in flight may have drained before the caller's last ops
 	}
 	o.flushStart()
-	o.mu.Unlock()
+	o.unlock()
 	for o.flush.rounds.Load() < target {
 		ch := make(chan struct{})
-		o.mu.Lock()
+		o.lock()
 		if o.flush.rounds.Load() >= target {
-			o.mu.Unlock()
+			o.unlock()
 			break
 		}
 		o.flush.onEnd(func() { close(ch) })
-		o.mu.Unlock()
+		o.unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -227,9 +227,9 @@ func TestDepartedWriteIsLoadedWhateverTheStamp(t *testing.T) {
 	if _, err := st.Incr(context.Background(), k, sp, 12, t0); err != nil { // no stamp: it was lost
 		t.Fatal(err)
 	}
-	a.mu.Lock()
+	a.lock()
 	a.noteDeparted([]fallback.CounterRef{{Key: k, Spec: sp}}, 0)
-	a.mu.Unlock()
+	a.unlock()
 	if r := do(a.Owner, incr(k, 1))[0]; r.Err != nil || r.Count != 13 {
 		t.Fatalf("incr after a departed write Redis holds: got %d, %v; want 13", r.Count, r.Err)
 	}
@@ -250,9 +250,9 @@ func TestDepartedWriteAheadOfTheClockIsLoaded(t *testing.T) {
 	if _, err := st.Incr(context.Background(), k, sp, 12, placed); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
+	a.lock()
 	a.noteDeparted([]fallback.CounterRef{{Key: k, Spec: sp}}, sp.Bucket(placed)*sp.BucketMs())
-	a.mu.Unlock()
+	a.unlock()
 	n.clock.Store(t0 + sp.WindowMs + freshMargin.Milliseconds() + 1) // a window after t0, not after the bucket
 	if r := do(a.Owner, incr(k, 1))[0]; r.Err != nil || r.Count != 13 {
 		t.Fatalf("incr after a departed write placed ahead: got %d, %v; want 13", r.Count, r.Err)

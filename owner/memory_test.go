@@ -30,16 +30,16 @@ func TestStalePartitionDueAWriteBackKeepsItsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rg.Partition(k)
-	a.mu.Lock()
+	a.lock()
 	a.step(p, on(RedisLost))
 	s := lease.NewSet(a.parts.count())
 	s.Add(p)
 	if a.markStale(s, LateWrite) != 1 {
-		a.mu.Unlock()
+		a.unlock()
 		t.Fatal("the partition did not go stale")
 	}
 	a.cleanDrop(rg, []int{p}, []bool{false})
-	a.mu.Unlock()
+	a.unlock()
 	mustCount(t, a.Owner, k, 5)
 }
 
@@ -131,7 +131,7 @@ func TestRedisLossWritesBackNoBlindCounterOfARelease(t *testing.T) {
 	rel := &release{parts: []int{pb, rg.Partition(whole)}, persist: true,
 		ev:      []leaparray.Evicted{{Key: blind, Spec: sp, Buckets: three}, {Key: whole, Spec: sp, Buckets: three}},
 		partial: partialMemory{blind: map[int]*blindSet{pb: {keys: map[string]struct{}{blind: {}}}}}}
-	a.mu.Lock()
+	a.lock()
 	a.releases.jobs = append(a.releases.jobs, rel)
 	a.writeBackInFull()
 	a.releases.jobs = a.releases.jobs[:len(a.releases.jobs)-1]
@@ -143,7 +143,7 @@ func TestRedisLossWritesBackNoBlindCounterOfARelease(t *testing.T) {
 		}
 	}
 	a.flush.mu.Unlock()
-	a.mu.Unlock()
+	a.unlock()
 	if bases[blind] || !bases[whole] {
 		t.Fatalf("written back in full: blind counter %v, whole counter %v; want false, true", bases[blind], bases[whole])
 	}
@@ -165,10 +165,10 @@ func TestHandedCounterLacksThisNodesUnconfirmedWrite(t *testing.T) {
 	idx := sp.Bucket(now)
 	h := &Handoff{From: "a", ID: 1, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 25}}, Pending: []leaparray.Bucket{{Index: idx, Count: 13}}}}}
-	b.mu.Lock()
+	b.lock()
 	b.flush.enqueue([]fallback.Delta{{Key: k, Spec: sp, Buckets: []leaparray.Bucket{{Index: idx, Count: 3}}}})
 	err := b.takeIn(h)
-	b.mu.Unlock()
+	b.unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestUnsentResetKeepsItsLapse(t *testing.T) {
 	do(a.Owner, reset(k), incr(k, 1))
 	a.flushOnce(context.Background()) // drains a batch with the reset; its stamps fail
 	a.lapse(rg.Partition(k))
-	a.mu.Lock()
+	a.lock()
 	a.takeUnsent(nil)
 	a.flush.mu.Lock()
 	var resets int
@@ -203,7 +203,7 @@ func TestUnsentResetKeepsItsLapse(t *testing.T) {
 		}
 	}
 	a.flush.mu.Unlock()
-	a.mu.Unlock()
+	a.unlock()
 	if resets != 0 {
 		t.Fatalf("the reset decided before the lapse is back in the queue as a reset (%d)", resets)
 	}
@@ -239,9 +239,9 @@ func TestHandoffDuringALoadVoidsTheLoad(t *testing.T) {
 	idx := sp.Bucket(n.now())
 	h := &Handoff{From: "a", ID: 1, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 16}}, Pending: []leaparray.Bucket{{Index: idx, Count: 16}}}}}
-	b.mu.Lock()
+	b.lock()
 	err := b.takeIn(h)
-	b.mu.Unlock()
+	b.unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,18 +266,18 @@ func TestHandedCounterOlderThanRedisLoadsFromRedis(t *testing.T) {
 	do(b.Owner, incr(k, 64))
 	b.flushOnce(context.Background())
 	b.cfg.Store.Evict(func(key string) bool { return key == k }) // its memory dropped (stale)
-	b.mu.Lock()
+	b.lock()
 	epoch := b.flush.epoch
-	b.mu.Unlock()
+	b.unlock()
 	if epoch == "" {
 		t.Fatal("b knows no epoch after a flush: the test needs one")
 	}
 	idx := sp.Bucket(n.now())
 	h := &Handoff{From: "a", ID: 1, RedisEpoch: epoch, Counters: []HandoffCounter{{Key: k, Spec: sp,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 58}}}}}
-	b.mu.Lock()
+	b.lock()
 	err := b.takeIn(h)
-	b.mu.Unlock()
+	b.unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +307,8 @@ func TestReleaseUndoneKeepsCountersWithAWriteInDoubt(t *testing.T) {
 	n.fail = func(string, *Handoff) (drop, lose bool) { return true, false } // b is out of reach
 	a.SetRing(two)
 	eventually(t, "a's release goes node to node", func() error {
-		a.mu.Lock()
-		defer a.mu.Unlock()
+		a.lock()
+		defer a.unlock()
 		for _, rel := range a.releases.jobs {
 			if !rel.persist {
 				return nil
@@ -364,9 +364,9 @@ func TestHandedResetErasesNothingCountedBlindSince(t *testing.T) {
 	k := keysOf(ringOf("a"), "a", 1)[0]
 	do(a.Owner, incr(k, 4))
 	redisIs(t, st, k, 4)
-	a.mu.Lock()
+	a.lock()
 	a.cfg.Store.Evict(func(key string) bool { return key == k }) // (memory of it gone: as on another node)
-	a.mu.Unlock()
+	a.unlock()
 	pauseRedis(t, srv, st, a.Owner)
 	do(a.Owner, incr(k, 2)) // blind
 	a.flushOnce(context.Background())
@@ -376,18 +376,18 @@ func TestHandedResetErasesNothingCountedBlindSince(t *testing.T) {
 	idx := sp.Bucket(n.now())
 	h := &Handoff{From: "b", ID: 1, Counters: []HandoffCounter{{Key: k, Spec: sp, Reset: true,
 		Buckets: []leaparray.Bucket{{Index: idx, Count: 1}}, Pending: []leaparray.Bucket{{Index: idx, Count: 1}}}}}
-	a.mu.Lock()
+	a.lock()
 	err := a.takeIn(h)
-	a.mu.Unlock()
+	a.unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Resume()
 	eventually(t, "Redis has the reset and what came after it", func() error {
 		a.flushOnce(context.Background())
-		a.mu.Lock()
+		a.lock()
 		unwritten := !a.flush.empty()
-		a.mu.Unlock()
+		a.unlock()
 		got, err := st.Count(context.Background(), k, sp, t0)
 		if err == nil && (got != 3 || unwritten) {
 			err = fmt.Errorf("Redis has %d (deltas still to write: %v)", got, unwritten)

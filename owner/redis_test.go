@@ -78,16 +78,17 @@ func TestReleaseEndsOnce(t *testing.T) {
 	two := ringOf("a", "b")
 	do(a.Owner, incr(keysOf(two, "b", 1)[0], 1))
 	b.SetRing(two)
-	a.SetRing(two)
-	a.mu.Lock()
-	rel := a.releases.jobs[0]
-	a.mu.Unlock()
+	var rel *release
+	a.do(func() { // (a release through Redis may end before SetRing's caller looks)
+		a.setRing(two)
+		rel = a.releases.jobs[0]
+	})
 	if err := a.WaitReleased(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
+	a.lock()
 	a.stepRelease(rel) // as the poll timer armed while it waited for Redis does
-	a.mu.Unlock()
+	a.unlock()
 	if got := logs.n.Load(); got != 1 {
 		t.Fatalf("the release ended %d times; want once", got)
 	}
@@ -489,9 +490,9 @@ func TestPartitionStaleDuringALoadIsDecidedOnceReloaded(t *testing.T) {
 			p := a.ring.Load().Partition(k)
 			s := lease.NewSet(a.parts.count())
 			s.Add(p)
-			a.mu.Lock()
+			a.lock()
 			stale := a.markStale(s, LateWrite)
-			a.mu.Unlock()
+			a.unlock()
 			if stale != 1 {
 				t.Errorf("the partition did not go stale during the load")
 			}

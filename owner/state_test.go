@@ -101,11 +101,11 @@ func TestStateNames(t *testing.T) {
 func TestUnknownTransitionIsCounted(t *testing.T) {
 	o, _, _ := waitingOwner(t)
 	was := o.parts.get(0)
-	o.mu.Lock()
+	o.lock()
 	o.decide.Lock()
 	act := o.step(0, on(Reloaded)) // only a stale partition is reloaded
 	o.unlockDecide()
-	o.mu.Unlock()
+	o.unlock()
 	if n := o.UnknownTransitions(); n != 1 || act != 0 || o.parts.get(0) != was {
 		t.Fatalf("reloaded in %v: %d unknown, action %d, state %v; want 1, none, %v", was, n, act, o.parts.get(0), was)
 	}

@@ -1,0 +1,148 @@
+package owner
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leapcount/leapcount/lease"
+)
+
+// watchedRedis notes each call made while Owner.mu is held, and hands SendBatch's
+// outcomes to the test instead of the owner.
+type watchedRedis struct {
+	Redis
+	owner    atomic.Pointer[Owner]
+	underMu  atomic.Int64
+	outcomes chan func()
+}
+
+func (w *watchedRedis) check() {
+	o := w.owner.Load()
+	if o == nil {
+		return
+	}
+	if !o.mu.TryLock() {
+		w.underMu.Add(1)
+		return
+	}
+	o.mu.Unlock()
+}
+
+func (w *watchedRedis) SendBatch(b Batch, done func(error)) {
+	w.check()
+	w.Redis.SendBatch(b, func(err error) { w.outcomes <- func() { done(err) } })
+}
+
+func (w *watchedRedis) StampWritten(n int, ps []int, now int64, epoch string, done func(string, error)) {
+	w.check()
+	w.Redis.StampWritten(n, ps, now, epoch, done)
+}
+
+func (w *watchedRedis) MarkLate(n int, ps []int, done func(error)) {
+	w.check()
+	w.Redis.MarkLate(n, ps, done)
+}
+
+// TestOutcomesNeverWaitForAStep: a call's outcome that comes while a step is under way
+// is queued for the driver and returns at once (before: it waited on Owner.mu, and so
+// did the rpc reader or lease goroutine it came on); it is applied once the step ends;
+// and the owner makes no call while it holds mu. The owner ticks only when told.
+func TestOutcomesNeverWaitForAStep(t *testing.T) {
+	_, st := startRedis(t)
+	w := &watchedRedis{outcomes: make(chan func(), 4)}
+	n := &net{flush: time.Hour, wrap: func(r Redis) Redis { w.Redis = r; return w }}
+	a := n.sole(t, "a", st)
+	w.owner.Store(a.Owner)
+	do(a.Owner, incr("k", 3))
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		a.flushOnce(context.Background())
+	}()
+	var deliver func()
+	select {
+	case deliver = <-w.outcomes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write-behind was never sent")
+	}
+
+	// A step under way: posted, and held until released.
+	release := holdStep(a.Owner)
+	returned := make(chan struct{})
+	go func() {
+		deliver()
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		release()
+		t.Fatal("the write-behind's outcome waited for the step under way")
+	}
+	if a.flush.rounds.Load() != 0 {
+		t.Fatal("the outcome was applied while another step held mu")
+	}
+	release()
+	select {
+	case <-flushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued outcome was never applied: the flush did not end")
+	}
+	if got := redisCount(t, st, "k"); got != 3 {
+		t.Fatalf("Redis holds %d of k; want 3", got)
+	}
+	if c := w.underMu.Load(); c != 0 {
+		t.Fatalf("%d Redis calls were made under Owner.mu; want none: a step asks, its end calls", c)
+	}
+}
+
+// TestLapseNeverWaitsForAStep: the lease keeper's report of a lapse returns at once
+// while a step is under way (before: the keeper's goroutine, which renews the leases,
+// waited on Owner.mu), and takes effect once it ends.
+func TestLapseNeverWaitsForAStep(t *testing.T) {
+	_, st := startRedis(t)
+	logs := &messageCount{msg: "lease lapsed: these partitions are reloaded from Redis before they are decided again"}
+	n := &net{flush: time.Hour, logs: logs}
+	a := n.sole(t, "a", st)
+	do(a.Owner, incr("k", 1))
+	p := ringOf("a").Partition("k")
+	release := holdStep(a.Owner)
+	returned := make(chan struct{})
+	go func() {
+		a.leases.grant(false, p)
+		s := lease.NewSet(a.parts.count())
+		s.Add(p)
+		a.Lapsed(s)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		release()
+		t.Fatal("Lapsed waited for the step under way")
+	}
+	if logs.n.Load() != 0 {
+		t.Fatal("the lapse was applied while another step held mu")
+	}
+	release()
+	eventually(t, "the lapse applied", func() error {
+		if logs.n.Load() != 1 {
+			return fmt.Errorf("partition %d (%v) not made stale by the lapse", p, a.parts.get(p))
+		}
+		return nil
+	})
+}
+
+// holdStep posts a step that holds o's mu until the function it returns is called.
+func holdStep(o *Owner) (release func()) {
+	inStep, end := make(chan struct{}), make(chan struct{})
+	go o.post(func() {
+		close(inStep)
+		<-end
+	})
+	<-inStep
+	return func() { close(end) }
+}
