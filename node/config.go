@@ -16,6 +16,7 @@ import (
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
 	"github.com/leapcount/leapcount/internal/clock"
+	"github.com/leapcount/leapcount/internal/xdsconfig"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/rpc"
 )
@@ -58,6 +59,9 @@ type Config struct {
 	Limits      string // --limits: envoyproxy/ratelimit YAML, a file or a directory of them
 	LimitsMerge bool   // --limits-merge: a domain in several files merges (MERGE_DOMAIN_CONFIG)
 	RLSHeaders  bool   // --rls-headers: RateLimit-* response headers (LIMIT_RESPONSE_HEADERS_ENABLED)
+	// LimitsXDS, instead of Limits, takes the rules from an xDS management server (no
+	// flag: `leapcount-node ratelimit` sets it with CONFIG_TYPE=GRPC_XDS_SOTW).
+	LimitsXDS *xdsconfig.Config
 	// RLSDeniedConsumesNothing (--rls-denied-consumes-nothing): a request one descriptor
 	// denies counts in none of its others, in every domain.
 	RLSDeniedConsumesNothing bool
@@ -216,6 +220,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits != "" && c.GRPCAddr == "" && c.GRPCTLSAddr == "" {
 		return &ConfigError{"limits", "serves only the gRPC front end: set --grpc or --grpc-tls too"}
+	}
+	if c.LimitsXDS != nil && c.Limits != "" {
+		return &ConfigError{"limits", "the rules come from xDS (CONFIG_TYPE=GRPC_XDS_SOTW): give one or the other"}
+	}
+	if c.LimitsXDS != nil && c.GRPCAddr == "" && c.GRPCTLSAddr == "" {
+		return &ConfigError{"grpc", "the rules from xDS (CONFIG_TYPE=GRPC_XDS_SOTW) serve only the gRPC front end: set --grpc or --grpc-tls"}
 	}
 	if c.RESPCluster != "" {
 		if err := checkHostPort(c.RESPCluster); err != nil {

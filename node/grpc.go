@@ -18,7 +18,8 @@ import (
 )
 
 // The gRPC front end (--grpc): Envoy's rate limit service over the rules of --limits,
-// read again whenever its files change (limitsWatch).
+// read again whenever its files change (watchLimits), or of an xDS management server
+// (runLimitsXDS).
 
 // limitsState is the rules in force and what they were read from.
 type limitsState struct {
@@ -33,13 +34,23 @@ func (n *Node) loadLimits() (*limitsState, error) {
 		return nil, err
 	}
 	rules, _, err := limits.LoadPath(n.cfg.Limits, n.cfg.LimitsMerge)
-	if err != nil {
-		return nil, err
-	}
-	if err := rlsapi.Check(rules, n.cfg.LimitsBuckets); err != nil {
+	if rules, err = n.checkRules(rules, err); err != nil {
 		return nil, err
 	}
 	return &limitsState{rules: rules, fingerprint: fp}, nil
+}
+
+// checkRules passes the rules built (or the error of building them) only if the gRPC
+// front end can serve them: every rule set is checked so before it is put in force,
+// from --limits or from xDS.
+func (n *Node) checkRules(rules *limits.Rules, err error) (*limits.Rules, error) {
+	if err == nil {
+		err = rlsapi.Check(rules, n.cfg.LimitsBuckets)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rules, nil
 }
 
 // limitsFingerprint hashes the names and contents of the config files at path (links
@@ -118,6 +129,8 @@ func (n *Node) listenGRPC() error {
 			return &ConfigError{"limits", err.Error()}
 		}
 		n.limits.Store(st)
+	} else if n.cfg.LimitsXDS != nil {
+		n.cfg.Logger.Info("rate limit rules from xDS: gRPC health answers NOT_SERVING and every ShouldRateLimit UNAVAILABLE until the first config is in force", "server", n.cfg.LimitsXDS.Server)
 	} else {
 		n.cfg.Logger.Warn("--grpc without --limits: gRPC health answers NOT_SERVING and every ShouldRateLimit UNAVAILABLE (Envoy with failure_mode_deny denies them all)")
 	}
@@ -179,12 +192,16 @@ func (n *Node) serveGRPC() {
 			}
 		}()
 	}
-	if n.cfg.Limits != "" {
+	if n.cfg.Limits != "" || n.cfg.LimitsXDS != nil {
 		reloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leapcount_rls_config_reloads_total",
-			Help: "Reloads of --limits after its files changed, by result (ok, error: the rules in force stayed)."}, []string{"result"})
+			Help: "Reloads of the rate limit rules (--limits after its files changed, or a config from xDS), by result (ok, error: the rules in force stayed)."}, []string{"result"})
 		n.reg.MustRegister(reloads)
 		n.loops.Add(1)
-		go n.watchLimits(reloads)
+		if n.cfg.LimitsXDS != nil {
+			go n.runLimitsXDS(reloads)
+		} else {
+			go n.watchLimits(reloads)
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leapcount/leapcount/internal/xdsconfig"
 )
 
 // `leapcount-node ratelimit` runs a node configured by envoyproxy/ratelimit's
@@ -28,6 +30,7 @@ const (
 	kInt
 	kDuration
 	kFloat
+	kMap // key:value,...
 )
 
 // rlVar is one variable envoyproxy/ratelimit reads, with its default.
@@ -48,12 +51,12 @@ var ratelimitVars = []rlVar{
 	{"CONFIG_TYPE", "FILE", kString}, {"FORCE_START_WITHOUT_INITIAL_CONFIG", "false", kBool},
 	{"CONFIG_GRPC_XDS_NODE_ID", "default", kString}, {"CONFIG_GRPC_XDS_NODE_METADATA", "", kString},
 	{"CONFIG_GRPC_XDS_SERVER_URL", "localhost:18000", kString}, {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s", kDuration},
-	{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "", kString}, {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "false", kBool},
+	{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "", kMap}, {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "false", kBool},
 	{"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "", kString}, {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "", kString},
 	{"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "", kString}, {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "", kString},
 	{"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10s", kDuration}, {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "60s", kDuration},
 	{"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.5", kFloat}, {"XDS_CLIENT_BACKOFF_JITTER", "true", kBool},
-	{"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "", kString},
+	{"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "", kInt},
 	{"USE_DOG_STATSD", "false", kBool}, {"USE_DOG_STATSD_MOGRIFIERS", "", kString}, {"USE_STATSD", "true", kBool},
 	{"STATSD_HOST", "localhost", kString}, {"STATSD_PORT", "8125", kInt}, {"EXTRA_TAGS", "", kString},
 	{"STATS_FLUSH_INTERVAL", "10s", kDuration}, {"DISABLE_STATS", "false", kBool},
@@ -146,6 +149,8 @@ func checkKind(kind varKind, s string) error {
 		if _, err = strconv.ParseFloat(s, 64); err != nil {
 			return fmt.Errorf("want a number")
 		}
+	case kMap:
+		return checkMapItems(s)
 	}
 	return nil
 }
@@ -186,9 +191,10 @@ func sameValue(kind varKind, a, b string) bool {
 // rlMapping is what the variables make of a node: its flags, and the listeners
 // envoyproxy/ratelimit serves beside its own (debug, Prometheus).
 type rlMapping struct {
-	flags              []string // --name=value
-	debugAddr          string   // "": none
-	promAddr, promPath string   // "": none
+	flags              []string          // --name=value
+	debugAddr          string            // "": none
+	promAddr, promPath string            // "": none
+	xds                *xdsconfig.Config // CONFIG_TYPE=GRPC_XDS_SOTW: the rules' source (nil: RUNTIME_ROOT's files)
 }
 
 func (m *rlMapping) flag(name, value string) { m.flags = append(m.flags, "--"+name+"="+value) }
@@ -222,7 +228,6 @@ type rlRefusal struct {
 // ratelimitRefusals are the variables leapcount does not honour, and why.
 var ratelimitRefusals = []rlRefusal{
 	{"BACKEND_TYPE", "leapcount keeps counters itself; only BACKEND_TYPE=redis (or unset) is accepted", nil},
-	{"CONFIG_TYPE", "only CONFIG_TYPE=FILE (or unset) is accepted: xDS config (GRPC_XDS_SOTW) is not supported yet", nil},
 	{"GRPC_UDS", "leapcount's gRPC service listens on TCP only: set GRPC_HOST and GRPC_PORT", nil},
 	{"GRPC_CLIENT_TLS_SAN", "leapcount checks that a client's certificate chains to GRPC_CLIENT_TLS_CACERT, not its SAN", grpcTLS},
 	{"GRPC_MAX_CONNECTION_AGE", "leapcount's gRPC connections have no maximum age (an idle one closes after 5 min); unset it", nil},
@@ -323,12 +328,25 @@ func mapGRPCTLS(e *rlEnv, m *rlMapping, addr string) error {
 	return nil
 }
 
-// mapRuntime: the config files are RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY
-// (whether RUNTIME_WATCH_ROOT watches the root or the directory, the files read are
-// those), read again when they change; leapcount skips dot files
-// (RUNTIME_IGNOREDOTFILES=true). Windows are fixed unless LEAPCOUNT_SLIDING_WINDOWS.
+// mapRuntime: with CONFIG_TYPE=FILE the config files are
+// RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY (whether RUNTIME_WATCH_ROOT
+// watches the root or the directory, the files read are those), read again when they
+// change; leapcount skips dot files (RUNTIME_IGNOREDOTFILES=true). With
+// GRPC_XDS_SOTW the rules come from xDS (xdsSettings). Windows are fixed unless
+// LEAPCOUNT_SLIDING_WINDOWS.
 func mapRuntime(e *rlEnv, m *rlMapping, env func(string) (string, bool)) error {
-	m.flag("limits", filepath.Join(e.str("RUNTIME_ROOT"), e.str("RUNTIME_SUBDIRECTORY"), e.str("RUNTIME_APPDIRECTORY")))
+	switch ct := e.str("CONFIG_TYPE"); ct {
+	case "FILE":
+		m.flag("limits", filepath.Join(e.str("RUNTIME_ROOT"), e.str("RUNTIME_SUBDIRECTORY"), e.str("RUNTIME_APPDIRECTORY")))
+	case "GRPC_XDS_SOTW":
+		x, err := xdsSettings(e)
+		if err != nil {
+			return err
+		}
+		m.xds = x
+	default:
+		return fmt.Errorf("CONFIG_TYPE=%s: want FILE or GRPC_XDS_SOTW", ct)
+	}
 	sliding := false
 	if s, ok := env(slidingWindowsEnv); ok && s != "" {
 		b, err := strconv.ParseBool(s)

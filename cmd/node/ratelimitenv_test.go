@@ -1,11 +1,24 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
+	"maps"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	rlconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
+
+	"github.com/leapcount/leapcount/internal/backoff"
+	"github.com/leapcount/leapcount/internal/testkit/certtest"
+	"github.com/leapcount/leapcount/internal/testkit/xdstest"
+	"github.com/leapcount/leapcount/internal/xdsconfig"
+	"github.com/leapcount/leapcount/limits"
 )
 
 // envOf is an environment of exactly vars.
@@ -82,10 +95,15 @@ func TestRatelimitEnvMapping(t *testing.T) {
 			map[string]string{"redis": "redis://r:1"}, ""},
 		{"memcache", map[string]string{"BACKEND_TYPE": "memcache", "MEMCACHE_HOST_PORT": "m:11211"}, nil,
 			"BACKEND_TYPE=memcache: leapcount keeps counters itself; only BACKEND_TYPE=redis (or unset) is accepted"},
-		{"xds", map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL": "eg:18001"}, nil,
-			"CONFIG_TYPE=GRPC_XDS_SOTW: only CONFIG_TYPE=FILE (or unset) is accepted: xDS config (GRPC_XDS_SOTW) is not supported yet"},
-		{"xds settings under FILE do nothing", map[string]string{"CONFIG_GRPC_XDS_SERVER_URL": "eg:18001", "FORCE_START_WITHOUT_INITIAL_CONFIG": "true"},
-			map[string]string{"grpc": "0.0.0.0:8081"}, ""},
+		{"xds", map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL": "eg:18001", "RUNTIME_ROOT": "/data"},
+			map[string]string{"limits": "", "limits-buckets": "1", "grpc": "0.0.0.0:8081"}, ""},
+		{"config type unknown", map[string]string{"CONFIG_TYPE": "GRPC_XDS_DELTA"}, nil, "CONFIG_TYPE=GRPC_XDS_DELTA: want FILE or GRPC_XDS_SOTW"},
+		{"xds settings under FILE do nothing", map[string]string{"CONFIG_GRPC_XDS_SERVER_URL": "eg:18001", "FORCE_START_WITHOUT_INITIAL_CONFIG": "true",
+			"CONFIG_GRPC_XDS_NODE_METADATA": "nonsense", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL": "0s", "CONFIG_GRPC_XDS_SERVER_USE_TLS": "true",
+			"CONFIG_GRPC_XDS_CLIENT_TLS_CERT": "/missing"},
+			map[string]string{"grpc": "0.0.0.0:8081", "limits": "/srv/runtime_data/current/config"}, ""},
+		{"xds headers: syntax, under FILE too", map[string]string{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS": "a:1,b"}, nil,
+			`CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=a:1,b: want key:value,... ("b" is not key:value)`},
 		{"set to the default", map[string]string{"NEAR_LIMIT_RATIO": "0.80", "GRPC_MAX_CONNECTION_AGE": "1440m", "BACKEND_TYPE": "redis", "USE_STATSD": "false"},
 			map[string]string{"grpc": "0.0.0.0:8081"}, ""},
 		{"shadow mode", map[string]string{"SHADOW_MODE": "true"}, nil, "SHADOW_MODE=true: a global shadow mode is not supported: set shadow_mode: true on the rules instead"},
@@ -152,6 +170,8 @@ func nonDefault(v rlVar) string {
 		return "7s"
 	case kFloat:
 		return "0.7"
+	case kMap:
+		return "k:v"
 	}
 	return "x"
 }
@@ -229,5 +249,118 @@ func TestRatelimitEnvGRPCOverTLSOnly(t *testing.T) {
 	}
 	if !slices.Contains(m.flags, "--grpc=") || !slices.Contains(m.flags, "--grpc-tls=0.0.0.0:8081") {
 		t.Fatalf("flags %q; want --grpc= (off) and --grpc-tls=0.0.0.0:8081", m.flags)
+	}
+}
+
+// With CONFIG_TYPE=GRPC_XDS_SOTW, the CONFIG_GRPC_XDS_* and XDS_CLIENT_* variables
+// make the subscription (defaults as envoyproxy/ratelimit's), and a value that cannot
+// be honoured is refused by name.
+func TestRatelimitEnvXDSSettings(t *testing.T) {
+	xds := func(more map[string]string) map[string]string {
+		env := map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW"}
+		maps.Copy(env, more)
+		return env
+	}
+	m, err := mapRatelimitEnv(envOf(xds(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := xdsconfig.Config{Server: "localhost:18000", NodeID: "default", NodeMetadata: map[string]string{}, Headers: map[string]string{},
+		ConnectRetry: 3 * time.Second, Backoff: backoff.Policy{Initial: 10 * time.Second, Max: time.Minute, Factor: 0.5}, Jitter: true}
+	if m.xds == nil || !reflect.DeepEqual(*m.xds, want) {
+		t.Fatalf("defaults: got %+v; want %+v", m.xds, want)
+	}
+	m, err = mapRatelimitEnv(envOf(xds(map[string]string{"CONFIG_GRPC_XDS_SERVER_URL": "eg.envoy-gateway-system:18001",
+		"CONFIG_GRPC_XDS_NODE_ID": "ratelimit-0", "CONFIG_GRPC_XDS_NODE_METADATA": "zone=a,team=edge=x,",
+		"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS": "X-Auth:s3cret,x-tenant:t1", "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL": "500ms",
+		"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL": "1s", "XDS_CLIENT_BACKOFF_MAX_INTERVAL": "20s", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR": "2",
+		"XDS_CLIENT_BACKOFF_JITTER": "false", "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES": "8388608"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = xdsconfig.Config{Server: "eg.envoy-gateway-system:18001", NodeID: "ratelimit-0", NodeMetadata: map[string]string{"zone": "a", "team": "edge=x"},
+		Headers: map[string]string{"x-auth": "s3cret", "x-tenant": "t1"}, ConnectRetry: 500 * time.Millisecond,
+		Backoff: backoff.Policy{Initial: time.Second, Max: 20 * time.Second, Factor: 2}, MaxMessageBytes: 8 << 20}
+	if !reflect.DeepEqual(*m.xds, want) {
+		t.Fatalf("set: got %+v; want %+v", *m.xds, want)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"CONFIG_GRPC_XDS_NODE_METADATA": "zone:a"}, `CONFIG_GRPC_XDS_NODE_METADATA=zone:a: want key=value,... ("zone:a" has no '=')`},
+		{map[string]string{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS": "x auth:1"}, `CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=x auth:1: header "x auth": a header's name is of 0-9, a-z, '-', '_' and '.'`},
+		{map[string]string{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS": "user-agent:me"}, `CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=user-agent:me: header "user-agent": gRPC sets it itself`},
+		{map[string]string{"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL": "0s"}, "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL=0s: want a duration above 0"},
+		{map[string]string{"XDS_CLIENT_BACKOFF_MAX_INTERVAL": "5s"}, "XDS_CLIENT_BACKOFF_MAX_INTERVAL=5s: want at least XDS_CLIENT_BACKOFF_INITIAL_INTERVAL (10s)"},
+		{map[string]string{"XDS_CLIENT_BACKOFF_RANDOM_FACTOR": "0"}, "XDS_CLIENT_BACKOFF_RANDOM_FACTOR=0: want a number above 0 (each wait is the one before times it)"},
+		{map[string]string{"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES": "-1"}, "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES=-1: want 0 (gRPC's 4 MiB) or more"},
+		{map[string]string{"CONFIG_GRPC_XDS_SERVER_USE_TLS": "true", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT": "/c.pem"},
+			"CONFIG_GRPC_XDS_CLIENT_TLS_CERT=/c.pem: set CONFIG_GRPC_XDS_CLIENT_TLS_KEY too"},
+		{map[string]string{"CONFIG_GRPC_XDS_SERVER_USE_TLS": "true", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT": "/missing/ca.pem"},
+			"CONFIG_GRPC_XDS_SERVER_TLS_CACERT=/missing/ca.pem: open /missing/ca.pem: no such file or directory"},
+	} {
+		if _, err := mapRatelimitEnv(envOf(xds(c.env))); err == nil || err.Error() != c.want {
+			t.Errorf("%v: got %v; want %q", c.env, err, c.want)
+		}
+	}
+}
+
+// CONFIG_GRPC_XDS_SERVER_USE_TLS with a client certificate, a CA and a SAN: the
+// subscription reaches a server that requires a certificate of that CA, checking the
+// server's certificate against the SAN (here the host dialled is 127.0.0.1, the
+// certificate's name localhost); against another SAN the handshake fails. Without
+// CONFIG_GRPC_XDS_SERVER_USE_TLS the files are not read.
+func TestRatelimitEnvXDSTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := certtest.NewCA(t, dir, "ca")
+	cli, srvFiles := ca.Issue(t, dir, "ratelimit"), ca.Issue(t, dir, "xds")
+	pair, err := tls.LoadX509KeyPair(srvFiles.Cert, srvFiles.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := xdstest.StartTLS(t, "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert})
+	srv.Set(t, "rl", "v1", xdstest.Limit("c", "edge", "user", "", 2, rlconf.RateLimitUnit_HOUR))
+	env := func(san string) map[string]string {
+		return map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL": srv.Addr, "CONFIG_GRPC_XDS_NODE_ID": "rl",
+			"CONFIG_GRPC_XDS_SERVER_USE_TLS": "true", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT": cli.Cert, "CONFIG_GRPC_XDS_CLIENT_TLS_KEY": cli.Key,
+			"CONFIG_GRPC_XDS_SERVER_TLS_CACERT": cli.CA, "CONFIG_GRPC_XDS_SERVER_TLS_SAN": san}
+	}
+	m, err := mapRatelimitEnv(envOf(env("localhost")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	applied := make(chan int, 1)
+	go func() {
+		done <- xdsconfig.Run(ctx, *m.xds, func(files []*limits.File) error {
+			select {
+			case applied <- len(files):
+			default:
+			}
+			return nil
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case n := <-applied:
+		if n != 1 {
+			t.Errorf("applied %d files; want 1", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no config over mutual TLS within 10s")
+	}
+	m, err = mapRatelimitEnv(envOf(env("other.example")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := tls.Dial("tcp", srv.Addr, m.xds.TLS); err == nil {
+		c.Close()
+		t.Error("a handshake checking the SAN other.example succeeded; want it refused")
+	}
+	m, err = mapRatelimitEnv(envOf(map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT": "/missing"}))
+	if err != nil || m.xds.TLS != nil {
+		t.Fatalf("without CONFIG_GRPC_XDS_SERVER_USE_TLS: %v, TLS %v; want plaintext, the files not read", err, m.xds.TLS)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // /healthcheck on the HTTP address, and the listeners beside it.
 func (m *rlMapping) hooks() nodeHooks {
 	return nodeHooks{
-		adjust: func(c *node.Config) { c.RLSHTTP = true },
+		adjust: func(c *node.Config) { c.RLSHTTP, c.LimitsXDS = true, m.xds },
 		serve:  m.serveBeside,
 	}
 }
