@@ -118,11 +118,20 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME) ./rpc/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeVersion -fuzztime $(FUZZTIME) ./cluster/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./respapi/
-	$(GO) test -run '^$$' -fuzz FuzzConn -fuzztime $(FUZZTIME) ./rlsapi/internal/h2grpc/
+	$(GO) test -run '^$$' -fuzz 'FuzzConn$$' -fuzztime $(FUZZTIME) ./rlsapi/internal/h2grpc/
+	$(GO) test -run '^$$' -fuzz 'FuzzConnFrames$$' -fuzztime $(FUZZTIME) ./rlsapi/internal/h2grpc/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./rlsapi/
 	$(GO) test -run '^$$' -fuzz FuzzReadHandoff -fuzztime $(FUZZTIME) ./owner/
 	$(GO) test -run '^$$' -fuzz 'FuzzReadRequest$$' -fuzztime $(FUZZTIME) ./lease/
 	$(GO) test -run '^$$' -fuzz 'FuzzReadAnswer$$' -fuzztime $(FUZZTIME) ./lease/
+
+# HTTP/2 conformance of the gRPC port (tools/h2spec, build tag h2spec): h2spec (built by
+# scripts/ensure-go-tools.sh) against a node's --grpc and --grpc-tls; a case that fails
+# must be named, with its reason, in tools/h2spec/allowed.txt. About a minute.
+.PHONY: h2spec
+h2spec: build
+	./scripts/ensure-go-tools.sh
+	LEAPCOUNT_NODE_BIN=$(CURDIR)/$(BIN) $(GO) test -tags h2spec -count=1 -v -timeout 10m ./tools/h2spec/
 
 clean:
 	rm -rf bin

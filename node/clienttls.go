@@ -115,9 +115,10 @@ func (n *Node) listenTLS() error {
 			return &ConfigError{"http-tls", err.Error()}
 		}
 		n.httpTLSLn = connlimit.New(ln, n.cfg.MaxClients, "")
-		// HTTP/1.1 only: net/http serves HTTP/2 over a listener of its own making
-		// (ServeTLS), and nothing here needs it.
-		n.httpTLS = tls.NewListener(n.httpTLSLn, n.clientTLS.ServerConfig([]string{"http/1.1"}))
+		// HTTP/2 (ALPN h2) and HTTP/1.1: http.Server.Serve hands a *tls.Conn that
+		// negotiated h2 to net/http's own HTTP/2 server (its TLSNextProto, set up by
+		// Serve as by ServeTLS), so a client that multiplexes needs one connection.
+		n.httpTLS = tls.NewListener(n.httpTLSLn, n.clientTLS.ServerConfig([]string{"h2", "http/1.1"}))
 	}
 	return nil
 }

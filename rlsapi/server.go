@@ -19,7 +19,6 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // clients that compress their calls (grpc.Server serves those)
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -51,7 +50,6 @@ type Config struct {
 	MaxDescriptors        int              // per request (default 64)
 	MaxMessageBytes       int              // a request's size cap (default 64 KiB)
 	MaxStreams            uint32           // concurrent calls per connection (default 128)
-	StreamWorkers         uint32           // goroutines kept to serve calls (default 64; see New)
 	Timeout               time.Duration    // a call's longest decision, whatever its deadline (default 5s)
 	MaxKeyBytes           int              // the counters' key bound (default counter.DefaultMaxKeyBytes)
 	Ready                 func() bool      // health: SERVING while it reports true (nil: always)
@@ -72,9 +70,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxStreams == 0 {
 		c.MaxStreams = 128
-	}
-	if c.StreamWorkers == 0 {
-		c.StreamWorkers = 64
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 5 * time.Second
@@ -123,16 +118,16 @@ func New(cfg Config) (*Server, error) {
 	if s.opErrs, err = opmetrics.New(cfg.Registerer, "grpc"); err != nil {
 		return nil, err
 	}
+	// grpc-go's server sees only the calls h2grpc hands it, one ServeHTTP each, never a
+	// connection: the options of its own transport (MaxConcurrentStreams, which it counts
+	// per ServeHTTP, ConnectionTimeout, KeepaliveParams, KeepaliveEnforcementPolicy) do
+	// nothing there, and h2grpc's Config holds what they meant (MaxStreams, Handshake,
+	// IdleTimeout; it answers every PING). NumStreamWorkers kept 64 goroutines for calls
+	// that each already come on a goroutine of h2grpc's (health, reflection, compressed
+	// calls): gone since ShouldRateLimit left grpc-go's server.
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-		grpc.MaxConcurrentStreams(cfg.MaxStreams),
-		grpc.ConnectionTimeout(10*time.Second),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.metrics.observe, s.authorize),
-		// A call on a fresh goroutine grows its stack by copying, several times; kept
-		// workers keep their grown stacks (BenchmarkShouldRateLimit, make bench-rls).
-		grpc.NumStreamWorkers(cfg.StreamWorkers),
 	)
 	rlspb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -145,7 +140,6 @@ func New(cfg Config) (*Server, error) {
 		Fallback:       s.grpc,
 		MaxStreams:     cfg.MaxStreams,
 		MaxRecvMsgSize: cfg.MaxMessageBytes,
-		Workers:        int(cfg.StreamWorkers),
 		Handshake:      10 * time.Second,
 		IdleTimeout:    5 * time.Minute,
 		Logger:         cfg.Logger,

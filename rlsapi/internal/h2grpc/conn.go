@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -18,10 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// connWindow is the connection-level receive window a client gets; a stream's is
-// what one request message may need (Config.MaxRecvMsgSize and gRPC's 5 bytes).
-const connWindow = 1 << 20
-
 // conn is one client connection: its reader goroutine (serve) owns the framer.
 type conn struct {
 	s      *Server
@@ -32,7 +27,7 @@ type conn struct {
 	cancel context.CancelFunc
 
 	streamWindow uint32 // the receive window of each stream
-	recvUnacked  uint32 // DATA bytes read and not yet given back to the connection window
+	in           inflow // the connection's receive window (inflow.go)
 	idle         *time.Timer
 	stallTimer   *time.Timer // ticks the stall check (stall.go); set under mu
 	checkDue     atomic.Bool // a tick asked the reader to check for stalled requests
@@ -56,6 +51,7 @@ type stream struct {
 	body    *body         // a fallback call's request body
 	opened  time.Time     // when its headers came
 	ended   atomic.Bool   // the client ended its side (set by the reader; read by the stall check too)
+	inAvail atomic.Int64  // what the client may still send on it (inflow.go)
 
 	// Guarded by conn.mu.
 	running bool               // a handler runs it: it stays counted until that ends
@@ -87,6 +83,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderBytes
 	c.fr.SetMaxReadFrameSize(16384) // the default we advertise by not naming it
 	c.streamWindow = uint32(max(65535, s.cfg.MaxRecvMsgSize+5))
+	c.in.avail = connWindow // the handshake's WINDOW_UPDATE gives it
 	return c
 }
 
@@ -99,10 +96,15 @@ func (c *conn) serve() {
 		c.closeStreams()
 		c.w.close()
 		<-c.w.done
+		c.linger()
 	}()
 	if err := c.handshake(); err != nil {
 		c.s.cfg.Logger.Debug("grpc: handshake failed", "remote", c.nc.RemoteAddr(), "err", err)
-		c.w.abort(err)
+		if errors.Is(err, errNotPreface) {
+			c.w.close() // and linger: what it sent after is dropped, not reset
+		} else {
+			c.w.abort(err)
+		}
 		return
 	}
 	c.idle = time.AfterFunc(c.s.cfg.IdleTimeout, c.checkIdle)
@@ -137,6 +139,11 @@ func (c *conn) readError(err error) bool {
 		c.s.cfg.Logger.Debug("grpc: protocol error", "remote", c.nc.RemoteAddr(), "err", err, "detail", c.fr.ErrorDetail())
 		c.goAwayWith(http2.ErrCode(ce))
 		return false
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		// Any frame may change the connection's state (HPACK's above all), so one too
+		// large to read is the connection's error (RFC 9113, 4.2).
+		c.goAwayWith(http2.ErrCodeFrameSize)
+		return false
 	default:
 		return false // read failed: the connection is gone
 	}
@@ -169,6 +176,8 @@ func (c *conn) handshake() error {
 	return c.nc.SetReadDeadline(time.Time{})
 }
 
+var errNotPreface = errors.New("not an HTTP/2 client preface (gRPC needs HTTP/2 with prior knowledge)")
+
 // readPreface reads the client's preface, and fails at the first byte that is not
 // the preface's: a client speaking something else is closed at once, not after the
 // handshake timeout.
@@ -177,7 +186,7 @@ func readPreface(r io.Reader) error {
 	for got := 0; got < len(buf); {
 		n, err := r.Read(buf[got:])
 		if string(buf[got:got+n]) != http2.ClientPreface[got:got+n] {
-			return errors.New("not an HTTP/2 client preface (gRPC needs HTTP/2 with prior knowledge)")
+			return errNotPreface
 		}
 		got += n
 		if err != nil && got < len(buf) {
@@ -211,11 +220,25 @@ func (c *conn) frame(f http2.Frame) error {
 	case *http2.WindowUpdateFrame:
 		return c.onWindowUpdate(f)
 	case *http2.RSTStreamFrame:
+		if c.unopened(f.StreamID) {
+			return http2.ConnectionError(http2.ErrCodeProtocol) // RFC 9113, 5.1
+		}
 		c.onReset(f.StreamID)
 	case *http2.PushPromiseFrame:
 		return http2.ConnectionError(http2.ErrCodeProtocol)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			c.resetStream(f.StreamID, http2.ErrCodeProtocol) // RFC 9113, 5.3.1
+		}
 	}
-	return nil // GOAWAY (the client closes once done), PRIORITY, unknown types
+	return nil // GOAWAY (the client closes once done), other PRIORITY, unknown types
+}
+
+// unopened reports whether id is a stream the client has not opened yet (idle, in RFC 9113's words).
+func (c *conn) unopened(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return id > c.lastID
 }
 
 func (c *conn) stream(id uint32) *stream {
@@ -245,7 +268,12 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if refused {
 		return c.w.control(http2.FrameRSTStream, 0, id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeRefusedStream)))
 	}
+	if (f.HasPriority() && f.Priority.StreamDep == id) || malformed(f) {
+		// RFC 9113: a stream that depends on itself (5.3.1), a malformed request (8.1.1)
+		return c.w.control(http2.FrameRSTStream, 0, id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeProtocol)))
+	}
 	st := &stream{id: id, method: f.PseudoValue("path"), opened: time.Now()}
+	st.inAvail.Store(int64(c.streamWindow))
 	if err := c.checkHeaders(f, st); err != nil {
 		var e *headerError
 		errors.As(err, &e)
@@ -273,60 +301,6 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 
 // local reports whether a handler of this server serves st (else the fallback).
 func (st *stream) local() bool { return st.unary != nil || st.async != nil }
-
-// onData adds a DATA frame to its call's request.
-func (c *conn) onData(f *http2.DataFrame) error {
-	if err := c.credit(f.Length); err != nil {
-		return err
-	}
-	st := c.stream(f.StreamID)
-	if st == nil {
-		c.mu.Lock()
-		idle := f.StreamID > c.lastID
-		c.mu.Unlock()
-		if idle {
-			return http2.ConnectionError(http2.ErrCodeProtocol)
-		}
-		return nil // a call already answered or reset: its rest is dropped
-	}
-	if st.ended.Load() {
-		c.resetStream(st.id, http2.ErrCodeStreamClosed)
-		return nil
-	}
-	if st.local() {
-		if len(st.msg)+len(f.Data()) > 5+c.s.cfg.MaxRecvMsgSize {
-			c.failStream(st, codes.ResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", len(st.msg)+len(f.Data())-5, c.s.cfg.MaxRecvMsgSize))
-			return nil
-		}
-		st.msg = append(st.msg, f.Data()...)
-		// The prefix says the message's length: one over the cap is refused now, since
-		// the stream's window (the cap) would never let the rest of it come.
-		if len(st.msg) >= 5 {
-			if n := binary.BigEndian.Uint32(st.msg[1:5]); int64(n) > int64(c.s.cfg.MaxRecvMsgSize) {
-				c.failStream(st, codes.ResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", n, c.s.cfg.MaxRecvMsgSize))
-				return nil
-			}
-		}
-	} else if !st.body.push(f.Data(), int(c.streamWindow)) {
-		c.resetStream(st.id, http2.ErrCodeFlowControl)
-		return nil
-	}
-	if f.StreamEnded() {
-		c.endRequest(st)
-	}
-	return nil
-}
-
-// credit gives the client back its connection window for n bytes read: every call's
-// request is bounded on its own, so the connection's need not hold anything back.
-func (c *conn) credit(n uint32) error {
-	c.recvUnacked += n
-	if c.recvUnacked < connWindow/4 {
-		return nil
-	}
-	n, c.recvUnacked = c.recvUnacked, 0
-	return c.w.control(http2.FrameWindowUpdate, 0, 0, binary.BigEndian.AppendUint32(nil, n))
-}
 
 // endRequest is the end of a call's request: a unary call is run.
 func (c *conn) endRequest(st *stream) {
@@ -358,10 +332,10 @@ func (c *conn) endRequest(st *stream) {
 		c.runAsync(ctx, st)
 		return
 	}
-	c.s.run(func() {
+	go func() { // a UnaryHandler may wait: never on the reader
 		defer c.s.handlers.Done()
 		c.runUnary(ctx, st)
-	})
+	}()
 }
 
 // failStream answers st with code and forgets it.
@@ -402,6 +376,9 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	st := c.stream(f.StreamID)
 	if st == nil {
+		if c.unopened(f.StreamID) {
+			return http2.ConnectionError(http2.ErrCodeProtocol) // RFC 9113, 5.1
+		}
 		return nil
 	}
 	ended, overflow := c.w.windowUpdate(st, f.Increment)

@@ -8,11 +8,12 @@
 // a stream object per call, a writer goroutine woken per frame; see BENCHMARKS.md).
 // Here one goroutine per connection reads and parses frames, and runs an AsyncHandler
 // itself (it never waits: a call decided elsewhere is answered when its handler
-// replies, from the goroutine that brought the answer) or hands a UnaryHandler to a
-// kept worker; the answers of calls that end together leave in one write.
+// replies, from the goroutine that brought the answer) or starts a UnaryHandler on a
+// goroutine of its own; the answers of calls that end together leave in one write.
 //
 // What it keeps of the protocol: HTTP/2 flow control both ways (a response waits for
-// the peer's window; the peer gets its window back as requests are read), SETTINGS,
+// the peer's window; the peer gets its windows back as requests are consumed, and one
+// that sends past them is cut off: inflow.go), SETTINGS,
 // PING, RST_STREAM, GOAWAY (a graceful stop lets the calls in flight end), header
 // lists bounded in size, streams bounded in number (REFUSED_STREAM past the cap),
 // messages bounded in size (RESOURCE_EXHAUSTED, as soon as a message's length prefix
@@ -20,7 +21,7 @@
 // arrive whole within Config.RequestTimeout answered DEADLINE_EXCEEDED (stall.go), and
 // a connection that sends nothing in time (a preface wrong at its first byte at once),
 // or does not read what it is sent, is closed. Response headers are encoded without the HPACK dynamic table, so
-// answers need no encoder state and can be built by any worker.
+// answers need no encoder state and can be built by any goroutine.
 //
 // The package moves bytes: a handler gets the request message serialized and returns
 // its answer serialized; it knows no service's types.

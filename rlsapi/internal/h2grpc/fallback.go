@@ -17,8 +17,12 @@ import (
 // startFallback starts the fallback handler on a call the server has no unary handler
 // for (grpc.Server.ServeHTTP: streaming calls, health, reflection).
 func (c *conn) startFallback(st *stream, f *http2.MetaHeadersFrame) {
-	st.body = &body{credit: func(n int) {
-		c.w.control(http2.FrameWindowUpdate, 0, st.id, binary.BigEndian.AppendUint32(nil, uint32(n)))
+	st.body = &body{consumed: func(n int, more bool) {
+		if more {
+			c.giveStream(st, n)
+		} else {
+			c.giveConn(n) // the client sends no more on it: the connection's alone
+		}
 	}}
 	st.body.cond.L = &st.body.mu
 	hdr := make(http.Header, len(f.Fields))
@@ -56,25 +60,25 @@ func (c *conn) startFallback(st *stream, f *http2.MetaHeadersFrame) {
 }
 
 // body is a fallback call's request body, as its DATA frames arrive. The client's
-// window bounds it; each read gives the window back.
+// windows bound it (conn.onData); each read gives them back, and so does dropping what
+// the handler did not read.
 type body struct {
 	mu     sync.Mutex
 	cond   sync.Cond
 	buf    []byte
 	err    error // io.EOF once the client ended its side; errStreamGone when reset
 	closed bool  // the handler closed it
-	credit func(n int)
+	// consumed gives back the windows of n bytes read or dropped; more: the client may
+	// still send on the stream (else the connection's window alone).
+	consumed func(n int, more bool)
 }
 
-// push adds p; false when it would hold more than window bytes (the client broke flow
-// control).
-func (b *body) push(p []byte, window int) bool {
+// push adds p; false when nobody will read it (the handler closed the body, or the
+// stream was reset): the caller drops it.
+func (b *body) push(p []byte) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed || b.err != nil {
-		return true // nobody reads it: dropped
-	}
-	if len(b.buf)+len(p) > window {
 		return false
 	}
 	b.buf = append(b.buf, p...)
@@ -123,18 +127,20 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	more := b.err == nil
 	b.mu.Unlock()
-	if more {
-		b.credit(n)
-	}
+	b.consumed(n, more)
 	return n, nil
 }
 
 func (b *body) Close() error {
 	b.mu.Lock()
+	dropped := len(b.buf)
 	b.closed = true
 	b.buf = nil
 	b.cond.Broadcast()
 	b.mu.Unlock()
+	if dropped > 0 {
+		b.consumed(dropped, false)
+	}
 	return nil
 }
 

@@ -61,6 +61,30 @@ func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
 	return nil
 }
 
+// malformed reports a request that RFC 9113 calls malformed (8.1.1), a stream error
+// PROTOCOL_ERROR: a pseudo-header field missing or empty (8.3.1; CONNECT, which has no
+// :scheme or :path, is left to be refused as not gRPC), or a connection-specific field
+// (8.2.2: TE only as "trailers", which gRPC clients send).
+func malformed(f *http2.MetaHeadersFrame) bool {
+	if f.PseudoValue("method") == "" {
+		return true
+	}
+	if f.PseudoValue("method") != "CONNECT" && (f.PseudoValue("scheme") == "" || f.PseudoValue("path") == "") {
+		return true
+	}
+	for _, hf := range f.RegularFields() {
+		switch hf.Name {
+		case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
+			return true
+		case "te":
+			if hf.Value != "trailers" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func isGRPCContentType(ct string) bool {
 	const p = "application/grpc"
 	return len(ct) >= len(p) && ct[:len(p)] == p && (len(ct) == len(p) || ct[len(p)] == '+' || ct[len(p)] == ';')

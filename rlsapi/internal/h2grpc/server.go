@@ -50,7 +50,6 @@ type Config struct {
 	MaxStreams     uint32
 	MaxRecvMsgSize int           // a request message's size cap (default 64 KiB)
 	MaxHeaderBytes uint32        // a request header list's size cap (default 16 KiB)
-	Workers        int           // goroutines kept to run handlers (default 64)
 	Handshake      time.Duration // the client's preface and settings must come within it (default 10 s)
 	IdleTimeout    time.Duration // a connection with no call for this long is closed (default 5 min)
 	WriteTimeout   time.Duration // a write the client does not take within it ends the connection (default 10 s)
@@ -67,9 +66,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxHeaderBytes == 0 {
 		c.MaxHeaderBytes = 16 << 10
-	}
-	if c.Workers <= 0 {
-		c.Workers = 64
 	}
 	if c.Handshake <= 0 {
 		c.Handshake = 10 * time.Second
@@ -97,9 +93,7 @@ var ErrServerStopped = errors.New("h2grpc: server stopped")
 
 // Server serves gRPC on the listeners given to Serve.
 type Server struct {
-	cfg  Config
-	work chan func() // to a kept worker that waits for one
-	quit chan struct{}
+	cfg Config
 
 	mu       sync.Mutex
 	lns      map[net.Listener]struct{}
@@ -109,36 +103,12 @@ type Server struct {
 	handlers sync.WaitGroup // the calls' handlers
 }
 
-// New returns a Server and starts its workers; Stop ends them.
+// New returns a Server; it starts no goroutine until Serve. (It kept a pool of 64
+// workers for UnaryHandlers once, for their grown stacks; rlsapi, its one user, serves
+// with an AsyncHandler on the reader, so the pool sat idle: a UnaryHandler, which
+// tests use, runs on a goroutine of its own.)
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg.withDefaults(), work: make(chan func()), quit: make(chan struct{}),
-		lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
-	for i := 0; i < s.cfg.Workers; i++ {
-		go s.worker()
-	}
-	return s
-}
-
-// worker runs handlers. A kept goroutine keeps the stack a handler grew; a fresh one
-// would grow its stack by copying, several times per call.
-func (s *Server) worker() {
-	for {
-		select {
-		case f := <-s.work:
-			f()
-		case <-s.quit:
-			return
-		}
-	}
-}
-
-// run runs f on an idle worker, or on a goroutine of its own when none is idle.
-func (s *Server) run(f func()) {
-	select {
-	case s.work <- f:
-	default:
-		go f()
-	}
+	return &Server{cfg: cfg.withDefaults(), lns: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
 }
 
 // Serve accepts connections on ln until Stop or GracefulStop; it returns
@@ -212,7 +182,6 @@ func (s *Server) GracefulStop(ctx context.Context) {
 		<-done
 	}
 	s.handlers.Wait()
-	s.stopWorkers()
 }
 
 // Stop closes every listener and connection at once; calls in flight are cancelled.
@@ -222,7 +191,6 @@ func (s *Server) Stop() {
 	}
 	s.conned.Wait()
 	s.handlers.Wait()
-	s.stopWorkers()
 }
 
 // close marks the server stopping, closes its listeners and returns its connections.
@@ -238,16 +206,6 @@ func (s *Server) close() []*conn {
 		conns = append(conns, c)
 	}
 	return conns
-}
-
-func (s *Server) stopWorkers() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-s.quit:
-	default:
-		close(s.quit)
-	}
 }
 
 // unimplemented is the fallback when none is configured.

@@ -186,25 +186,7 @@ func TestStreamWindowOverflowResetsTheStream(t *testing.T) {
 	if err := fr.WriteWindowUpdate(1, 1<<31-1); err != nil { // 65535 + 2^31-1 on stream 1
 		t.Fatal(err)
 	}
-	for {
-		fm, err := fr.ReadFrame()
-		if err != nil {
-			t.Fatalf("no RST_STREAM before %v", err)
-		}
-		switch fm := fm.(type) {
-		case *http2.RSTStreamFrame:
-			if fm.StreamID != 1 || fm.ErrCode != http2.ErrCodeFlowControl {
-				t.Fatalf("RST_STREAM %d %v; want stream 1 FLOW_CONTROL_ERROR", fm.StreamID, fm.ErrCode)
-			}
-			if err := fr.WritePing(false, [8]byte{1}); err != nil {
-				t.Fatal(err)
-			}
-			waitPingAck(t, fr)
-			return
-		case *http2.GoAwayFrame:
-			t.Fatalf("GOAWAY %v; want the stream reset alone", fm.ErrCode)
-		}
-	}
+	wantReset(t, fr, 1, http2.ErrCodeFlowControl)
 }
 
 // goAwayCode reads frames until a GOAWAY and returns its code.

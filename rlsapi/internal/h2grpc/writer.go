@@ -59,7 +59,18 @@ func newWriter(nc net.Conn, timeout time.Duration) *writer {
 // loop writes queued frames until the connection fails or is closed.
 func (w *writer) loop() {
 	defer close(w.done)
-	defer w.nc.Close()
+	graceful := false
+	defer func() {
+		if !graceful {
+			w.nc.Close()
+			return
+		}
+		// All written: the client reads to the end of it (a GOAWAY saying why, often),
+		// then sees the connection end; the reader drains what the client sends
+		// meanwhile and closes it (conn.linger), within lingerTime.
+		closeWrite(w.nc)
+		w.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	}()
 	for {
 		w.mu.Lock()
 		// Closing, answers still held back wait for the client's windows (a stop
@@ -77,6 +88,7 @@ func (w *writer) loop() {
 			w.mu.Lock()
 		}
 		if w.err != nil || len(w.buf) == 0 {
+			graceful = w.err == nil
 			w.fail(errStreamGone)
 			w.mu.Unlock()
 			return
@@ -150,6 +162,17 @@ func (w *writer) control(t http2.FrameType, flags http2.Flags, id uint32, p []by
 	w.buf = appendFrame(w.buf, t, flags, id, p)
 	w.queued()
 	return nil
+}
+
+// controlIfRoom is control for a frame the peer may do without: queued only while the
+// queue has room, it never holds the reader up.
+func (w *writer) controlIfRoom(t http2.FrameType, flags http2.Flags, id uint32, p []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil && len(w.buf) <= maxQueued {
+		w.buf = appendFrame(w.buf, t, flags, id, p)
+		w.queued()
+	}
 }
 
 // headers queues a header block, in one HEADERS frame and CONTINUATIONs as the client's
@@ -263,7 +286,7 @@ func (w *writer) data(st *stream, p []byte) error {
 // reader, which must stay free to read the WINDOW_UPDATE that opens them, or on a
 // goroutine that serves others too. What the windows hold back then waits here,
 // a copy, with its trailers (writer.blocked); past maxQueued of it the client is not
-// taking its answers, and the connection is closed. Without hold (a worker's answer)
+// taking its answers, and the connection is closed. Without hold (a UnaryHandler's answer)
 // it waits for the windows, as a fallback call's body does.
 //
 // A held answer's call stays open (counted against MaxStreams, its WINDOW_UPDATEs
