@@ -120,7 +120,7 @@ func (h *harness) measureSide(ctx context.Context, g *group, sr *sideResult) err
 	var cpu0, cpu1 time.Duration
 	h.runs++
 	res, err := lg.Run(ctx, lg.Config{
-		Addr: s.addr, Proto: s.proto, Conns: h.opts.Conns, Pipeline: g.pipeline, Request: s.request,
+		Addr: s.addr, Proto: s.proto, TLS: s.tls, Conns: h.opts.Conns, Pipeline: g.pipeline, Request: s.request,
 		Keys:   g.keys.keys(s.prefix, h.runs, h.opts.Seed),
 		Warmup: h.opts.Warmup, Duration: h.opts.Duration,
 		Window: func(start bool) {

@@ -19,7 +19,7 @@ type Options struct {
 	Duration time.Duration // per measurement: the window
 	Conns    int           // connections of the load generator
 	Seed     uint64        // key draws
-	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "memory", "rls"
+	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "tls", "memory", "rls"
 	NodeBin  string        // the node binary; empty: build ./cmd/node
 	// RatelimitBin is envoyproxy/ratelimit's service binary, the baseline of the
 	// "rls" section (empty: leapcount's rows alone, no ratios).
@@ -134,6 +134,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if !h.skip("redis") {
 		if rep.redisGroups, err = h.runRedisGroups(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !h.skip("tls") {
+		if rep.tls, err = h.runTLS(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -29,6 +29,7 @@ type Report struct {
 	loader              loaderCheck
 	mem                 []*memResult
 	rls                 []rlsbench.Row
+	tls                 *tlsResult
 	elapsed             time.Duration
 }
 
@@ -55,6 +56,7 @@ func (r *Report) Markdown() string {
 	b.WriteString(changes)
 	b.WriteString(r.methodSection())
 	b.WriteString(r.throughputSection())
+	b.WriteString(r.tlsSection())
 	b.WriteString(r.memorySection())
 	b.WriteString(r.rlsSection())
 	b.WriteString(figures)

@@ -11,7 +11,7 @@ import (
 // runRLS measures Envoy's rate limit service (package rlsbench): envoyproxy/ratelimit
 // with its Redis when the run has its binary, and leapcount on one node and three.
 func (h *harness) runRLS(ctx context.Context) ([]rlsbench.Row, error) {
-	o := rlsbench.Options{NodeBin: h.nodeBin, RatelimitBin: h.opts.RatelimitBin, Log: h.opts.Log}
+	o := rlsbench.Options{NodeBin: h.nodeBin, RatelimitBin: h.opts.RatelimitBin, Log: h.opts.Log, TLS: true}
 	if h.opts.Short {
 		o.Warmup, o.Duration = h.opts.Warmup, 2*h.opts.Duration
 	}
@@ -32,7 +32,8 @@ func (r *Report) rlsSection() string {
 		"reached. Server CPU is every server process's, Redis included; the ratio is requests per server CPU-second " +
 		"over envoyproxy/ratelimit's single instance with as many descriptors, in this run (issue 24's target), " +
 		"and the last column the same over as many instances as leapcount has nodes. Both read the same config file " +
-		"(leapcount with its default sliding windows).\n\n")
+		"(leapcount with its default sliding windows). The one-node cluster is measured again over its `--grpc-tls` port " +
+		"(TLS 1.3, no client certificate): its row gives its requests per CPU-second against the same node's plaintext row.\n\n")
 	if r.opts.RatelimitBin == "" {
 		b.WriteString("envoyproxy/ratelimit was not measured in this run (no -ratelimit binary): no ratios.\n\n")
 	}

@@ -23,9 +23,9 @@ type redisServer struct {
 	client *redis.Client
 }
 
-// startRedis starts a redis-server on a free loopback port (pinned to cpus when set)
-// and waits until it answers PING.
-func (h *harness) startRedis(name, cpus string) (*redisServer, error) {
+// startRedis starts a redis-server on a free loopback port (pinned to cpus when set),
+// with extra arguments, and waits until it answers PING.
+func (h *harness) startRedis(name, cpus string, extra ...string) (*redisServer, error) {
 	port, err := freeport.TCPAndUDP()
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func (h *harness) startRedis(name, cpus string) (*redisServer, error) {
 	if err := mkdir(dir); err != nil {
 		return nil, err
 	}
-	args := redisArgs(port, dir)
+	args := append(redisArgs(port, dir), extra...)
 	p, err := h.procs.start(name, cpus, nil, h.redisBin, args...)
 	if err != nil {
 		return nil, err

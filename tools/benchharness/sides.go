@@ -1,6 +1,7 @@
 package benchharness
 
 import (
+	"crypto/tls"
 	"fmt"
 
 	lg "github.com/leapcount/leapcount/tools/loadgen"
@@ -34,6 +35,7 @@ type side struct {
 	request lg.Request
 	prefix  string // its own keys: sides never share a counter
 	servers []*proc
+	tls     *tls.Config // when set, its connections are TLS
 }
 
 // serverSet is what one mode (unpinned, or per core) runs: a redis-server with the

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -22,8 +23,9 @@ const (
 type Config struct {
 	Addr     string // host:port
 	Proto    Proto
-	Conns    int // connections (default 1)
-	Pipeline int // requests in flight per connection (default 1: unpipelined)
+	TLS      *tls.Config // when set, each connection is TLS, its handshake done before the run
+	Conns    int         // connections (default 1)
+	Pipeline int         // requests in flight per connection (default 1: unpipelined)
 	Request  Request
 	Keys     Keys
 	// Replies is how many replies each request gets (default 1): a Request that
@@ -103,7 +105,7 @@ func dialAll(cfg Config) ([]net.Conn, error) {
 	deadline := time.Now().Add(cfg.Timeout)
 	var conns []net.Conn
 	for range cfg.Conns {
-		c, err := net.DialTimeout("tcp", cfg.Addr, 5*time.Second)
+		c, err := dial(cfg)
 		if err != nil {
 			closeAll(conns)
 			return nil, fmt.Errorf("loadgen: dial %s: %w", cfg.Addr, err)
@@ -112,6 +114,15 @@ func dialAll(cfg Config) ([]net.Conn, error) {
 		conns = append(conns, c)
 	}
 	return conns, nil
+}
+
+// dial connects to cfg.Addr, over TLS when cfg.TLS is set.
+func dial(cfg Config) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if cfg.TLS == nil {
+		return d.Dial("tcp", cfg.Addr)
+	}
+	return tls.DialWithDialer(d, "tcp", cfg.Addr, cfg.TLS)
 }
 
 func closeAll(conns []net.Conn) {

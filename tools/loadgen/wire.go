@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
+	"time"
 )
 
 // reader is a buffered reader that hands out lines and skips bytes in place: the
@@ -175,4 +177,21 @@ func headerValue(h []byte, name string) ([]byte, bool) {
 		return nil, false
 	}
 	return bytes.TrimSpace(h[i+1:]), true
+}
+
+// Ping sends PING on a RESP connection and reads its +PONG, within timeout.
+func Ping(c net.Conn, timeout time.Duration) error {
+	c.SetDeadline(time.Now().Add(timeout))
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	if string(buf) != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", buf)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package rlsbench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/leapcount/leapcount/internal/testkit/freeport"
@@ -24,11 +26,15 @@ import (
 
 // measure drives t for o.Duration (after o.Warmup) and returns its row.
 func measure(ctx context.Context, o Options, t target, descriptors int) (Row, error) {
-	row := Row{Server: t.name, Nodes: t.nodes, Instances: t.instances, Descriptors: descriptors}
+	row := Row{Server: t.name, Nodes: t.nodes, Instances: t.instances, Descriptors: descriptors, TLS: t.tls != nil}
+	creds := insecure.NewCredentials()
+	if t.tls != nil {
+		creds = credentials.NewTLS(&tls.Config{RootCAs: t.tls, ServerName: "localhost"})
+	}
 	var clients []rlspb.RateLimitServiceClient
 	for _, a := range t.addrs {
 		for c := 0; c < 2; c++ { // two connections per server
-			conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(creds))
 			if err != nil {
 				return row, err
 			}

@@ -8,6 +8,7 @@ package rlsbench
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -17,7 +18,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/testkit/certtest"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
+	lg "github.com/leapcount/leapcount/tools/loadgen"
 )
 
 // Config is plain envoyproxy/ratelimit YAML that both servers read; its limits are
@@ -45,6 +48,7 @@ type Options struct {
 	Values       int           // distinct values of each descriptor key (default 10000)
 	Domain       string        // the requests' domain (default "bench", Config's; another matches no rule and counts nothing)
 	ProfileDir   string        // when set: a CPU profile of each leapcount node per row
+	TLS          bool          // also measure the one-node cluster over --grpc-tls (client TLS)
 	Log          io.Writer     // progress (nil: none)
 }
 
@@ -89,6 +93,7 @@ type Row struct {
 	CPUMicros   float64 // server CPU µs per request, every server process
 	Syscalls    float64 // read and write system calls per request, every server process
 	Switches    float64 // threads switched off a CPU per request, every server process
+	TLS         bool    // over --grpc-tls: set against the same node's plaintext row, not the baseline
 }
 
 // PerCPUSecond is requests per server CPU-second.
@@ -99,9 +104,12 @@ type target struct {
 	name      string
 	nodes     int
 	instances int
-	addrs     []string // gRPC addresses, requests spread over them
-	pids      []int    // the server processes whose CPU counts
-	https     []string // leapcount's HTTP addresses (for profiles)
+	addrs     []string       // gRPC addresses, requests spread over them
+	pids      []int          // the server processes whose CPU counts
+	https     []string       // leapcount's HTTP addresses (for profiles)
+	tls       *x509.CertPool // when set, addrs serve TLS signed by it
+	tlsAddrs  []string       // the nodes' --grpc-tls addresses (with Options.TLS) ...
+	tlsPool   *x509.CertPool // ... signed by this
 }
 
 // Run starts every server, measures each row and stops them all, whatever happened.
@@ -138,6 +146,9 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			return nil, err
 		}
 		targets = append(targets, t)
+		if t.tlsPool != nil {
+			targets = append(targets, target{name: t.name + ", over TLS", nodes: n, addrs: t.tlsAddrs, pids: t.pids, https: t.https, tls: t.tlsPool})
+		}
 	}
 	var rows []Row
 	for _, t := range targets {
@@ -189,6 +200,14 @@ func startRatelimit(ps *procs, dir, bin string, n int) (target, error) {
 // others, and waits until each is ready.
 func startCluster(ps *procs, o Options, n int, cfgPath string) (target, error) {
 	t := target{name: fmt.Sprintf("leapcount, %d node%s", n, map[bool]string{true: "s"}[n > 1]), nodes: n}
+	var tlsArgs []string
+	if o.TLS && n == 1 {
+		files, pool, err := certtest.ServerFiles(ps.dir, "rlsbench")
+		if err != nil {
+			return t, err
+		}
+		t.tlsPool, tlsArgs = pool, []string{"--client-tls-cert", files.Cert, "--client-tls-key", files.Key}
+	}
 	var join string
 	for i := 0; i < n; i++ {
 		gossip, grpcAddr, httpAddr := loopback(), loopback(), loopback()
@@ -198,6 +217,11 @@ func startCluster(ps *procs, o Options, n int, cfgPath string) (target, error) {
 			args = append(args, "--pprof")
 		}
 		args = append(args, o.NodeArgs...)
+		if tlsArgs != nil {
+			tlsAddr := loopback()
+			args = append(append(args, "--grpc-tls", tlsAddr), tlsArgs...)
+			t.tlsAddrs = append(t.tlsAddrs, tlsAddr)
+		}
 		if join != "" {
 			args = append(args, "--join", join)
 		} else {
@@ -251,16 +275,5 @@ func ping(port int) error {
 		return err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	buf := make([]byte, 7)
-	if _, err := io.ReadFull(c, buf); err != nil {
-		return err
-	}
-	if string(buf) != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", buf)
-	}
-	return nil
+	return lg.Ping(c, time.Second)
 }

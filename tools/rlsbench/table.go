@@ -14,11 +14,14 @@ func Table(rows []Row) string {
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		ratio, same := "-", "-"
-		if x, ok := Ratio(rows, r.Nodes, r.Descriptors); ok {
+		if x, ok := Ratio(rows, r.Nodes, r.Descriptors); ok && !r.TLS {
 			ratio = fmt.Sprintf("%.1f×", x)
 		}
-		if x, ok := RatioSameCount(rows, r.Nodes, r.Descriptors); ok {
+		if x, ok := RatioSameCount(rows, r.Nodes, r.Descriptors); ok && !r.TLS {
 			same = fmt.Sprintf("%.1f×", x)
+		}
+		if x, ok := TLSCost(rows, r.Descriptors); ok && r.TLS {
+			ratio = fmt.Sprintf("%.2f× of plaintext's", x)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %.1f | %s | %s | %s | %.2f | %.2f |\n", r.Server, r.Descriptors, thousands(r.Rate), r.CPUMicros,
 			thousands(r.PerCPUSecond()), ratio, same, r.Syscalls, r.Switches)
@@ -40,11 +43,32 @@ func RatioSameCount(rows []Row, nodes, descriptors int) (float64, bool) {
 	return ratio(rows, nodes, nodes, descriptors)
 }
 
+// TLSCost is the one-node TLS row's requests per CPU-second over the same node's
+// plaintext row, with the same descriptor count; ok is false when either is missing.
+func TLSCost(rows []Row, descriptors int) (float64, bool) {
+	var plain, tls *Row
+	for i := range rows {
+		r := &rows[i]
+		if r.Descriptors != descriptors || r.Nodes != 1 {
+			continue
+		}
+		if r.TLS {
+			tls = r
+		} else {
+			plain = r
+		}
+	}
+	if plain == nil || tls == nil {
+		return 0, false
+	}
+	return tls.PerCPUSecond() / plain.PerCPUSecond(), true
+}
+
 func ratio(rows []Row, nodes, instances, descriptors int) (float64, bool) {
 	var base, got *Row
 	for i := range rows {
 		r := &rows[i]
-		if r.Descriptors != descriptors {
+		if r.Descriptors != descriptors || r.TLS {
 			continue
 		}
 		switch {

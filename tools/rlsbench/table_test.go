@@ -54,3 +54,23 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// A TLS row is set against the same node's plaintext row, never against the baseline,
+// and does not take the plaintext row's place in the baseline ratios.
+func TestTLSRowComparesWithThePlaintextRow(t *testing.T) {
+	rows := []Row{
+		{Server: Baseline, Descriptors: 1, CPUMicros: 100},
+		{Server: "leapcount, 1 node", Nodes: 1, Descriptors: 1, CPUMicros: 20},
+		{Server: "leapcount, 1 node, over TLS", Nodes: 1, Descriptors: 1, CPUMicros: 25, TLS: true},
+	}
+	if x, ok := TLSCost(rows, 1); !ok || x != 0.8 {
+		t.Fatalf("TLSCost = %v, %v; want 0.8, true", x, ok)
+	}
+	if x, ok := Ratio(rows, 1, 1); !ok || x != 5 {
+		t.Fatalf("Ratio(1 node) = %v, %v; want 5 (the plaintext row), true", x, ok)
+	}
+	tab := Table(rows)
+	if !strings.Contains(tab, "| leapcount, 1 node, over TLS | 1 | 0 | 25.0 | 40,000 | 0.80× of plaintext's | - |") {
+		t.Fatalf("table:\n%s", tab)
+	}
+}

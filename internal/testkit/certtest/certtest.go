@@ -9,13 +9,20 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 )
+
+// TB is what certtest needs of its caller: a testing.TB, or a tool's stand-in that
+// turns Fatal into an error (tools/benchharness).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
 
 // CA is a certificate authority of a test.
 type CA struct {
@@ -31,7 +38,7 @@ type Files struct {
 }
 
 // NewCA makes a CA named name, its certificate written in dir.
-func NewCA(tb testing.TB, dir, name string) *CA {
+func NewCA(tb TB, dir, name string) *CA {
 	tb.Helper()
 	key := newKey(tb)
 	tmpl := template(tb, name)
@@ -52,14 +59,14 @@ func NewCA(tb testing.TB, dir, name string) *CA {
 
 // Issue writes a certificate for name, signed by ca, and its key in dir (for 127.0.0.1
 // and localhost, for use as a server and as a client).
-func (ca *CA) Issue(tb testing.TB, dir, name string) Files {
+func (ca *CA) Issue(tb TB, dir, name string) Files {
 	tb.Helper()
 	return ca.issue(tb, dir, name, template(tb, name))
 }
 
 // IssueExpired is Issue for a certificate that expired an hour ago (valid for a day
 // before that), for tests that it is refused.
-func (ca *CA) IssueExpired(tb testing.TB, dir, name string) Files {
+func (ca *CA) IssueExpired(tb TB, dir, name string) Files {
 	tb.Helper()
 	tmpl := template(tb, name)
 	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-25*time.Hour), time.Now().Add(-time.Hour)
@@ -73,7 +80,7 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-func (ca *CA) issue(tb testing.TB, dir, name string, tmpl *x509.Certificate) Files {
+func (ca *CA) issue(tb TB, dir, name string, tmpl *x509.Certificate) Files {
 	tb.Helper()
 	key := newKey(tb)
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
@@ -93,7 +100,7 @@ func (ca *CA) issue(tb testing.TB, dir, name string, tmpl *x509.Certificate) Fil
 	return f
 }
 
-func newKey(tb testing.TB) *ecdsa.PrivateKey {
+func newKey(tb TB) *ecdsa.PrivateKey {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
@@ -101,7 +108,7 @@ func newKey(tb testing.TB) *ecdsa.PrivateKey {
 	return key
 }
 
-func template(tb testing.TB, name string) *x509.Certificate {
+func template(tb TB, name string) *x509.Certificate {
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
 	if err != nil {
 		tb.Fatal(err)
@@ -111,9 +118,35 @@ func template(tb testing.TB, name string) *x509.Certificate {
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)}
 }
 
-func writePEM(tb testing.TB, path, typ string, der []byte) {
+func writePEM(tb TB, path, typ string, der []byte) {
 	tb.Helper()
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 }
+
+// ServerFiles makes a CA named name in dir and a certificate it signs for 127.0.0.1 and
+// localhost, for tools that run outside a test (benchmarks): the CA's pool, for a Go
+// client's RootCAs, and the files.
+func ServerFiles(dir, name string) (f Files, pool *x509.CertPool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			failed, ok := r.(toolFailure)
+			if !ok {
+				panic(r)
+			}
+			err = failed.err
+		}
+	}()
+	ca := NewCA(toolTB{}, dir, name)
+	return ca.Issue(toolTB{}, dir, name+"-server"), ca.Pool(), nil
+}
+
+// toolTB is ServerFiles's TB: its Fatal panics with a toolFailure, which ServerFiles
+// turns back into an error.
+type toolTB struct{}
+
+type toolFailure struct{ err error }
+
+func (toolTB) Helper()           {}
+func (toolTB) Fatal(args ...any) { panic(toolFailure{fmt.Errorf("certtest: %s", fmt.Sprint(args...))}) }

@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&o.Domain, "domain", "bench", "the requests' domain: another than bench matches no rule, so nothing is counted or forwarded (experiments)")
 	instances := flag.String("instances", "1,3", "envoyproxy/ratelimit deployments to measure: instances sharing one Redis, comma-separated")
 	sizes := flag.String("nodes", "1,3", "leapcount cluster sizes to measure, comma-separated")
+	flag.BoolVar(&o.TLS, "tls", true, "also measure the one-node cluster over --grpc-tls")
 	flag.StringVar(&o.ProfileDir, "profile", "", "write a CPU profile of each leapcount node for each row into this directory")
 	nodeArgs := flag.String("node-args", "", "more flags for every node, space-separated (experiments)")
 	flag.Parse()
