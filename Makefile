@@ -165,7 +165,7 @@ image: build
 # data volume. docker-compose.yml lists the variables it reads (gossip key, cluster name,
 # images, published ports).
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
-.PHONY: up down
+.PHONY: up down certs
 up:
 	$(COMPOSE) up -d
 	@for i in $$(seq 1 60); do \
@@ -173,6 +173,11 @@ up:
 	done; echo "nodes not healthy after 120s:"; $(COMPOSE) ps; exit 1
 down:
 	$(COMPOSE) --profile scale down -v
+
+# A development CA and server certificate in ./certs, for docker-compose.tls.yml (TLS on
+# the client ports: docker compose -f docker-compose.yml -f docker-compose.tls.yml up -d).
+certs:
+	./scripts/dev-certs.sh certs
 
 # The container chaos suite (chaos_docker/, build tag chaos, so `make test` neither needs
 # Docker nor runs it): builds the images under tags of its own (a `make image` elsewhere

@@ -43,6 +43,11 @@ type cluster struct {
 // cluster name) and waits until its three nodes agree; the cluster is torn down when
 // the test ends, after printing the nodes' log tails if it failed.
 func startCluster(t *testing.T, overrides ...string) *cluster {
+	return startClusterWith(t, nil, overrides...)
+}
+
+// startClusterWith is startCluster with more variables for Compose (KEY=value).
+func startClusterWith(t *testing.T, env []string, overrides ...string) *cluster {
 	prefix := os.Getenv("LEAPCOUNT_CHAOS_PORT_PREFIX")
 	if prefix == "" {
 		prefix = "1"
@@ -51,8 +56,8 @@ func startCluster(t *testing.T, overrides ...string) *cluster {
 	rand.Read(key)
 	c := &cluster{t: t, prefix: prefix, ids: map[string]string{}, members: []string{"node1", "node2", "node3"},
 		http: &http.Client{Timeout: 5 * time.Second},
-		dc: newCompose(overrides, "LEAPCOUNT_PORT_PREFIX="+prefix, "LEAPCOUNT_CLUSTER_NAME="+clusterName,
-			"LEAPCOUNT_GOSSIP_KEY="+base64.StdEncoding.EncodeToString(key))}
+		dc: newCompose(overrides, append([]string{"LEAPCOUNT_PORT_PREFIX=" + prefix, "LEAPCOUNT_CLUSTER_NAME=" + clusterName,
+			"LEAPCOUNT_GOSSIP_KEY=" + base64.StdEncoding.EncodeToString(key)}, env...)...)}
 	c.dc.teardown()
 	t.Cleanup(c.cleanup)
 	start := time.Now()
