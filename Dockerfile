@@ -1,8 +1,12 @@
-# The leapcount node image: the static binary and nothing else. No base image is
-# pulled: `make image` builds bin/leapcount-node on the host (CGO_ENABLED=0 -trimpath)
-# and this file only copies it in.
+# The leapcount node image: the static binary and a link to it (/bin/ratelimit), nothing
+# else. No base image is pulled: `make image` builds bin/leapcount-node on the host
+# (CGO_ENABLED=0 -trimpath) and this file only copies it in.
 FROM scratch
 COPY bin/leapcount-node /leapcount-node
+# /bin/ratelimit links to it: run under that name it is `leapcount-node ratelimit`
+# (envoyproxy/ratelimit's environment), so a deployment that runs envoyproxy/ratelimit's
+# command (Envoy Gateway's does) needs only this image (docs/envoy.md).
+COPY deploy/image/ /
 # Inside a container the node listens on every interface; peers need --advertise (the
 # host name they reach it by, e.g. the compose service name).
 ENV LEAPCOUNT_HTTP=0.0.0.0:8080 \

@@ -73,15 +73,16 @@ tools:
 
 # The side-by-side run against envoyproxy/ratelimit (package rlscompare): builds its
 # service (scripts/ensure-ratelimit.sh: the pinned module from the Go module proxy, or a
-# checkout at RATELIMIT_SRC), then sends one request stream to it (with its Redis) and to
-# leapcount, comparing every answer.
+# checkout at RATELIMIT_SRC) and leapcount-node, starts both from one set of its environment
+# variables (ours as `leapcount-node ratelimit`), once with one runtime directory and once
+# from one xDS server, and sends one request stream to both, comparing every answer.
 RATELIMIT_SRC ?=
 .PHONY: compare-ratelimit ratelimit
 ratelimit:
 	GO=$(GO) RATELIMIT_SRC=$(RATELIMIT_SRC) ./scripts/ensure-ratelimit.sh bin/ratelimit
 
-compare-ratelimit: tools ratelimit
-	LEAPCOUNT_RATELIMIT_BIN=$(CURDIR)/bin/ratelimit $(GO) test -tags ratelimitcompare -count=1 -v ./tools/rlscompare/
+compare-ratelimit: tools ratelimit build
+	LEAPCOUNT_RATELIMIT_BIN=$(CURDIR)/bin/ratelimit LEAPCOUNT_NODE_BIN=$(CURDIR)/$(BIN) $(GO) test -tags ratelimitcompare -count=1 -v ./tools/rlscompare/
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/node

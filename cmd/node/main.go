@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -25,7 +26,29 @@ import (
 )
 
 func main() {
-	os.Exit(dispatch(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+	os.Exit(dispatch(commandArgs(os.Args), os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+// ratelimitPath is where envoyproxy/ratelimit's image has its binary (its entrypoint);
+// leapcount's image links it to leapcount-node.
+const ratelimitPath = "/bin/ratelimit"
+
+// commandArgs is what dispatch reads of argv: the arguments after the program's name,
+// with `ratelimit` first when the binary runs under the name ratelimit (the image's
+// /bin/ratelimit: Envoy Gateway's Deployment and Istio's sample run that command) or is
+// given /bin/ratelimit as its first argument (envoyproxy/ratelimit's compose example's
+// `command: /bin/ratelimit`, which ours appends to its entrypoint), so that a deployment
+// of envoyproxy/ratelimit runs `leapcount-node ratelimit` with only its image changed.
+func commandArgs(argv []string) []string {
+	switch {
+	case len(argv) == 0:
+		return nil
+	case filepath.Base(argv[0]) == "ratelimit":
+		return append([]string{"ratelimit"}, argv[1:]...)
+	case len(argv) > 1 && argv[1] == ratelimitPath:
+		return append([]string{"ratelimit"}, argv[2:]...)
+	}
+	return argv[1:]
 }
 
 // printVersion is the "version" subcommand (and --version): the binary's version,

@@ -30,16 +30,21 @@ import (
 
 // rlProc is a `leapcount-node ratelimit` process and the addresses it logged.
 type rlProc struct {
-	cmd                        *exec.Cmd
-	http, grpc, grpcTLS, debug string
-	log                        *stderrLines
+	cmd                                     *exec.Cmd
+	http, grpc, grpcTLS, debug, rpc, gossip string
+	log                                     *stderrLines
 }
 
 // startRatelimit runs `leapcount-node ratelimit` with env added to the test's
 // environment and waits for it to serve, reading its addresses from its JSON log.
 func startRatelimit(t *testing.T, env ...string) rlProc {
 	t.Helper()
-	cmd := exec.Command(nodeBinary(t), "ratelimit")
+	return startRatelimitCmd(t, exec.Command(nodeBinary(t), "ratelimit"), env...)
+}
+
+// startRatelimitCmd is startRatelimit with cmd (not started) as the process.
+func startRatelimitCmd(t *testing.T, cmd *exec.Cmd, env ...string) rlProc {
+	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	stderr := startKilledAtEnd(t, cmd)
 	p := rlProc{cmd: cmd, log: &stderrLines{done: make(chan struct{})}}
@@ -58,13 +63,13 @@ func startRatelimit(t *testing.T, env ...string) rlProc {
 		for sc.Scan() {
 			p.log.add(sc.Text())
 			var line struct {
-				Msg, HTTP, GRPC, Listener, Addr string
-				GRPCTLS                         string `json:"grpc_tls"`
+				Msg, HTTP, GRPC, Listener, Addr, RPC, Gossip string
+				GRPCTLS                                      string `json:"grpc_tls"`
 			}
 			json.Unmarshal(sc.Bytes(), &line)
 			switch {
 			case line.Msg == "node serving":
-				q.http, q.grpc, q.grpcTLS = line.HTTP, line.GRPC, line.GRPCTLS
+				q.http, q.grpc, q.grpcTLS, q.rpc, q.gossip = line.HTTP, line.GRPC, line.GRPCTLS, line.RPC, line.Gossip
 			case line.Msg == "ratelimit listener serving" && line.Listener == "debug":
 				q.debug = line.Addr
 				served <- q
@@ -74,6 +79,8 @@ func startRatelimit(t *testing.T, env ...string) rlProc {
 	select {
 	case p = <-served:
 		return p
+	case <-p.log.done:
+		t.Fatalf("leapcount-node ratelimit ended before it served (%v)", p.cmd.Wait())
 	case <-time.After(30 * time.Second):
 		t.Fatal(`leapcount-node ratelimit did not log its debug listener within 30s`)
 	}

@@ -534,10 +534,54 @@ func ratelimitCmd(args []string, env func(string) (string, bool), stdout, stderr
 			return 0
 		}
 	}
-	m, err := mapRatelimitEnv(env)
+	flags, m, err := ratelimitFlags(args, env)
 	if err != nil {
 		fmt.Fprintf(stderr, "leapcount-node ratelimit: %v\n", err)
 		return 2
 	}
-	return runNode(append(m.flags, args...), env, stderr, m.hooks())
+	return runNode(flags, env, stderr, m.hooks())
+}
+
+// ratelimitFlags is the node's command line in this mode: the variables' flags, then
+// loneNodeFlags, then args (given after `ratelimit`, so they win).
+func ratelimitFlags(args []string, env func(string) (string, bool)) ([]string, *rlMapping, error) {
+	m, err := mapRatelimitEnv(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	flags := append(append(m.flags, loneNodeFlags(env, args)...), args...)
+	return flags, m, nil
+}
+
+// loneNodeFlags: a node given neither a join list nor an advertised address
+// (LEAPCOUNT_JOIN, LEAPCOUNT_ADVERTISE, or --join, --advertise after `ratelimit`) is a
+// cluster of one, as each envoyproxy/ratelimit replica is a server of its own: its
+// gossip and node-to-node ports listen on 127.0.0.1, on the ports LEAPCOUNT_GOSSIP and
+// LEAPCOUNT_RPC name, whatever host they name. The image sets both to 0.0.0.0, which
+// needs an advertised address; so the image runs in this mode with envoyproxy/ratelimit's
+// variables alone (docker run, Envoy Gateway), and ports that serve no peer are not
+// reachable from outside. A flag after `ratelimit` still beats these.
+func loneNodeFlags(env func(string) (string, bool), args []string) []string {
+	for _, name := range []string{"join", "advertise"} {
+		if v, _ := env("LEAPCOUNT_" + strings.ToUpper(name)); v != "" {
+			return nil
+		}
+		for _, a := range args {
+			a = strings.TrimLeft(a, "-")
+			if a == name || strings.HasPrefix(a, name+"=") {
+				return nil
+			}
+		}
+	}
+	var flags []string
+	for _, name := range []string{"gossip", "rpc"} {
+		v, _ := env("LEAPCOUNT_" + strings.ToUpper(name))
+		if v == "" {
+			continue // leapcount's default: 127.0.0.1 already
+		}
+		if _, port, err := net.SplitHostPort(v); err == nil {
+			flags = append(flags, "--"+name+"="+net.JoinHostPort("127.0.0.1", port))
+		}
+	}
+	return flags
 }

@@ -1,7 +1,9 @@
 // Package rlscompare holds the side-by-side test of leapcount's rate limit service
-// against envoyproxy/ratelimit itself (built from its source, with its Redis): the
-// same config and the same request stream get the same answers with fixed windows.
-// The test runs only with the build tag ratelimitcompare and
-// LEAPCOUNT_RATELIMIT_BIN naming envoyproxy/ratelimit's service binary (make
-// compare-ratelimit builds it from a checkout named by RATELIMIT_SRC).
+// against envoyproxy/ratelimit itself (built from its source, with its Redis): both
+// started from one set of envoyproxy/ratelimit's environment variables (ours as
+// `leapcount-node ratelimit`), once with one runtime directory and once with one xDS
+// server (go-control-plane's, internal/testkit/xdstest), get the same request stream
+// and give the same answers with fixed windows. The test runs only with the build tag
+// ratelimitcompare, LEAPCOUNT_RATELIMIT_BIN naming envoyproxy/ratelimit's service
+// binary and LEAPCOUNT_NODE_BIN leapcount-node (make compare-ratelimit builds both).
 package rlscompare
