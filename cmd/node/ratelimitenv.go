@@ -195,6 +195,7 @@ type rlMapping struct {
 	debugAddr          string            // "": none
 	promAddr, promPath string            // "": none
 	xds                *xdsconfig.Config // CONFIG_TYPE=GRPC_XDS_SOTW: the rules' source (nil: RUNTIME_ROOT's files)
+	notes              []string          // variables taken and not read, each with why: said once at start
 }
 
 func (m *rlMapping) flag(name, value string) { m.flags = append(m.flags, "--"+name+"="+value) }
@@ -210,7 +211,7 @@ func mapRatelimitEnv(env func(string) (string, bool)) (*rlMapping, error) {
 		return nil, err
 	}
 	m := &rlMapping{}
-	for _, step := range []rlStep{refuseUnsupported, mapListeners, mapRuntime, mapRedis, mapBehaviour, mapLogs, mapStats} {
+	for _, step := range []rlStep{refuseUnsupported, noteUnread, mapListeners, mapRuntime, mapRedis, mapBehaviour, mapLogs, mapStats} {
 		if err := step(e, m, env); err != nil {
 			return nil, err
 		}
@@ -259,7 +260,6 @@ var ratelimitRefusals = []rlRefusal{
 	{"STATSD_HOST", "leapcount sends no statsd: set USE_STATSD=false, and USE_PROMETHEUS=true for metrics", statsdOn},
 	{"STATSD_PORT", "leapcount sends no statsd: set USE_STATSD=false, and USE_PROMETHEUS=true for metrics", statsdOn},
 	{"EXTRA_TAGS", "leapcount's metric labels are fixed", statsOn},
-	{"PROMETHEUS_MAPPER_YAML", "leapcount's metrics have their own names (docs/operations.md); no mapping is read", promOn},
 	{"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "leapcount's durations are in seconds, as Prometheus names them", promOn},
 }
 
@@ -271,6 +271,28 @@ func headersOn(e *rlEnv) bool { return e.on("LIMIT_RESPONSE_HEADERS_ENABLED") }
 func statsOn(e *rlEnv) bool   { return !e.on("DISABLE_STATS") }
 func statsdOn(e *rlEnv) bool  { return statsOn(e) && (e.on("USE_STATSD") || e.on("USE_DOG_STATSD")) }
 func promOn(e *rlEnv) bool    { return statsOn(e) && e.on("USE_PROMETHEUS") }
+
+// ratelimitUnread are variables taken without effect, where refusing them would stop a
+// deployment that sets them for what leapcount does anyway in its own way: each set one
+// is said once at start (rlMapping.notes), never silently ignored.
+var ratelimitUnread = []struct {
+	name, why string
+	when      func(*rlEnv) bool
+}{
+	// Envoy Gateway sets it on every rate limit Deployment it makes: the metrics are
+	// served all the same, under leapcount's names.
+	{"PROMETHEUS_MAPPER_YAML", "not read: leapcount's metrics have their own names (docs/operations.md), served at PROMETHEUS_ADDR all the same", promOn},
+}
+
+// noteUnread notes each variable of ratelimitUnread set where it would have an effect.
+func noteUnread(e *rlEnv, m *rlMapping, _ func(string) (string, bool)) error {
+	for _, u := range ratelimitUnread {
+		if !e.isDefault(u.name) && (u.when == nil || u.when(e)) {
+			m.notes = append(m.notes, fmt.Sprintf("%s=%s: %s", u.name, e.str(u.name), u.why))
+		}
+	}
+	return nil
+}
 
 // refuseUnsupported names the first variable of ratelimitRefusals set to another value
 // than its default where it has an effect, and USE_STATSD=true given explicitly.
@@ -538,6 +560,9 @@ func ratelimitCmd(args []string, env func(string) (string, bool), stdout, stderr
 	if err != nil {
 		fmt.Fprintf(stderr, "leapcount-node ratelimit: %v\n", err)
 		return 2
+	}
+	for _, n := range m.notes {
+		fmt.Fprintf(stderr, "leapcount-node ratelimit: %s\n", n)
 	}
 	return runNode(flags, env, stderr, m.hooks())
 }
