@@ -147,10 +147,7 @@ func Start(cfg Config) (*Node, error) {
 	n.clock = clock.Real()
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
-		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, Clock: n.clock, Wall: cfg.Now,
-		// On a goroutine of its own: Lapsed may drive the owner's steps (owner/drive.go),
-		// and the keeper sends its heartbeats right after. Lapses are rare.
-		OnLapse: func(s lease.Set) { go n.owner.Lapsed(s) },
+		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, Clock: n.clock, Wall: cfg.Now, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
 		OnChange: func() {
 			if o := n.owner; o != nil {
 				o.LeasesChanged()

@@ -10,9 +10,9 @@ import "github.com/leapcount/leapcount/internal/lockrank"
 //
 // Steps are posted to one driver: the goroutine that posts when no step is being driven
 // drives every step posted until none is left, in order; the others return at once
-// (post) or wait for their step to be taken (do). So the outcome of a call, a lapse or a
-// timer, coming on an rpc reader's, the lease keeper's or a timer's goroutine, never
-// waits on mu for another's step, nor on a socket for an op it woke.
+// (post) or wait for their step to be taken (do). So the outcome of a call or a timer
+// never holds the goroutine it came on waiting on mu for another's step, nor on a
+// socket for an op it woke.
 
 // inbox holds the steps posted while another goroutine drives.
 type inbox struct {

@@ -14,10 +14,11 @@ import (
 // Redis the memory is kept: it is what this node counted, and whoever decided them
 // meanwhile hands its own counts back, to be added, when it hands them on.
 //
-// It is posted (drive.go): it never waits for another step to end, though it may drive
-// the steps posted meanwhile (the node calls it on a goroutine of its own).
+// It returns once its step was taken (drive.go: do), as the keeper needs: the next
+// round may grant the lease again, and an op must not find the partition held and its
+// memory not yet stale.
 func (o *Owner) Lapsed(s lease.Set) {
-	o.post(func() {
+	o.do(func() {
 		if n := o.markStale(s, Lapsed); n > 0 {
 			o.cfg.Logger.Warn("lease lapsed: these partitions are reloaded from Redis before they are decided again", "partitions", n)
 			o.wakeAfter()
