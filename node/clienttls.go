@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -168,4 +169,15 @@ func addrOf(ln net.Listener) string {
 		return ""
 	}
 	return ln.Addr().String()
+}
+
+// httpHeaderTimeout is the HTTP server's ReadHeaderTimeout. net/http bounds a TLS
+// handshake by its shortest timeout, this one, so with --http-tls it is no longer than
+// the handshake timeout (both 10 s by default).
+func (n *Node) httpHeaderTimeout() time.Duration {
+	d := min(DefaultHTTPReadHeaderTimeout, n.cfg.HTTPReadTimeout)
+	if n.cfg.HTTPTLSAddr != "" {
+		d = min(d, n.cfg.TLSHandshakeTimeout)
+	}
+	return d
 }

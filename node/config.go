@@ -127,6 +127,14 @@ type Config struct {
 	HTTPReadTimeout    time.Duration
 	HTTPWriteTimeout   time.Duration
 	HTTPMaxHeaderBytes int
+	// TLSHandshakeTimeout bounds a client's TLS handshake on every client TLS port
+	// (zero: DefaultTLSHandshakeTimeout); gRPC's covers its HTTP/2 preface too, and
+	// HTTP's is its header timeout, which is never longer (docs/security.md, Hostile
+	// clients).
+	TLSHandshakeTimeout time.Duration
+	// GRPCRequestTimeout: a gRPC request must arrive whole within it of its headers
+	// (zero: DefaultGRPCRequestTimeout).
+	GRPCRequestTimeout time.Duration
 
 	// GossipTransport, when set, carries gossip instead of UDP and TCP sockets (an
 	// in-process test network; see internal/testkit/netsim).
@@ -183,6 +191,8 @@ const (
 	DefaultHTTPWriteTimeout      = time.Minute
 	DefaultHTTPIdleTimeout       = 2 * time.Minute
 	DefaultHTTPMaxHeaderBytes    = 64 << 10
+	DefaultTLSHandshakeTimeout   = 10 * time.Second
+	DefaultGRPCRequestTimeout    = 10 * time.Second
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.
@@ -367,6 +377,8 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	orDefault(&c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
 	orDefault(&c.HTTPMaxHeaderBytes, DefaultHTTPMaxHeaderBytes)
+	orDefault(&c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	orDefault(&c.GRPCRequestTimeout, DefaultGRPCRequestTimeout)
 	orDefault(&c.MaxClients, DefaultMaxClients)
 	if c.Listen == nil {
 		c.Listen = net.Listen

@@ -135,7 +135,8 @@ func (n *Node) listenGRPC() error {
 		n.cfg.Logger.Warn("--grpc without --limits: gRPC health answers NOT_SERVING and every ShouldRateLimit UNAVAILABLE (Envoy with failure_mode_deny denies them all)")
 	}
 	srv, err := rlsapi.New(rlsapi.Config{Decider: n.router, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
-		ResponseHeaders: n.cfg.RLSHeaders, DeniedConsumesNothing: n.cfg.RLSDeniedConsumesNothing, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.grpcReady, Registerer: n.reg, Logger: n.cfg.Logger})
+		ResponseHeaders: n.cfg.RLSHeaders, DeniedConsumesNothing: n.cfg.RLSDeniedConsumesNothing, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.grpcReady, Registerer: n.reg, Logger: n.cfg.Logger,
+		HandshakeTimeout: n.cfg.TLSHandshakeTimeout, RequestTimeout: n.cfg.GRPCRequestTimeout})
 	if err != nil {
 		return err
 	}

@@ -213,7 +213,7 @@ func (n *Node) listen(limits counter.Limits) error {
 	}
 	n.redisCluster = &redisCluster{n: n, settle: n.cfg.Lease.WithDefaults().Duration}
 	n.resp, err = respapi.New(respapi.Config{Decider: n.router, Limits: limits, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
-		MaxClients: n.cfg.MaxClients, IdleTimeout: n.cfg.RESPIdleTimeout, Registerer: n.reg,
+		MaxClients: n.cfg.MaxClients, IdleTimeout: n.cfg.RESPIdleTimeout, TLSHandshakeTimeout: n.cfg.TLSHandshakeTimeout, Registerer: n.reg,
 		Logger: n.cfg.Logger, MaxUnanswered: max(n.cfg.MaxBodyBytes, respapi.DefaultMaxUnanswered),
 		Cluster: n.redisCluster})
 	if err != nil {
@@ -253,7 +253,7 @@ func (n *Node) listen(limits counter.Limits) error {
 		h = n.withRLSHTTP(h)
 	}
 	n.httpSrv = &http.Server{Handler: h, ReadTimeout: n.cfg.HTTPReadTimeout,
-		ReadHeaderTimeout: min(DefaultHTTPReadHeaderTimeout, n.cfg.HTTPReadTimeout),
+		ReadHeaderTimeout: n.httpHeaderTimeout(),
 		WriteTimeout:      n.cfg.HTTPWriteTimeout, IdleTimeout: DefaultHTTPIdleTimeout,
 		MaxHeaderBytes: n.cfg.HTTPMaxHeaderBytes}
 	return n.listenGRPC()

@@ -48,6 +48,9 @@ type Config struct {
 	// AuthTimeout is how long a new connection has to authenticate (AUTH or HELLO
 	// AUTH) when Token is set, before it is closed (0: DefaultAuthTimeout).
 	AuthTimeout time.Duration
+	// TLSHandshakeTimeout bounds a TLS client's handshake (0: DefaultTLSHandshakeTimeout):
+	// a connection that has not finished it by then is closed.
+	TLSHandshakeTimeout time.Duration
 	// AuthLimiter limits wrong AUTH guesses per source address: a wrong guess from a
 	// source over its budget is answered "-ERR too many failed AUTH attempts; retry
 	// later" and closed (a right one passes). Give the HTTP front end the same one, so a guesser has one budget.

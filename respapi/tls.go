@@ -1,6 +1,7 @@
 package respapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -8,9 +9,10 @@ import (
 	"time"
 )
 
-// TLSHandshakeTimeout bounds a TLS client's handshake: a connection that has not
-// finished it by then is closed, so a client that never does holds its slot no longer.
-const TLSHandshakeTimeout = 10 * time.Second
+// DefaultTLSHandshakeTimeout is Config.TLSHandshakeTimeout when it is zero: a
+// connection that has not finished its handshake by then is closed, so a client that
+// never does holds its slot no longer.
+const DefaultTLSHandshakeTimeout = 10 * time.Second
 
 // notTLS is the reply to a client that speaks plaintext to a TLS port: written in
 // clear, so redis-cli without --tls shows why instead of a bare disconnect.
@@ -29,10 +31,10 @@ func (s *Server) streamTLS(nc net.Conn, conf *tls.Config, ss *session) {
 	s.stream(tc, ss)
 }
 
-// handshake runs tc's handshake within TLSHandshakeTimeout (or Close, which cancels
-// s.ctx).
+// handshake runs tc's handshake within Config.TLSHandshakeTimeout (or Close, which
+// cancels s.ctx).
 func (s *Server) handshake(tc *tls.Conn) error {
-	ctx, cancel := context.WithTimeout(s.ctx, TLSHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, cmp.Or(s.cfg.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout))
 	defer cancel()
 	return tc.HandshakeContext(ctx)
 }

@@ -50,6 +50,8 @@ type Config struct {
 	MaxDescriptors        int              // per request (default 64)
 	MaxMessageBytes       int              // a request's size cap (default 64 KiB)
 	MaxStreams            uint32           // concurrent calls per connection (default 128)
+	HandshakeTimeout      time.Duration    // a connection's TLS handshake and HTTP/2 preface must end within it (default 10s)
+	RequestTimeout        time.Duration    // a request must arrive whole within it of its headers (default 10s)
 	Timeout               time.Duration    // a call's longest decision, whatever its deadline (default 5s)
 	MaxKeyBytes           int              // the counters' key bound (default counter.DefaultMaxKeyBytes)
 	Ready                 func() bool      // health: SERVING while it reports true (nil: always)
@@ -140,7 +142,8 @@ func New(cfg Config) (*Server, error) {
 		Fallback:       s.grpc,
 		MaxStreams:     cfg.MaxStreams,
 		MaxRecvMsgSize: cfg.MaxMessageBytes,
-		Handshake:      10 * time.Second,
+		Handshake:      cfg.HandshakeTimeout, // h2grpc's default when zero: 10 s
+		RequestTimeout: cfg.RequestTimeout,
 		IdleTimeout:    5 * time.Minute,
 		Logger:         cfg.Logger,
 	})

@@ -31,6 +31,9 @@ type conn struct {
 	idle         *time.Timer
 	stallTimer   *time.Timer // ticks the stall check (stall.go); set under mu
 	checkDue     atomic.Bool // a tick asked the reader to check for stalled requests
+	opened       int         // calls opened (the reader's; calm.go)
+	earlyResets  int         // calls the client reset before their answer ended (the reader's)
+	calmed       bool        // closed for flooding (the reader's)
 
 	mu         sync.Mutex
 	streams    map[uint32]*stream
@@ -78,7 +81,7 @@ func (st *stream) stop() {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, w: newWriter(nc, s.cfg.WriteTimeout), streams: map[uint32]*stream{}, lastActive: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
+	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(newMeter(nc), 16<<10)) // calm.go
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderBytes
 	c.fr.SetMaxReadFrameSize(16384) // the default we advertise by not naming it
@@ -138,6 +141,11 @@ func (c *conn) readError(err error) bool {
 	case errors.As(err, &ce):
 		c.s.cfg.Logger.Debug("grpc: protocol error", "remote", c.nc.RemoteAddr(), "err", err, "detail", c.fr.ErrorDetail())
 		c.goAwayWith(http2.ErrCode(ce))
+		return false
+	case errors.Is(err, errCalm):
+		c.s.cfg.Logger.Debug("grpc: closing a connection that floods", "remote", c.nc.RemoteAddr(), "err", err)
+		c.calmed = true
+		c.goAwayWith(http2.ErrCodeEnhanceYourCalm)
 		return false
 	case errors.Is(err, http2.ErrFrameTooLarge):
 		// Any frame may change the connection's state (HPACK's above all), so one too
@@ -223,7 +231,11 @@ func (c *conn) frame(f http2.Frame) error {
 		if c.unopened(f.StreamID) {
 			return http2.ConnectionError(http2.ErrCodeProtocol) // RFC 9113, 5.1
 		}
+		if c.stream(f.StreamID) == nil {
+			return nil // closed already
+		}
 		c.onReset(f.StreamID)
+		return c.earlyReset()
 	case *http2.PushPromiseFrame:
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	case *http2.PriorityFrame:
@@ -290,6 +302,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Lock()
 	c.streams[id] = st
 	c.mu.Unlock()
+	c.opened++
 	if !st.local() {
 		c.startFallback(st, f)
 	}

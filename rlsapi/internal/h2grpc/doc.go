@@ -20,7 +20,9 @@
 // says it is over), grpc-timeout as the handler's deadline, a request that does not
 // arrive whole within Config.RequestTimeout answered DEADLINE_EXCEEDED (stall.go), and
 // a connection that sends nothing in time (a preface wrong at its first byte at once),
-// or does not read what it is sent, is closed. Response headers are encoded without the HPACK dynamic table, so
+// or does not read what it is sent, is closed, and one that floods frames that carry
+// no call, or resets its calls as it opens them, is sent GOAWAY ENHANCE_YOUR_CALM and
+// closed (calm.go). Response headers are encoded without the HPACK dynamic table, so
 // answers need no encoder state and can be built by any goroutine.
 //
 // The package moves bytes: a handler gets the request message serialized and returns

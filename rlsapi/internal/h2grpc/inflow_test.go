@@ -1,7 +1,6 @@
 package h2grpc
 
 import (
-	"bytes"
 	"cmp"
 	"io"
 	"net/http"
@@ -10,21 +9,15 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
+
+	"github.com/leapcount/leapcount/internal/testkit/hostile"
 )
 
 // holdMethod goes to the fallback (no handler of ours has it).
 const holdMethod = "/t.Hold/Hold"
 
 // callHeaders is the header block of a call of method.
-func callHeaders(method string) []byte {
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", method}, {":authority", "x"}, {"content-type", "application/grpc"}} {
-		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
-	}
-	return hb.Bytes()
-}
+func callHeaders(method string) []byte { return hostile.CallHeaders(method) }
 
 // holdingFallback never reads a request body: what a client sends stays buffered.
 func holdingFallback(cfg *Config) {

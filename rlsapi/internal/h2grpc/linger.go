@@ -17,13 +17,19 @@ import (
 const (
 	lingerTime = time.Second
 	maxLinger  = 1 << 20
+	// maxCalmLinger is maxLinger for a connection closed for flooding (calm.go).
+	maxCalmLinger = 64 << 10
 )
 
 // linger, on the reader once the writer has ended, drains what the client sent and
 // closes the connection. (Nothing is drained after writer.abort, which closed it.)
 func (c *conn) linger() {
 	c.nc.SetReadDeadline(time.Now().Add(lingerTime))
-	io.CopyN(io.Discard, c.nc, maxLinger)
+	n := int64(maxLinger)
+	if c.calmed {
+		n = maxCalmLinger // a flood is not drained, only what was in flight
+	}
+	io.CopyN(io.Discard, c.nc, n)
 	c.nc.Close()
 }
 
