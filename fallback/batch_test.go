@@ -291,7 +291,7 @@ func TestBatchReportsCounterFailuresOnce(t *testing.T) {
 // counter no longer in memory deletes it in Redis.
 func TestResetOrderedThroughRedis(t *testing.T) {
 	_, st := startStore(t)
-	mem := leaparray.NewStore(leaparray.WithDeltas())
+	mem := newMem(leaparray.WithDeltas())
 	sp := spec(10_000, 10)
 	now := int64(1_700_000_000_000)
 	flush := func() {

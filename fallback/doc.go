@@ -1,11 +1,11 @@
 // Package fallback is leapcount's Redis store, used both as the fallback and as the
-// persistence path of counters (which is why its holders call it redis). It keeps
-// sliding-window counters in Redis with exactly the semantics of the in-memory
-// leaparray.Store: an owner writes its counters behind to Redis
-// (NewBatch, SendBatch), and a new owner reads a counter back (Load). The per-operation
-// methods (Incr, Count, Allow, Reset, Merge) run the same rules one call each: the
-// reference the tests hold to leaparray's, and the baseline the benchmarks compare
-// write-behind with.
+// persistence path of counters (which is why the packages that use it call it redis).
+// It keeps sliding-window counters in Redis with exactly the semantics of the in-memory
+// leaparray.Store: an owner writes its counters behind to Redis (NewBatch, SendBatch),
+// and a new owner reads a counter back (Load). Merge runs the same rule for one
+// counter, one call. The package's tests hold the rules to leaparray's with
+// per-operation scripts of their own (testdata/ops: incr, count, allow and reset, on the
+// same rules), which are also the baseline the benchmarks compare write-behind with.
 //
 // # Data model
 //
@@ -23,14 +23,14 @@
 // operation at bucket J acts at e = max(J, h), so a clock that steps back never loses a
 // count. Moving the head forward subtracts the buckets that leave the window from s and
 // deletes their fields in the same step; a jump of a whole window deletes the hash. So
-// the hash never holds stale fields and no operation scans for them: incr and an allowed
-// allow at the head bucket cost a handful of O(1) hash commands whatever B is, count is
-// read-only, and only a denied allow reads the whole (at most B+2 field) hash to compute
-// retry_after_ms. Every write that moves the head (or makes the counter) sets the key's
-// TTL to max(2×window, Config.MinTTL): a counter whose head bucket a window has passed
-// counts 0 anyway, so Redis may forget it after two. Writes at or behind the head leave
-// the TTL alone, which saves write-behind a command per counter per flush (see put in
-// common.lua).
+// the hash never holds stale fields and no operation scans for them: a write at the head
+// bucket costs a handful of O(1) hash commands whatever B is (as do the tests' incr and
+// an allowed allow; their count is read-only, and only a denied allow reads the whole,
+// at most B+2 field, hash to compute retry_after_ms). Every write that moves the head
+// (or makes the counter) sets the key's TTL to max(2×window, Config.MinTTL): a counter
+// whose head bucket a window has passed counts 0 anyway, so Redis may forget it after
+// two. Writes at or behind the head leave the TTL alone, which saves write-behind a
+// command per counter per flush (see put in common.lua).
 //
 // Why not the common "HGETALL, sum the fresh fields, HDEL the stale ones" script (or a
 // sorted set of events)? Each request then costs O(B) (or O(events)), while the running
@@ -49,9 +49,9 @@
 // # Scripts
 //
 // Each operation is one Lua script (lua/*.lua, embedded; lua/common.lua holds the ring
-// rules and the merge rule and is prepended to each), so it is atomic: concurrent allows
-// never admit past the limit. The scripts are loaded at Open and run with EVALSHA; a
-// NOSCRIPT reply (Redis restarted or failed over and forgot them) makes the store load
+// rules and the merge rule and is prepended to merge_many), so it is atomic: no other
+// command runs between its reads and its writes. The scripts are loaded at Open and run
+// with EVALSHA; a NOSCRIPT reply (Redis restarted or failed over and forgot them) makes the store load
 // them again and rerun the call, which is safe because a NOSCRIPT call did not run. The
 // caller passes now: the scripts never read Redis's clock, so answers do not depend on
 // the clocks agreeing.
@@ -63,11 +63,11 @@
 // always); a larger one is read from Redis's decimal string into two exact parts (x =
 // hi·10^9 + lo), and sums and comparisons go to that form whenever a number would not be
 // exact. New counts are computed so in the script and written as decimal strings (one
-// HSET per counter), and answered as decimal strings. allow gets limit − n from Go,
-// computed in int64, and compares the count with it. A write whose count would pass
-// 2^63−1 fails before it writes. Bucket indexes stay Lua numbers: exact to 2^53, a
-// clock 285,000 years away. What needs int64 besides (remaining, retry_after_ms) is
-// done in Go.
+// HSET per counter), and answered as decimal strings. The tests' allow gets limit − n
+// from Go, computed in int64, and compares the count with it. A write whose count would
+// pass 2^63−1 fails before it writes. Bucket indexes stay Lua numbers: exact to 2^53, a
+// clock 285,000 years away. What needs int64 besides (the tests' remaining and
+// retry_after_ms) is done in Go.
 //
 // # Write-behind: many counters per script call, each applied at most once
 //
@@ -77,7 +77,7 @@
 // as many commands as one per request, so a Batch (NewBatch) cuts the deltas into
 // merge_many.lua calls of Config.FlushKeys deltas (256 by default), its ARGV holding,
 // per delta, the reset flag, B, the TTL, the number of pairs and the (bucket, count)
-// pairs. Each counter gets exactly Merge's rule (tests hold both to leaparray's Reset
+// pairs. Each counter gets exactly Merge's rule (tests hold both to leaparray's TryReset
 // and Merge), within pcall: a counter that fails (a key of the wrong type) fails before
 // it writes and alone, and the reply lists a result per counter. A delta with Reset
 // deletes the counter's hash and then merges its buckets, in the same call, so a reset

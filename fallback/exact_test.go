@@ -15,7 +15,7 @@ import (
 // script, as in memory: Lua's doubles, which step by 1024 there, must never hold them.
 func TestExactCountsNear2to62(t *testing.T) {
 	srv, st := startStore(t)
-	mem := leaparray.NewStore()
+	mem := newMem()
 	sp := spec(10_000, 10)
 	now := int64(1_700_000_000_000)
 	j := sp.Bucket(now)
@@ -91,7 +91,7 @@ func TestExactCountsNear2to62(t *testing.T) {
 // window as the head moves too.
 func TestExactSumsPast2to53(t *testing.T) {
 	_, st := startStore(t)
-	mem := leaparray.NewStore()
+	mem := newMem()
 	sp := spec(10_000, 10)
 	now := int64(1_700_000_000_000)
 	j := sp.Bucket(now)

@@ -63,7 +63,7 @@ func TestFlushManyEqualsPerCounterMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(s, 11))
 	many := open(t, srv.URL(), Config{FlushKeys: 1 + rng.IntN(40)})
 	t.Logf("FlushKeys %d", many.cfg.FlushKeys)
-	mem := leaparray.NewStore()
+	mem := newMem()
 	var refs []CounterRef
 	for i := range 160 {
 		refs = append(refs, CounterRef{Key: "c" + strconv.Itoa(i%150), Spec: flushSpecs[i%len(flushSpecs)]})
@@ -115,7 +115,7 @@ func TestFlushManyEqualsPerCounterMerge(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		checkSame(t, srv.Client(t), st, mem, refs, now, fmt.Sprintf("round %d", round))
+		checkSame(t, srv.Client(t), st, mem.Store, refs, now, fmt.Sprintf("round %d", round))
 	}
 }
 

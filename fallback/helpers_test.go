@@ -86,6 +86,33 @@ func (c ctxStore) Merge(key string, sp leaparray.Spec, buckets []leaparray.Bucke
 	return c.st.Merge(bg, key, sp, buckets, now)
 }
 
+// memStore is the in-memory reference the tests compare Redis with: a leaparray.Store
+// made without bounds, whose bounded operations (TryIncr, TryAllow, TryReset) then never
+// fail, with them under the names and answers of the Store's per-operation methods.
+type memStore struct{ *leaparray.Store }
+
+func newMem(opts ...leaparray.Option) memStore { return memStore{leaparray.NewStore(opts...)} }
+
+func (m memStore) Incr(key string, sp leaparray.Spec, n, now int64) int64 {
+	return must(m.TryIncr(key, sp, n, now))
+}
+
+func (m memStore) Allow(key string, sp leaparray.Spec, limit, n, now int64) leaparray.Decision {
+	return must(m.TryAllow(key, sp, limit, n, now))
+}
+
+func (m memStore) Reset(key string, sp leaparray.Spec, now int64) bool {
+	return must(m.TryReset(key, sp, now))
+}
+
+// must is v, and panics on an error: one a store without bounds never returns.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 // sendOnce writes deltas in one batch, sent once, under a writer name of st's own: a
 // writer is used with one Store (its calls' seqs are the store's).
 func sendOnce(st *Store, deltas []Delta) error {

@@ -21,7 +21,7 @@ func TestMergeSnapshotsEqualsWholeTraffic(t *testing.T) {
 	t.Logf("seed %d", s)
 	rng := rand.New(rand.NewPCG(s, 7))
 	sp := spec(10_000, 10)
-	whole := leaparray.NewStore()
+	whole := newMem()
 	now := int64(1_700_000_000_000)
 	for range 400 {
 		now += rng.Int64N(300)

@@ -90,11 +90,11 @@ func TestRedisStoppedThenRestarted(t *testing.T) {
 	wantUnavailable(t, st, "stopped")
 	srv.Restart()
 	rc := srv.Client(t)
-	if ok := rc.ScriptExists(bg, scripts.incr.Hash()).Val(); len(ok) != 1 || ok[0] {
-		t.Fatalf("SCRIPT EXISTS incr after restart = %v; want [false]", ok)
+	if ok := rc.ScriptExists(bg, scripts.mergeMany.Hash()).Val(); len(ok) != 1 || ok[0] {
+		t.Fatalf("SCRIPT EXISTS merge_many after restart = %v; want [false]", ok)
 	}
 	wantWorking(t, st, "restart")
-	for _, s := range scripts.all() {
+	for _, s := range loaded {
 		if s == scripts.probe {
 			continue // runs only with WaitReplicas (TestProbeFindsReplicasBack), not in everyOp
 		}

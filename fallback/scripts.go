@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -10,22 +11,21 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-// scriptSet holds one script per operation. Each is common.lua followed by the
-// operation's own file, so the ring rules are written once.
+// scriptSet holds the store's scripts. merge_many is common.lua followed by its own
+// file, so the ring rules are written once (the per-operation scripts of the package's
+// tests, ops_test.go, are built the same way).
 type scriptSet struct {
-	incr, count, allow, reset, mergeMany, stamp, late, mark, probe *redis.Script
+	mergeMany, stamp, late, mark, probe *redis.Script
 }
 
-var scripts = func() scriptSet {
-	common := mustRead("lua/common.lua")
-	mk := func(name string) *redis.Script {
-		return redis.NewScript(common + "\n" + mustRead("lua/"+name+".lua"))
-	}
-	return scriptSet{incr: mk("incr"), count: mk("count"), allow: mk("allow"), reset: mk("reset"),
-		mergeMany: mk("merge_many"), stamp: redis.NewScript(mustRead("lua/stamp.lua")),
-		late: redis.NewScript(mustRead("lua/late.lua")), mark: redis.NewScript(mustRead("lua/mark.lua")),
-		probe: redis.NewScript(mustRead("lua/probe.lua"))}
-}()
+var scripts = scriptSet{mergeMany: withCommon(mustRead("lua/merge_many.lua")),
+	stamp: redis.NewScript(mustRead("lua/stamp.lua")), late: redis.NewScript(mustRead("lua/late.lua")),
+	mark: redis.NewScript(mustRead("lua/mark.lua")), probe: redis.NewScript(mustRead("lua/probe.lua"))}
+
+// withCommon is the script of src with common.lua before it.
+func withCommon(src ...string) *redis.Script {
+	return redis.NewScript(strings.Join(append([]string{mustRead("lua/common.lua")}, src...), "\n"))
+}
 
 func mustRead(name string) string {
 	b, err := luaFS.ReadFile(name)
@@ -35,9 +35,9 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-func (s scriptSet) all() []*redis.Script {
-	return []*redis.Script{s.incr, s.count, s.allow, s.reset, s.mergeMany, s.stamp, s.late, s.mark, s.probe}
-}
+// loaded is every script loadScripts loads, at Open and on a NOSCRIPT reply: scripts's,
+// and in the package's tests their per-operation scripts too (ops_test.go adds them).
+var loaded = []*redis.Script{scripts.mergeMany, scripts.stamp, scripts.late, scripts.mark, scripts.probe}
 
 // call is one script run: which script, its keys and its arguments.
 type call struct {
@@ -48,7 +48,7 @@ type call struct {
 
 // loadScripts loads every script (on every master, in a Cluster).
 func (st *Store) loadScripts(ctx context.Context) error {
-	for _, s := range scripts.all() {
+	for _, s := range loaded {
 		if err := s.Load(ctx, st.rdb).Err(); err != nil {
 			return err
 		}

@@ -128,5 +128,3 @@ func (st *Store) onceTTLMs() int64 { return max(st.cfg.OnceTTL.Milliseconds(), 1
 func checkSpec(sp leaparray.Spec) error {
 	return counter.ValidateSpec(sp.WindowMs, sp.Buckets)
 }
-
-func nonNeg(v int64) int64 { return max(v, 0) }

@@ -166,7 +166,7 @@ func TestConcurrentAllowAdmitsExactlyLimit(t *testing.T) {
 // with the in-memory store, as does a denied allow that walks the whole ring.
 func TestLargestRingAdvance(t *testing.T) {
 	_, st := startStore(t)
-	mem := leaparray.NewStore()
+	mem := newMem()
 	sp := spec(3600, 3600) // L = 1 ms
 	t0 := int64(1_700_000_000_000)
 	var deltas []leaparray.Bucket

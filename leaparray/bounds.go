@@ -40,8 +40,8 @@ var (
 const admitFactor = 2
 
 // WithBounds caps the counters and Specs that the bounded operations create. The
-// admitting ones (Incr, Allow, Reset, Merge, Seed) create past the caps; callers check
-// Admits before taking handed-over state in.
+// admitting ones (Merge, Seed) create past the caps; callers check Admits before taking
+// handed-over state in.
 func WithBounds(b Bounds) Option {
 	return func(s *Store) {
 		lim := &bounds{maxUnits: b.MaxUnits, maxShapes: b.MaxShapes}
@@ -56,7 +56,7 @@ type mode uint8
 const (
 	lookup  mode = iota // never creates
 	bounded             // creates within the bounds
-	admit               // creates past the bounds: handed-over state, or an unbounded caller
+	admit               // creates past the bounds: handed-over state (and the tests' Incr, Allow, Reset)
 )
 
 // bounds is a store's caps and the units it holds. Every shard of a bounded store

@@ -31,7 +31,7 @@
 // create a counter in a full store first reclaims counters idle past their window, and
 // then fails with ErrFull, having changed nothing; operations on counters already held
 // are never refused, and cost nothing more than without bounds. The admitting
-// operations (Incr, Allow, Reset, Merge, Seed) create past the caps: Merge and Seed take
-// in state handed over from elsewhere, which must not be lost, and Admits tells whether
-// taking it would go past twice the bounds.
+// operations (Merge, Seed) create past the caps: they take in state handed over from
+// elsewhere, which must not be lost, and Admits tells whether taking it would go past
+// twice the bounds.
 package leaparray

@@ -75,16 +75,10 @@ func validSpec(sp Spec) bool {
 	return err == nil
 }
 
-// Incr adds n (n <= 0 adds nothing) at time now and returns the count afterwards. It
-// creates the counter whatever the store's bounds: TryIncr respects them.
-func (s *Store) Incr(key string, sp Spec, n, now int64) int64 {
-	c, _ := s.incr(key, sp, n, now, admit)
-	return c
-}
-
-// TryIncr is Incr within the store's bounds: a counter it would have to create in a
-// full store (after reclaiming idle ones) is not created, and it returns ErrFull or
-// ErrTooManyShapes, having changed nothing.
+// TryIncr adds n (n <= 0 adds nothing) at time now and returns the count afterwards,
+// within the store's bounds: a counter it would have to create in a full store (after
+// reclaiming idle ones) is not created, and it returns ErrFull or ErrTooManyShapes,
+// having changed nothing. A store without bounds never fails it.
 func (s *Store) TryIncr(key string, sp Spec, n, now int64) (int64, error) {
 	return withRoom(s, now, func() (int64, error) { return s.incr(key, sp, n, now, bounded) })
 }
@@ -121,15 +115,9 @@ func (s *Store) Count(key string, sp Spec, now int64) int64 {
 	return clampInt(c)
 }
 
-// Allow adds n at time now if the count plus n stays within limit, and says what it did.
-// A denied allow on an unknown counter does not create it. It creates the counter
-// whatever the store's bounds: TryAllow respects them.
-func (s *Store) Allow(key string, sp Spec, limit, n, now int64) Decision {
-	d, _ := s.allow(key, sp, limit, n, now, admit)
-	return d
-}
-
-// TryAllow is Allow within the store's bounds, as TryIncr is Incr's.
+// TryAllow adds n at time now if the count plus n stays within limit, and says what it
+// did. A denied allow on an unknown counter does not create it. It creates a counter
+// within the store's bounds only, failing as TryIncr does.
 func (s *Store) TryAllow(key string, sp Spec, limit, n, now int64) (Decision, error) {
 	return withRoom(s, now, func() (Decision, error) { return s.allow(key, sp, limit, n, now, bounded) })
 }
@@ -160,21 +148,15 @@ func (s *Store) allow(key string, sp Spec, limit, n, now int64, m mode) (Decisio
 	return d, nil
 }
 
-// Reset forgets the counter and reports whether it existed at now: whether it was held
-// and still in its window. A counter untouched for a whole window counts 0 and may
+// TryReset forgets the counter and reports whether it existed at now: whether it was
+// held and still in its window. A counter untouched for a whole window counts 0 and may
 // already have been swept, so it reports false either way, whatever the sweep did.
 //
 // With WithDeltas it also records the reset, held counter or not (its state may live
 // only in Redis), and drops what was pending: the next Drain gives the counter one
-// Delta with Reset set and only what was added after the reset. Recording it may add
-// the counter's Spec to the store, whatever its bounds: TryReset respects them.
-func (s *Store) Reset(key string, sp Spec, now int64) bool {
-	existed, _ := s.reset(key, sp, now, admit)
-	return existed
-}
-
-// TryReset is Reset within the store's bounds: with WithDeltas, a reset of an unknown
-// Spec in a store that holds its most Specs fails with ErrTooManyShapes.
+// Delta with Reset set and only what was added after the reset. Recording it adds the
+// counter's Spec to the store within its bounds only: a reset of an unknown Spec in a
+// store that holds its most Specs fails with ErrTooManyShapes.
 func (s *Store) TryReset(key string, sp Spec, now int64) (bool, error) {
 	return s.reset(key, sp, now, bounded)
 }

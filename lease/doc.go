@@ -8,7 +8,7 @@
 // that partition to and until when (Grantor). A node that owns partitions in its ring
 // claims them in a heartbeat to every voter (Request) every Config.Heartbeat; each
 // grantor grants a claimed partition when nobody else holds it there, or the holder's
-// grant has run out, or the holder released it (Reply). The claimant holds partition p
+// grant has run out, or the holder dropped it (Request.Drops). The claimant holds partition p
 // until L after the send time of the last heartbeat round in which a majority of its
 // voters granted p (Holder). Two nodes can therefore hold p at once only if some
 // grantor granted p to both within L: it never does. A grantor measures a grant's end

@@ -9,7 +9,7 @@ type Grantor struct {
 	starts time.Duration // grants are refused before this: an earlier run may have granted
 	parts  []grant
 	// latest is each voter's newest round seen, so that a request overtaken by a newer
-	// one (a reconnect can reorder them) is not applied after it: its releases would
+	// one (a reconnect can reorder them) is not applied after it: its drops would
 	// end grants the newer request renewed. Only voters are granted anything, so only
 	// theirs are kept.
 	latest map[string]seenRound
@@ -42,7 +42,7 @@ func NewGrantor(cfg Config, partitions int, now time.Duration, quarantine bool) 
 }
 
 // Grant answers a heartbeat at now. isVoter says whether the sender counts as a voter
-// here; a non-voter is granted nothing (but its releases are honoured).
+// here; a non-voter is granted nothing (but its drops are honoured).
 func (g *Grantor) Grant(req *Request, isVoter bool, now time.Duration) Reply {
 	rep := Reply{Round: req.Round}
 	if len(req.Claims) != 0 && len(req.Claims) != setWords(len(g.parts)) {
@@ -53,7 +53,7 @@ func (g *Grantor) Grant(req *Request, isVoter bool, now time.Duration) Reply {
 		rep.Granted = NewSet(len(g.parts))
 		return rep // overtaken: a newer round of the sender's was answered already
 	}
-	req.Releases.Each(func(p int) {
+	req.Drops.Each(func(p int) {
 		if p < len(g.parts) && g.parts[p].is(req.From, req.Incarnation) {
 			g.parts[p] = grant{}
 		}

@@ -39,7 +39,7 @@ func TestGrantorExclusive(t *testing.T) {
 	}
 }
 
-func TestGrantorRenewReleaseAndIncarnation(t *testing.T) {
+func TestGrantorRenewDropAndIncarnation(t *testing.T) {
 	cfg := Config{Duration: time.Second}.WithDefaults()
 	g := NewGrantor(cfg, 4, 0, false)
 	a := &Request{From: "a", Incarnation: 1, Claims: claim(4, 0)}
@@ -53,15 +53,15 @@ func TestGrantorRenewReleaseAndIncarnation(t *testing.T) {
 	if r := g.Grant(a2, true, 1000*ms); r.Granted.Has(0) {
 		t.Fatal("a restarted (incarnation 2) granted 0 while its earlier run holds it")
 	}
-	rel := &Request{From: "a", Incarnation: 1, Releases: claim(4, 0)}
+	rel := &Request{From: "a", Incarnation: 1, Drops: claim(4, 0)}
 	g.Grant(rel, true, 1100*ms)
 	if r := g.Grant(b, true, 1100*ms); !r.Granted.Has(0) {
-		t.Fatal("b not granted 0 after a released it")
+		t.Fatal("b not granted 0 after a dropped it")
 	}
-	// A release by someone who does not hold it changes nothing.
-	g.Grant(&Request{From: "c", Incarnation: 1, Releases: claim(4, 0)}, true, 1200*ms)
+	// A drop by someone who does not hold it changes nothing.
+	g.Grant(&Request{From: "c", Incarnation: 1, Drops: claim(4, 0)}, true, 1200*ms)
 	if got := g.Holder(0, 1200*ms); got != "b" {
-		t.Fatalf("holder after a stranger's release: got %q; want b", got)
+		t.Fatalf("holder after a stranger's drop: got %q; want b", got)
 	}
 }
 
@@ -120,20 +120,20 @@ func TestHolderNeedsMajority(t *testing.T) {
 	}
 }
 
-// TestGrantorIgnoresAnOvertakenRelease: a round that releases p, delivered after a newer
+// TestGrantorIgnoresAnOvertakenDrop: a round that drops p, delivered after a newer
 // round of the same sender that claimed p again, must not end the newer grant: the
 // sender holds p by the newer round, and a grantor that forgot it would grant p to
 // another node meanwhile.
-func TestGrantorIgnoresAnOvertakenRelease(t *testing.T) {
+func TestGrantorIgnoresAnOvertakenDrop(t *testing.T) {
 	cfg := Config{Duration: time.Second}.WithDefaults()
 	g := NewGrantor(cfg, 4, 0, false)
 	g.Grant(&Request{From: "a", Incarnation: 1, Round: 1, Claims: claim(4, 0)}, true, 0)
-	release := &Request{From: "a", Incarnation: 1, Round: 2, Claims: claim(4), Releases: claim(4, 0)}
+	drop := &Request{From: "a", Incarnation: 1, Round: 2, Claims: claim(4), Drops: claim(4, 0)}
 	reclaim := &Request{From: "a", Incarnation: 1, Round: 3, Claims: claim(4, 0)}
 	if r := g.Grant(reclaim, true, 20*ms); !r.Granted.Has(0) {
 		t.Fatal("a not granted 0 in round 3")
 	}
-	g.Grant(release, true, 30*ms) // round 2 arrives late
+	g.Grant(drop, true, 30*ms) // round 2 arrives late
 	if r := g.Grant(&Request{From: "b", Incarnation: 1, Round: 1, Claims: claim(4, 0)}, true, 40*ms); r.Granted.Has(0) {
 		t.Fatal("b granted 0 while a holds it by round 3: the overtaken round 2 ended a's grant")
 	}

@@ -33,7 +33,7 @@ type KeeperConfig struct {
 	// Found: this node founds a cluster (it has nobody to join): it is the only voter,
 	// and its grantor needs no quarantine.
 	Found bool
-	// OnLapse hears the partitions whose lease ran out while claimed (not released).
+	// OnLapse hears the partitions whose lease ran out while claimed (not dropped).
 	// Called from the Keeper's goroutine, never with its lock held.
 	OnLapse func(Set)
 	// OnChange hears that a lease may have changed (a grant counted, claims changed, a
@@ -57,25 +57,25 @@ type Keeper struct {
 	cfg KeeperConfig
 	now func() time.Duration // cfg.Clock.Since
 
-	mu        lockrank.Mutex[lockrank.LeaseKeeper]
-	grantor   *Grantor
-	holder    *Holder
-	voters    *Voters
-	view      View
-	peers     []Peer
-	claims    Set
-	releasing Set
-	released  int // rounds the current releases have been sent in
-	held      Set // claimed partitions seen held at the last check
-	next      uint64
-	retryAt   time.Duration // see RetryIn
-	lastRound time.Duration // when the last round began
-	awake     time.Duration // when this node last began a round after missing some (frozen): see Silent
-	lastHeard map[string]time.Duration
-	runs      map[string]uint64        // each member's incarnation, from its last heartbeat
-	leftRuns  map[string]uint64        // the incarnation each member that left gracefully ran
-	noVoters  map[string]time.Duration // when each member last said it had no voters, while this node had none
-	offsets   map[string]ntp.Estimate  // each member's counters' clock against this node's (ClockOffsets)
+	mu         lockrank.Mutex[lockrank.LeaseKeeper]
+	grantor    *Grantor
+	holder     *Holder
+	voters     *Voters
+	view       View
+	peers      []Peer
+	claims     Set
+	dropping   Set
+	dropRounds int // rounds the current drops have been sent in
+	held       Set // claimed partitions seen held at the last check
+	next       uint64
+	retryAt    time.Duration // see RetryIn
+	lastRound  time.Duration // when the last round began
+	awake      time.Duration // when this node last began a round after missing some (frozen): see Silent
+	lastHeard  map[string]time.Duration
+	runs       map[string]uint64        // each member's incarnation, from its last heartbeat
+	leftRuns   map[string]uint64        // the incarnation each member that left gracefully ran
+	noVoters   map[string]time.Duration // when each member last said it had no voters, while this node had none
+	offsets    map[string]ntp.Estimate  // each member's counters' clock against this node's (ClockOffsets)
 
 	stats   stats                         // Stats
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
@@ -91,7 +91,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	t := cfg.Clock.Since()
 	k := &Keeper{cfg: cfg, now: cfg.Clock.Since, grantor: NewGrantor(cfg.Config, cfg.Partitions, t, !cfg.Found),
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
-		claims: NewSet(cfg.Partitions), releasing: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
+		claims: NewSet(cfg.Partitions), dropping: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
 		next: 1, lastHeard: map[string]time.Duration{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]time.Duration{},
 		offsets: map[string]ntp.Estimate{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
@@ -222,9 +222,9 @@ func (k *Keeper) NoneHaveVoters(names []string) bool {
 }
 
 // SetClaims sets the partitions this node wants to hold. Partitions no longer claimed
-// stop being held at once and are released to the grantors in the next rounds; a round
-// runs at once when claims changed, so that a release reaches the grantors, and a new
-// claim is granted, without waiting for the next heartbeat.
+// stop being held at once and are dropped at the grantors in the next rounds
+// (Request.Drops); a round runs at once when claims changed, so that a drop reaches the
+// grantors, and a new claim is granted, without waiting for the next heartbeat.
 func (k *Keeper) SetClaims(claims Set) {
 	k.mu.Lock()
 	changed := false
@@ -233,11 +233,11 @@ func (k *Keeper) SetClaims(claims Set) {
 		case was && !is:
 			k.holder.Drop(p, k.next)
 			k.held.Remove(p)
-			k.releasing.Add(p)
-			k.released = 0
+			k.dropping.Add(p)
+			k.dropRounds = 0
 			changed = true
 		case !was && is:
-			k.releasing.Remove(p)
+			k.dropping.Remove(p)
 			changed = true
 		}
 	}

@@ -56,7 +56,7 @@ type Request struct {
 	Incarnation uint64 // the sender's run: a restarted node is another holder
 	Round       uint64 // echoed in the Reply
 	Claims      Set    // partitions the sender wants to hold (or keep holding)
-	Releases    Set    // partitions the sender gives up now
+	Drops       Set    // partitions the sender gives up now
 	Voters      []string
 	Version     uint64   // of Voters (Voters.Version)
 	Alive       []string // members the sender sees alive, itself included

@@ -50,11 +50,11 @@ func (k *Keeper) begin(wall int64) (*Request, []Peer, Set) {
 	n := k.next
 	k.next++
 	req := &Request{From: k.cfg.Self, Incarnation: k.cfg.Incarnation, Round: n, Claims: k.claims.Clone(),
-		Releases: k.releasing.Clone(), Voters: k.voters.List(), Version: k.voters.Version(), Alive: k.view.Alive,
+		Drops: k.dropping.Clone(), Voters: k.voters.List(), Version: k.voters.Version(), Alive: k.view.Alive,
 		Change: k.voters.ChangeMsg(), SentAt: wall}
-	// Releases go out in three rounds, then grants run out by themselves.
-	if k.released++; k.released >= 3 {
-		k.releasing = NewSet(k.cfg.Partitions)
+	// Drops go out in three rounds, then grants run out by themselves.
+	if k.dropRounds++; k.dropRounds >= 3 {
+		k.dropping = NewSet(k.cfg.Partitions)
 	}
 	k.holder.Begin(n, now, req.Voters)
 	self := k.grantor.Grant(req, k.voters.Has(k.cfg.Self), now)

@@ -189,9 +189,9 @@ func TestLeaseMovesAfterHolderIsCut(t *testing.T) {
 	}
 }
 
-// TestReleaseMovesAtOnce: a partition released by its holder is granted to the next
+// TestDropMovesAtOnce: a partition dropped by its holder is granted to the next
 // claimant in the next round, without waiting for the grants to run out.
-func TestReleaseMovesAtOnce(t *testing.T) {
+func TestDropMovesAtOnce(t *testing.T) {
 	s := newSim(t, 3, 1, 1)
 	s.keepers[0].SetClaims(claim(1, 0))
 	s.round(0)
@@ -205,9 +205,9 @@ func TestReleaseMovesAtOnce(t *testing.T) {
 		t.Fatal("n0 still holds partition 0 after it stopped claiming it")
 	}
 	s.now += 10 * ms
-	s.round(0) // carries the release
+	s.round(0) // carries the drop
 	s.round(1)
 	if !s.keepers[1].Holds(0, s.now) {
-		t.Fatal("n1 not granted partition 0 in the round after n0 released it")
+		t.Fatal("n1 not granted partition 0 in the round after n0 dropped it")
 	}
 }

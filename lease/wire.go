@@ -11,7 +11,7 @@ import (
 
 // How heartbeats travel between nodes (package rpc carries them as messages of their
 // own kind). A heartbeat is name from | uvarint incarnation | uvarint round | set claims |
-// set releases | names voters | names alive | uvarint voters version | change message |
+// set drops | names voters | names alive | uvarint voters version | change message |
 // varint sent at. Its answer is u8 status (0 replied, 1 no reply) and then uvarint
 // round | u8 refusal | set granted | names voters | names alive | uvarint voters version
 // | change state | varint received at | varint replied at, or name message. A name is uvarint length | bytes (at most MaxNameBytes), names a
@@ -38,7 +38,7 @@ func AppendRequest(b []byte, r *Request) []byte {
 	b = wire.AppendString(b, r.From)
 	b = binary.AppendUvarint(b, r.Incarnation)
 	b = binary.AppendUvarint(b, r.Round)
-	b = appendSet(appendSet(b, r.Claims), r.Releases)
+	b = appendSet(appendSet(b, r.Claims), r.Drops)
 	b = appendNames(appendNames(b, r.Voters), r.Alive)
 	b = binary.AppendUvarint(b, r.Version)
 	b = appendChangeMsg(b, r.Change)
@@ -51,7 +51,7 @@ func ReadRequest(d *wire.Decoder, r *Request) {
 	r.Incarnation = d.Uvarint("incarnation")
 	r.Round = d.Uvarint("round")
 	r.Claims = set(d, "claims")
-	r.Releases = set(d, "releases")
+	r.Drops = set(d, "drops")
 	r.Voters = names(d, "voters")
 	r.Alive = names(d, "alive")
 	r.Version = d.Uvarint("voters version")
@@ -177,7 +177,7 @@ func CheckRequest(r *Request) error {
 	if err := checkSet("claims", r.Claims); err != nil {
 		return err
 	}
-	if err := checkSet("releases", r.Releases); err != nil {
+	if err := checkSet("drops", r.Drops); err != nil {
 		return err
 	}
 	if err := checkNames("voters", r.Voters); err != nil {

@@ -15,7 +15,7 @@ func FuzzReadRequest(f *testing.F) {
 	f.Add(heartbeat(nameOf(1), zero, zero, zero, zero, zero, zero, zero))
 	f.Add(heartbeat(nameOf(0), zero, zero, zero, zero, zero, zero, zero, []byte{2}, uv(3), uv(7), nameOf(2), namesOf(2, 2), zero))
 	f.Add(AppendRequest(nil, &Request{From: "n1", Incarnation: 3, Round: 7, Claims: testSet(256, 0, 130),
-		Releases: testSet(256), Voters: []string{"n1", "n2"}, Version: 4, Alive: []string{"n2"}, SentAt: 1_700_000_000_000}))
+		Drops: testSet(256), Voters: []string{"n1", "n2"}, Version: 4, Alive: []string{"n2"}, SentAt: 1_700_000_000_000}))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := readRequest(body)
 		if err != nil {

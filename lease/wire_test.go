@@ -31,7 +31,7 @@ func readRequest(body []byte) (Request, error) {
 // zero words included (a grantor checks it).
 func TestHeartbeatRoundTrip(t *testing.T) {
 	req := &Request{From: "n1", Incarnation: 1 << 40, Round: 7, Claims: testSet(256, 0, 63, 64, 130),
-		Releases: testSet(256), Voters: []string{"n1", "n2", "n3"}, Version: 7, Alive: []string{"n1", "n3"},
+		Drops: testSet(256), Voters: []string{"n1", "n2", "n3"}, Version: 7, Alive: []string{"n1", "n3"},
 		SentAt: 1_700_000_000_123}
 	rep := &Reply{Round: 7, Refused: RefusedNone, Granted: testSet(256, 63, 130),
 		Voters: []string{"n1", "n2", "n3"}, Version: 9, Alive: []string{"n2"}, ReceivedAt: -5, RepliedAt: 1_700_000_008_125}
@@ -111,7 +111,7 @@ func namesOf(count, size int) []byte {
 
 func zeroSet(words int) []byte { return append(uv(uint64(words)), make([]byte, words)...) }
 
-// A heartbeat: from, incarnation, round, claims, releases, voters, alive, the voters'
+// A heartbeat: from, incarnation, round, claims, drops, voters, alive, the voters'
 // version, the change message, the sender's clock. The decoder takes everything up to its bounds and
 // nothing beyond, and nothing less: every field is required.
 func TestDecodeHeartbeatBounds(t *testing.T) {

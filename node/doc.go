@@ -17,6 +17,6 @@
 //     and their authentication (peerauth: security.go);
 //   - metrics of all of these (metrics.go, opsmetrics.go, forwardmetrics.go,
 //     handoffmetrics.go) and the runtime's GC tuning and pauses (gcgoal.go, gcpause.go);
-//   - the background loops: membership, the owner's flushes and hand-offs, the sweep of
+//   - the background loops: membership, the owner's flushes and releases, the sweep of
 //     idle counters; Close stops them in order, client requests first (node.go).
 package node

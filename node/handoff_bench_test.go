@@ -52,7 +52,9 @@ func benchHandoff(b *testing.B, withRedis bool, n int) {
 	}
 	now := time.Now().UnixMilli()
 	for _, k := range keys {
-		leaving.Store().Incr(k, sp, 1, now)
+		if _, err := leaving.Store().TryIncr(k, sp, 1, now); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if withRedis { // let write-behind catch up, as it would in steady state
 		st, err := fallback.Open(context.Background(), fallback.Config{URL: url})

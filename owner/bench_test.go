@@ -49,7 +49,9 @@ func benchOwner(b *testing.B, n int) (*Owner, []string) {
 	o.SetRing(ringOf("a"))
 	fl.grantAll()
 	for i := 0; i < n; i++ {
-		o.cfg.Store.Incr(fmt.Sprintf("bench:%d", i), sp, 1, t0)
+		if _, err := o.cfg.Store.TryIncr(fmt.Sprintf("bench:%d", i), sp, 1, t0); err != nil {
+			b.Fatal(err)
+		}
 	}
 	two := ringOf("a", "b")
 	keep := keysOf(two, "a", 1000)

@@ -81,8 +81,8 @@
 // write-behind call of them in doubt (sent as Redis went away) stays with the sender,
 // which sends it again; it travels as a fence, and the receiver reads none of those
 // partitions back from Redis until Redis shows it applied (fence.go). A partition the
-// ring gives back before its counters came back is Lent: not decided until its holder
-// hands them back (lend.go).
+// ring gives back before its counters came back is Lent: not decided until the node
+// they went to hands them back (lend.go).
 //
 // Handed-over counters enter memory past the store's bounds (which the counters clients
 // create, and those loaded from Redis, respect): refusing them would lose their counts.

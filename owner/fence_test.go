@@ -13,6 +13,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/leaparray"
 )
@@ -138,7 +139,7 @@ func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *te
 	eventually(t, "b writes its memory back in full", func() error {
 		b.Tick()
 		b.flushOnce(context.Background())
-		if got, err := st.Count(context.Background(), k, sp, t0); err != nil || got != 6 {
+		if got, err := fallbacktest.Count(context.Background(), st, k, sp, t0); err != nil || got != 6 {
 			return fmt.Errorf("Redis counts %d, %v; want 6", got, err)
 		}
 		return nil
@@ -147,7 +148,7 @@ func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *te
 	if a.InDoubt() {
 		t.Fatal("a's write still in doubt after a flush with Redis up")
 	}
-	if got, err := st.Count(context.Background(), k, sp, t0); err != nil || got != 6 {
+	if got, err := fallbacktest.Count(context.Background(), st, k, sp, t0); err != nil || got != 6 {
 		t.Fatalf("Redis counts %d, %v after a's flush; want 6 (a's write in doubt counted twice)", got, err)
 	}
 	mustCount(t, b.Owner, k, 6)
@@ -198,7 +199,7 @@ func TestFencedCountersTakenFromRedisAreWrittenBackWhenRedisLostItsData(t *testi
 	eventually(t, "b writes the counter back as it came", func() error {
 		b.Tick()
 		b.flushOnce(context.Background())
-		if got, err := st.Count(context.Background(), k, sp, t0); err != nil || got != 7 {
+		if got, err := fallbacktest.Count(context.Background(), st, k, sp, t0); err != nil || got != 7 {
 			return fmt.Errorf("Redis counts %d, %v; want 7", got, err)
 		}
 		return nil

@@ -26,7 +26,7 @@ func TestFullReceiverRefusesHandoffUntilRoom(t *testing.T) {
 	}
 	short := leaparray.Spec{WindowMs: 1000, Buckets: 10}
 	for i := range 15 { // b's own, past its cap (as handed-over state may be): 15 + 10 > 2×10
-		b.cfg.Store.Incr(fmt.Sprint("own", i), short, 1, t0)
+		b.cfg.Store.Merge(fmt.Sprint("own", i), short, []leaparray.Bucket{{Index: short.Bucket(t0), Count: 1}})
 	}
 	b.SetRing(two)
 	a.SetRing(two)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/leaparray"
@@ -348,7 +349,7 @@ func mustCount(t *testing.T, o *Owner, key string, want int64) {
 // redisCount reads key's count straight from Redis.
 func redisCount(t *testing.T, st *fallback.Store, key string) int64 {
 	t.Helper()
-	n, err := st.Count(context.Background(), key, sp, t0)
+	n, err := fallbacktest.Count(context.Background(), st, key, sp, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +449,7 @@ func writeElsewhere(st *fallback.Store, key string, n, now int64) error {
 	if _, err := st.StampWritten(context.Background(), rg.PartitionCount(), []int{rg.Partition(key)}, now, "elsewhere"); err != nil {
 		return err
 	}
-	_, err := st.Incr(context.Background(), key, sp, n, now)
+	err := fallbacktest.Add(context.Background(), st, key, sp, n, now)
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 )
 
 // A node cut off from Redis while its lease of a partition runs out writes that
@@ -50,7 +51,7 @@ func TestLateWriteIsReloadedByTheNextOwner(t *testing.T) {
 			relay.Heal()
 			eventually(t, "a's late write", func() error {
 				a.kickFlush()
-				if got, err := stB.Count(context.Background(), k, sp, t0); err != nil || got != 13 {
+				if got, err := fallbacktest.Count(context.Background(), stB, k, sp, t0); err != nil || got != 13 {
 					return fmt.Errorf("Redis counts %d, %v; want 13", got, err)
 				}
 				return nil
@@ -92,7 +93,7 @@ func TestHandedCountersAreReloadedAfterALateWrite(t *testing.T) {
 	relayA.Heal() // a writes its 7 late and marks the partition, while c holds nothing
 	eventually(t, "a's late write", func() error {
 		a.kickFlush()
-		if got, err := st.Count(context.Background(), k, sp, t0); err != nil || got != 12 {
+		if got, err := fallbacktest.Count(context.Background(), st, k, sp, t0); err != nil || got != 12 {
 			return fmt.Errorf("Redis counts %d, %v; want 12", got, err)
 		}
 		return nil

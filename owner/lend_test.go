@@ -35,10 +35,10 @@ func TestPartitionBackBeforeItsCountersWaitsForThem(t *testing.T) {
 	mustCount(t, a.Owner, k, 5)
 }
 
-// A lent partition whose counters' holder leaves the ring is decided again: that
-// holder's counts are lost with it (as any node's that leaves without handing on), and
+// A lent partition whose counters' receiver leaves the ring is decided again: that
+// receiver's counts are lost with it (as any node's that leaves without handing on), and
 // waiting for them would keep the partition unavailable for good.
-func TestLentPartitionDecidedAgainWhenItsHolderLeaves(t *testing.T) {
+func TestLentPartitionDecidedAgainWhenItsReceiverLeaves(t *testing.T) {
 	var n net
 	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
 	two := ringOf("a", "b")
@@ -118,10 +118,10 @@ func (n *net) releaseFlipping(t *testing.T, a *testOwner, to, back *ring.Ring) {
 }
 
 // Only the node a partition's counters were lent to ends the lend by handing them back:
-// a Handoff from any other node naming the partition (a third node's release hint, say)
-// says nothing of them. Before, it made the partition decided again from the memory
-// that lacked them: count answered 0 where b held 5.
-func TestLendEndsOnlyByItsHolder(t *testing.T) {
+// a Handoff from any other node naming the partition (a third node's, without counters,
+// after its release, say) says nothing of them. Before, it made the partition decided
+// again from the memory that lacked them: count answered 0 where b held 5.
+func TestLendEndsOnlyByItsReceiver(t *testing.T) {
 	var n net
 	a, b := n.sole(t, "a", nil), n.add(t, "b", nil)
 	one, two := ringOf("a"), ringOf("a", "b")

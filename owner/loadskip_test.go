@@ -9,6 +9,7 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 )
 
 // A counter not in memory, of a partition another node wrote to Redis, is loaded until
@@ -224,7 +225,7 @@ func TestDepartedWriteIsLoadedWhateverTheStamp(t *testing.T) {
 	var n net
 	a := n.sole(t, "a", st)
 	k := "{departed}k"
-	if _, err := st.Incr(context.Background(), k, sp, 12, t0); err != nil { // no stamp: it was lost
+	if err := fallbacktest.Add(context.Background(), st, k, sp, 12, t0); err != nil { // no stamp: it was lost
 		t.Fatal(err)
 	}
 	a.lock()
@@ -247,7 +248,7 @@ func TestDepartedWriteAheadOfTheClockIsLoaded(t *testing.T) {
 	a := n.sole(t, "a", st)
 	k := "{departed-ahead}k"
 	placed := int64(t0 + 8000) // its clock then; it stepped back to t0 before the write was confirmed
-	if _, err := st.Incr(context.Background(), k, sp, 12, placed); err != nil {
+	if err := fallbacktest.Add(context.Background(), st, k, sp, 12, placed); err != nil {
 		t.Fatal(err)
 	}
 	a.lock()

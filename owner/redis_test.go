@@ -12,13 +12,14 @@ import (
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 	"github.com/leapcount/leapcount/lease"
 )
 
 func redisIs(t *testing.T, st *fallback.Store, key string, want int64) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("Redis count of %q", key), func() error {
-		got, err := st.Count(context.Background(), key, sp, t0)
+		got, err := fallbacktest.Count(context.Background(), st, key, sp, t0)
 		if err != nil || got != want {
 			return fmt.Errorf("got %d, %v; want %d", got, err, want)
 		}

@@ -273,7 +273,7 @@ func (o *Owner) tellReleased(ps []int) {
 		o.ask(func() {
 			o.cfg.Peers.Handoff(g.m.RPCAddr, h, func(err error) {
 				if err != nil {
-					o.cfg.Logger.Debug("release hint not delivered", "to", g.m.Name, "err", err)
+					o.cfg.Logger.Debug("handoff of released partitions not delivered", "to", g.m.Name, "err", err)
 				}
 			})
 		})
@@ -467,7 +467,7 @@ func (o *Owner) endRelease(rel *release) bool {
 // and logged. The caller holds mu.
 func (o *Owner) abandonReleases() {
 	o.dropReleases(func(parts, counters int) {
-		o.cfg.Logger.Error("handoff gave up: these counters are lost", "partitions", parts, "counters", counters)
+		o.cfg.Logger.Error("release gave up: these counters are lost", "partitions", parts, "counters", counters)
 	})
 }
 

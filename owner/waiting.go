@@ -257,7 +257,7 @@ func (o *Owner) deferAttempt(r *request) {
 	w.mu.Lock()
 	w.deferred = append(w.deferred, r)
 	w.mu.Unlock()
-	// The holder may have let go before r was listed: then nobody else will look.
+	// Whoever held decide may have let go before r was listed: then nobody else will look.
 	o.attemptDeferred()
 }
 
@@ -267,7 +267,7 @@ func (o *Owner) attemptDeferred() {
 	for {
 		seq := w.seen()
 		if !o.decide.TryRLock() {
-			return // its holder's unlockDecide comes back here
+			return // whoever holds it comes back here in unlockDecide
 		}
 		w.mu.Lock()
 		n := len(w.deferred)

@@ -41,5 +41,5 @@
 // members it is a few percent (TestMovedOnJoin logs the figures).
 //
 // A Ring is immutable and safe for concurrent use; a membership change builds a new
-// Ring, and Moved lists the partitions whose owner changed, for handoff.
+// Ring, and Moved lists the partitions whose owner changed, for their release.
 package ring

@@ -76,7 +76,7 @@ func appendString(buf []byte, s string) []byte {
 }
 
 // Moved returns, in increasing order, the partitions whose owner (by name) differs
-// between prev and next, counting "no owner" as an owner: the partitions a handoff
+// between prev and next, counting "no owner" as an owner: the partitions a release
 // must look at. A nil ring counts as one that owns nothing. When the partition counts
 // differ, keys map to other partitions altogether, so every partition of next is
 // returned.

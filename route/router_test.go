@@ -425,7 +425,9 @@ func testLostCountIsAskedAgain(t *testing.T, do func(*Router, context.Context, [
 	nodes, members := makeNodes(t, 2, fixedClock(t0))
 	key := keyOwnedBy(ring.New(members, ring.Config{}), "n1")
 	sp := leaparray.Spec{WindowMs: 10_000, Buckets: 10}
-	nodes[1].store.Incr(key, sp, 3, t0)
+	if _, err := nodes[1].store.TryIncr(key, sp, 3, t0); err != nil {
+		t.Fatal(err)
+	}
 	hold := make(chan struct{})
 	defer close(hold)
 	nodes[1].hold.Store(&hold)

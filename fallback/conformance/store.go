@@ -2,7 +2,8 @@ package conformance
 
 import "github.com/leapcount/leapcount/leaparray"
 
-// Store is what Run drives: leaparray.Store's operations, each able to fail.
+// Store is what Run drives: leaparray.Store's operations (TryIncr, Count, TryAllow,
+// TryReset, Snapshot, Merge), each able to fail.
 type Store interface {
 	Incr(key string, sp leaparray.Spec, n, now int64) (int64, error)
 	Count(key string, sp leaparray.Spec, now int64) (int64, error)
@@ -13,13 +14,14 @@ type Store interface {
 	Merge(key string, sp leaparray.Spec, buckets []leaparray.Bucket, now int64) error
 }
 
-// Memory adapts an in-memory leaparray.Store.
+// Memory adapts an in-memory leaparray.Store. Made without bounds, its bounded
+// operations never fail.
 func Memory(s *leaparray.Store) Store { return memory{s} }
 
 type memory struct{ s *leaparray.Store }
 
 func (m memory) Incr(key string, sp leaparray.Spec, n, now int64) (int64, error) {
-	return m.s.Incr(key, sp, n, now), nil
+	return m.s.TryIncr(key, sp, n, now)
 }
 
 func (m memory) Count(key string, sp leaparray.Spec, now int64) (int64, error) {
@@ -27,11 +29,11 @@ func (m memory) Count(key string, sp leaparray.Spec, now int64) (int64, error) {
 }
 
 func (m memory) Allow(key string, sp leaparray.Spec, limit, n, now int64) (leaparray.Decision, error) {
-	return m.s.Allow(key, sp, limit, n, now), nil
+	return m.s.TryAllow(key, sp, limit, n, now)
 }
 
 func (m memory) Reset(key string, sp leaparray.Spec, now int64) (bool, error) {
-	return m.s.Reset(key, sp, now), nil
+	return m.s.TryReset(key, sp, now)
 }
 
 func (m memory) Snapshot(key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {

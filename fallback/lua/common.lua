@@ -1,5 +1,6 @@
--- common.lua is prepended to every script of package fallback (Go adds it when it
--- builds each script), so the ring rules are written once. It mirrors
+-- common.lua is prepended to merge_many (Go adds it when it builds the script), and to
+-- the per-operation scripts of the package's tests (testdata/ops), so the ring rules are
+-- written once. It mirrors
 -- leaparray/ring.go over one Redis hash per counter:
 --
 --   h    the head: the newest bucket index ever added to
@@ -169,11 +170,6 @@ local function ahead(key, h, s, e, b)
   return minus(s, gone), names
 end
 
--- count_at is the count at bucket e >= h.
-local function count_at(key, h, s, e, b)
-  return (ahead(key, h, s, e, b))
-end
-
 -- put writes what an operation decided: the head moved from h (nil for a new counter)
 -- to e as mv (from ahead) says, then, in one HSET, the sum (s, exact), the head when it
 -- moved, and kv's fields (bucket name, new count as a decimal string, ...); then, when
@@ -207,37 +203,6 @@ local function put(key, h, e, mv, s, kv, ttl)
   end
 end
 
--- add_at adds n (ns, a decimal string) at bucket e of the counter whose head is h (nil:
--- new) and whose count at e is c (mv: the move, from ahead; v: bucket e's count, or nil
--- when not read), and returns the new count.
-local function add_at(key, h, c, e, mv, v, ns, ttl)
-  local n = num(ns)
-  local total = plus(c, n)
-  overflow(total)
-  local kv = {}
-  if ns ~= '0' then
-    if not v then
-      v = num(redis.call('HGET', key, fld(e)))
-    end
-    kv[1], kv[2] = fld(e), str(plus(v, n))
-  end
-  put(key, h, e, mv, total, kv, ttl)
-  return total
-end
-
--- at reads the counter and returns its head (nil: new), the bucket e = max(j, head) an
--- operation at bucket j acts at, the count there, the move to it, and bucket e's count
--- (read with the head when e is j; nil when e is the head, past j: add_at reads it).
-local function at(key, j, b)
-  local v = redis.call('HMGET', key, 'h', 's', fld(j))
-  local h, s, e, bv = tonumber(v[1]), num(v[2]), j, num(v[3])
-  if h and h > j then
-    e, bv = h, nil
-  end
-  local c, mv = ahead(key, h or e, s, e, b)
-  return h, e, c, mv, bv
-end
-
 -- merge_one is merge_pairs for one pair (j, n as the caller's strings): write-behind's
 -- common delta, one bucket per counter per flush. It is merge_pairs without the tables
 -- that gather many pairs, which cost that case a fifth of the script's time (measured):
@@ -268,7 +233,7 @@ end
 
 -- merge_pairs adds the (bucket, count) pairs ARGV[lo], ARGV[lo+1], ..., ARGV[hi-1],
 -- ARGV[hi] to the counter as leaparray.Store.Merge does; with reset it first erases the
--- counter, as leaparray.Store.Reset does. Adding the pairs one by one in order ends in
+-- counter, as leaparray.Store.TryReset does. Adding the pairs one by one in order ends in
 -- the same hash as first moving the head to H = max(head, newest pair) and then adding
 -- the pairs newer than H-B: the head only grows, so a pair kept the first way is within
 -- (H-B, H], and one dropped is at or before H-B. So this reads the head, the sum and the

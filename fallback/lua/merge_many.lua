@@ -1,5 +1,5 @@
 -- merge_many: merge many counters' deltas in one call, each as leaparray.Store.Merge
--- does (a delta with its reset flag first erases the counter, as Reset does), applied
+-- does (a delta with its reset flag first erases the counter, as TryReset does), applied
 -- at most once when given its writer's key. A Batch sends it, so that write-behind costs
 -- one command per many counters instead of one per counter. In a Cluster every key
 -- (the writer key too) is in one slot.

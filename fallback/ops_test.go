@@ -2,11 +2,42 @@ package fallback
 
 import (
 	"context"
+	"embed"
 	"fmt"
 
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/redis/go-redis/v9"
 )
+
+// The per-operation methods below (Incr, Count, Allow, Reset) run leaparray.Store's
+// operations on a Redis counter, one script call each (testdata/ops: common.lua, then
+// ops.lua, then the operation's own file). Production never calls them: it writes
+// through Batch and reads through Load. They are the reference the tests hold Redis's
+// counters to leaparray's with (conformance_test.go, exact_test.go), a way to put
+// counts in Redis and read them back, and the baseline the benchmarks compare
+// write-behind with.
+
+//go:embed testdata/ops/*.lua
+var opsFS embed.FS
+
+// opScripts holds one script per operation.
+var opScripts = func() struct{ incr, count, allow, reset *redis.Script } {
+	read := func(name string) string {
+		b, err := opsFS.ReadFile("testdata/ops/" + name + ".lua")
+		if err != nil {
+			panic(err) // the files are embedded: a missing one is a build mistake
+		}
+		return string(b)
+	}
+	mk := func(name string) *redis.Script { return withCommon(read("ops"), read(name)) }
+	return struct{ incr, count, allow, reset *redis.Script }{mk("incr"), mk("count"), mk("allow"), mk("reset")}
+}()
+
+// The store loads them with its own, so that the pipelined paths (runAll) find them
+// after a restart or a SCRIPT FLUSH as they find the store's.
+func init() {
+	loaded = append(loaded, opScripts.incr, opScripts.count, opScripts.allow, opScripts.reset)
+}
 
 // Incr adds n (n <= 0 adds nothing) at time now and returns the count afterwards.
 func (st *Store) Incr(ctx context.Context, key string, sp leaparray.Spec, n, now int64) (int64, error) {
@@ -34,7 +65,7 @@ func (st *Store) Allow(ctx context.Context, key string, sp leaparray.Spec, limit
 }
 
 // Reset forgets the counter and reports whether it existed at now (held and still in its
-// window), as leaparray.Store.Reset does.
+// window), as leaparray.Store's TryReset does.
 func (st *Store) Reset(ctx context.Context, key string, sp leaparray.Spec, now int64) (bool, error) {
 	if err := checkSpec(sp); err != nil {
 		return false, err
@@ -44,12 +75,12 @@ func (st *Store) Reset(ctx context.Context, key string, sp leaparray.Spec, now i
 }
 
 func (st *Store) incrCall(key string, sp leaparray.Spec, n, now int64) call {
-	return call{scripts.incr, []string{counterKey(key, sp)},
+	return call{opScripts.incr, []string{counterKey(key, sp)},
 		[]any{sp.Bucket(now), nonNeg(n), sp.Buckets, st.ttlMs(sp)}}
 }
 
 func (st *Store) countCall(key string, sp leaparray.Spec, now int64) call {
-	return call{scripts.count, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
+	return call{opScripts.count, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
 }
 
 // allowCall passes limit − n, computed here in int64 (−1 when n > limit), so that the
@@ -59,13 +90,15 @@ func (st *Store) allowCall(key string, sp leaparray.Spec, limit, n, now int64) c
 	if limit, n = nonNeg(limit), nonNeg(n); n <= limit {
 		room = limit - n
 	}
-	return call{scripts.allow, []string{counterKey(key, sp)},
+	return call{opScripts.allow, []string{counterKey(key, sp)},
 		[]any{sp.Bucket(now), room, n, sp.Buckets, st.ttlMs(sp)}}
 }
 
 func (st *Store) resetCall(key string, sp leaparray.Spec, now int64) call {
-	return call{scripts.reset, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
+	return call{opScripts.reset, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
 }
+
+func nonNeg(v int64) int64 { return max(v, 0) }
 
 func decodeInt(op string, cmd *redis.Cmd) (int64, error) {
 	v, err := cmd.Int64()
