@@ -52,30 +52,47 @@ func (o *Owner) enqueue(s posted) {
 	}
 	in.driving = true
 	in.mu.Unlock()
-	o.drive()
+	o.drive(s.done)
 }
 
-// drive takes the steps queued, in order, until none is left.
-func (o *Owner) drive() {
+// drive takes the steps queued, one at a time and in order, until none is left; or,
+// for a goroutine that came with a step of its own to wait for (mine: do's), until that
+// step is taken, another goroutine then taking the rest. Those that come for their own
+// step (the membership's SetRing, the keeper's Lapsed, Run's Tick) are not kept driving
+// steps that keep coming: the keeper would miss its heartbeats (the cluster test
+// TestLeaveHandsCountersOverWithoutRedis under load). Outcomes' and timers' goroutines
+// have nothing else to do, and drive until the queue is empty. (A simulation never
+// queues a step behind another: it posts one at a time, and each runs at once.)
+func (o *Owner) drive(mine chan struct{}) {
 	in := &o.inbox
 	for {
 		in.mu.Lock()
-		q := in.queue
-		in.queue = nil
-		if len(q) == 0 {
-			in.driving = false
+		if len(in.queue) == 0 {
+			in.queue, in.driving = nil, false
 			in.mu.Unlock()
 			return
 		}
+		s := in.queue[0]
+		in.queue = in.queue[1:]
 		in.mu.Unlock()
-		for _, s := range q {
-			// One at a time, calls made and ops woken between them, as each ran alone.
-			o.lock()
-			s.fn()
-			o.unlock()
-			if s.done != nil {
-				close(s.done)
+		// One at a time, calls made and ops woken between them, as each ran alone.
+		o.lock()
+		s.fn()
+		o.unlock()
+		if s.done != nil {
+			close(s.done)
+		}
+		if mine != nil && s.done == mine {
+			in.mu.Lock()
+			more := len(in.queue) > 0
+			if !more {
+				in.queue, in.driving = nil, false
 			}
+			in.mu.Unlock()
+			if more {
+				go o.drive(nil) // (still driving: no one else starts)
+			}
+			return
 		}
 	}
 }

@@ -141,3 +141,66 @@ func holdStep(o *Owner) (release func()) {
 	<-inStep
 	return func() { close(end) }
 }
+
+// TestDoDrivesOnlyItsOwnStep: a goroutine that comes for its own step (the keeper's
+// Lapsed, the membership's SetRing) returns once that step is taken, another goroutine
+// taking the steps queued behind it (before: it drove them all, a step that waits
+// included, and the keeper missed its heartbeats while it did).
+func TestDoDrivesOnlyItsOwnStep(t *testing.T) {
+	n := &net{flush: time.Hour}
+	a := n.sole(t, "a", nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	returned := make(chan struct{})
+	go func() {
+		a.do(func() {
+			a.ask(func() { // queued behind this step, while this goroutine drives
+				a.post(func() {
+					close(started)
+					<-release
+				})
+			})
+		})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("do drove the step queued behind its own")
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the step queued behind was never taken")
+	}
+}
+
+// TestFiguresReadRecordsWhileTheRingChanges: Unwritten (the metrics' figure) reads the
+// Records without Owner.mu while the first ring makes them (a data race before: the
+// table was a plain slice; -race finds it).
+func TestFiguresReadRecordsWhileTheRingChanges(t *testing.T) {
+	n := &net{flush: time.Hour}
+	a := n.add(t, "a", nil)
+	reading, stop, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			a.Unwritten()
+			if i == 0 {
+				close(reading)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	<-reading
+	a.SetRing(ringOf("a"))
+	close(stop)
+	<-done
+	if a.parts.count() != ringOf("a").PartitionCount() {
+		t.Fatalf("%d Records; want one a partition", a.parts.count())
+	}
+}

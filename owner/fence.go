@@ -146,7 +146,7 @@ func (o *Owner) fencesOf(ps []int, drop bool) []HandoffFence {
 func (o *Owner) clearFences() (int, map[int][]HandoffCounter) {
 	n := 0
 	var held map[int][]HandoffCounter
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		set := o.parts.at(p).Fenced
 		if set == nil {
 			continue
@@ -167,7 +167,7 @@ func (o *Owner) clearFences() (int, map[int][]HandoffCounter) {
 // never loaded again would keep them for good), and those whose writer's run is over
 // (writerGone). The caller holds mu.
 func (o *Owner) expireFences(now time.Duration) {
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		set := o.parts.at(p).Fenced
 		if set == nil {
 			continue

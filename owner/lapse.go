@@ -72,7 +72,7 @@ func (o *Owner) cleanStart() {
 		return
 	}
 	var ps []int
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		if r := o.parts.at(p); r.State == Stale || r.State == Owned && r.Blind {
 			ps = append(ps, p)
 		}

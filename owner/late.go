@@ -48,7 +48,7 @@ func (o *Owner) noteLate(refs []fallback.CounterRef) {
 // unmarkedCount is how many partitions' late marks are to be written.
 func (o *Owner) unmarkedCount() int {
 	n := 0
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		if o.parts.at(p).Late.Unmarked {
 			n++
 		}
@@ -59,7 +59,7 @@ func (o *Owner) unmarkedCount() int {
 // unmarked are the partitions whose late mark is to be written.
 func (o *Owner) unmarked() []int {
 	var ps []int
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		if o.parts.at(p).Late.Unmarked {
 			ps = append(ps, p)
 		}
@@ -146,7 +146,7 @@ func (o *Owner) polledLate(seq int64, marks map[int]int64, err error) {
 // moved. The marks read replace those known. The caller holds mu.
 func (o *Owner) marksRead(marks map[int]int64) lease.Set {
 	moved := lease.NewSet(o.parts.count())
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		r := o.parts.at(p)
 		if r.Late.Reload {
 			moved.Add(p)

@@ -46,7 +46,7 @@ func (o *Owner) handedBack(p int, lentTo map[int]string) {
 // whether there were any. The caller holds mu.
 func (o *Owner) endLends(ends func(lend) bool, why string) bool {
 	var done []int
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		if r := o.parts.at(p); (r.State == Lent || r.State == LentStale) && ends(r.Lend) {
 			done = append(done, p)
 		}

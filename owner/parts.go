@@ -12,7 +12,18 @@ import (
 // and, for the changes that stop or start decisions, under Owner.decide held
 // exclusively; ops read them without a lock.
 type parts struct {
-	rec []atomic.Pointer[Record]
+	// tab is the table of Records, made once, by the first ring: behind an atomic
+	// pointer because figures (Unwritten) read it without Owner.mu, and may do so
+	// before the first ring.
+	tab atomic.Pointer[[]atomic.Pointer[Record]]
+}
+
+// rec is the table of Records (empty before the first ring).
+func (ps *parts) rec() []atomic.Pointer[Record] {
+	if t := ps.tab.Load(); t != nil {
+		return *t
+	}
+	return nil
 }
 
 // idleRecord is every partition's first Record: Step never stores into one, it makes
@@ -20,23 +31,25 @@ type parts struct {
 var idleRecord = &Record{}
 
 func (ps *parts) size(n int) {
-	if len(ps.rec) == 0 {
-		ps.rec = make([]atomic.Pointer[Record], n)
-		for p := range ps.rec {
-			ps.rec[p].Store(idleRecord)
+	if ps.tab.Load() == nil {
+		t := make([]atomic.Pointer[Record], n)
+		for p := range t {
+			t[p].Store(idleRecord)
 		}
+		ps.tab.Store(&t)
 	}
 }
 
 // count is how many partitions there are (0 before the first ring).
-func (ps *parts) count() int { return len(ps.rec) }
+func (ps *parts) count() int { return len(ps.rec()) }
 
 // at is partition p's Record now (an idle one for p out of range).
 func (ps *parts) at(p int) *Record {
-	if p < 0 || p >= len(ps.rec) {
+	t := ps.rec()
+	if p < 0 || p >= len(t) {
 		return idleRecord
 	}
-	return ps.rec[p].Load()
+	return t[p].Load()
 }
 
 func (ps *parts) get(p int) State { return ps.at(p).State }
@@ -52,19 +65,20 @@ func (o *Owner) step(p int, e Event) Action {
 
 // swap is step, and also returns the Record p had before.
 func (o *Owner) swap(p int, e Event) (was *Record, act Action) {
-	if p < 0 || p >= len(o.parts.rec) {
+	t := o.parts.rec()
+	if p < 0 || p >= len(t) {
 		return idleRecord, 0
 	}
 	persistent := o.cfg.Redis != nil
 	for {
-		was = o.parts.rec[p].Load()
+		was = t[p].Load()
 		next, act, err := Step(*was, e, persistent)
 		if err != nil {
 			o.unknownSteps.Add(1)
 			o.cfg.Logger.Error("partition state machine: "+err.Error(), "partition", p)
 			return was, 0
 		}
-		if next == *was || o.parts.rec[p].CompareAndSwap(was, &next) {
+		if next == *was || t[p].CompareAndSwap(was, &next) {
 			return was, act
 		}
 	}
@@ -74,7 +88,7 @@ func (o *Owner) swap(p int, e Event) (was *Record, act Action) {
 // counters are still on their way (nobody else may decide them before they arrive).
 func (ps *parts) claims() lease.Set {
 	s := lease.NewSet(ps.count())
-	for p := range ps.rec {
+	for p := range ps.rec() {
 		if ps.get(p).Claimed() {
 			s.Add(p)
 		}
@@ -96,7 +110,7 @@ func (o *Owner) setRing(next *ring.Ring) {
 	partial := partialMemory{}
 	o.decide.Lock()
 	prev := o.ring.Swap(next)
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		m, ok := next.PartitionOwner(p)
 		e := on(Lost)
 		if ok && m.Name == o.cfg.Self {
@@ -135,7 +149,7 @@ func (o *Owner) Holding() (owned, held int) {
 	}
 	now := o.cfg.Clock.Since()
 	up := o.redisUp()
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		if o.owns(p) {
 			owned++
 			if o.judge(p, now, up) == decideIt {
@@ -153,7 +167,7 @@ func (o *Owner) HandingOn() int {
 		return 0
 	}
 	n := 0
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		switch o.parts.get(p) {
 		case Releasing, ReleasingStale, Lent, LentStale:
 			n++
@@ -180,7 +194,7 @@ func (o *Owner) States() map[State]int {
 	if !o.sized() {
 		return out
 	}
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		out[o.parts.get(p)]++
 	}
 	return out

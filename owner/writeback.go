@@ -96,7 +96,7 @@ func (o *Owner) sameEpoch(e string) bool {
 // are not written: their memory is dropped and reloaded (cleanDrop), since another node
 // may have written to the emptied Redis meanwhile. The caller holds mu.
 func (o *Owner) writeBackInFull() {
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		o.step(p, on(RedisLost))
 	}
 	n := o.writeBackDue()
@@ -173,7 +173,7 @@ func (o *Owner) tookInRedisEpoch(e string, ps []int) {
 func (o *Owner) writeBackDue() int {
 	rg := o.ring.Load()
 	ready := lease.NewSet(o.parts.count())
-	for p := range o.parts.rec {
+	for p := range o.parts.rec() {
 		switch r := o.parts.at(p); {
 		case !r.Due:
 		case r.State == Idle:
