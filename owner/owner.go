@@ -85,10 +85,6 @@ type Owner struct {
 	mu   lockrank.Mutex[lockrank.OwnerMu]
 	ring atomic.Pointer[ring.Ring]
 
-	inbox   inbox    // outcomes posted while another goroutine drives (drive.go)
-	asked   []func() // calls the step under way asked for (under mu; drive.go)
-	wakeDue bool     // the step under way ends by waking parked ops (under mu)
-
 	parts       parts
 	flush       flusher
 	recv        received
@@ -141,10 +137,8 @@ func (o *Owner) Run() {
 // Tick does the owner's periodic work: it writes deltas behind, reads the late-write
 // marks, drops stale memory, ends lends that waited too long, and moves releases on.
 // Run calls it every FlushInterval; a simulation calls it itself.
-func (o *Owner) Tick() { o.do(o.tick) }
-
-// tick is Tick's step. The caller holds mu.
-func (o *Owner) tick() {
+func (o *Owner) Tick() {
+	o.mu.Lock()
 	now := o.cfg.Clock.Since()
 	if o.writeBackDue() > 0 {
 		o.kick()
@@ -163,7 +157,8 @@ func (o *Owner) tick() {
 	o.expireLends(now)
 	o.expireFences(now)
 	o.stepReleases()
-	o.wakeAfter()
+	o.mu.Unlock()
+	o.wake()
 }
 
 // Close stops the owner: Run writes what is left behind, releases still trying give
@@ -174,10 +169,10 @@ func (o *Owner) Close() {
 	}
 	close(o.quit)
 	<-o.done
-	o.do(func() {
-		o.abandonReleases()
-		o.wakeAfter()
-	})
+	o.mu.Lock()
+	o.abandonReleases()
+	o.mu.Unlock()
+	o.wake()
 }
 
 // lastFlush writes behind what memory gained since the last flush, waiting (bounded)
@@ -199,10 +194,10 @@ func (o *Owner) lastFlush() {
 // the flush in flight ends, or ctx; it reports whether one ended.
 func (o *Owner) flushRound(ctx context.Context) bool {
 	ch := make(chan struct{})
-	o.do(func() {
-		o.flush.onEnd(func() { close(ch) })
-		o.flushStart()
-	})
+	o.mu.Lock()
+	o.flush.onEnd(func() { close(ch) })
+	o.flushStart()
+	o.mu.Unlock()
 	select {
 	case <-ch:
 		return true

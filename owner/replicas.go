@@ -13,10 +13,9 @@ func (o *Owner) probeReplicas() {
 		return
 	}
 	o.probing = true
-	now := o.cfg.Clock.Since().Milliseconds()
-	o.ask(func() {
-		o.cfg.Redis.ProbeReplicas(now, func(error) {
-			o.post(func() { o.probing = false })
-		})
+	o.cfg.Redis.ProbeReplicas(o.cfg.Clock.Since().Milliseconds(), func(error) {
+		o.mu.Lock()
+		o.probing = false
+		o.mu.Unlock()
 	})
 }
