@@ -321,9 +321,11 @@ func curlMutual(t *testing.T, tn *tlsNode) {
 	if out, err := run(t, curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", tn.ca.File, "--cert", tn.client.Cert, "--key", tn.client.Key, url); err != nil || out != "200" {
 		t.Fatalf("curl --cert --key: %q, %v; want 200", out, err)
 	}
+	// With TLS 1.3 the client's handshake ends before the node checks its certificate:
+	// curl may see the alert, or the connection the node closed after it (docs/security.md).
 	out, err := run(t, curl, "-sS", "-o", "/dev/null", "--cacert", tn.ca.File, url)
-	if err == nil || !strings.Contains(out, "alert") {
-		t.Fatalf("curl without a client certificate: %q, %v; want a TLS alert", out, err)
+	if err == nil || !strings.Contains(out, "alert") && !strings.Contains(out, "(55)") && !strings.Contains(out, "(56)") {
+		t.Fatalf("curl without a client certificate: %q, %v; want a TLS alert, or the connection closed", out, err)
 	}
 }
 
