@@ -33,7 +33,7 @@ func TestDecidesOnlyWhileHolding(t *testing.T) {
 		t.Fatalf("incr without the lease: got %v; want ErrNotOwner", r.Err)
 	}
 	if waited := time.Since(start); waited < 150*time.Millisecond {
-		t.Fatalf("waited %v for the lease; want about AcquireWait (200ms)", waited)
+		t.Fatalf("waited %v for the lease; want about AcquireWait (1s)", waited)
 	}
 	if a.tryAtOnce([]counter.Op{incr(mine, 1)}, make([]counter.Result, 1)) {
 		t.Fatal("decideAtOnce decided without the lease")
@@ -442,7 +442,7 @@ func TestWaitEndsBeforeTheCallersDeadline(t *testing.T) {
 	rg := ringOf("a")
 	a.SetRing(rg)
 	mine := keysOf(rg, "a", 1)[0]
-	deadline := time.Now().Add(150 * time.Millisecond) // within AcquireWait (200ms)
+	deadline := time.Now().Add(150 * time.Millisecond) // within AcquireWait (1s)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	res := make([]counter.Result, 1)
