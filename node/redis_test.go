@@ -36,11 +36,15 @@ type loadRun struct {
 	unknown  atomic.Int64 // may have counted
 	firstErr atomic.Value // the first failed request's error, for the report
 	stop     chan struct{}
+	stopOnce sync.Once
 	wg       sync.WaitGroup
 }
 
 func startLoad(t *testing.T, nodes []*node.Node, keys int) *loadRun {
 	l := &loadRun{acked: make([]atomic.Int64, keys), stop: make(chan struct{})}
+	// A test that fails before it calls finish must not leave its clients hammering
+	// closed nodes: they would take the cores the package's next tests need.
+	t.Cleanup(l.finish)
 	for w := 0; w < 6; w++ {
 		cl := respClient(t, nodes[w%len(nodes)])
 		l.wg.Add(1)
@@ -69,7 +73,7 @@ func startLoad(t *testing.T, nodes []*node.Node, keys int) *loadRun {
 	return l
 }
 
-func (l *loadRun) finish() { close(l.stop); l.wg.Wait() }
+func (l *loadRun) finish() { l.stopOnce.Do(func() { close(l.stop) }); l.wg.Wait() }
 
 // checkExact reads every key through n and compares it with what was acknowledged:
 // none lost, and no more counted than the requests whose outcome is unknown.
@@ -129,9 +133,20 @@ func waitAcked(t *testing.T, l *loadRun, n int64) {
 		}
 		return s
 	}
-	start := total()
-	if err := wait.True(nodetest.Timeout, func() bool { return total() >= start+n }); err != nil {
-		t.Fatalf("load stalled: %v (failed %d)", err, l.failed.Load())
+	// The load stalls when nothing is acknowledged for nodetest.Timeout; a slow one (make
+	// test's parallel packages and -race leave the nodes a fraction of a core) may take
+	// longer for n.
+	start, last, seen := total(), time.Now(), int64(-1)
+	err := wait.True(4*nodetest.Timeout, func() bool {
+		got := total()
+		if got != seen {
+			seen, last = got, time.Now()
+		}
+		return got >= start+n || time.Since(last) > nodetest.Timeout
+	})
+	if got := total(); err != nil || got < start+n {
+		t.Fatalf("load stalled: %d of %d acknowledged, none for %v (%d failed, %d outcome unknown; first error: %v)",
+			got-start, n, time.Since(last).Round(time.Second), l.failed.Load(), l.unknown.Load(), l.firstErr.Load())
 	}
 }
 
