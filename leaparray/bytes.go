@@ -28,9 +28,9 @@ const resetEntryBytes = 32
 
 func (s *slab[C]) bytes() int64 {
 	n := s.index.memBytes() + s.keys.memBytes() + s.refs.memBytes() + s.heads.memBytes() +
-		s.counts.memBytes() + s.pend.memBytes() + int64(cap(s.dl))*int64(unsafe.Sizeof(pendingDelta{}))
-	for _, e := range s.dl[:cap(s.dl)] {
-		n += int64(cap(e.buckets)) * int64(unsafe.Sizeof(Bucket{}))
+		s.counts.memBytes() + s.pend.memBytes() + s.dl.memBytes() + int64(cap(s.more.lists))*int64(unsafe.Sizeof([]Bucket{}))
+	for _, bs := range s.more.lists {
+		n += int64(cap(bs)) * int64(unsafe.Sizeof(Bucket{}))
 	}
 	return n
 }

@@ -3,7 +3,11 @@ package leaparray
 // Deltas: what was added to counters since the last Drain, kept only by a store made
 // with WithDeltas (a node that persists to Redis writes them behind). A slab keeps, per
 // slot, 1 + the index of the slot's entry in dl (0: nothing pending), and the entries in
-// a list reused from drain to drain, so steady write-behind allocates nothing here.
+// a list reused from drain to drain, so steady write-behind allocates nothing here. An
+// entry holds its first bucket and is pointer-free, so that the list is a vec (mapped
+// once large, outside the collector's heap): a flood of new counters waiting to be
+// written costs a fixed 32 bytes each. The rare counter with more than one bucket
+// pending keeps the others in more.
 //
 // Resets are kept per shard, by key, apart from the slots: a reset counter leaves its
 // slot (and may never come back, while Redis still holds its old state), yet the reset
@@ -20,8 +24,18 @@ type Delta struct {
 }
 
 type pendingDelta struct {
-	slot    int32 // −1 once the counter is gone
-	buckets []Bucket
+	slot  int32   // −1 once the counter is gone
+	more  int32   // 1 + the index in the slab's more of its other buckets; 0: none
+	first Bucket  // Count 0: nothing pending
+	_     [8]byte // 32 bytes: a page holds whole entries, which a vec needs to be mapped
+}
+
+// pendingMore is a slab's buckets pending beyond each entry's first, with the free
+// places in it: what was kept there is bounded by the counters with more than one bucket
+// pending at once, not by how many ever had.
+type pendingMore struct {
+	lists [][]Bucket
+	free  []int32
 }
 
 // noteAdd records n added to bucket j of slot.
@@ -31,32 +45,64 @@ func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
 	}
 	idx := s.pend.s[slot]
 	if idx == 0 {
-		if len(s.dl) < cap(s.dl) {
-			s.dl = s.dl[:len(s.dl)+1] // reuse the entry and its bucket slice
-		} else {
-			s.dl = append(s.dl, pendingDelta{})
-		}
-		e := &s.dl[len(s.dl)-1]
-		e.slot, e.buckets = int32(slot), e.buckets[:0]
-		idx = uint32(len(s.dl))
+		s.dl.push(pendingDelta{slot: int32(slot)})
+		idx = uint32(len(s.dl.s))
 		s.pend.s[slot] = idx
 	}
-	addPending(&s.dl[idx-1], j, n)
+	s.addPending(&s.dl.s[idx-1], j, n)
 }
 
-// addPending adds n to bucket j of e: most adds land in the newest bucket.
-func addPending(e *pendingDelta, j int64, n uint64) {
-	if k := len(e.buckets); k > 0 && e.buckets[k-1].Index == j {
-		e.buckets[k-1].Count += n
+// addPending adds n to bucket j of e: most adds land in its first bucket.
+func (s *slab[C]) addPending(e *pendingDelta, j int64, n uint64) {
+	switch {
+	case e.first.Count == 0:
+		e.first = Bucket{Index: j, Count: n}
 		return
+	case e.first.Index == j:
+		e.first.Count += n
+		return
+	case e.more == 0:
+		e.more = s.more.take() + 1
 	}
-	for i := range e.buckets {
-		if e.buckets[i].Index == j {
-			e.buckets[i].Count += n
+	bs := &s.more.lists[e.more-1]
+	for i := range *bs {
+		if (*bs)[i].Index == j {
+			(*bs)[i].Count += n
 			return
 		}
 	}
-	e.buckets = append(e.buckets, Bucket{Index: j, Count: n})
+	*bs = append(*bs, Bucket{Index: j, Count: n})
+}
+
+// take returns a free place in m.
+func (m *pendingMore) take() int32 {
+	if k := len(m.free); k > 0 {
+		i := m.free[k-1]
+		m.free = m.free[:k-1]
+		return i
+	}
+	m.lists = append(m.lists, nil)
+	return int32(len(m.lists) - 1)
+}
+
+// bucketsOf returns a copy of e's pending buckets.
+func (s *slab[C]) bucketsOf(e *pendingDelta) []Bucket {
+	if e.first.Count == 0 {
+		return nil
+	}
+	if e.more == 0 {
+		return []Bucket{e.first}
+	}
+	return append([]Bucket{e.first}, s.more.lists[e.more-1]...)
+}
+
+// clearEntry forgets what e holds pending.
+func (s *slab[C]) clearEntry(e *pendingDelta) {
+	if e.more != 0 {
+		s.more.lists[e.more-1] = nil
+		s.more.free = append(s.more.free, e.more-1)
+	}
+	e.first, e.more = Bucket{}, 0
 }
 
 // takePending removes and returns slot's pending buckets (a copy).
@@ -64,9 +110,10 @@ func (s *slab[C]) takePending(slot int) []Bucket {
 	if !s.deltas || s.pend.s[slot] == 0 {
 		return nil
 	}
-	e := &s.dl[s.pend.s[slot]-1]
-	out := append([]Bucket(nil), e.buckets...)
-	e.slot, e.buckets = -1, e.buckets[:0]
+	e := &s.dl.s[s.pend.s[slot]-1]
+	out := s.bucketsOf(e)
+	s.clearEntry(e)
+	e.slot = -1
 	s.pend.s[slot] = 0
 	return out
 }
@@ -78,7 +125,7 @@ func (s *slab[C]) movePending(last, slot int) {
 	}
 	s.pend.s[slot] = s.pend.s[last]
 	if idx := s.pend.s[slot]; idx != 0 {
-		s.dl[idx-1].slot = int32(slot)
+		s.dl.s[idx-1].slot = int32(slot)
 	}
 }
 
@@ -127,21 +174,27 @@ func (sh *shard) drain(dst []Delta, sp Spec) []Delta {
 
 // drain appends every pending delta to dst and clears them.
 func (s *slab[C]) drain(dst []Delta, sp Spec) []Delta {
-	for i := range s.dl {
-		e := &s.dl[i]
-		if e.slot >= 0 && len(e.buckets) > 0 {
-			dst = append(dst, Delta{Key: s.key(int(e.slot)), Spec: sp, Buckets: append([]Bucket(nil), e.buckets...)})
+	for i := range s.dl.s {
+		e := &s.dl.s[i]
+		if e.slot >= 0 && e.first.Count > 0 {
+			dst = append(dst, Delta{Key: s.key(int(e.slot)), Spec: sp, Buckets: s.bucketsOf(e)})
 			s.pend.s[e.slot] = 0
 		}
 	}
-	// The list is reused from drain to drain, but a burst's list (and the bucket slices
-	// of its entries) goes once traffic falls: memory follows the live set.
-	if drained := len(s.dl); cap(s.dl) > 64 && drained*4 < cap(s.dl) {
-		s.dl = make([]pendingDelta, 0, drained*2)
-	} else {
-		s.dl = s.dl[:0]
-	}
+	s.emptyList()
 	return dst
+}
+
+// emptyList empties the pending list once all of it is drained. The list is reused from
+// drain to drain, but a burst's list goes once traffic falls: memory follows the live
+// set.
+func (s *slab[C]) emptyList() {
+	drained := len(s.dl.s)
+	s.dl.truncate(0)
+	if cap(s.dl.s) > 64 && drained*4 < cap(s.dl.s) {
+		s.dl.realloc(drained * 2)
+	}
+	s.more = pendingMore{}
 }
 
 // pendingOf returns a copy of slot's pending buckets.
@@ -149,5 +202,61 @@ func (s *slab[C]) pendingOf(slot int) []Bucket {
 	if !s.deltas || s.pend.s[slot] == 0 {
 		return nil
 	}
-	return append([]Bucket(nil), s.dl[s.pend.s[slot]-1].buckets...)
+	return s.bucketsOf(&s.dl.s[s.pend.s[slot]-1])
+}
+
+// drainSome is drain for at most max counters, of those within quota (how many of
+// each pending list's first entries the pass may take): it reports whether the quota is
+// used up, and then, as drain does, appends the resets still recorded.
+func (sh *shard) drainSome(dst []Delta, sp Spec, quota *[3]int, max int) ([]Delta, bool) {
+	from := len(dst)
+	dst, quota[0] = sh.one.drainSome(dst, sp, quota[0], max)
+	dst, quota[1] = sh.narrow.drainSome(dst, sp, quota[1], max-(len(dst)-from))
+	dst, quota[2] = sh.wide.drainSome(dst, sp, quota[2], max-(len(dst)-from))
+	for i := from; i < len(dst) && len(sh.resets) > 0; i++ {
+		dst[i].Reset = sh.takeReset(dst[i].Key)
+	}
+	if *quota != [3]int{} {
+		return dst, false
+	}
+	for key := range sh.resets {
+		dst = append(dst, Delta{Key: key, Spec: sp, Reset: true})
+	}
+	sh.resets = nil
+	return dst, true
+}
+
+// drainSome takes up to max counters' deltas from the first quota entries of the
+// pending list and returns what is left of the quota. The entries not taken move to the
+// front, in order, so that the next part starts with them.
+func (s *slab[C]) drainSome(dst []Delta, sp Spec, quota, max int) ([]Delta, int) {
+	dl := s.dl.s
+	quota = min(quota, len(dl))
+	k := 0
+	for taken := 0; k < quota && taken < max; k++ {
+		e := &dl[k]
+		if e.slot < 0 {
+			continue
+		}
+		if e.first.Count > 0 {
+			dst = append(dst, Delta{Key: s.key(int(e.slot)), Spec: sp, Buckets: s.bucketsOf(e)})
+			taken++
+		}
+		s.clearEntry(e)
+		s.pend.s[e.slot] = 0
+	}
+	if k == len(dl) {
+		s.emptyList()
+		return dst, 0
+	}
+	if k > 0 {
+		n := copy(dl, dl[k:])
+		for i := range n {
+			if slot := dl[i].slot; slot >= 0 {
+				s.pend.s[slot] = uint32(i + 1)
+			}
+		}
+		s.dl.truncate(n)
+	}
+	return dst, quota - k
 }

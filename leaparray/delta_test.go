@@ -12,6 +12,34 @@ import (
 // added and reset: replaying it (a reset, then a merge) into an empty store gives the
 // same counts.
 func TestDrainedDeltasRebuildTheStore(t *testing.T) {
+	testDeltasRebuildTheStore(t, func(src *Store) []Delta { return src.Drain(nil) })
+}
+
+// Drained in parts (DrainSome), with adds and resets between the parts, the deltas
+// still rebuild the store exactly, and no part holds more than its max counters with
+// buckets.
+func TestDrainedInPartsDeltasRebuildTheStore(t *testing.T) {
+	var c DrainCursor
+	max := 1
+	testDeltasRebuildTheStore(t, func(src *Store) []Delta {
+		ds, done := src.DrainSome(&c, nil, max)
+		withBuckets := 0
+		for _, d := range ds {
+			if len(d.Buckets) > 0 {
+				withBuckets++
+			}
+		}
+		if withBuckets > max {
+			t.Fatalf("a part of at most %d counters drained %d with buckets", max, withBuckets)
+		}
+		if done {
+			c, max = DrainCursor{}, max%7+1
+		}
+		return ds
+	})
+}
+
+func testDeltasRebuildTheStore(t *testing.T, drain func(*Store) []Delta) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 2))
@@ -39,7 +67,7 @@ func TestDrainedDeltasRebuildTheStore(t *testing.T) {
 		case p < 90:
 			src.Reset(key, sp, now)
 		case p < 97:
-			apply(src.Drain(nil))
+			apply(drain(src))
 		default:
 			for _, ev := range src.Evict(func(k string) bool { return k == key }) {
 				apply([]Delta{{Key: ev.Key, Spec: ev.Spec, Buckets: ev.Pending, Reset: ev.Reset}})
@@ -183,5 +211,78 @@ func TestBaseIsWhatDrained(t *testing.T) {
 	}
 	if b := s.Base("other", sp); b != nil {
 		t.Fatalf("base of a counter not held: %v", b)
+	}
+}
+
+// A pass of DrainSome ends though its counters keep being added to between parts: it
+// takes what was pending in a shard when it got there, and what came later waits for
+// the next pass.
+func TestDrainPassEndsUnderSteadyAdds(t *testing.T) {
+	st := NewStore(WithDeltas())
+	sp := Spec{1000, 10}
+	now := int64(t0)
+	for i := range 1000 {
+		st.Incr(fmt.Sprint("k", i), sp, 1, now)
+	}
+	if n := st.PendingCounters(); n != 1000 {
+		t.Fatalf("%d counters pending; want 1000", n)
+	}
+	var c DrainCursor
+	drained := 0
+	for parts := 0; ; parts++ {
+		if parts > 2000 {
+			t.Fatalf("the pass did not end after %d parts (%d deltas)", parts, drained)
+		}
+		ds, done := st.DrainSome(&c, nil, 3)
+		drained += len(ds)
+		for i := range 5 { // new counters, and more to ones drained already
+			st.Incr(fmt.Sprint("n", parts, ".", i), sp, 1, now)
+			st.Incr(fmt.Sprint("k", i), sp, 1, now)
+		}
+		if done {
+			break
+		}
+	}
+	if drained < 1000 {
+		t.Fatalf("the pass drained %d deltas; want at least the 1000 pending when it began", drained)
+	}
+	st.Drain(nil)
+	if n := st.PendingCounters(); n != 0 {
+		t.Fatalf("%d counters pending after a whole drain; want 0", n)
+	}
+}
+
+// A counter's pending buckets are kept one by one however many there are, the first in
+// its entry and the others beside it, through partial drains that reuse those places.
+func TestPendingKeepsEachBucket(t *testing.T) {
+	st := NewStore(WithDeltas())
+	sp := Spec{1000, 10}
+	for round := range 3 {
+		base := int64(t0)/sp.BucketMs() + int64(round)*20
+		for i, key := range []string{"a", "b", "c"} {
+			for k, j := range []int64{0, 0, 1, 2, 2, 3} {
+				st.Incr(key, sp, int64(i+k+1), (base+j)*sp.BucketMs())
+			}
+		}
+		want := func(i int) []Bucket {
+			n := func(k int) uint64 { return uint64(i + k + 1) }
+			return []Bucket{{base, n(0) + n(1)}, {base + 1, n(2)}, {base + 2, n(3) + n(4)}, {base + 3, n(5)}}
+		}
+		var c DrainCursor
+		got := map[string][]Bucket{}
+		for {
+			ds, done := st.DrainSome(&c, nil, 1)
+			for _, d := range ds {
+				got[d.Key] = d.Buckets
+			}
+			if done {
+				break
+			}
+		}
+		for i, key := range []string{"a", "b", "c"} {
+			if fmt.Sprint(got[key]) != fmt.Sprint(want(i)) {
+				t.Fatalf("round %d: %s drained %v; want %v", round, key, got[key], want(i))
+			}
+		}
 	}
 }

@@ -26,9 +26,10 @@ type slab[C count] struct {
 	heads   vec[head]
 	counts  vec[C]
 
-	deltas bool           // WithDeltas: pend and dl are kept
-	pend   vec[uint32]    // per slot, with deltas: 1 + index into dl, 0 when clean
-	dl     []pendingDelta // see delta.go; on the heap: its entries hold slices
+	deltas bool              // WithDeltas: pend and dl are kept
+	pend   vec[uint32]       // per slot, with deltas: 1 + index into dl, 0 when clean
+	dl     vec[pendingDelta] // see delta.go
+	more   pendingMore
 }
 
 type keyRef struct{ off, len uint32 }
@@ -237,7 +238,8 @@ func (s *slab[C]) free() {
 	s.heads.free()
 	s.counts.free()
 	s.pend.free()
-	s.dl, s.garbage = nil, 0
+	s.dl.free()
+	s.more, s.garbage = pendingMore{}, 0
 }
 
 // compactKeys copies the live keys into a new arena.

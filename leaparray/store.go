@@ -219,15 +219,20 @@ func (s *Store) Has(key string, sp Spec) bool {
 // Len is the number of counters held.
 func (s *Store) Len() int {
 	n := 0
+	s.eachShard(func(_ *table, sh *shard) { n += sh.len() })
+	return n
+}
+
+// eachShard calls fn with every shard of every table, one at a time, under its lock.
+func (s *Store) eachShard(fn func(t *table, sh *shard)) {
 	for _, t := range s.tables.cur.Load().list {
 		for i := range t.shards {
 			sh := &t.shards[i]
 			sh.mu.Lock()
-			n += sh.len()
+			fn(t, sh)
 			sh.mu.Unlock()
 		}
 	}
-	return n
 }
 
 // at finds key's counter and the bucket an operation at bucket j acts at:

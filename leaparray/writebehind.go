@@ -9,14 +9,7 @@ package leaparray
 // it: one Delta per counter that was added to or reset. Without WithDeltas it appends
 // nothing.
 func (s *Store) Drain(dst []Delta) []Delta {
-	for _, t := range s.tables.cur.Load().list {
-		for i := range t.shards {
-			sh := &t.shards[i]
-			sh.mu.Lock()
-			dst = sh.drain(dst, t.spec)
-			sh.mu.Unlock()
-		}
-	}
+	s.eachShard(func(t *table, sh *shard) { dst = sh.drain(dst, t.spec) })
 	return dst
 }
 
@@ -134,16 +127,11 @@ func (s *Store) AddPending(key string, sp Spec, buckets []Bucket, reset bool) bo
 // at a time. match must not keep the key it is given: it is a view of the store's
 // memory.
 func (s *Store) Bases(match func(key string) bool, fn func(key string, sp Spec, base []Bucket)) {
-	for _, t := range s.tables.cur.Load().list {
-		for i := range t.shards {
-			sh := &t.shards[i]
-			sh.mu.Lock()
-			basesOf(&sh.one, t.spec, match, fn)
-			basesOf(&sh.narrow, t.spec, match, fn)
-			basesOf(&sh.wide, t.spec, match, fn)
-			sh.mu.Unlock()
-		}
-	}
+	s.eachShard(func(t *table, sh *shard) {
+		basesOf(&sh.one, t.spec, match, fn)
+		basesOf(&sh.narrow, t.spec, match, fn)
+		basesOf(&sh.wide, t.spec, match, fn)
+	})
 }
 
 func basesOf[C count](s *slab[C], sp Spec, match func(string) bool, fn func(string, Spec, []Bucket)) {
@@ -168,4 +156,59 @@ func subtract(buckets, pending []Bucket) []Bucket {
 		}
 	}
 	return out
+}
+
+// DrainCursor is where a pass of DrainSome over a store's shards has got to. The zero
+// value starts a pass; the pass takes what was pending in each shard when it reached
+// it, so one that keeps being added to cannot hold the pass there.
+type DrainCursor struct {
+	list   []*table // the tables when the pass began (a table made later waits for the next)
+	table  int
+	shard  int
+	inside bool   // the pass is inside list[table].shards[shard]: quota holds what is left
+	quota  [3]int // of the shard's one, narrow and wide pending lists, when it was reached
+	begun  bool
+}
+
+// DrainSome is Drain in parts: it appends to dst the deltas of at most about max
+// counters (a reset without buckets counts as one) and reports whether the pass c is
+// over. A writer that persists what a pass drains, part by part, bounds what it holds
+// at once by max while the rest waits in the store at its fixed cost per counter.
+func (s *Store) DrainSome(c *DrainCursor, dst []Delta, max int) ([]Delta, bool) {
+	if !c.begun {
+		c.list, c.begun = s.tables.cur.Load().list, true
+	}
+	from := len(dst)
+	for ; c.table < len(c.list); c.table, c.shard = c.table+1, 0 {
+		t := c.list[c.table]
+		for ; c.shard < len(t.shards); c.shard++ {
+			room := max - (len(dst) - from)
+			if room <= 0 {
+				return dst, false
+			}
+			sh := &t.shards[c.shard]
+			sh.mu.Lock()
+			if !c.inside {
+				c.quota, c.inside = [3]int{len(sh.one.dl.s), len(sh.narrow.dl.s), len(sh.wide.dl.s)}, true
+			}
+			var done bool
+			dst, done = sh.drainSome(dst, t.spec, &c.quota, room)
+			sh.mu.Unlock()
+			if !done {
+				return dst, false
+			}
+			c.inside = false
+		}
+	}
+	return dst, true
+}
+
+// PendingCounters is about how many counters have deltas not yet drained (a counter
+// that left its slot since may be counted): what write-behind has still to take.
+func (s *Store) PendingCounters() int {
+	n := 0
+	s.eachShard(func(_ *table, sh *shard) {
+		n += len(sh.one.dl.s) + len(sh.narrow.dl.s) + len(sh.wide.dl.s) + len(sh.resets)
+	})
+	return n
 }

@@ -56,7 +56,9 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 	for st, k := range byState {
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(k), st)
 	}
-	ch <- prometheus.MustNewConstMetric(c.unwritten, prometheus.GaugeValue, float64(c.n.owner.Unwritten()))
+	// Those in batches and queued, and those still waiting in the store for their part
+	// of a flush (owner.Config.FlushBatch).
+	ch <- prometheus.MustNewConstMetric(c.unwritten, prometheus.GaugeValue, float64(c.n.owner.Unwritten()+c.n.store.PendingCounters()))
 	if c.n.redis != nil {
 		up := 0.0
 		if c.n.redis.Healthy() {

@@ -34,8 +34,15 @@ type flusher struct {
 	inFlight bool
 	era      uint64 // stamps made in an earlier era are forgotten (forgetStamps)
 	again    bool   // asked for while one was in flight: another follows
-	drained  bool   // the flush in flight has drained the store
+	drained  bool   // the flush in flight has drained the store and the queue
 	buf      []leaparray.Delta
+	// The flush in flight drains the store in parts of at most Config.FlushBatch
+	// counters, one batch each (cursor), and the queue ahead of them: it is over once
+	// the store's pass and the queue it found (queueDue entries, of which queueTaken are
+	// taken) are.
+	cursor     leaparray.DrainCursor
+	queueDue   int
+	queueTaken int
 	// The partition stamps' epoch this node's stamps went to, and
 	// Redis.Reopened when they did (loadskip.go).
 	epoch    string
@@ -99,6 +106,15 @@ func (f *flusher) init() {
 
 func refOf(d fallback.Delta) fallback.CounterRef {
 	return fallback.CounterRef{Key: d.Key, Spec: d.Spec}
+}
+
+// reindexQueue makes queued point at each counter's last entry in the queue again,
+// as enqueue does, after some left it. The caller holds f.mu.
+func (f *flusher) reindexQueue() {
+	clear(f.queued)
+	for i, d := range f.queue {
+		f.queued[refOf(d)] = i
+	}
 }
 
 // enqueue adds deltas of counters taken out of memory; they go before anything the
@@ -217,6 +233,10 @@ func (o *Owner) flushStart() {
 		return
 	}
 	f.inFlight, f.again, f.drained = true, false, false
+	f.cursor, f.queueTaken = leaparray.DrainCursor{}, 0
+	f.mu.Lock()
+	f.queueDue = len(f.queue)
+	f.mu.Unlock()
 	if !o.markLate(func(ok bool) {
 		if ok {
 			o.flushNext()
@@ -233,9 +253,8 @@ func (o *Owner) flushStart() {
 // The caller holds mu.
 func (o *Owner) flushNext() {
 	f := &o.flush
-	if len(f.batches) == 0 && !f.drained {
-		f.drained = true
-		o.drainBatch()
+	for len(f.batches) == 0 && !f.drained {
+		f.drained = o.drainBatch()
 	}
 	if len(f.batches) == 0 {
 		o.flushEnd()
@@ -339,12 +358,7 @@ func (o *Owner) dropLateResets(ps lease.Set) {
 		kept = append(kept, d)
 	}
 	f.queue = kept
-	clear(f.queued)
-	for i, d := range f.queue {
-		if !d.Base {
-			f.queued[refOf(d)] = i
-		}
-	}
+	f.reindexQueue()
 	f.mu.Unlock()
 	f.enqueue(ds)
 }
@@ -372,28 +386,50 @@ func (o *Owner) sent(sb *sentBatch, err error) {
 	}
 }
 
-// drainBatch makes a batch of the queue and what the store gained since the last
-// drain. Both happen under mu, with nothing between the drain and the holds its
-// counters take: a release that finds its counters settled (release.go) cannot miss
-// deltas drained and not yet counted.
-func (o *Owner) drainBatch() {
+// DefaultFlushBatch is Config.FlushBatch's default. It bounds what write-behind holds
+// outside the store (keys, buckets, script arguments, references) however many
+// counters wait: the rest waits in the store, at its fixed cost per counter.
+const DefaultFlushBatch = 8192
+
+// drainBatch makes a batch of the next part of the queue and of the store's pass, and
+// reports whether the flush has drained all it has to. The queue goes first, as it
+// holds what counters had before they left memory: the store's part joins only a
+// batch that takes the queue's last entry, so that a counter's newer deltas never go
+// ahead of its queued ones. The drain happens under mu, with nothing between it and
+// the holds its counters take: a release that finds its counters settled (release.go)
+// cannot miss deltas drained and not yet counted.
+func (o *Owner) drainBatch() bool {
 	f := &o.flush
-	f.buf = o.cfg.Store.Drain(f.buf[:0])
 	f.mu.Lock()
-	ds := f.queue
-	f.queue = nil
-	clear(f.queued)
-	for _, d := range f.buf {
+	var ds []fallback.Delta
+	most := o.cfg.FlushBatch
+	if len(f.queue) <= most {
+		ds, f.queue = f.queue, nil
+	} else {
+		ds = slices.Clone(f.queue[:most])
+		f.queue = slices.Delete(f.queue, 0, most)
+	}
+	f.reindexQueue()
+	f.queueTaken += len(ds)
+	queueLeft, queueDone := len(f.queue) > 0, len(f.queue) == 0 || f.queueTaken >= f.queueDue
+	f.mu.Unlock()
+	f.buf = f.buf[:0]
+	storeDone := false
+	if room := most - len(ds); !queueLeft && room > 0 {
+		f.buf, storeDone = o.cfg.Store.DrainSome(&f.cursor, f.buf, room)
+	}
+	f.mu.Lock()
+	for _, d := range f.buf { // (the queued ones were counted when queued)
 		fd := fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets, Reset: d.Reset}
 		f.refs[refOf(fd)]++
 		ds = append(ds, fd)
 	}
 	f.mu.Unlock()
-	if len(ds) == 0 {
-		return
+	if len(ds) > 0 {
+		f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(),
+			newest: newestBucket(ds), losses: o.redisEpoch.losses})
 	}
-	f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(), newest: newestBucket(ds),
-		losses: o.redisEpoch.losses})
+	return queueDone && storeDone
 }
 
 // newestBucket is the start (ms) of the newest bucket among ds (0: none).

@@ -43,6 +43,11 @@ type Config struct {
 	ID func() uint64
 
 	FlushInterval time.Duration // default 100ms
+	// FlushBatch bounds the counters of one write-behind batch (default
+	// DefaultFlushBatch): what write-behind holds outside the store is bounded by it,
+	// and the rest waits in the store. A simulation makes it small, so that its flushes
+	// go in many parts.
+	FlushBatch int
 	// AcquireWait bounds how long an op waits for this node to be granted its
 	// partition (after a ring change) before it is answered "not owner" (default 1s).
 	AcquireWait time.Duration
@@ -52,6 +57,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.FlushInterval <= 0 {
 		c.FlushInterval = 100 * time.Millisecond
+	}
+	if c.FlushBatch <= 0 {
+		c.FlushBatch = DefaultFlushBatch
 	}
 	if c.AcquireWait <= 0 {
 		c.AcquireWait = time.Second

@@ -18,6 +18,10 @@ const (
 	acquireWait   = 2 * time.Second // --handoff-wait
 	retryWait     = 2 * time.Second // route.DefaultRetryWait
 	gossipEvery   = 100 * time.Millisecond
+	// flushBatch is far below production's owner.DefaultFlushBatch, so that a flush of
+	// a run's few hundred counters goes in many parts, the queue's and the store's
+	// (owner drainBatch), as a large store's does.
+	flushBatch = 3
 )
 
 var bg = context.Background()
