@@ -550,10 +550,7 @@ func (o *Owner) takeUnsent(refs []fallback.CounterRef) map[fallback.CounterRef][
 		}
 	}
 	f.queue = kept
-	clear(f.queued)
-	for i, d := range f.queue {
-		f.queued[refOf(d)] = i
-	}
+	f.reindexQueue()
 	for _, ds := range out {
 		for _, d := range ds {
 			f.unref([]fallback.CounterRef{refOf(d)})
