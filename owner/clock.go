@@ -46,6 +46,13 @@ func (o *Owner) measureClock(now time.Duration) {
 	c.last = now
 	c.first.CompareAndSwap(0, int64(now)+1)
 	c.measuring.Store(true)
+	o.ask(o.readRedisClock)
+}
+
+// readRedisClock reads Redis's clock (TIME) and keeps the estimate when it is tight
+// enough. Its outcome takes no step: the estimate is an atomic value.
+func (o *Owner) readRedisClock() {
+	c := &o.clock
 	t0 := o.cfg.Now()
 	o.cfg.Redis.Time(func(us int64, err error) {
 		t3 := o.cfg.Now()

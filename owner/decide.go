@@ -267,7 +267,7 @@ func (o *Owner) kick() {
 	if o.flush.kicked.CompareAndSwap(false, true) {
 		o.cfg.Clock.AfterFunc(kickDelay, func() {
 			o.flush.kicked.Store(false)
-			o.Tick()
+			o.post(o.tick)
 		})
 	}
 }

@@ -24,6 +24,11 @@
 // PeersIO, clock.Real); in a simulation they are events of one seeded scheduler, so a
 // seed replays exactly.
 //
+// Work on partitions is done in steps (drive.go), one at a time under Owner.mu, driven
+// by one goroutine at a time: a step asks for its calls and for a wake of parked ops,
+// and they are carried out once it let mu go. A call's outcome is posted as the next
+// step, and the goroutine it came on returns at once when another drives.
+//
 // # One decider per partition
 //
 // A node decides a partition's counters only while the partition is Owned (the ring
@@ -99,7 +104,9 @@
 // # Locks
 //
 // Owner.mu orders everything that changes partitions: ring changes, lapses, ticks,
-// received Handoffs and the answers of Redis and rpc calls. Ops never take it. decide is
+// received Handoffs and the answers of Redis and rpc calls, each a step taken by the
+// driver (drive.go); no call is made and no op's completion runs under it. Ops never
+// take it. decide is
 // held shared while a batch of ops is judged and decided, and exclusively while
 // partitions change state (no I/O, no scan under it): once a partition stops being
 // decided no op is still being decided on it, so its counters can leave memory without

@@ -224,10 +224,10 @@ func (o *Owner) flushStart() {
 		if !f.retrying {
 			f.retrying = true
 			o.cfg.Clock.AfterFunc(f.retryAt-now, func() {
-				o.mu.Lock()
-				o.flush.retrying = false
-				o.mu.Unlock()
-				o.Tick()
+				o.post(func() {
+					o.flush.retrying = false
+					o.tick()
+				})
 			})
 		}
 		return
@@ -274,10 +274,10 @@ func (o *Owner) flushNext() {
 			return
 		}
 		o.dropHandedOn(sb) // (the stamp may have just found Redis emptied)
-		o.cfg.Redis.SendBatch(sb.b, func(err error) {
-			o.mu.Lock()
-			defer o.mu.Unlock()
-			o.sent(sb, err)
+		o.ask(func() {
+			o.cfg.Redis.SendBatch(sb.b, func(err error) {
+				o.post(func() { o.sent(sb, err) })
+			})
 		})
 	})
 }

@@ -13,14 +13,17 @@ import (
 // dropped (after their deltas are written) before they are decided again. Without
 // Redis the memory is kept: it is what this node counted, and whoever decided them
 // meanwhile hands its own counts back, to be added, when it hands them on.
+//
+// It returns once its step was taken (drive.go: do), as the keeper needs: the next
+// round may grant the lease again, and an op must not find the partition held and its
+// memory not yet stale.
 func (o *Owner) Lapsed(s lease.Set) {
-	o.mu.Lock()
-	n := o.markStale(s, Lapsed)
-	o.mu.Unlock()
-	if n > 0 {
-		o.cfg.Logger.Warn("lease lapsed: these partitions are reloaded from Redis before they are decided again", "partitions", n)
-		o.wake()
-	}
+	o.do(func() {
+		if n := o.markStale(s, Lapsed); n > 0 {
+			o.cfg.Logger.Warn("lease lapsed: these partitions are reloaded from Redis before they are decided again", "partitions", n)
+			o.wakeAfter()
+		}
+	})
 }
 
 // markStale applies e (Lapsed or LateWrite) to the partitions of s, and returns how
@@ -105,16 +108,18 @@ func (o *Owner) cleanFenced(rg *ring.Ring, ps []int) {
 	var left atomic.Int32
 	left.Store(int32(len(fenced)))
 	for _, i := range fenced {
-		o.reached(ps[i], func(ok bool) {
-			held[i] = !ok
-			if left.Add(-1) == 0 { // the answers come on other goroutines: go on under mu
-				o.cfg.Clock.AfterFunc(0, func() {
-					o.mu.Lock()
-					o.cleanDrop(rg, ps, held)
-					o.mu.Unlock()
-					o.wake()
-				})
-			}
+		o.ask(func() {
+			o.reached(ps[i], func(ok bool) {
+				held[i] = !ok
+				if left.Add(-1) == 0 { // the answers come on other goroutines: go on in a step
+					o.cfg.Clock.AfterFunc(0, func() {
+						o.post(func() {
+							o.cleanDrop(rg, ps, held)
+							o.wakeAfter()
+						})
+					})
+				}
+			})
 		})
 	}
 }

@@ -74,21 +74,27 @@ func (o *Owner) markLate(done func(ok bool)) bool {
 	if len(ps) == 0 {
 		return false
 	}
-	o.cfg.Redis.MarkLate(o.ring.Load().PartitionCount(), ps, func(err error) {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if err != nil {
-			o.cfg.Logger.Debug("late-write marks wait", "partitions", len(ps), "err", err)
-			done(false)
-			return
-		}
-		for _, p := range ps {
-			o.step(p, on(LateMarked))
-		}
-		o.cfg.Logger.Warn("deltas written after this node's lease ended: their partitions' owners reload them", "partitions", len(ps))
-		done(true)
+	n := o.ring.Load().PartitionCount()
+	o.ask(func() {
+		o.cfg.Redis.MarkLate(n, ps, func(err error) {
+			o.post(func() { o.markedLate(ps, err, done) })
+		})
 	})
 	return true
+}
+
+// markedLate goes on after the marks of ps were written (or not). The caller holds mu.
+func (o *Owner) markedLate(ps []int, err error, done func(ok bool)) {
+	if err != nil {
+		o.cfg.Logger.Debug("late-write marks wait", "partitions", len(ps), "err", err)
+		done(false)
+		return
+	}
+	for _, p := range ps {
+		o.step(p, on(LateMarked))
+	}
+	o.cfg.Logger.Warn("deltas written after this node's lease ended: their partitions' owners reload them", "partitions", len(ps))
+	done(true)
 }
 
 // pollLate reads the late-write marks and makes the partitions this node decides whose
@@ -111,23 +117,28 @@ func (o *Owner) pollLate() {
 		since = -1
 	}
 	l.polling = true
-	o.cfg.Redis.LateMarks(rg.PartitionCount(), since, func(seq int64, marks map[int]int64, err error) {
-		o.mu.Lock()
-		l.polling = false
-		if err != nil {
-			o.mu.Unlock()
-			return
-		}
-		l.polls.Add(1)
-		l.known, l.seq = true, seq
-		moved := o.marksRead(marks)
-		n := o.markStale(moved, LateWrite)
-		o.mu.Unlock()
-		if n > 0 {
-			o.cfg.Logger.Warn("another node wrote deltas late: these partitions are reloaded from Redis before they are decided again", "partitions", n)
-			o.wake()
-		}
+	n := rg.PartitionCount()
+	o.ask(func() {
+		o.cfg.Redis.LateMarks(n, since, func(seq int64, marks map[int]int64, err error) {
+			o.post(func() { o.polledLate(seq, marks, err) })
+		})
 	})
+}
+
+// polledLate goes on after a poll of the late-write marks. The caller holds mu.
+func (o *Owner) polledLate(seq int64, marks map[int]int64, err error) {
+	l := &o.late
+	l.polling = false
+	if err != nil {
+		return
+	}
+	l.polls.Add(1)
+	l.known, l.seq = true, seq
+	moved := o.marksRead(marks)
+	if n := o.markStale(moved, LateWrite); n > 0 {
+		o.cfg.Logger.Warn("another node wrote deltas late: these partitions are reloaded from Redis before they are decided again", "partitions", n)
+		o.wakeAfter()
+	}
 }
 
 // marksRead notes the marks a poll read (nil: none changed since the last) and returns

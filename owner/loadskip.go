@@ -181,26 +181,46 @@ func (o *Owner) stamp(refs []fallback.CounterRef, newest int64, then func(error)
 		then(nil)
 		return
 	}
-	candidate := strconv.FormatUint(o.recv.nextID.Add(1), 36)
-	o.cfg.Redis.StampWritten(n, due, now, candidate, func(epoch string, err error) {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if err == nil && f.epoch != "" && epoch != f.epoch {
-			// The stamps were emptied since this node's last: Redis lost its data.
-			// Write memory back in full (writeback.go), and stamp all again.
-			o.writeBackInFull()
-		}
-		if err != nil || len(due) == len(all) || f.epoch != "" {
-			o.stamped(epoch, due, now, err, then)
-			return
-		}
-		o.cfg.Redis.StampWritten(n, all, now, candidate, func(again string, err error) {
-			o.mu.Lock()
-			defer o.mu.Unlock()
-			if err == nil && again != epoch {
-				err = errors.New("the partition stamps were emptied twice in a row")
-			}
-			o.stamped(again, all, now, err, then)
+	st := &stamping{n: n, all: all, due: due, now: now, candidate: strconv.FormatUint(o.recv.nextID.Add(1), 36), then: then}
+	o.ask(func() {
+		o.cfg.Redis.StampWritten(n, due, now, st.candidate, func(epoch string, err error) {
+			o.post(func() { o.stampedDue(st, epoch, err) })
+		})
+	})
+}
+
+// stamping is one stamp under way: of due, or of all the partitions of its deltas once
+// the first found the stamps emptied.
+type stamping struct {
+	n         int // the partition count
+	all, due  []int
+	now       int64
+	candidate string // the epoch proposed, should the stamps be empty
+	then      func(error)
+}
+
+// stampedDue goes on after the stamps of st.due were written (or not): a first stamp
+// that finds the stamps emptied stamps all of them, with the epoch it found. The caller
+// holds mu.
+func (o *Owner) stampedDue(st *stamping, epoch string, err error) {
+	f := &o.flush
+	if err == nil && f.epoch != "" && epoch != f.epoch {
+		// The stamps were emptied since this node's last: Redis lost its data.
+		// Write memory back in full (writeback.go), and stamp all again.
+		o.writeBackInFull()
+	}
+	if err != nil || len(st.due) == len(st.all) || f.epoch != "" {
+		o.stamped(epoch, st.due, st.now, err, st.then)
+		return
+	}
+	o.ask(func() {
+		o.cfg.Redis.StampWritten(st.n, st.all, st.now, st.candidate, func(again string, err error) {
+			o.post(func() {
+				if err == nil && again != epoch {
+					err = errors.New("the partition stamps were emptied twice in a row")
+				}
+				o.stamped(again, st.all, st.now, err, st.then)
+			})
 		})
 	})
 }

@@ -93,6 +93,10 @@ type Owner struct {
 	mu   lockrank.Mutex[lockrank.OwnerMu]
 	ring atomic.Pointer[ring.Ring]
 
+	inbox   inbox    // outcomes posted while another goroutine drives (drive.go)
+	asked   []func() // calls the step under way asked for (under mu; drive.go)
+	wakeDue bool     // the step under way ends by waking parked ops (under mu)
+
 	parts       parts
 	flush       flusher
 	recv        received
@@ -145,8 +149,10 @@ func (o *Owner) Run() {
 // Tick does the owner's periodic work: it writes deltas behind, reads the late-write
 // marks, drops stale memory, ends lends that waited too long, and moves releases on.
 // Run calls it every FlushInterval; a simulation calls it itself.
-func (o *Owner) Tick() {
-	o.mu.Lock()
+func (o *Owner) Tick() { o.do(o.tick) }
+
+// tick is Tick's step. The caller holds mu.
+func (o *Owner) tick() {
 	now := o.cfg.Clock.Since()
 	if o.writeBackDue() > 0 {
 		o.kick()
@@ -165,8 +171,7 @@ func (o *Owner) Tick() {
 	o.expireLends(now)
 	o.expireFences(now)
 	o.stepReleases()
-	o.mu.Unlock()
-	o.wake()
+	o.wakeAfter()
 }
 
 // Close stops the owner: Run writes what is left behind, releases still trying give
@@ -177,10 +182,10 @@ func (o *Owner) Close() {
 	}
 	close(o.quit)
 	<-o.done
-	o.mu.Lock()
-	o.abandonReleases()
-	o.mu.Unlock()
-	o.wake()
+	o.do(func() {
+		o.abandonReleases()
+		o.wakeAfter()
+	})
 }
 
 // lastFlush writes behind what memory gained since the last flush, waiting (bounded)
@@ -202,10 +207,10 @@ func (o *Owner) lastFlush() {
 // the flush in flight ends, or ctx; it reports whether one ended.
 func (o *Owner) flushRound(ctx context.Context) bool {
 	ch := make(chan struct{})
-	o.mu.Lock()
-	o.flush.onEnd(func() { close(ch) })
-	o.flushStart()
-	o.mu.Unlock()
+	o.do(func() {
+		o.flush.onEnd(func() { close(ch) })
+		o.flushStart()
+	})
 	select {
 	case <-ch:
 		return true

@@ -101,8 +101,10 @@ func (ps *parts) claims() lease.Set {
 // handed on in the background (Redis: their deltas are written; without it, or with
 // Redis down, their counters go to the new owner), still claimed until that is done,
 // so the new owner cannot be granted them before it can see their counts.
-func (o *Owner) SetRing(next *ring.Ring) {
-	o.mu.Lock()
+func (o *Owner) SetRing(next *ring.Ring) { o.do(func() { o.setRing(next) }) }
+
+// setRing is SetRing's step. The caller holds mu.
+func (o *Owner) setRing(next *ring.Ring) {
 	o.parts.size(next.PartitionCount())
 	var lost []int
 	partial := partialMemory{}
@@ -126,8 +128,7 @@ func (o *Owner) SetRing(next *ring.Ring) {
 		o.startRelease(lost, partial)
 	}
 	o.stepReleases() // a release in progress may take some of its partitions back
-	o.mu.Unlock()
-	o.wake()
+	o.wakeAfter()
 }
 
 // owns reports whether the ring in use makes this node p's owner.

@@ -30,8 +30,8 @@ func (pr probe) HoldsWhole(key string, sp leaparray.Spec) bool {
 
 func (pr probe) Unconfirmed(key string, sp leaparray.Spec) uint64 {
 	o := pr.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.lock()
+	defer o.unlock()
 	ref := fallback.CounterRef{Key: key, Spec: sp}
 	bs, _ := o.cfg.Store.Pending(key, sp)
 	n := sumBuckets(bs)
@@ -54,16 +54,16 @@ func (pr probe) Unconfirmed(key string, sp leaparray.Spec) uint64 {
 
 func (pr probe) InMemory(key string, sp leaparray.Spec, now int64) uint64 {
 	o := pr.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.lock()
+	defer o.unlock()
 	c := o.cfg.Store.Count(key, sp, now)
 	return uint64(c) + o.releases.held(fallback.CounterRef{Key: key, Spec: sp}, false)
 }
 
 func (pr probe) PendingReset(key string, sp leaparray.Spec) bool {
 	o := pr.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.lock()
+	defer o.unlock()
 	if _, reset := o.cfg.Store.Pending(key, sp); reset {
 		return true
 	}
@@ -82,7 +82,7 @@ func (pr probe) PendingReset(key string, sp leaparray.Spec) bool {
 
 func (pr probe) Releasing() int {
 	o := pr.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.lock()
+	defer o.unlock()
 	return len(o.releases.jobs)
 }

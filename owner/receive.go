@@ -114,30 +114,31 @@ func (o *Owner) Handoff(_ context.Context, h *Handoff) error {
 		// with it, and its ID means nothing here. Certainly not applied here.
 		return fmt.Errorf("%w: meant for run %d of %s, this is run %d", ErrHandoffOtherRun, h.ToRun, o.cfg.Self, o.cfg.Incarnation)
 	}
-	o.mu.Lock()
+	var err error
+	o.do(func() { err = o.receive(h) })
+	return err
+}
+
+// receive is Handoff's step. The caller holds mu.
+func (o *Owner) receive(h *Handoff) error {
 	if o.recv.seen(h.From, h.ID) {
-		o.mu.Unlock()
 		return nil
 	}
 	if seenIn(o.recv.refused, h.From, h.ID) {
-		o.mu.Unlock()
 		return fmt.Errorf("%w: handoff %d was refused before", ErrHandoffNotOwner, h.ID)
 	}
 	if len(h.Counters) > 0 {
 		if err := o.takeIn(h); err != nil {
 			o.recv.refuse(h.From, h.ID)
-			o.mu.Unlock()
 			return err
 		}
 	}
 	o.recv.record(h.From, h.ID)
-	back := len(h.Partitions) > 0 && o.returned(h.From, h.Partitions)
-	o.mu.Unlock()
 	if len(h.Partitions) > 0 {
-		o.cfg.Leases.Kick()
-	}
-	if back {
-		o.wake()
+		if o.returned(h.From, h.Partitions) {
+			o.wakeAfter()
+		}
+		o.ask(o.cfg.Leases.Kick)
 	}
 	return nil
 }
@@ -150,9 +151,7 @@ func (o *Owner) Handoff(_ context.Context, h *Handoff) error {
 // memory while they sit here (TestLeavingNodeTakesNoCountersIn). Refused, they stay
 // with the sender, which hands them on once its ring drops this node.
 func (o *Owner) Leave() {
-	o.mu.Lock()
-	o.selfLeaving = true
-	o.mu.Unlock()
+	o.do(func() { o.selfLeaving = true })
 }
 
 // takeIn installs a Handoff's counters, all or none, while no partition changes state.

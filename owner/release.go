@@ -222,13 +222,13 @@ func (o *Owner) stepLater(rel *release, d time.Duration) {
 	}
 	rel.stepAt = at
 	o.cfg.Clock.AfterFunc(d, func() {
-		o.mu.Lock()
-		if rel.stepAt == at {
-			rel.stepAt = 0
-			o.stepRelease(rel)
-		}
-		o.mu.Unlock()
-		o.wake()
+		o.post(func() {
+			if rel.stepAt == at {
+				rel.stepAt = 0
+				o.stepRelease(rel)
+			}
+			o.wakeAfter()
+		})
 	})
 }
 
@@ -239,16 +239,18 @@ func (o *Owner) checkFences(rel *release, ps []int) {
 	var left atomic.Int32
 	left.Store(int32(len(ps)))
 	for _, p := range ps {
-		o.reached(p, func(bool) {
-			if left.Add(-1) == 0 {
-				o.cfg.Clock.AfterFunc(0, func() {
-					o.mu.Lock()
-					rel.checking = false
-					o.stepRelease(rel)
-					o.mu.Unlock()
-					o.wake()
-				})
-			}
+		o.ask(func() {
+			o.reached(p, func(bool) {
+				if left.Add(-1) == 0 { // (an answer may come at once, inside this ask)
+					o.cfg.Clock.AfterFunc(0, func() {
+						o.post(func() {
+							rel.checking = false
+							o.stepRelease(rel)
+							o.wakeAfter()
+						})
+					})
+				}
+			})
 		})
 	}
 }
@@ -258,20 +260,22 @@ func (o *Owner) checkFences(rel *release, ps []int) {
 func (o *Owner) persisted(rel *release) {
 	ps := rel.parts
 	rel.parts = nil
-	o.settleReleased(ps, nil)
-	o.endRelease(rel)
-	o.tellReleased(ps)
 	o.cfg.Logger.Info("released partitions through Redis", "partitions", len(ps), "counters", len(rel.ev))
+	o.settleReleased(ps, nil)
+	o.endRelease(rel) // (last: WaitReleased's callers may look at once)
+	o.tellReleased(ps)
 }
 
 // tellReleased tells each new owner that its partitions were released. Best effort.
 func (o *Owner) tellReleased(ps []int) {
 	for _, g := range byOwner(o.ring.Load(), ps) {
 		h := &Handoff{From: o.cfg.Self, ID: o.recv.nextID.Add(1), Partitions: g.parts}
-		o.cfg.Peers.Handoff(g.m.RPCAddr, h, func(err error) {
-			if err != nil {
-				o.cfg.Logger.Debug("handoff of released partitions not delivered", "to", g.m.Name, "err", err)
-			}
+		o.ask(func() {
+			o.cfg.Peers.Handoff(g.m.RPCAddr, h, func(err error) {
+				if err != nil {
+					o.cfg.Logger.Debug("handoff of released partitions not delivered", "to", g.m.Name, "err", err)
+				}
+			})
 		})
 	}
 }
@@ -471,9 +475,7 @@ func (o *Owner) abandonReleases() {
 // held: for a node that stops with no member staying and no Redis, whose counters have
 // nowhere to go (its caller says so once, rather than a loss per release).
 func (o *Owner) DropReleases() (counters int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.dropReleases(func(_, n int) { counters += n })
+	o.do(func() { o.dropReleases(func(_, n int) { counters += n }) })
 	return counters
 }
 
@@ -495,9 +497,8 @@ func (o *Owner) dropReleases(dropped func(parts, counters int)) {
 
 // WaitReleased waits until every release started so far is done (or ctx ends).
 func (o *Owner) WaitReleased(ctx context.Context) error {
-	o.mu.Lock()
-	ch := o.releases.idle
-	o.mu.Unlock()
+	var ch <-chan struct{}
+	o.do(func() { ch = o.releases.idle })
 	select {
 	case <-ch:
 		return nil

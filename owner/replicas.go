@@ -13,9 +13,10 @@ func (o *Owner) probeReplicas() {
 		return
 	}
 	o.probing = true
-	o.cfg.Redis.ProbeReplicas(o.cfg.Clock.Since().Milliseconds(), func(error) {
-		o.mu.Lock()
-		o.probing = false
-		o.mu.Unlock()
+	now := o.cfg.Clock.Since().Milliseconds()
+	o.ask(func() {
+		o.cfg.Redis.ProbeReplicas(now, func(error) {
+			o.post(func() { o.probing = false })
+		})
 	})
 }

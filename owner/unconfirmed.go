@@ -34,10 +34,10 @@ func sumBuckets(bs []leaparray.Bucket) uint64 {
 // oldest batch made and not yet confirmed (0: none waits), and the flushes that failed
 // (Redis unreachable, or a batch not confirmed), whose batches go again.
 func (o *Owner) WriteBehindStats() (oldest time.Duration, failed uint64) {
-	o.mu.Lock()
+	o.lock()
 	if len(o.flush.batches) > 0 {
 		oldest = o.cfg.Clock.Since() - o.flush.batches[0].made
 	}
-	o.mu.Unlock()
+	o.unlock()
 	return oldest, o.flush.failed.Load()
 }

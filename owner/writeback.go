@@ -39,32 +39,38 @@ func (o *Owner) checkEpoch(then func(kept bool)) {
 		return
 	}
 	o.redisEpoch.checking = then == nil
-	asked := o.flush.epoch
-	o.cfg.Redis.Epoch(rg.PartitionCount(), func(e string, err error) {
-		o.mu.Lock()
-		if then == nil {
-			o.redisEpoch.checking = false
-		}
-		if err == nil && o.flush.epoch != asked {
-			// A stamp answered meanwhile: the read may predate it, and says nothing.
-			err = errEpochMoved
-		}
-		kept := false
-		switch {
-		case err != nil:
-		case o.flush.epoch == "" && o.redisEpoch.losses > 0 && !o.flush.empty():
-			// Being written back: the stamp of that write adopts the new epoch; until
-			// it is confirmed nothing may be dropped to be reloaded.
-		case o.sameEpoch(e):
-			kept = true
-		default:
-			o.writeBackInFull()
-		}
-		if then != nil {
-			then(kept)
-		}
-		o.mu.Unlock()
+	asked, n := o.flush.epoch, rg.PartitionCount()
+	o.ask(func() {
+		o.cfg.Redis.Epoch(n, func(e string, err error) {
+			o.post(func() { o.epochRead(asked, e, err, then) })
+		})
 	})
+}
+
+// epochRead goes on after a read of the stamps' epoch, asked while the epoch known was
+// asked. The caller holds mu.
+func (o *Owner) epochRead(asked, e string, err error, then func(kept bool)) {
+	if then == nil {
+		o.redisEpoch.checking = false
+	}
+	if err == nil && o.flush.epoch != asked {
+		// A stamp answered meanwhile: the read may predate it, and says nothing.
+		err = errEpochMoved
+	}
+	kept := false
+	switch {
+	case err != nil:
+	case o.flush.epoch == "" && o.redisEpoch.losses > 0 && !o.flush.empty():
+		// Being written back: the stamp of that write adopts the new epoch; until
+		// it is confirmed nothing may be dropped to be reloaded.
+	case o.sameEpoch(e):
+		kept = true
+	default:
+		o.writeBackInFull()
+	}
+	if then != nil {
+		then(kept)
+	}
 }
 
 // errEpochMoved is a read of the epoch that a stamp overtook.
@@ -199,7 +205,7 @@ func (o *Owner) writeBackDue() int {
 
 // RedisLosses reports how many times this node found that Redis lost its data.
 func (o *Owner) RedisLosses() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.lock()
+	defer o.unlock()
 	return o.redisEpoch.losses
 }

@@ -28,6 +28,7 @@ type (
 	OwnerBlind   struct{} // owner's blind counters (blindKeys.mu)
 	OwnerLoad    struct{} // one load's fence checks (load.mu)
 	OwnerWaiting struct{} // owner's waiting requests (waiters.mu)
+	OwnerInbox   struct{} // outcomes posted to the owner's driver (inbox.mu)
 	LeaseKeeper  struct{} // lease.Keeper.mu
 )
 
@@ -37,6 +38,7 @@ func (OwnerFlush) Rank() (int, string)   { return 40, "owner.flusher.mu" }
 func (OwnerBlind) Rank() (int, string)   { return 60, "owner.blindKeys.mu" }
 func (OwnerLoad) Rank() (int, string)    { return 70, "owner.load.mu" }
 func (OwnerWaiting) Rank() (int, string) { return 80, "owner.waiters.mu" }
+func (OwnerInbox) Rank() (int, string)   { return 85, "owner.inbox.mu" }
 func (LeaseKeeper) Rank() (int, string)  { return 90, "lease.Keeper.mu" }
 
 // Mutex is a sync.Mutex of rank R.

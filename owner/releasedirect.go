@@ -170,11 +170,14 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 	}
 	s.flying = true
 	h := s.h
-	o.cfg.Peers.Handoff(s.to.RPCAddr, h, func(err error) {
-		o.mu.Lock()
-		o.sentHandoff(rel, s, h, err)
-		o.mu.Unlock()
-		o.wake()
+	addr := s.to.RPCAddr
+	o.ask(func() {
+		o.cfg.Peers.Handoff(addr, h, func(err error) {
+			o.post(func() {
+				o.sentHandoff(rel, s, h, err)
+				o.wakeAfter()
+			})
+		})
 	})
 }
 
