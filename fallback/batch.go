@@ -80,7 +80,7 @@ func (st *Store) NewBatch(writer string, deltas []Delta) *Batch {
 			continue
 		}
 		if len(d.Buckets) == 0 && !d.Reset {
-			continue // nothing to do, as Merge does nothing
+			continue // nothing to do: merging no buckets changes nothing
 		}
 		ck := counterKey(d.Key, d.Spec)
 		g, ok := byKey[ck]

@@ -2,10 +2,10 @@
 // persistence path of counters (which is why the packages that use it call it redis).
 // It keeps sliding-window counters in Redis with exactly the semantics of the in-memory
 // leaparray.Store: an owner writes its counters behind to Redis (NewBatch, SendBatch),
-// and a new owner reads a counter back (Load). Merge runs the same rule for one
-// counter, one call. The package's tests hold the rules to leaparray's with
-// per-operation scripts of their own (testdata/ops: incr, count, allow and reset, on the
-// same rules), which are also the baseline the benchmarks compare write-behind with.
+// and a new owner reads counters back (LoadMany). The package's tests hold the rules to
+// leaparray's with per-operation scripts of their own (testdata/ops: incr, count, allow
+// and reset, on the same rules, and Merge and Load for one counter), which are also the
+// baseline the benchmarks compare write-behind with.
 //
 // # Data model
 //
@@ -77,8 +77,8 @@
 // as many commands as one per request, so a Batch (NewBatch) cuts the deltas into
 // merge_many.lua calls of Config.FlushKeys deltas (256 by default), its ARGV holding,
 // per delta, the reset flag, B, the TTL, the number of pairs and the (bucket, count)
-// pairs. Each counter gets exactly Merge's rule (tests hold both to leaparray's TryReset
-// and Merge), within pcall: a counter that fails (a key of the wrong type) fails before
+// pairs. Each counter gets exactly leaparray.Store.Merge's rule (tests hold it to leaparray's
+// TryReset and Merge), within pcall: a counter that fails (a key of the wrong type) fails before
 // it writes and alone, and the reply lists a result per counter. A delta with Reset
 // deletes the counter's hash and then merges its buckets, in the same call, so a reset
 // is ordered with the adds around it; a counter's deltas all go in one call, in order.

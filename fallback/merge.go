@@ -13,54 +13,6 @@ import (
 	"github.com/leapcount/leapcount/leaparray"
 )
 
-// Merge adds buckets to the counter bucket by bucket, creating it if needed, as
-// leaparray.Store.Merge does: buckets older than the counter's window at its head are
-// dropped. Merging is additive: merging the same buckets twice counts them twice (a
-// Batch applies at most once). now is not used by the merge rule (it does not depend on
-// the time); it is taken so that every write has the caller's clock at hand.
-func (st *Store) Merge(ctx context.Context, key string, sp leaparray.Spec, buckets []leaparray.Bucket, now int64) error {
-	d := Delta{Key: key, Spec: sp, Buckets: buckets}
-	if err := checkDelta(d); err != nil {
-		return err
-	}
-	if len(buckets) == 0 {
-		return nil // nothing to add, as for an empty snapshot in memory
-	}
-	_, replies, err := mergeReply(st.run(ctx, st.mergeCall(d)), 1)
-	if err == nil {
-		err = replies[0]
-	}
-	if err != nil {
-		return unavailable("merge", err)
-	}
-	return nil
-}
-
-// mergeCall is merge_many's call for one delta, without a writer key: applied each time
-// it runs.
-func (st *Store) mergeCall(d Delta) call {
-	return call{script: scripts.mergeMany, keys: []string{counterKey(d.Key, d.Spec)}, args: st.appendDelta([]any{0, 0, 0}, d)}
-}
-
-// Load returns the counter's buckets within the window at time now (max(bucket(now),
-// head)), oldest first and non-zero only, as leaparray.Store.Snapshot does; nil if the
-// counter is unknown. A new owner of a counter loads it with this.
-func (st *Store) Load(ctx context.Context, key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
-	if err := checkSpec(sp); err != nil {
-		return nil, err
-	}
-	var fields map[string]string
-	err := st.guard(ctx, func() error {
-		var err error
-		fields, err = st.rdb.HGetAll(ctx, counterKey(key, sp)).Result()
-		return err
-	})
-	if err != nil {
-		return nil, unavailable("load", err)
-	}
-	return windowOf(fields, sp, now)
-}
-
 // windowOf picks the buckets in the window out of a counter hash's fields.
 func windowOf(fields map[string]string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
 	hv, ok := fields["h"]
@@ -90,14 +42,16 @@ func windowOf(fields map[string]string, sp leaparray.Spec, now int64) ([]leaparr
 	return out, nil
 }
 
-// Loaded is one counter's Load result in LoadMany.
+// Loaded is one counter's result in LoadMany.
 type Loaded struct {
 	Buckets []leaparray.Bucket
 	Err     error
 }
 
-// LoadMany is Load for many counters in one pipeline (one round trip per server)
-// instead of one round trip each: a batch of ops on counters not in memory waits for
+// LoadMany returns each counter's buckets within the window at time now (max(bucket(now),
+// head)), oldest first and non-zero only, as leaparray.Store.Snapshot does; nil for an
+// unknown counter. A new owner loads counters with it, in one pipeline (one round trip
+// per server) instead of one round trip each: a batch of ops on counters not in memory waits for
 // Redis once (BenchmarkNewCounters/redis-load). Concurrent calls are coalesced too
 // (loadQueue).
 func (st *Store) LoadMany(ctx context.Context, refs []CounterRef, now int64) []Loaded {

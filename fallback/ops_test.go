@@ -12,7 +12,7 @@ import (
 // The per-operation methods below (Incr, Count, Allow, Reset) run leaparray.Store's
 // operations on a Redis counter, one script call each (testdata/ops: common.lua, then
 // ops.lua, then the operation's own file). Production never calls them: it writes
-// through Batch and reads through Load. They are the reference the tests hold Redis's
+// through Batch and reads through LoadMany. They are the reference the tests hold Redis's
 // counters to leaparray's with (conformance_test.go, exact_test.go), a way to put
 // counts in Redis and read them back, and the baseline the benchmarks compare
 // write-behind with.
@@ -133,3 +133,55 @@ func decodeDecision(cmd *redis.Cmd, sp leaparray.Spec, limit, now int64) (leapar
 	}
 	return d, nil
 }
+
+// Merge and Load below are one counter at a time what production does for many:
+// write-behind merges through a Batch (applied once), a new owner loads through LoadMany.
+
+// Merge adds buckets to the counter bucket by bucket, creating it if needed, as
+// leaparray.Store.Merge does: buckets older than the counter's window at its head are
+// dropped. Merging is additive: merging the same buckets twice counts them twice (a
+// Batch applies at most once). now is not used by the merge rule (it does not depend on
+// the time); it is taken so that every write has the caller's clock at hand.
+func (st *Store) Merge(ctx context.Context, key string, sp leaparray.Spec, buckets []leaparray.Bucket, now int64) error {
+	d := Delta{Key: key, Spec: sp, Buckets: buckets}
+	if err := checkDelta(d); err != nil {
+		return err
+	}
+	if len(buckets) == 0 {
+		return nil // nothing to add, as for an empty snapshot in memory
+	}
+	_, replies, err := mergeReply(st.run(ctx, st.mergeCall(d)), 1)
+	if err == nil {
+		err = replies[0]
+	}
+	if err != nil {
+		return unavailable("merge", err)
+	}
+	return nil
+}
+
+// mergeCall is merge_many's call for one delta, without a writer key: applied each time
+// it runs.
+func (st *Store) mergeCall(d Delta) call {
+	return call{script: scripts.mergeMany, keys: []string{counterKey(d.Key, d.Spec)}, args: st.appendDelta([]any{0, 0, 0}, d)}
+}
+
+// Load returns the counter's buckets within the window at time now (max(bucket(now),
+// head)), oldest first and non-zero only, as leaparray.Store.Snapshot does; nil if the
+// counter is unknown. A new owner of a counter loads it with this.
+func (st *Store) Load(ctx context.Context, key string, sp leaparray.Spec, now int64) ([]leaparray.Bucket, error) {
+	if err := checkSpec(sp); err != nil {
+		return nil, err
+	}
+	var fields map[string]string
+	err := st.guard(ctx, func() error {
+		var err error
+		fields, err = st.rdb.HGetAll(ctx, counterKey(key, sp)).Result()
+		return err
+	})
+	if err != nil {
+		return nil, unavailable("load", err)
+	}
+	return windowOf(fields, sp, now)
+}
+

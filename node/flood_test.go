@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 	"github.com/leapcount/leapcount/internal/testkit/longtest"
 	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
@@ -108,7 +109,7 @@ func TestKeyFloodWithRedisHoldsItsMemory(t *testing.T) {
 	defer st.Close()
 	sp, now := leaparray.Spec{WindowMs: 600_000, Buckets: 10}, time.Now().UnixMilli()
 	for i := range keys {
-		bs, err := st.Load(ctx, fmt.Sprint("flood:", i), sp, now)
+		bs, err := fallbacktest.Load(ctx, st, fmt.Sprint("flood:", i), sp, now)
 		if err != nil || sumOf(bs) != 1 {
 			t.Fatalf("flood:%d in Redis: %v, %v; want 1 (acknowledged once)", i, bs, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/leaparray"
@@ -64,7 +65,7 @@ func benchHandoff(b *testing.B, withRedis bool, n int) {
 		defer st.Close()
 		err = wait.True(nodetest.Timeout, func() bool {
 			for i := 0; i < len(keys); i += len(keys) / 100 {
-				bs, err := st.Load(context.Background(), keys[i], sp, time.Now().UnixMilli())
+				bs, err := fallbacktest.Load(context.Background(), st, keys[i], sp, time.Now().UnixMilli())
 				if err != nil || sumOf(bs) != 1 {
 					return false
 				}

@@ -158,7 +158,7 @@ func Start(cfg Config) (*Node, error) {
 	n.memberChanges = newMemberChanges(n.reg)
 	n.owner = owner.New(owner.Config{Self: cfg.Name, Incarnation: n.incarnation, Writer: owner.WriterName(cfg.Name, n.incarnation), Store: n.store,
 		Redis: timeLoads(owner.RedisIO(n.redis), n.reg), Leases: n.keeper, Clock: n.clock, Peers: countingPeers{owner.PeersIO(peerrpc.Handoffs{C: n.rpcClient}), n.handoffs}, Now: cfg.Now, Limits: limits,
-		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, AcquireWait: cfg.HandoffWait, Leaving: n.leftGracefully,
+		Hot: n.hot, Tally: &n.decisions, FlushInterval: cfg.FlushInterval, HandoffWait: cfg.HandoffWait, Leaving: n.leftGracefully,
 		Logger: cfg.Logger.With("component", "owner")})
 	n.router = route.New(cfg.Name, n.owner, peerrpc.Forwarder{C: n.rpcClient}, limits)
 	n.router.FailOpen = cfg.FailOpen

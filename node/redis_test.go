@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/testkit/fallbacktest"
 	"github.com/leapcount/leapcount/internal/testkit/faultload"
 	"github.com/leapcount/leapcount/internal/testkit/testredis"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
@@ -230,7 +231,7 @@ func TestRedisDownIsDegradedNotDown(t *testing.T) {
 	sp := leaparray.Spec{WindowMs: 600_000, Buckets: 10}
 	err = wait.True(nodetest.Timeout, func() bool {
 		for i := 0; i < 20; i++ {
-			bs, err := st.Load(ctx, fmt.Sprint("d:", i), sp, time.Now().UnixMilli())
+			bs, err := fallbacktest.Load(ctx, st, fmt.Sprint("d:", i), sp, time.Now().UnixMilli())
 			if err != nil || sumOf(bs) != 2 {
 				return false
 			}

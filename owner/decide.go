@@ -87,13 +87,13 @@ func (o *Owner) Decide(ctx context.Context, b *counter.Batch) bool {
 // partition this node owns but cannot decide yet (its lease is not granted yet, its
 // memory is being reloaded, its counters are lent, a release the ring undid is still
 // sending) wait for that, at most
-// AcquireWait; ops it does not decide are answered counter.ErrNotOwner: certainly not
+// HandoffWait; ops it does not decide are answered counter.ErrNotOwner: certainly not
 // applied, so the router sends them on. With Redis, counters not in memory are loaded
 // first. Nothing waits on a goroutine: waiting ops are retried when their partitions
 // change, loads go through Config.Redis.
 func (o *Owner) start(ctx context.Context, b *counter.Batch) {
 	r := &request{ctx: ctx, ops: b.Ops, results: b.Results, done: b.Done, endAt: -1}
-	r.until = o.cfg.Clock.Since() + o.cfg.AcquireWait
+	r.until = o.cfg.Clock.Since() + o.cfg.HandoffWait
 	if d, ok := ctx.Deadline(); ok {
 		left := time.Until(d)
 		r.until = min(r.until, o.cfg.Clock.Since()+left-answerMargin(left))

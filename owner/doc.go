@@ -35,7 +35,7 @@
 // makes it the owner, and its memory is current) and it holds the partition's lease
 // (package lease): a majority of the voters granted it, which they do to one node at a
 // time. A partition the ring gives this node is claimed at once; its ops wait (at most
-// Config.AcquireWait) for the grant. A partition the ring takes away stops being decided
+// Config.HandoffWait) for the grant. A partition the ring takes away stops being decided
 // at once, and stays claimed until its counts are where the new owner will look for
 // them, so the new owner cannot be granted it before. Ops this node does not decide are
 // answered counter.ErrNotOwner: certainly not applied, so the router sends them on.

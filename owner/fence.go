@@ -28,7 +28,7 @@ import (
 // A counter handed over under a fence that the receiver did not take into memory (it
 // loads from Redis, which may hold newer counts than the sender's: receive.go) is held
 // beside its fences as it came, until they are reached. Should Redis lose its data
-// first, the sender does not send its call again (dropHandedOn: it leaves the counts
+// first, the sender does not send its call again (dropSentInHandoffs: it leaves the counts
 // to the receiver's memory, unless the counter went without its buckets), and a load
 // from the emptied Redis would have none of them, so the receiver takes the counter
 // into memory as it came and writes it back in full (takeHeld;
@@ -228,7 +228,7 @@ func (o *Owner) reached(p int, done func(bool)) {
 // ownFences are the fences of this node's write-behind calls in doubt that carry
 // deltas of counters of the partitions in set, which are handed on (partial: those
 // whose memory goes without its buckets; reset: those whose pending part goes with a
-// reset): the batches note it (dropHandedOn). The caller holds mu, with no flush in
+// reset): the batches note it (dropSentInHandoffs). The caller holds mu, with no flush in
 // flight (a send changes its calls' states).
 func (o *Owner) ownFences(rg *ring.Ring, set lease.Set, partial partialMemory, reset map[fallback.CounterRef]bool) []HandoffFence {
 	var out []HandoffFence
@@ -258,9 +258,9 @@ func (o *Owner) ownFences(rg *ring.Ring, set lease.Set, partial partialMemory, r
 	return out
 }
 
-// handedWithoutBuckets notes that the counter c of partition p, on its way to a new
+// sentWithoutBuckets notes that the counter c of partition p, on its way to a new
 // owner, now goes without its buckets (releaseStale). The caller holds mu.
-func (o *Owner) handedWithoutBuckets(p int, c *HandoffCounter) {
+func (o *Owner) sentWithoutBuckets(p int, c *HandoffCounter) {
 	ref := fallback.CounterRef{Key: c.Key, Spec: c.Spec}
 	for _, sb := range o.flush.batches {
 		if sb.handed != nil && sb.handed.Has(p) && slices.Contains(sb.refs, ref) {
@@ -272,9 +272,9 @@ func (o *Owner) handedWithoutBuckets(p int, c *HandoffCounter) {
 	}
 }
 
-// orphanHandedOn marks, as Redis lost its data, the deltas of sb handed on so far for
-// dropHandedOn. The caller holds mu.
-func orphanHandedOn(sb *sentBatch) {
+// orphanSentInHandoffs marks, as Redis lost its data, the deltas of sb handed on so far for
+// dropSentInHandoffs. The caller holds mu.
+func orphanSentInHandoffs(sb *sentBatch) {
 	if sb.handed == nil {
 		return
 	}
@@ -286,12 +286,12 @@ func orphanHandedOn(sb *sentBatch) {
 	sb.handed = nil
 }
 
-// dropHandedOn takes out of sb, once Redis lost its data since they were handed on,
+// dropSentInHandoffs takes out of sb, once Redis lost its data since they were handed on,
 // the deltas of counters handed on under a fence and not in memory here: the receiver
 // counted them as this node's to write, dropped the fence when it found Redis emptied
 // (which took with it the record that makes a call apply once), and writes its memory
 // back in full, them included. Sent again, they would count twice
-// (TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData).
+// (TestWriteInDoubtOfCountersSentInAHandoffIsNotSentAgainAfterRedisLostItsData).
 // Those of counters that went without their buckets (sb.partial) stay: the receiver's
 // memory lacks them, and no one else writes them.
 //
@@ -300,8 +300,8 @@ func orphanHandedOn(sb *sentBatch) {
 // a client's or a write-back in full after the loss): what their receiver writes, that
 // reset first, erases them or holds them already, and the emptied Redis no longer
 // knows whether they applied. Sent again after the receiver's write, they would count
-// twice (TestWriteInDoubtIsNotSentAgainOverAWriteBackHandedOn). The caller holds mu.
-func (o *Owner) dropHandedOn(sb *sentBatch) {
+// twice (TestWriteInDoubtIsNotSentAgainOverAWriteBackSentInAHandoff). The caller holds mu.
+func (o *Owner) dropSentInHandoffs(sb *sentBatch) {
 	rg := o.ring.Load()
 	subsumed := sb.subsumed
 	if sb.losses == o.redisEpoch.losses {
@@ -329,7 +329,7 @@ func (o *Owner) dropHandedOn(sb *sentBatch) {
 
 // takeHeld takes into memory, as Redis lost its data, the counters held for fences
 // (hold) of the partitions this node owns: Redis has none of their counts now, nor
-// will the senders' writes in doubt bring theirs (dropHandedOn), so they are written
+// will the senders' writes in doubt bring theirs (dropSentInHandoffs), so they are written
 // back in full as they came (writeBackDue, the partitions being due), the best there is.
 // Those of partitions on their way out through Redis go with their release's counters.
 // The caller holds mu, in writeBackInFull, before the releases' counters are written back.

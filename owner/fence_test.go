@@ -106,7 +106,7 @@ func TestFencedCountersReloadOnlyOnceTheWriteApplied(t *testing.T) {
 // counted it (it loaded the counter once Redis showed the fence reached) and writes its
 // memory back in full, and the record that makes a call apply once went with Redis's
 // data (sim seed 2872: three counters counted 2-7 increments twice).
-func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *testing.T) {
+func TestWriteInDoubtOfCountersSentInAHandoffIsNotSentAgainAfterRedisLostItsData(t *testing.T) {
 	srv := startRedisServer(t)
 	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
 	n := net{flush: time.Hour} // each writes when the test says
@@ -157,7 +157,7 @@ func TestWriteInDoubtOfCountersHandedOnIsNotSentAgainAfterRedisLostItsData(t *te
 // Counters handed over under a fence by a sender that knew Redis at this node's epoch are
 // not taken into memory: they load from Redis once the fenced write applied. Should
 // Redis lose its data before that, the fence goes, and so does the sender's write in
-// doubt (dropHandedOn: the receiver writes its memory back in full, them included), so
+// doubt (dropSentInHandoffs: the receiver writes its memory back in full, them included), so
 // the receiver writes them back as they came, the best there is: a load from the
 // emptied Redis would have none of them (sim seed 4462: a counter handed over at 95,
 // its sender's write of 5 of them in doubt, loaded at 0 after Redis restarted empty).
@@ -213,7 +213,7 @@ func TestFencedCountersTakenFromRedisAreWrittenBackWhenRedisLostItsData(t *testi
 // is not sent again: it may have applied before the loss, and the emptied Redis no
 // longer knows, so sent again after the receiver's write-back it would count twice
 // (sim seed 8948: a counter at 90 where 89 were counted).
-func TestWriteInDoubtIsNotSentAgainOverAWriteBackHandedOn(t *testing.T) {
+func TestWriteInDoubtIsNotSentAgainOverAWriteBackSentInAHandoff(t *testing.T) {
 	srv := startRedisServer(t)
 	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
 	var cut *cutRedis

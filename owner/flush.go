@@ -73,15 +73,15 @@ type sentBatch struct {
 	lapsed lease.Set
 	// handed are the partitions whose deltas in this batch were handed on directly
 	// under a fence (ownFences) since Redis last lost its data; orphaned those handed
-	// on before it did (writeBackInFull): see dropHandedOn.
+	// on before it did (writeBackInFull): see dropSentInHandoffs.
 	handed, orphaned lease.Set
 	// partial are the counters of handed or orphaned partitions that went without
 	// their buckets (partialMemory): their receiver's memory lacks these deltas, so
-	// they are never left to it (dropHandedOn).
+	// they are never left to it (dropSentInHandoffs).
 	partial map[fallback.CounterRef]bool
 	// subsumed are the counters of handed partitions whose pending part went with a
 	// reset after this batch, and losses the times this node had seen Redis lose its
-	// data when it was made: see dropHandedOn.
+	// data when it was made: see dropSentInHandoffs.
 	subsumed map[fallback.CounterRef]bool
 	losses   int
 }
@@ -264,7 +264,7 @@ func (o *Owner) flushNext() {
 	o.stripLateResets(sb)
 	if sb.b.InDoubt() {
 		// Its stamps read the epoch before it goes again: Redis that lost its data
-		// meanwhile lost the record that makes each call apply once (dropHandedOn).
+		// meanwhile lost the record that makes each call apply once (dropSentInHandoffs).
 		o.forgetStamps()
 	}
 	o.stamp(sb.refs, sb.newest, func(err error) {
@@ -273,7 +273,7 @@ func (o *Owner) flushNext() {
 			o.flushFailed()
 			return
 		}
-		o.dropHandedOn(sb) // (the stamp may have just found Redis emptied)
+		o.dropSentInHandoffs(sb) // (the stamp may have just found Redis emptied)
 		o.ask(func() {
 			o.cfg.Redis.SendBatch(sb.b, func(err error) {
 				o.post(func() { o.sent(sb, err) })

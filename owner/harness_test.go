@@ -264,7 +264,7 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 		logs = slog.DiscardHandler
 	}
 	o := New(Config{Self: name, Incarnation: n.run, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
-		Now: n.now, FlushInterval: every, AcquireWait: time.Second, Leaving: n.leaving,
+		Now: n.now, FlushInterval: every, HandoffWait: time.Second, Leaving: n.leaving,
 		Logger: slog.New(logs)})
 	fl.onChange = o.LeasesChanged
 	go o.Run()

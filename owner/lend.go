@@ -36,10 +36,10 @@ const lentMax = 15 * time.Second
 // The caller holds mu and decide.
 func (o *Owner) handedBack(p int, lentTo map[int]string) {
 	if to, ok := lentTo[p]; ok {
-		o.step(p, Event{Kind: HandedBackLent, Lend: lend{to: to, since: o.cfg.Clock.Since()}})
+		o.step(p, Event{Kind: ReclaimedLent, Lend: lend{to: to, since: o.cfg.Clock.Since()}})
 		return
 	}
-	o.step(p, on(HandedBack))
+	o.step(p, on(Reclaimed))
 }
 
 // endLends ends the lends that ends says should end (event LendEnded) and reports
@@ -106,7 +106,7 @@ func left(prev, next *ring.Ring, name string) bool {
 // handedOn is the event of the release of p ending with p not this node's, some of its
 // counters at the node named to (none: nothing to remember). The caller holds mu.
 func (o *Owner) handedOn(to string) Event {
-	e := on(HandedOn)
+	e := on(Released)
 	if to != "" {
 		e.Lend = lend{to: to, since: o.cfg.Clock.Since()}
 	}

@@ -48,9 +48,9 @@ type Config struct {
 	// and the rest waits in the store. A simulation makes it small, so that its flushes
 	// go in many parts.
 	FlushBatch int
-	// AcquireWait bounds how long an op waits for this node to be granted its
+	// HandoffWait bounds how long an op waits for this node to be granted its
 	// partition (after a ring change) before it is answered "not owner" (default 1s).
-	AcquireWait time.Duration
+	HandoffWait time.Duration
 	Logger      *slog.Logger
 }
 
@@ -61,8 +61,8 @@ func (c Config) withDefaults() Config {
 	if c.FlushBatch <= 0 {
 		c.FlushBatch = DefaultFlushBatch
 	}
-	if c.AcquireWait <= 0 {
-		c.AcquireWait = time.Second
+	if c.HandoffWait <= 0 {
+		c.HandoffWait = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -17,7 +17,7 @@ import (
 
 // A node decides a partition only while the ring makes it the owner and it holds the
 // lease; otherwise ops are answered ErrNotOwner (certainly not applied), after waiting
-// at most AcquireWait for a lease that is claimed.
+// at most HandoffWait for a lease that is claimed.
 func TestDecidesOnlyWhileHolding(t *testing.T) {
 	var n net
 	a := n.add(t, "a", nil)
@@ -33,7 +33,7 @@ func TestDecidesOnlyWhileHolding(t *testing.T) {
 		t.Fatalf("incr without the lease: got %v; want ErrNotOwner", r.Err)
 	}
 	if waited := time.Since(start); waited < 150*time.Millisecond {
-		t.Fatalf("waited %v for the lease; want about AcquireWait (1s)", waited)
+		t.Fatalf("waited %v for the lease; want about HandoffWait (1s)", waited)
 	}
 	if a.tryAtOnce([]counter.Op{incr(mine, 1)}, make([]counter.Result, 1)) {
 		t.Fatal("decideAtOnce decided without the lease")
@@ -442,7 +442,7 @@ func TestWaitEndsBeforeTheCallersDeadline(t *testing.T) {
 	rg := ringOf("a")
 	a.SetRing(rg)
 	mine := keysOf(rg, "a", 1)[0]
-	deadline := time.Now().Add(150 * time.Millisecond) // within AcquireWait (1s)
+	deadline := time.Now().Add(150 * time.Millisecond) // within HandoffWait (1s)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	res := make([]counter.Result, 1)

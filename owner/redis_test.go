@@ -309,7 +309,7 @@ func TestReleaseWaitsForDeltasOfCountersNotInMemory(t *testing.T) {
 	srv.Pause()
 	eventually(t, "breaker open", func() error {
 		if st.Healthy() {
-			_, _ = st.Load(context.Background(), "probe", sp, t0)
+			_, _ = fallbacktest.Load(context.Background(), st, "probe", sp, t0)
 			return fmt.Errorf("Redis still looks up")
 		}
 		return nil

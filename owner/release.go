@@ -82,7 +82,7 @@ func (o *Owner) startRelease(ps []int, partial partialMemory) {
 		rel.persist, rel.until = true, o.cfg.Clock.Since()+persistWait
 		o.kick()
 	} else {
-		o.handOnDirectly(rel, rg)
+		o.releaseDirectly(rel, rg)
 	}
 	if len(o.releases.jobs) == 0 {
 		o.releases.idle = make(chan struct{})
@@ -113,7 +113,7 @@ func (o *Owner) stepRelease(rel *release) {
 		o.stepPersist(rel)
 	}
 	if !rel.persist {
-		o.stepHandOn(rel)
+		o.stepDirectRelease(rel)
 	}
 }
 
@@ -166,7 +166,7 @@ func (o *Owner) stepPersist(rel *release) {
 	}
 	rel.fences = append(o.ownFences(rg, setOf(rg, rel.parts), rel.partial, reset), o.fencesOf(rel.parts, true)...)
 	rel.persist = false
-	o.handOnDirectly(rel, rg)
+	o.releaseDirectly(rel, rg)
 }
 
 // takeBackPersisting ends the release of the partitions the ring gave back while their
@@ -362,7 +362,7 @@ func (o *Owner) releaseStale(ps []int) {
 			rel.partial.stale[p] = true
 			for i := range rel.byPart[p] {
 				rel.byPart[p][i].Buckets = nil
-				o.handedWithoutBuckets(p, &rel.byPart[p][i])
+				o.sentWithoutBuckets(p, &rel.byPart[p][i])
 			}
 		}
 		for _, sd := range rel.sends {
@@ -373,7 +373,7 @@ func (o *Owner) releaseStale(ps []int) {
 			for i := from; i < len(sd.cs); i++ {
 				if p := rg.Partition(sd.cs[i].Key); set.Has(p) {
 					sd.cs[i].Buckets = nil
-					o.handedWithoutBuckets(p, &sd.cs[i])
+					o.sentWithoutBuckets(p, &sd.cs[i])
 				}
 			}
 		}

@@ -14,8 +14,8 @@ import (
 // and taken back into memory when the ring gives their partitions back (release.go has
 // the way through Redis, and what both share).
 
-// handOnDirectly makes the release send its counters to their new owners.
-func (o *Owner) handOnDirectly(rel *release, rg *ring.Ring) {
+// releaseDirectly makes the release send its counters to their new owners.
+func (o *Owner) releaseDirectly(rel *release, rg *ring.Ring) {
 	rel.byPart = map[int][]HandoffCounter{}
 	for _, e := range rel.ev {
 		p := rg.Partition(e.Key)
@@ -31,11 +31,11 @@ func (o *Owner) handOnDirectly(rel *release, rg *ring.Ring) {
 	rel.ev = nil
 }
 
-// stepHandOn takes back into memory the partitions the ring gives back to this node,
+// stepDirectRelease takes back into memory the partitions the ring gives back to this node,
 // starts a send to each owner of the others (the ring may have moved them since; an
 // owner may refuse a partition it does not own yet: it goes again, backing off), and
 // sends Handoffs in doubt again. The caller holds mu.
-func (o *Owner) stepHandOn(rel *release) {
+func (o *Owner) stepDirectRelease(rel *release) {
 	now := o.cfg.Clock.Since()
 	o.reclaim(rel)
 	for _, name := range sortedNames(rel.sends) {
@@ -230,7 +230,7 @@ func (o *Owner) sentHandoff(rel *release, s *send, h *Handoff, err error) {
 			delete(rel.sends, s.to.Name)
 		}
 	}
-	o.stepHandOn(rel)
+	o.stepDirectRelease(rel)
 }
 
 // applied records that s's Handoff was applied at its receiver: its counters leave

@@ -62,14 +62,14 @@ const (
 	LateWrite
 	// Reloaded: its stale memory left; its counters load from Redis on first use.
 	Reloaded
-	// HandedOn: a release put its counters where the new owner finds them, and the ring
+	// Released: a release put its counters where the new owner finds them, and the ring
 	// does not give it back.
-	HandedOn
-	// HandedBack: a release ended with the ring giving it back, every counter here.
-	HandedBack
-	// HandedBackLent: a release ended with the ring giving it back, some counters at
+	Released
+	// Reclaimed: a release ended with the ring giving it back, every counter here.
+	Reclaimed
+	// ReclaimedLent: a release ended with the ring giving it back, some counters at
 	// another node.
-	HandedBackLent
+	ReclaimedLent
 	// CountersBack: the node its counters were lent to handed them back.
 	CountersBack
 	// LendEnded: the node its counters were lent to left the ring, or did not hand them
@@ -141,7 +141,7 @@ const (
 )
 
 var kindNames = [...]string{Gained: "gained", Lost: "lost", Lapsed: "lapsed", LateWrite: "late-write",
-	Reloaded: "reloaded", HandedOn: "handed-on", HandedBack: "handed-back", HandedBackLent: "handed-back-lent",
+	Reloaded: "reloaded", Released: "released", Reclaimed: "reclaimed", ReclaimedLent: "reclaimed-lent",
 	CountersBack: "counters-back", LendEnded: "lend-ended", RedisBack: "redis-back", GainedLent: "gained-lent",
 	Blinded: "blinded", CountersIn: "counters-in", Installed: "installed", RedisLost: "redis-lost",
 	WroteBack: "wrote-back", Dropped: "dropped", Decided: "decided", StampRead: "stamp-read",
@@ -161,7 +161,7 @@ func (k Kind) String() string {
 // say.
 type Event struct {
 	Kind Kind
-	// Lend, for HandedOn and HandedBackLent: where some of the partition's counters
+	// Lend, for Released and ReclaimedLent: where some of the partition's counters
 	// went, and when (none: Lend.to is "").
 	Lend lend
 	// Ms, Gen, Count, At, Fences, Counter: as the Kind says.
@@ -208,8 +208,8 @@ var ErrBrokenRecord = errors.New("owner: event would break the partition record"
 //   - lapsed marks a claimed partition Lapsed (with Redis); lost (to releasing) clears
 //     Blind, Due and Lend; idle clears Lapsed and Due; redis-back clears Blind; gained (from idle)
 //     clears Lend and notes Fresh.GainedDeparted; gained-lent keeps Lend (where an ended
-//     release sent the counters) as the lend it waits for; handed-on and handed-back-lent
-//     set Lend from the event, handed-back, counters-back and lend-ended clear it;
+//     release sent the counters) as the lend it waits for; released and reclaimed-lent
+//     set Lend from the event, reclaimed, counters-back and lend-ended clear it;
 //   - the kinds after gained-lent note a fact and move no State: blinded sets Blind,
 //     redis-lost sets Due (but in idle), wrote-back clears it, dropped clears Due, Lapsed
 //     and Blind, installed forgets what the load skip knew, and decided, stamp-read,
@@ -261,9 +261,9 @@ func step(r Record, e Event, persistent bool) (Record, Action, error) {
 	case e.Kind == Gained:
 		out.Lend = lend{}
 		out.Fresh.GainedDeparted = r.Fresh.Departed
-	case e.Kind == HandedBackLent:
+	case e.Kind == ReclaimedLent:
 		out.Lend = e.Lend
-	case e.Kind == HandedBack || e.Kind == CountersBack || e.Kind == LendEnded:
+	case e.Kind == Reclaimed || e.Kind == CountersBack || e.Kind == LendEnded:
 		out.Lend = lend{}
 	}
 	return out, act, nil
@@ -363,12 +363,12 @@ func noteLate(l lateMark, e Event) lateMark {
 //	releasing       lapsed           → releasing-stale         (with Redis)
 //	releasing       late-write       → releasing-stale
 //	stale           reloaded         → owned
-//	releasing       handed-on        → idle
-//	releasing       handed-back      → owned
-//	releasing       handed-back-lent → lent
-//	releasing-stale handed-on        → idle
-//	releasing-stale handed-back      → stale           reload
-//	releasing-stale handed-back-lent → lent-stale
+//	releasing       released         → idle
+//	releasing       reclaimed        → owned
+//	releasing       reclaimed-lent   → lent
+//	releasing-stale released         → idle
+//	releasing-stale reclaimed        → stale           reload
+//	releasing-stale reclaimed-lent   → lent-stale
 //	lent            counters-back    → owned
 //	lent            lend-ended       → owned
 //	lent-stale      counters-back    → stale           reload
@@ -399,17 +399,17 @@ func stateStep(s State, e Kind, persistent bool) (next State, act Action, err er
 		return ReleasingStale, 0, nil
 	case s == Stale && e == Reloaded:
 		return Owned, 0, nil
-	case s == Releasing && e == HandedOn:
+	case s == Releasing && e == Released:
 		return Idle, 0, nil
-	case s == Releasing && e == HandedBack:
+	case s == Releasing && e == Reclaimed:
 		return Owned, 0, nil
-	case s == Releasing && e == HandedBackLent:
+	case s == Releasing && e == ReclaimedLent:
 		return Lent, 0, nil
-	case s == ReleasingStale && e == HandedOn:
+	case s == ReleasingStale && e == Released:
 		return Idle, 0, nil
-	case s == ReleasingStale && e == HandedBack:
+	case s == ReleasingStale && e == Reclaimed:
 		return Stale, Reload, nil
-	case s == ReleasingStale && e == HandedBackLent:
+	case s == ReleasingStale && e == ReclaimedLent:
 		return LentStale, 0, nil
 	case s == Lent && (e == CountersBack || e == LendEnded):
 		return Owned, 0, nil

@@ -19,30 +19,30 @@ func TestStepTable(t *testing.T) {
 		act Action
 	}
 	table := map[key]to{
-		{Idle, Gained}:                   {Owned, 0},
-		{Idle, GainedLent}:               {Lent, 0},
-		{Owned, Lost}:                    {Releasing, Release},
-		{Stale, Lost}:                    {Releasing, Release},
-		{Lent, Lost}:                     {Releasing, Release},
-		{LentStale, Lost}:                {Releasing, Release},
-		{Owned, Lapsed}:                  {Stale, Reload},
-		{Owned, LateWrite}:               {Stale, Reload},
-		{Owned, RedisBack}:               {Stale, Reload},
-		{Lent, Lapsed}:                   {LentStale, 0},
-		{Lent, LateWrite}:                {LentStale, 0},
-		{Stale, Reloaded}:                {Owned, 0},
-		{Releasing, HandedOn}:            {Idle, 0},
-		{Releasing, HandedBack}:          {Owned, 0},
-		{Releasing, HandedBackLent}:      {Lent, 0},
-		{Lent, CountersBack}:             {Owned, 0},
-		{Lent, LendEnded}:                {Owned, 0},
-		{LentStale, CountersBack}:        {Stale, Reload},
-		{LentStale, LendEnded}:           {Stale, Reload},
-		{Releasing, Lapsed}:              {ReleasingStale, 0},
-		{Releasing, LateWrite}:           {ReleasingStale, 0},
-		{ReleasingStale, HandedOn}:       {Idle, 0},
-		{ReleasingStale, HandedBack}:     {Stale, Reload},
-		{ReleasingStale, HandedBackLent}: {LentStale, 0},
+		{Idle, Gained}:                  {Owned, 0},
+		{Idle, GainedLent}:              {Lent, 0},
+		{Owned, Lost}:                   {Releasing, Release},
+		{Stale, Lost}:                   {Releasing, Release},
+		{Lent, Lost}:                    {Releasing, Release},
+		{LentStale, Lost}:               {Releasing, Release},
+		{Owned, Lapsed}:                 {Stale, Reload},
+		{Owned, LateWrite}:              {Stale, Reload},
+		{Owned, RedisBack}:              {Stale, Reload},
+		{Lent, Lapsed}:                  {LentStale, 0},
+		{Lent, LateWrite}:               {LentStale, 0},
+		{Stale, Reloaded}:               {Owned, 0},
+		{Releasing, Released}:           {Idle, 0},
+		{Releasing, Reclaimed}:          {Owned, 0},
+		{Releasing, ReclaimedLent}:      {Lent, 0},
+		{Lent, CountersBack}:            {Owned, 0},
+		{Lent, LendEnded}:               {Owned, 0},
+		{LentStale, CountersBack}:       {Stale, Reload},
+		{LentStale, LendEnded}:          {Stale, Reload},
+		{Releasing, Lapsed}:             {ReleasingStale, 0},
+		{Releasing, LateWrite}:          {ReleasingStale, 0},
+		{ReleasingStale, Released}:      {Idle, 0},
+		{ReleasingStale, Reclaimed}:     {Stale, Reload},
+		{ReleasingStale, ReclaimedLent}: {LentStale, 0},
 	}
 	same := map[key]bool{}
 	for s := Owned; s <= ReleasingStale; s++ {
@@ -144,9 +144,9 @@ func TestStepRecord(t *testing.T) {
 	if r.State != Releasing || r.Blind || r.Due || !r.Lapsed {
 		t.Fatalf("lost: %+v; want releasing, not blind nor due, still lapsed", r)
 	}
-	r = must(r, Event{Kind: HandedOn, Lend: to})
+	r = must(r, Event{Kind: Released, Lend: to})
 	if r.State != Idle || r.Lapsed || r.Lend != to {
-		t.Fatalf("handed-on: %+v; want idle, not lapsed, remembering where the counters went", r)
+		t.Fatalf("released: %+v; want idle, not lapsed, remembering where the counters went", r)
 	}
 	if g := must(r, on(GainedLent)); g.State != Lent || g.Lend != to {
 		t.Fatalf("gained-lent: %+v; want lent to %v", g, to)
@@ -155,15 +155,15 @@ func TestStepRecord(t *testing.T) {
 		t.Fatalf("gained: %+v; want owned, lent to none", g)
 	}
 
-	r = must(Record{State: Releasing}, Event{Kind: HandedBackLent, Lend: to})
+	r = must(Record{State: Releasing}, Event{Kind: ReclaimedLent, Lend: to})
 	if r.State != Lent || r.Lend != to {
-		t.Fatalf("handed-back-lent: %+v; want lent to %v", r, to)
+		t.Fatalf("reclaimed-lent: %+v; want lent to %v", r, to)
 	}
 	if b := must(r, on(CountersBack)); b.State != Owned || b.Lend != (lend{}) {
 		t.Fatalf("counters-back: %+v; want owned, lent to none", b)
 	}
 
-	r = must(must(Record{State: Releasing}, on(RedisLost)), on(HandedOn))
+	r = must(must(Record{State: Releasing}, on(RedisLost)), on(Released))
 	if r.Due {
 		t.Fatal("a release that ended left an idle partition due a write-back: its memory left")
 	}
@@ -195,7 +195,7 @@ func TestStepKeepsRecordsWhole(t *testing.T) {
 		e Event
 	}{
 		{Record{}, on(GainedLent)},                                     // lent, to no node
-		{Record{State: Releasing}, on(HandedBackLent)},                 // the same
+		{Record{State: Releasing}, on(ReclaimedLent)},                  // the same
 		{Record{State: Owned, Gen: 1}, Event{Kind: StampRead, Gen: 5}}, // a generation to come
 	} {
 		next, act, err := Step(c.r, c.e, true)

@@ -22,7 +22,7 @@ import (
 func waitingOwner(t testing.TB) (*Owner, *fakeLeases, *ring.Ring) {
 	fl := newFakeLeases()
 	o := New(Config{Self: "a", Writer: "a.test", Store: leaparray.NewStore(), Leases: fl, Peers: PeersIO(discardSender{}),
-		Now: func() int64 { return t0 }, AcquireWait: time.Minute})
+		Now: func() int64 { return t0 }, HandoffWait: time.Minute})
 	fl.onChange = o.LeasesChanged
 	rg := ringOf("a")
 	o.SetRing(rg)

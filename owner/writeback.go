@@ -119,7 +119,7 @@ func (o *Owner) writeBackInFull() {
 		}
 	}
 	for _, sb := range o.flush.batches {
-		orphanHandedOn(sb)
+		orphanSentInHandoffs(sb)
 	}
 	if fenced > 0 {
 		o.cfg.Logger.Warn("Redis lost its data: the writes in doubt that held loads back cannot be seen reached any more; loads go on", "partitions", fenced)

@@ -123,7 +123,7 @@ func (n *node) start(found bool) {
 	inc := n.inc
 	n.owner = owner.New(owner.Config{Self: n.name, Incarnation: inc, Writer: owner.WriterName(n.name, inc), Store: n.store,
 		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: mono, Now: n.wall,
-		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, FlushBatch: flushBatch, AcquireWait: acquireWait,
+		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, FlushBatch: flushBatch, HandoffWait: handoffWait,
 		OnAmbiguous: func(h *owner.Handoff, delivered bool) { w.ambiguous(h, delivered) },
 		Leaving:     n.seesLeaving,
 		Logger:      slog.New(traceHandler{n: n})})

@@ -190,7 +190,7 @@ func (w *world) splitCounts(d *node, p int) {
 // that node holds of them that Redis lacks (without Redis, all it holds of them): an
 // increment key's counts to be short by that much for a while, and an allow key to admit
 // that many past its limit. A node that handed them on itself waits for them (owner
-// lend.go), unless their holder dropped out of its ring other than by a graceful leave
+// lend.go), unless the node they went to dropped out of its ring other than by a graceful leave
 // (docs/guarantees.md: Counters on their way): only then is its deciding meanwhile allowed so.
 func (w *world) unclaimedCounts(d *node, p int) {
 	if d.ring == nil {

@@ -76,10 +76,10 @@ func TestSimulation(t *testing.T) {
 // Redis), so that make test replays them.
 var seedsThatFailed = []uint64{
 	2109,                       // two deciders while the voters shrank to a cut-off member (lease/voters.go)
-	2872,                       // a write in doubt of counters handed on, applied twice after Redis lost its data (owner/fence.go dropHandedOn)
+	2872,                       // a write in doubt of counters handed on, applied twice after Redis lost its data (owner/fence.go dropSentInHandoffs)
 	4462,                       // counters handed on under a fence, loaded from Redis after it lost its data: the write in doubt lost (owner/fence.go takeHeld)
 	857,                        // a member restarted: its new run's heartbeats came before gossip saw it, and were taken for the run that left (lease/keeper.go SetView)
-	1766,                       // counters handed on without their buckets under a fence, Redis lost its data: the write in doubt dropped, and no one wrote it (owner/fence.go dropHandedOn)
+	1766,                       // counters handed on without their buckets under a fence, Redis lost its data: the write in doubt dropped, and no one wrote it (owner/fence.go dropSentInHandoffs)
 	15497,                      // a leaving node took counters in; its sender, given the partition back, decided it from empty memory (owner/receive.go Leave)
 	11293,                      // a release ended, its receiver left before it was granted the partition, and the sender decided it from empty memory (owner/lend.go gainEvent)
 	13103, 19267, 20625, 22093, // the same two, in other mixes of faults
@@ -94,7 +94,7 @@ var seedsThatFailed = []uint64{
 	34122, // failed when nodes probed their replicas with writes still unconfirmed, four failovers to lagging replicas among the faults (owner/replicas.go)
 	16556, // a lease lapsed after Redis lost its data, unseen: its stale memory, kept to be written back in full, erased what the next owner wrote to the emptied Redis (owner/lapse.go cleanDrop)
 	33498, // the same, an allow counter
-	8948,  // with that fixed: a write in doubt since before Redis lost its data, of a counter handed on with its write-back in full, was sent again after the receiver's write and counted twice (owner/fence.go dropHandedOn)
+	8948,  // with that fixed: a write in doubt since before Redis lost its data, of a counter handed on with its write-back in full, was sent again after the receiver's write and counted twice (owner/fence.go dropSentInHandoffs)
 	19796, // the checker: such a write, left to the receiver's write-back, is lost when the receiver's memory goes stale first (wipes.go inDoubtDropped)
 	12118, // Redis emptied while counters moved node to node: the checker allows what the Faults table says a loss of Redis's data loses (wipes.go)
 	17434, // the same
@@ -102,7 +102,7 @@ var seedsThatFailed = []uint64{
 	40856, // the same
 	43570, // counters handed to a node cut off at once, never granted their partition: the next owner decided without them (README: Known gaps; the checker's unclaimedCounts, fence.bypassed)
 	12191, // the same, without Redis
-	13956, // the same, the holder paused at once: the sender, given the partition back once the holder left its ring, decided without them (docs/guarantees.md: Counters on their way)
+	13956, // the same, the receiver paused at once: the sender, given the partition back once the receiver left its ring, decided without them (docs/guarantees.md: Counters on their way)
 }
 
 // TestSeedsThatFailedOnce replays seedsThatFailed.

@@ -13,7 +13,7 @@ import (
 // unless the node deciding the counter's partition then held it whole in memory and
 // went on deciding the partition until its write-back in full of it reached Redis; and
 // what a write in doubt of a counter handed on to another node carried, when its sender
-// leaves it to the receiver's write-back in full (owner dropHandedOn) and the receiver
+// leaves it to the receiver's write-back in full (owner dropSentInHandoffs) and the receiver
 // does not make that write-back either. A counter that loses counts may admit up to its
 // limit again.
 //
@@ -38,7 +38,7 @@ type wipeHeld struct {
 func (w *world) wipeCounter(key string, held int64, whole *node) {
 	for _, e := range slices.Clone(w.wiped[key]) {
 		if whole == nil || e.n != whole || e.inc != whole.inc {
-			w.wipeLost(key, e) // (its holder stopped holding it unseen since the last check)
+			w.wipeLost(key, e) // (the node that held it whole stopped deciding it unseen since the last check)
 		}
 	}
 	if whole == nil {
@@ -107,7 +107,7 @@ func (w *world) checkWipes() {
 }
 
 // inDoubtDropped is told of a delta n took out of its write-behind in doubt (Rewrite,
-// from owner dropHandedOn: Redis lost its data, and the counter went to other nodes
+// from owner dropSentInHandoffs: Redis lost its data, and the counter went to other nodes
 // under a fence of that write): it leaves those counts to the receivers' write-backs in
 // full. Each receiver that has not written the counter back since the loss owes it.
 func (w *world) inDoubtDropped(n *node, writer string, d fallback.Delta) {

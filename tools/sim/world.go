@@ -15,7 +15,7 @@ import (
 // ratios matter, so a run covers many leases in little simulated time.
 const (
 	flushInterval = 100 * time.Millisecond
-	acquireWait   = 2 * time.Second // --handoff-wait
+	handoffWait   = 2 * time.Second // --handoff-wait
 	retryWait     = 2 * time.Second // route.DefaultRetryWait
 	gossipEvery   = 100 * time.Millisecond
 	// flushBatch is production's (owner.DefaultFlushBatch): a run's few hundred counters
