@@ -1,5 +1,5 @@
-// Package lease keeps at most one decider per partition: a node decides the counters of
-// a partition in memory only while it holds that partition's lease, granted by a
+// Package lease keeps at most one deciding node per partition: a node decides the
+// counters of a partition in memory only while it holds that partition's lease, granted by a
 // majority of the voters.
 //
 // # Grants

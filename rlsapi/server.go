@@ -139,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 	s.fast = h2grpc.New(h2grpc.Config{
 		Async:          map[string]h2grpc.AsyncHandler{shouldRateLimitMethod: s.shouldRateLimitCall},
 		Authorize:      s.authorizeCall,
-		Fallback:       s.grpc,
+		Others:         s.grpc,
 		MaxStreams:     cfg.MaxStreams,
 		MaxRecvMsgSize: cfg.MaxMessageBytes,
 		Handshake:      cfg.HandshakeTimeout, // h2grpc's default when zero: 10 s

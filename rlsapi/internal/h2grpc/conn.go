@@ -48,17 +48,17 @@ type stream struct {
 	method  string
 	auth    string
 	timeout time.Duration // 0: none
-	unary   UnaryHandler  // nil (and async nil): the fallback serves it
+	unary   UnaryHandler  // nil (and async nil): Others serves it
 	async   AsyncHandler  // set: it serves the call, on the reader
 	msg     []byte        // a unary call's request so far
-	body    *body         // a fallback call's request body
+	body    *body         // an other call's request body
 	opened  time.Time     // when its headers came
 	ended   atomic.Bool   // the client ended its side (set by the reader; read by the stall check too)
 	inAvail atomic.Int64  // what the client may still send on it (inflow.go)
 
 	// Guarded by conn.mu.
 	running bool               // a handler runs it: it stays counted until that ends
-	cancel  context.CancelFunc // a fallback call's context
+	cancel  context.CancelFunc // an other call's context
 	ctx     callCtx            // a call of ours: its handler's context
 
 	// Guarded by writer.mu.
@@ -304,7 +304,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Unlock()
 	c.opened++
 	if !st.local() {
-		c.startFallback(st, f)
+		c.startOther(st, f)
 	}
 	if f.StreamEnded() {
 		c.endRequest(st)
@@ -312,7 +312,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	return nil
 }
 
-// local reports whether a handler of this server serves st (else the fallback).
+// local reports whether a handler of this server serves st (else Others).
 func (st *stream) local() bool { return st.unary != nil || st.async != nil }
 
 // endRequest is the end of a call's request: a unary call is run.

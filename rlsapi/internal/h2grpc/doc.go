@@ -1,6 +1,6 @@
 // Package h2grpc serves gRPC unary calls over HTTP/2 (cleartext, h2c with prior
 // knowledge, as gRPC clients and Envoy speak it) with a connection loop of its own,
-// and hands every other call to a fallback http.Handler, grpc.Server's ServeHTTP:
+// and hands every other call to another http.Handler (Config.Others), grpc.Server's ServeHTTP:
 // streaming calls, health, reflection, and unary calls it has no handler for.
 //
 // Why a loop of its own: for a small unary call grpc-go's server spends more CPU in

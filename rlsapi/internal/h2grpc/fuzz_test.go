@@ -48,13 +48,13 @@ func FuzzConn(f *testing.F) {
 }
 
 // fuzzConfig is the configuration of a server the fuzzers run: a call of its own that
-// answers its request, and a fallback that echoes its body.
+// answers its request, and an Others handler that echoes its body.
 func fuzzConfig() Config {
 	return Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Handshake: time.Second, WriteTimeout: time.Second,
 		Unary: map[string]UnaryHandler{"/t/Unary": func(ctx context.Context, c *Call) ([]byte, error) {
 			return append(c.Out, c.Message...), nil
 		}},
-		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }),
+		Others: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }),
 	}
 }
 

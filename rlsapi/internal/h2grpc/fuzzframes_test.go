@@ -15,23 +15,23 @@ const (
 )
 
 // FuzzConnFrames feeds one server connection a sequence of frames built from the input
-// (calls of its own and the fallback's, DATA up to 64 KiB, padded or not, window
+// (calls of its own and Others', DATA up to 64 KiB, padded or not, window
 // updates, resets, settings, pings, priorities, continuations, GOAWAY and frames of any
 // type and payload), each in a write of its own. Between reads the reader checks that
 // what the connection holds stays within its caps: calls open, each call's request,
-// the fallback's bodies, the receive window, the queue of frames to write and the
+// Others' bodies, the receive window, the queue of frames to write and the
 // answers held back. The server must not panic, and must stop within a bound once the
 // client closes. FuzzConn feeds it raw bytes.
 func FuzzConnFrames(f *testing.F) {
 	// Seeds: exchanges a client makes (fuzzFrames says how the bytes read).
 	f.Add([]byte{0, 0, 1, 0, 2, 1, 1, 1})                        // a call of ours: headers, then its request, ended
-	f.Add([]byte{1, 0, 1, 0, 2, 1, 1, 1})                        // a fallback call, the same
+	f.Add([]byte{1, 0, 1, 0, 2, 1, 1, 1})                        // an other call, the same
 	f.Add([]byte{0, 0, 1, 0, 4, 0, 1, 0, 0, 0, 1, 0, 2, 1, 1, 1, // a window update on the call
 		7, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, // a ping
 		6, 0, 0, 1, 0, 4, 0, 0, 0xff, 0xff}) // settings: an initial window of 65,535
 	f.Add([]byte{0, 0, 1, 0, 2, 0, 1, 1, 5, 0, 1, 0, 0, 0, 0, 8})                                   // a call reset midway
 	f.Add([]byte{0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 2, 1, 1, 1})           // past the cap of calls
-	f.Add([]byte{1, 0, 1, 0, 11, 1, 1, 16})                                                         // padded DATA, to the fallback
+	f.Add([]byte{1, 0, 1, 0, 11, 1, 1, 16})                                                         // padded DATA, to Others
 	f.Add([]byte{0, 0, 1, 0, 2, 0, 1, 255, 2, 0, 1, 255, 2, 0, 1, 255, 2, 0, 1, 255, 2, 0, 1, 255}) // past the stream's window
 	f.Add([]byte{3, 9, 1, 4, 0x88, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})                   // a stray CONTINUATION, a GOAWAY
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -60,7 +60,7 @@ func fuzzFrames(data []byte) [][]byte {
 		}
 		var fr []byte
 		switch op {
-		case 0, 1: // a call's headers: of ours, or the fallback's
+		case 0, 1: // a call's headers: of ours, or Others'
 			path := "/t/Unary"
 			if op == 1 {
 				path = "/t/Stream"
@@ -112,7 +112,7 @@ func checkCaps(t *testing.T, c *conn) {
 		if st.body != nil {
 			st.body.mu.Lock()
 			if len(st.body.buf) > int(c.streamWindow) {
-				t.Errorf("a fallback body of %d bytes held; the stream's window is %d", len(st.body.buf), c.streamWindow)
+				t.Errorf("an Others body of %d bytes held; the stream's window is %d", len(st.body.buf), c.streamWindow)
 			}
 			st.body.mu.Unlock()
 		}

@@ -51,7 +51,7 @@ func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
 		return &headerError{415, codes.Internal, fmt.Sprintf("invalid gRPC request content-type %q", contentType)}
 	}
 	if encoding != "" && encoding != "identity" {
-		return nil // compressed calls go to the fallback, which knows the codecs
+		return nil // compressed calls go to Others, which knows the codecs
 	}
 	if h := c.s.cfg.Async[st.method]; h != nil {
 		st.async = h

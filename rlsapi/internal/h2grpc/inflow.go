@@ -11,8 +11,8 @@ package h2grpc
 //     connection as they are read. Holding them would let partial requests of many
 //     streams (gRPC clients interleave them) fill the connection's window, none of
 //     them whole: every call would wait for its stall timeout.
-//   - A fallback call: both windows as its handler reads its body (or drops it
-//     unread), so the connection's window bounds what the fallback's bodies hold
+//   - an other call: both windows as its handler reads its body (or drops it
+//     unread), so the connection's window bounds what Others' bodies hold
 //     buffered, 1 MiB a connection, not MaxStreams times a stream's window.
 //   - Padding, and data of streams already gone: the connection's window at once.
 
@@ -30,7 +30,7 @@ import (
 const connWindow = 1 << 20
 
 // inflow is the connection's receive window. The reader takes from it; the reader and
-// fallback handlers (reading their bodies) give back to it.
+// Others handlers (reading their bodies) give back to it.
 type inflow struct {
 	mu     sync.Mutex
 	avail  int64 // what the client may still send: the window given, less what it sent

@@ -13,15 +13,15 @@ import (
 	"github.com/leapcount/leapcount/internal/testkit/hostile"
 )
 
-// holdMethod goes to the fallback (no handler of ours has it).
+// holdMethod goes to Others (no handler of ours has it).
 const holdMethod = "/t.Hold/Hold"
 
 // callHeaders is the header block of a call of method.
 func callHeaders(method string) []byte { return hostile.CallHeaders(method) }
 
-// holdingFallback never reads a request body: what a client sends stays buffered.
-func holdingFallback(cfg *Config) {
-	cfg.Fallback = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+// holdingOthers never reads a request body: what a client sends stays buffered.
+func holdingOthers(cfg *Config) {
+	cfg.Others = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 }
 
 // A client that sends more DATA than the connection's window (1 MiB), spread over
@@ -30,7 +30,7 @@ func holdingFallback(cfg *Config) {
 // handlers had consumed, so that every open stream could hold its window full: 128
 // times 64 KiB buffered per connection.
 func TestConnectionWindowOverrunIsAFlowControlError(t *testing.T) {
-	f := start(t, holdingFallback)
+	f := start(t, holdingOthers)
 	fr, nc := rawConn(t, f.addr)
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
 	go func() { // 20 streams of 60,000 bytes each: 1.2 MB, each stream within its 64 KiB
@@ -71,12 +71,12 @@ func TestStreamWindowOverrunResetsTheStream(t *testing.T) {
 }
 
 // Padding counts against the windows (RFC 9113, 6.9.1), and nobody reads it: the
-// server gives it back at once. A client that pads every frame sends a fallback call
+// server gives it back at once. A client that pads every frame sends an other call
 // 400 kB, six times its stream's window, in frames of 1 KiB; before, the padding was
 // never given back and the stream's window ran out for good midway (after 256 frames).
 func TestPaddingIsGivenBack(t *testing.T) {
 	f := start(t, func(cfg *Config) {
-		cfg.Fallback = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
+		cfg.Others = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) })
 	})
 	fr, nc := rawConn(t, f.addr)
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
@@ -115,13 +115,13 @@ func wantReset(t *testing.T, fr *http2.Framer, id uint32, code http2.ErrCode) {
 	}
 }
 
-// A client that keeps both windows gets them back as the fallback consumes its
+// A client that keeps both windows gets them back as Others consumes its
 // requests, read or dropped (a handler that answers without reading all of its
 // request): 40 calls of 60,000 bytes each, twice the connection's window, all go
 // through, half of them read and half dropped.
 func TestWindowsComeBackAsRequestsAreConsumed(t *testing.T) {
 	f := start(t, func(cfg *Config) {
-		cfg.Fallback = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cfg.Others = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == holdMethod {
 				io.Copy(io.Discard, r.Body)
 			}

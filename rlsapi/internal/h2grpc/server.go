@@ -38,9 +38,9 @@ type Call struct {
 
 // Config is what a Server needs.
 type Config struct {
-	Unary    map[string]UnaryHandler // by full method name
-	Async    map[string]AsyncHandler // by full method name; a method in both is Async's
-	Fallback http.Handler            // every other call (grpc.Server)
+	Unary  map[string]UnaryHandler // by full method name
+	Async  map[string]AsyncHandler // by full method name; a method in both is Async's
+	Others http.Handler            // every other call (grpc.Server)
 	// Authorize, when set, is asked for every call of Unary and Async as its headers
 	// come, before its request is read: an error (a gRPC status) refuses the call at
 	// once, so a client without credentials holds no stream while it sends.
@@ -82,8 +82,8 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Fallback == nil {
-		c.Fallback = http.HandlerFunc(unimplemented)
+	if c.Others == nil {
+		c.Others = http.HandlerFunc(unimplemented)
 	}
 	return c
 }
@@ -208,7 +208,7 @@ func (s *Server) close() []*conn {
 	return conns
 }
 
-// unimplemented is the fallback when none is configured.
+// unimplemented answers other calls when Config.Others is not set.
 func unimplemented(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/grpc")
 	w.WriteHeader(http.StatusOK)

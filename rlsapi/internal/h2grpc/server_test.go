@@ -29,7 +29,7 @@ import (
 const checkMethod = "/grpc.health.v1.Health/Check"
 
 // fixture serves Health/Check on the package's own call path (answered by check) and
-// everything else (Health/Watch, reflection) by a grpc.Server as the fallback.
+// everything else (Health/Watch, reflection) by a grpc.Server as Others.
 type fixture struct {
 	srv    *Server
 	addr   string
@@ -48,7 +48,7 @@ func start(t *testing.T, tune func(*Config)) *fixture {
 	gs := grpc.NewServer()
 	healthpb.RegisterHealthServer(gs, f.health)
 	reflection.Register(gs)
-	cfg := Config{Fallback: gs, Unary: map[string]UnaryHandler{checkMethod: func(ctx context.Context, c *Call) ([]byte, error) {
+	cfg := Config{Others: gs, Unary: map[string]UnaryHandler{checkMethod: func(ctx context.Context, c *Call) ([]byte, error) {
 		n := f.calls.Add(1)
 		defer f.calls.Add(-1)
 		for p := f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
@@ -275,7 +275,7 @@ func TestStreamsPerConnectionAreCapped(t *testing.T) {
 	}
 }
 
-func TestOtherCallsGoToTheFallback(t *testing.T) {
+func TestOtherCallsGoToOthers(t *testing.T) {
 	f := start(t, nil)
 	f.health.SetServingStatus("svc", healthpb.HealthCheckResponse_NOT_SERVING)
 	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -315,7 +315,7 @@ func TestOtherCallsGoToTheFallback(t *testing.T) {
 		}
 	}
 	rs.CloseSend()
-	// An unknown method is the fallback's to refuse.
+	// An unknown method is Others' to refuse.
 	err = conn.Invoke(ctx, "/no.Such/Method", &healthpb.HealthCheckRequest{}, &healthpb.HealthCheckResponse{})
 	if status.Code(err) != codes.Unimplemented {
 		t.Fatalf("unknown method: %v; want Unimplemented", err)

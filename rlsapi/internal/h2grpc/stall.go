@@ -10,7 +10,7 @@ import (
 )
 
 // A request that has not arrived whole Config.RequestTimeout after its headers is
-// answered DEADLINE_EXCEEDED (a call of ours) or reset (a fallback call), so that a
+// answered DEADLINE_EXCEEDED (a call of ours) or reset (an other call), so that a
 // client that stops sending midway holds no stream and no handler waits on it.
 //
 // The check runs on the reader, which owns the streams' requests, when the

@@ -287,7 +287,7 @@ func (w *writer) data(st *stream, p []byte) error {
 // goroutine that serves others too. What the windows hold back then waits here,
 // a copy, with its trailers (writer.blocked); past maxQueued of it the client is not
 // taking its answers, and the connection is closed. Without hold (a UnaryHandler's answer)
-// it waits for the windows, as a fallback call's body does.
+// it waits for the windows, as an other call's body does.
 //
 // A held answer's call stays open (counted against MaxStreams, its WINDOW_UPDATEs
 // applied) until it has gone out: held reports that the writer ends it then (finished).

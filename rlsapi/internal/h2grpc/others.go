@@ -14,9 +14,9 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// startFallback starts the fallback handler on a call the server has no unary handler
+// startOther starts Others handler on a call the server has no unary handler
 // for (grpc.Server.ServeHTTP: streaming calls, health, reflection).
-func (c *conn) startFallback(st *stream, f *http2.MetaHeadersFrame) {
+func (c *conn) startOther(st *stream, f *http2.MetaHeadersFrame) {
 	st.body = &body{consumed: func(n int, more bool) {
 		if more {
 			c.giveStream(st, n)
@@ -45,11 +45,11 @@ func (c *conn) startFallback(st *stream, f *http2.MetaHeadersFrame) {
 		defer c.forget(st)
 		defer func() {
 			if p := recover(); p != nil {
-				c.s.cfg.Logger.Error("grpc: fallback handler panicked", "method", st.method, "panic", p)
+				c.s.cfg.Logger.Error("grpc: handler of other calls panicked", "method", st.method, "panic", p)
 				c.resetStream(st.id, http2.ErrCodeInternal)
 			}
 		}()
-		c.s.cfg.Fallback.ServeHTTP(rw, r)
+		c.s.cfg.Others.ServeHTTP(rw, r)
 		rw.finish()
 		if !st.body.eof() {
 			// The answer ended before the request did: the client may stop sending.
@@ -59,7 +59,7 @@ func (c *conn) startFallback(st *stream, f *http2.MetaHeadersFrame) {
 	}()
 }
 
-// body is a fallback call's request body, as its DATA frames arrive. The client's
+// body is an other call's request body, as its DATA frames arrive. The client's
 // windows bound it (conn.onData); each read gives them back, and so does dropping what
 // the handler did not read.
 type body struct {
@@ -144,7 +144,7 @@ func (b *body) Close() error {
 	return nil
 }
 
-// responseWriter turns a fallback handler's answer into HEADERS and DATA frames, and
+// responseWriter turns an Others handler's answer into HEADERS and DATA frames, and
 // its trailers (declared, or named with http.TrailerPrefix) into the closing HEADERS.
 type responseWriter struct {
 	c      *conn
