@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// seedsToRun is how many seeds TestSimulation runs: LEAPCOUNT_SIM_SEEDS, or 1000 (100
-// under the race detector, which makes a run about twenty times slower and has nothing
-// to find in one goroutine, and 20 with -short as well: make test's; make test-long
-// runs 20,000 without it).
+// seedsToRun is how many seeds TestSimulation runs: LEAPCOUNT_SIM_SEEDS, or 1000; 100
+// with -short (make test's) or under the race detector, which makes a run about twenty
+// times slower and has nothing to find in one goroutine, and 20 with both. make
+// test-long runs 20,000.
 func seedsToRun() int {
 	if v, err := strconv.Atoi(os.Getenv("LEAPCOUNT_SIM_SEEDS")); err == nil && v > 0 {
 		return v
@@ -21,7 +21,7 @@ func seedsToRun() int {
 	switch {
 	case raceEnabled && testing.Short():
 		return 20
-	case raceEnabled:
+	case raceEnabled, testing.Short():
 		return 100
 	}
 	return 1000
