@@ -107,19 +107,8 @@ func TestFencedCountersReloadOnlyOnceTheWriteApplied(t *testing.T) {
 // memory back in full, and the record that makes a call apply once went with Redis's
 // data (sim seed 2872: three counters counted 2-7 increments twice).
 func TestWriteInDoubtOfCountersSentInAHandoffIsNotSentAgainAfterRedisLostItsData(t *testing.T) {
-	srv := startRedisServer(t)
-	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
-	var cut *cutRedis
-	n := net{flush: time.Hour, wrap: func(r Redis) Redis { // each writes when the test says
-		cut = &cutRedis{Redis: r}
-		return cut
-	}}
-	a := n.sole(t, "a", st)
-	n.wrap = nil
-	b := n.add(t, "b", st)
+	srv, st, a, b, cut, k := sixthInDoubtOfTwo(t)
 	two := ringOf("a", "b")
-	k := keysOf(two, "b", 1)[0]
-	sixthInDoubt(t, a, srv, st, k)
 	b.SetRing(two)
 	a.SetRing(two)
 	if err := a.WaitReleased(context.Background()); err != nil {
@@ -225,19 +214,8 @@ func TestFencedCountersTakenFromRedisAreWrittenBackWhenRedisLostItsData(t *testi
 // longer knows, so sent again after the receiver's write-back it would count twice
 // (sim seed 8948: a counter at 90 where 89 were counted).
 func TestWriteInDoubtIsNotSentAgainOverAWriteBackSentInAHandoff(t *testing.T) {
-	srv := startRedisServer(t)
-	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
-	var cut *cutRedis
-	n := net{flush: time.Hour, wrap: func(r Redis) Redis { // each writes when the test says
-		cut = &cutRedis{Redis: r}
-		return cut
-	}}
-	a := n.sole(t, "a", st)
-	n.wrap = nil
-	b := n.add(t, "b", st)
+	srv, st, a, b, cut, k := sixthInDoubtOfTwo(t)
 	two := ringOf("a", "b")
-	k := keysOf(two, "b", 1)[0]
-	sixthInDoubt(t, a, srv, st, k)
 	cut.cut.Store(true) // a reaches Redis no more: it sends nothing again for now
 	srv.Resume()
 	redisIs(t, st, k, 6) // the call in doubt applied as Redis came back
@@ -371,4 +349,24 @@ func sixthInDoubt(t *testing.T, a *testOwner, srv *testredis.Server, st *fallbac
 		}
 		return nil
 	})
+}
+
+// sixthInDoubtOfTwo starts Redis and the owners a (the sole one, its way to Redis cut
+// when the test says) and b, each writing only when the test says, and leaves a's write
+// of the 6th increment of k, a counter b owns in the ring of both, in doubt (Redis
+// paused).
+func sixthInDoubtOfTwo(t *testing.T) (*testredis.Server, *fallback.Store, *testOwner, *testOwner, *cutRedis, string) {
+	srv := startRedisServer(t)
+	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
+	var cut *cutRedis
+	n := net{flush: time.Hour, wrap: func(r Redis) Redis {
+		cut = &cutRedis{Redis: r}
+		return cut
+	}}
+	a := n.sole(t, "a", st)
+	n.wrap = nil
+	b := n.add(t, "b", st)
+	k := keysOf(ringOf("a", "b"), "b", 1)[0]
+	sixthInDoubt(t, a, srv, st, k)
+	return srv, st, a, b, cut, k
 }
