@@ -203,7 +203,13 @@ func TestMembershipChangesUnderLoad(t *testing.T) {
 	// harness's 2 s and came back outcome unknown (1 in 2565).
 	c := nodetest.MakeCluster(t, 3, func(cfg *node.Config) { cfg.RPC.Timeout = 5 * time.Second })
 	stayers := c.Nodes[:2] // load enters only through nodes that stay up
-	clients := []*redis.Client{respClient(t, stayers[0]), respClient(t, stayers[1])}
+	// Clients wait longer than a forward may take (the rpc timeout above): go-redis's
+	// default 3 s read timeout once gave up on a forward that was still under way.
+	clients := make([]*redis.Client, 2)
+	for i, n := range stayers {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.RESPAddr(), Protocol: 2, MaxRetries: -1, ReadTimeout: 15 * time.Second})
+		t.Cleanup(func() { clients[i].Close() })
+	}
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
 	stop := make(chan struct{})
