@@ -43,7 +43,7 @@ var faultRules = fmt.Sprintf("domain: chaos\ndescriptors:\n  - key: user\n    ra
 // failure detection and, withRedis, a local redis-server, and starts the load.
 func startFaultCase(t *testing.T, withRedis bool) *faultCase {
 	s := seed(t)
-	f := &faultCase{t: t, fw: proctest.NewFirewall(t), done: make(chan struct{})}
+	f := &faultCase{t: t, fw: proctest.NewFirewall(t)}
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	if err := os.WriteFile(rules, []byte(faultRules), 0o644); err != nil {
 		t.Fatal(err)
@@ -54,10 +54,18 @@ func startFaultCase(t *testing.T, withRedis bool) *faultCase {
 		args = append(args, "--redis", f.redis.URL())
 	}
 	f.c = proctest.StartCluster(t, 3, proctest.Options{Args: args, OwnAddrs: true, GRPC: true})
+	f.startLoads(s)
+	return f
+}
+
+// startLoads starts the three loads through f.c's live nodes: increments, allows under
+// faultLimit, and ShouldRateLimit under faultRules (domain chaos, key user).
+func (f *faultCase) startLoads(s uint64) {
+	f.done = make(chan struct{})
 	f.incrs = faultload.New(faultload.Config{Keys: 500, Workers: 6, Seed: s, Rate: 2000, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
 	f.allows = faultload.NewAllows(faultload.AllowConfig{Keys: 4, Limit: faultLimit, Workers: 2, Seed: s, Timeout: 2 * time.Second}, f.c.RESPAddrs()...)
 	f.rls = faultload.NewRLS(faultload.RLSConfig{Domain: "chaos", Key: "user", Limit: faultLimit, Workers: 2, Seed: s}, f.c.GRPCAddrs()...)
-	t.Cleanup(func() { f.incrs.Close(); f.allows.Close(); f.rls.Close() })
+	f.t.Cleanup(func() { f.incrs.Close(); f.allows.Close(); f.rls.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	f.incrs.Start(5*time.Minute, 1<<40)
@@ -66,14 +74,20 @@ func startFaultCase(t *testing.T, withRedis bool) *faultCase {
 	go func() { defer loads.Done(); f.allows.Run(ctx) }()
 	go func() { defer loads.Done(); f.rls.Run(ctx) }()
 	go func() { loads.Wait(); close(f.done) }()
-	return f
 }
 
 // setAddrs sends the load through the cluster's live nodes (after one joined).
-func (f *faultCase) setAddrs() {
-	f.incrs.SetAddrs(f.c.RESPAddrs()...)
-	f.allows.SetAddrs(f.c.RESPAddrs()...)
-	f.rls.SetAddrs(f.c.GRPCAddrs()...)
+func (f *faultCase) setAddrs() { f.sendTo(f.c.Live()) }
+
+// sendTo sends the load through nodes alone.
+func (f *faultCase) sendTo(nodes []*proctest.Node) {
+	var resp, grpc []string
+	for _, n := range nodes {
+		resp, grpc = append(resp, n.RESP()), append(grpc, n.GRPC())
+	}
+	f.incrs.SetAddrs(resp...)
+	f.allows.SetAddrs(resp...)
+	f.rls.SetAddrs(grpc...)
 }
 
 // run lets the load go on for d: a span of traffic, not a wait for a condition.
@@ -87,7 +101,9 @@ func (f *faultCase) finish(overAdmit int64) {
 	st := f.incrs.Stop()
 	f.cancel()
 	<-f.done
-	f.fw.Heal()
+	if f.fw != nil {
+		f.fw.Heal()
+	}
 	f.c.WaitConverged()
 	tallies := f.incrs.Snapshot()
 	var first []int64

@@ -160,6 +160,7 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 		c.log.Warn("leaving without a confirmed announcement", "err", err)
 	}
 	c.stopJoining() // a re-join would undo the leave
+	c.unlist()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shutdown {

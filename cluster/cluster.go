@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ type Cluster struct {
 	bindAddr  string     // BindAddr as configured: a seed equal to it is this member
 	port      int        // the gossip port bound: a seed without a port means it
 	lookup    LookupHost // resolves seed names
+	registry  Registry   // lists members no seed names; nil: none
 	log       *slog.Logger
 	ml        *memberlist.Memberlist
 	tab       *table
@@ -67,6 +69,7 @@ func Start(cfg Config) (c *Cluster, err error) {
 		tab:         newTable(cfg.Name),
 		bindAddr:    cfg.BindAddr,
 		lookup:      cfg.LookupHost,
+		registry:    cfg.Registry,
 		initialDone: make(chan struct{}),
 	}
 	inc := cfg.Incarnation
@@ -99,13 +102,18 @@ func Start(cfg Config) (c *Cluster, err error) {
 	// Seeds given as this member's own address are dropped now; names are resolved,
 	// and their addresses filtered the same way, at each join attempt.
 	seeds := c.otherSeeds(cfg.Join)
-	c.seeds.Store(&seedResolution{resolved: len(seeds) == 0})
-	if len(seeds) == 0 {
+	alone := len(seeds) == 0 && c.registry == nil
+	c.seeds.Store(&seedResolution{resolved: alone})
+	if alone {
 		// The first member of a cluster: nobody to join, nothing to wait for.
 		c.tab.markJoined()
 	}
 	c.joinDone.Add(1)
 	go c.joinLoop(seeds, cfg.JoinRetry, cfg.RejoinInterval)
+	if c.registry != nil {
+		c.joinDone.Add(1)
+		go c.listLoop(cmp.Or(max(cfg.RejoinInterval, 0), DefaultRejoinInterval))
+	}
 	return c, nil
 }
 

@@ -33,6 +33,11 @@ type Config struct {
 	Join []string
 	// LookupHost resolves the host names in Join; nil: the system's resolver.
 	LookupHost LookupHost
+	// Registry, when set, is a list of members kept outside the cluster (Redis): this
+	// member lists itself there at every join attempt and re-join, and the addresses the
+	// others listed are seeds as Join's are. It is for members that no name lists, such
+	// as the replicas of a Deployment behind one Service.
+	Registry Registry
 
 	// RejoinInterval is how often the seeds not seen and the members seen to die are
 	// joined again once the first join is over, so that the sides of a healed network

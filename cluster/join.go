@@ -22,24 +22,31 @@ const lookupTimeout = 5 * time.Second
 // StatefulSet scaled up, a pod rescheduled to a new IP) are found at the next re-join.
 func (c *Cluster) joinLoop(seeds []string, retry Backoff, rejoin time.Duration) {
 	defer c.joinDone.Done()
-	if len(seeds) > 0 {
+	if len(seeds) > 0 || c.registry != nil {
 		c.initialJoin(seeds, retry)
 	}
 	close(c.initialDone)
 	if rejoin < 0 {
 		return
 	}
-	tick := time.NewTicker(rejoin)
+	c.every(rejoin, func() {
+		addrs, _ := c.seedAddrs(seeds)
+		if missing := union(c.absent(addrs), c.deadAddrs()); len(missing) > 0 {
+			c.join(missing)
+		}
+	})
+}
+
+// every runs f every interval until the join loop stops.
+func (c *Cluster) every(interval time.Duration, f func()) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-c.joinCtx.Done():
 			return
 		case <-tick.C:
-			addrs, _ := c.seedAddrs(seeds)
-			if missing := union(c.absent(addrs), c.deadAddrs()); len(missing) > 0 {
-				c.join(missing)
-			}
+			f()
 		}
 	}
 }
@@ -87,9 +94,10 @@ func (c *Cluster) initialJoin(seeds []string, retry Backoff) {
 	}
 }
 
-// seedAddrs resolves the seeds afresh and returns the gossip addresses of the members
-// they name, this one left out. resolved is false when some seed gave no address; that
-// is logged, and the addresses of the others are still returned.
+// seedAddrs resolves the seeds afresh, and lists this member in the registry, and
+// returns the gossip addresses of the members they name, this one left out. resolved
+// is false when some seed gave no address or the registry did not answer; that is
+// logged, and the addresses of the others are still returned.
 func (c *Cluster) seedAddrs(seeds []string) (addrs []string, resolved bool) {
 	ctx, cancel := context.WithTimeout(c.joinCtx, lookupTimeout)
 	defer cancel()
@@ -98,7 +106,13 @@ func (c *Cluster) seedAddrs(seeds []string) (addrs []string, resolved bool) {
 		c.joinFails.Add(1)
 		c.log.Info("a seed gave no address yet; will try it again", "err", err)
 	}
-	addrs, resolved = c.otherSeeds(preferFamily(all, c.localAddr)), err == nil
+	listed, lerr := c.listed(ctx)
+	if lerr != nil {
+		c.joinFails.Add(1)
+		c.log.Info("the registry of members did not answer; will try it again", "err", lerr)
+	}
+	all = union(all, listed)
+	addrs, resolved = c.otherSeeds(preferFamily(all, c.localAddr)), err == nil && lerr == nil
 	c.seeds.Store(&seedResolution{addrs: addrs, resolved: resolved})
 	return addrs, resolved
 }

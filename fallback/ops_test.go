@@ -184,4 +184,3 @@ func (st *Store) Load(ctx context.Context, key string, sp leaparray.Spec, now in
 	}
 	return windowOf(fields, sp, now)
 }
-

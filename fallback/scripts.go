@@ -15,12 +15,13 @@ var luaFS embed.FS
 // file, so the ring rules are written once (the per-operation scripts of the package's
 // tests, ops_test.go, are built the same way).
 type scriptSet struct {
-	mergeMany, stamp, late, mark, probe *redis.Script
+	mergeMany, stamp, late, mark, probe, members *redis.Script
 }
 
 var scripts = scriptSet{mergeMany: withCommon(mustRead("lua/merge_many.lua")),
 	stamp: redis.NewScript(mustRead("lua/stamp.lua")), late: redis.NewScript(mustRead("lua/late.lua")),
-	mark: redis.NewScript(mustRead("lua/mark.lua")), probe: redis.NewScript(mustRead("lua/probe.lua"))}
+	mark: redis.NewScript(mustRead("lua/mark.lua")), probe: redis.NewScript(mustRead("lua/probe.lua")),
+	members: redis.NewScript(mustRead("lua/members.lua"))}
 
 // withCommon is the script of src with common.lua before it.
 func withCommon(src ...string) *redis.Script {
@@ -37,7 +38,7 @@ func mustRead(name string) string {
 
 // loaded is every script loadScripts loads, at Open and on a NOSCRIPT reply: scripts's,
 // and in the package's tests their per-operation scripts too (ops_test.go adds them).
-var loaded = []*redis.Script{scripts.mergeMany, scripts.stamp, scripts.late, scripts.mark, scripts.probe}
+var loaded = []*redis.Script{scripts.mergeMany, scripts.stamp, scripts.late, scripts.mark, scripts.probe, scripts.members}
 
 // call is one script run: which script, its keys and its arguments.
 type call struct {

@@ -35,12 +35,17 @@ type Config struct {
 	RPCAddr              string   // --rpc
 	Advertise            string   // --advertise: host peers use to reach this node
 	Join                 []string // --join
-	RedisURL             string   // --redis
-	Token                string   // --token: required on every client request when set
-	TokenFile            string   // --token-file: a file holding the token (trailing newline trimmed), read at start instead of --token
-	MaxKeyBytes          int      // --max-key-bytes
-	MaxBodyBytes         int64    // --max-body-bytes
-	MaxClients           int      // --max-clients: most open connections on the RESP listener, and on the HTTP one
+	// JoinRedis (--join-redis) lists this node's gossip address in Redis (--redis) and
+	// joins the members listed there, beside Join's: for replicas no name lists, as a
+	// Deployment's behind one Service. With --rpc on all interfaces and no Advertise,
+	// the node advertises the address it reaches Redis from (advertiseToward).
+	JoinRedis    bool
+	RedisURL     string // --redis
+	Token        string // --token: required on every client request when set
+	TokenFile    string // --token-file: a file holding the token (trailing newline trimmed), read at start instead of --token
+	MaxKeyBytes  int    // --max-key-bytes
+	MaxBodyBytes int64  // --max-body-bytes
+	MaxClients   int    // --max-clients: most open connections on the RESP listener, and on the HTTP one
 
 	// RedisWaitReplicas (--redis-wait-replicas): writes to Redis count as confirmed once
 	// this many replicas acknowledged them too (fallback.Config.WaitReplicas); 0: the
@@ -116,7 +121,7 @@ type Config struct {
 	GossipTimings cluster.Timings // --gossip-*: zero fields keep memberlist's LAN defaults
 
 	// Tuning that has no flag: tests shorten it.
-	RejoinInterval time.Duration // zero: cluster.DefaultRejoinInterval
+	RejoinInterval time.Duration // zero: cluster.DefaultRejoinInterval; with JoinRedis, listings last four of them
 	// LookupHost resolves the DNS names in Join (nil: the system's resolver).
 	LookupHost cluster.LookupHost
 	RPC        rpc.Config // zero fields: the rpc package's defaults
@@ -255,7 +260,13 @@ func (c *Config) Validate() error {
 	if strings.ContainsAny(c.Advertise, ":/ ") {
 		return &ConfigError{"advertise", fmt.Sprintf("%q: want a host name or IP address, without a port", c.Advertise)}
 	}
-	if c.Advertise == "" && unspecifiedHost(c.RPCAddr) {
+	if c.JoinRedis && c.RedisURL == "" {
+		return &ConfigError{"join-redis", "needs --redis: the members are listed there"}
+	}
+	if c.JoinRedis && c.RejoinInterval < 0 {
+		return &ConfigError{"join-redis", "needs re-joins (RejoinInterval at or above 0): a listing lapses unless renewed"}
+	}
+	if c.Advertise == "" && unspecifiedHost(c.RPCAddr) && !c.JoinRedis {
 		return &ConfigError{"advertise", fmt.Sprintf("needed when --rpc binds all interfaces (%s): peers must know which address reaches this node", c.RPCAddr)}
 	}
 	if c.RedisURL != "" {

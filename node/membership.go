@@ -25,6 +25,7 @@ func (n *Node) joinCluster() error {
 		ClientAddr:     n.advertisedClient(),
 		Join:           n.cfg.Join,
 		LookupHost:     n.cfg.LookupHost,
+		Registry:       n.registry(),
 		RejoinInterval: n.cfg.RejoinInterval,
 		Timings:        n.cfg.GossipTimings,
 		Transport:      n.cfg.GossipTransport,
@@ -40,7 +41,7 @@ func (n *Node) joinCluster() error {
 	n.cluster = c
 	// No ring until joined: a ring of this node alone would make it own everything. A
 	// node with no one to join is the whole cluster: it is ready before Start returns.
-	if len(n.cfg.Join) == 0 {
+	if !n.cfg.hasSeeds() {
 		n.syncMembership()
 		n.setJoined()
 	}

@@ -116,6 +116,14 @@ func Start(cfg Config) (*Node, error) {
 	if err := cfg.loadToken(); err != nil {
 		return nil, err
 	}
+	if cfg.JoinRedis && cfg.Advertise == "" && unspecifiedHost(cfg.RPCAddr) {
+		host, err := advertiseToward(cfg.RedisURL)
+		if err != nil {
+			return nil, &ConfigError{"advertise", err.Error()}
+		}
+		cfg.Advertise = host
+		cfg.Logger.Info("advertising the address this node reaches Redis from (--join-redis without --advertise)", "advertise", host)
+	}
 	sized := "--max-counters"
 	if cfg.MaxCounters == 0 {
 		cfg.MaxCounters, sized = DefaultMaxCounters(cfg.MaxKeyBytes)
@@ -147,7 +155,7 @@ func Start(cfg Config) (*Node, error) {
 	n.clock = clock.Real()
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
 		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
-		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: len(cfg.Join) == 0, Clock: n.clock, Wall: cfg.Now, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
+		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: !cfg.hasSeeds(), Clock: n.clock, Wall: cfg.Now, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
 		OnChange: func() {
 			if o := n.owner; o != nil {
 				o.LeasesChanged()

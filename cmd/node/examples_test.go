@@ -139,9 +139,11 @@ func TestImageRunsRatelimitAsBinRatelimit(t *testing.T) {
 }
 
 // A node of the ratelimit mode given no join list and no advertised address is a
-// cluster of one: its gossip and node-to-node ports move to 127.0.0.1 (the image's
-// 0.0.0.0 would need an advertised address), and stay where they were told otherwise.
-func TestRatelimitLoneNodeListensOnLoopback(t *testing.T) {
+// cluster of one without Redis: its gossip and node-to-node ports move to 127.0.0.1
+// (the image's 0.0.0.0 would need an advertised address), and stay where they were told
+// otherwise. With Redis it joins the replicas listed there (--join-redis), unless
+// LEAPCOUNT_JOIN_REDIS=false.
+func TestRatelimitReplicasJoinThroughRedisOrListenOnLoopback(t *testing.T) {
 	img := map[string]string{"LEAPCOUNT_GOSSIP": "0.0.0.0:7946", "LEAPCOUNT_RPC": "0.0.0.0:7947"}
 	with := func(kv ...string) map[string]string {
 		m := maps.Clone(img)
@@ -151,19 +153,25 @@ func TestRatelimitLoneNodeListensOnLoopback(t *testing.T) {
 		return m
 	}
 	for _, c := range []struct {
-		env  map[string]string
-		args []string
-		want []string
+		env   map[string]string
+		args  []string
+		want  []string
+		redis bool
 	}{
-		{img, nil, []string{"--gossip=127.0.0.1:7946", "--rpc=127.0.0.1:7947"}},
-		{map[string]string{}, nil, nil},
-		{with("LEAPCOUNT_JOIN", "a:7946"), nil, nil},
-		{with("LEAPCOUNT_ADVERTISE", "10.0.0.1"), nil, nil},
-		{img, []string{"--advertise=10.0.0.1"}, nil},
-		{img, []string{"-join", "a:7946"}, nil},
-		{with("LEAPCOUNT_RPC", "[::]:9000"), nil, []string{"--gossip=127.0.0.1:7946", "--rpc=127.0.0.1:9000"}},
+		{img, nil, []string{"--join-redis"}, true},
+		{with("LEAPCOUNT_JOIN_REDIS", "false"), nil, []string{"--gossip=127.0.0.1:7946", "--rpc=127.0.0.1:7947"}, true},
+		{with("LEAPCOUNT_JOIN_REDIS", "true"), nil, nil, true},
+		{with("LEAPCOUNT_JOIN", "a:7946"), nil, nil, true},
+		{img, []string{"--join-redis=false"}, nil, true},
+		{img, nil, []string{"--gossip=127.0.0.1:7946", "--rpc=127.0.0.1:7947"}, false},
+		{map[string]string{}, nil, nil, false},
+		{with("LEAPCOUNT_JOIN", "a:7946"), nil, nil, false},
+		{with("LEAPCOUNT_ADVERTISE", "10.0.0.1"), nil, nil, false},
+		{img, []string{"--advertise=10.0.0.1"}, nil, false},
+		{img, []string{"-join", "a:7946"}, nil, false},
+		{with("LEAPCOUNT_RPC", "[::]:9000"), nil, []string{"--gossip=127.0.0.1:7946", "--rpc=127.0.0.1:9000"}, false},
 	} {
-		if got := loneNodeFlags(envOf(c.env), c.args); !slices.Equal(got, c.want) {
+		if got := replicaFlags(envOf(c.env), c.args, c.redis); !slices.Equal(got, c.want) {
 			t.Errorf("env %v args %q: %q; want %q", c.env, c.args, got, c.want)
 		}
 	}
@@ -543,8 +551,8 @@ func TestEnvoyGatewayExample(t *testing.T) {
 	if !strings.Contains(img, "leapcount/node") || !egImage.MatchString(img) {
 		t.Errorf("rateLimitDeployment.container.image %q: want leapcount's image, valid as Envoy Gateway's API checks it", img)
 	}
-	if r := get(append(deploy, "replicas")...); r != 1 {
-		t.Errorf("rateLimitDeployment.replicas %v; want 1: leapcount's replicas do not form one cluster behind Envoy Gateway's Service yet", r)
+	if r, _ := get(append(deploy, "replicas")...).(int); r < 2 {
+		t.Errorf("rateLimitDeployment.replicas %v; want several: the replicas form one cluster through Redis", r)
 	}
 	redisURL, _ := get("rateLimit", "backend", "redis", "url").(string)
 	containerEnv, _ := get(append(deploy, "container", "env")...).([]any)
@@ -563,6 +571,10 @@ func TestEnvoyGatewayExample(t *testing.T) {
 	}
 	if !strings.HasPrefix(cfg.RedisURL, "redis://"+redisURL) {
 		t.Errorf("Redis %q; want rateLimit.backend.redis.url's, %s", cfg.RedisURL, redisURL)
+	}
+	if !cfg.JoinRedis || cfg.Advertise != "" || cfg.GossipAddr != "0.0.0.0:7946" || cfg.RPCAddr != "0.0.0.0:7947" {
+		t.Errorf("join through Redis %v, advertise %q, gossip %s, rpc %s; want the replicas to find each other through Redis, their cluster ports on every interface, the address advertised the one Redis is reached from",
+			cfg.JoinRedis, cfg.Advertise, cfg.GossipAddr, cfg.RPCAddr)
 	}
 	m, _ := mapRatelimitEnv(envOf(envoyGatewayEnv(redisURL, certs, containerEnv)))
 	if m == nil || m.promAddr != ":19001" {

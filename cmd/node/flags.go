@@ -49,6 +49,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&v.cfg.RLSHeaders, "rls-headers", false, "add RateLimit-Limit, -Remaining and -Reset headers to --grpc answers (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
 	fs.StringVar(&v.cfg.Advertise, "advertise", "", "host other nodes use to reach this one (default: the bind host)")
 	fs.StringVar(&v.join, "join", "", "comma-separated gossip addresses (host:port) of existing members; a DNS name stands for every address it resolves to, resolved again at each re-join (a Kubernetes headless Service)")
+	fs.BoolVar(&v.cfg.JoinRedis, "join-redis", false, "list this node's gossip address in --redis and join the members listed there (replicas no name lists: a Deployment behind one Service); with --rpc on all interfaces and no --advertise, advertise the address Redis is reached from")
 	fs.StringVar(&v.cfg.RedisURL, "redis", "", "Redis URL redis://[user:pass@]host:port/db (empty: no fallback, no persistence)")
 	fs.IntVar(&v.cfg.RedisWaitReplicas, "redis-wait-replicas", 0, "a write to Redis is confirmed once this many replicas acknowledged it too (WAIT), so that a failover to a replica loses none (in a Redis Cluster: replicas of the master written to; 0: the master's answer is enough)")
 	fs.DurationVar(&v.cfg.RedisWaitTimeout, "redis-wait-timeout", 0, "how long each write waits for --redis-wait-replicas before it counts as in doubt and is sent again (0: half the read timeout, 100ms)")

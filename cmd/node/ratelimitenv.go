@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -199,6 +200,11 @@ type rlMapping struct {
 }
 
 func (m *rlMapping) flag(name, value string) { m.flags = append(m.flags, "--"+name+"="+value) }
+
+// has reports whether the variables set the flag name.
+func (m *rlMapping) has(name string) bool {
+	return slices.ContainsFunc(m.flags, func(f string) bool { return strings.HasPrefix(f, "--"+name+"=") })
+}
 
 // rlStep maps a group of variables, or refuses one.
 type rlStep func(e *rlEnv, m *rlMapping, env func(string) (string, bool)) error
@@ -568,35 +574,39 @@ func ratelimitCmd(args []string, env func(string) (string, bool), stdout, stderr
 }
 
 // ratelimitFlags is the node's command line in this mode: the variables' flags, then
-// loneNodeFlags, then args (given after `ratelimit`, so they win).
+// replicaFlags, then args (given after `ratelimit`, so they win).
 func ratelimitFlags(args []string, env func(string) (string, bool)) ([]string, *rlMapping, error) {
 	m, err := mapRatelimitEnv(env)
 	if err != nil {
 		return nil, nil, err
 	}
-	flags := append(append(m.flags, loneNodeFlags(env, args)...), args...)
+	flags := append(append(m.flags, replicaFlags(env, args, m.has("redis"))...), args...)
 	return flags, m, nil
 }
 
-// loneNodeFlags: a node given neither a join list nor an advertised address
-// (LEAPCOUNT_JOIN, LEAPCOUNT_ADVERTISE, or --join, --advertise after `ratelimit`) is a
-// cluster of one, as each envoyproxy/ratelimit replica is a server of its own: its
-// gossip and node-to-node ports listen on 127.0.0.1, on the ports LEAPCOUNT_GOSSIP and
-// LEAPCOUNT_RPC name, whatever host they name. The image sets both to 0.0.0.0, which
-// needs an advertised address; so the image runs in this mode with envoyproxy/ratelimit's
-// variables alone (docker run, Envoy Gateway), and ports that serve no peer are not
-// reachable from outside. A flag after `ratelimit` still beats these.
-func loneNodeFlags(env func(string) (string, bool), args []string) []string {
-	for _, name := range []string{"join", "advertise"} {
-		if v, _ := env("LEAPCOUNT_" + strings.ToUpper(name)); v != "" {
+// replicaFlags makes the replicas of one Deployment one cluster, as envoyproxy/ratelimit's
+// replicas share one count in Redis, when nothing says how they find each other (no
+// LEAPCOUNT_JOIN or LEAPCOUNT_ADVERTISE, nor --join or --advertise after `ratelimit`):
+// with REDIS_URL they list themselves there and join from that list (--join-redis,
+// unless LEAPCOUNT_JOIN_REDIS is set: false keeps each replica a cluster of its own).
+// Without Redis each replica is a cluster of one: its gossip and node-to-node ports
+// listen on 127.0.0.1, on the ports LEAPCOUNT_GOSSIP and LEAPCOUNT_RPC name, whatever
+// host they name. The image sets both to 0.0.0.0, which needs an advertised address (or
+// --join-redis's); so the image runs in this mode with envoyproxy/ratelimit's variables
+// alone (docker run, Envoy Gateway), and ports that serve no peer are not reachable from
+// outside. A flag after `ratelimit` still beats these.
+func replicaFlags(env func(string) (string, bool), args []string, redis bool) []string {
+	if setBy(env, args, "join") || setBy(env, args, "advertise") || setBy(nil, args, "join-redis") {
+		return nil
+	}
+	if v, _ := env("LEAPCOUNT_JOIN_REDIS"); v != "" {
+		if isTrue(v) {
 			return nil
 		}
-		for _, a := range args {
-			a = strings.TrimLeft(a, "-")
-			if a == name || strings.HasPrefix(a, name+"=") {
-				return nil
-			}
-		}
+		redis = false
+	}
+	if redis {
+		return []string{"--join-redis"}
 	}
 	var flags []string
 	for _, name := range []string{"gossip", "rpc"} {
@@ -609,4 +619,27 @@ func loneNodeFlags(env func(string) (string, bool), args []string) []string {
 		}
 	}
 	return flags
+}
+
+// setBy reports whether the flag name is given after `ratelimit` or, when env is not
+// nil, by its LEAPCOUNT_ variable.
+func setBy(env func(string) (string, bool), args []string, name string) bool {
+	if env != nil {
+		if v, _ := env("LEAPCOUNT_" + strings.ToUpper(name)); v != "" {
+			return true
+		}
+	}
+	for _, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// isTrue reads a boolean variable as the flag package does.
+func isTrue(v string) bool {
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
 }

@@ -30,6 +30,11 @@ type Options struct {
 	// GRPC gives every node a --grpc listener (Addrs.GRPC), for Envoy's rate limit
 	// service; the flags that go with it (--limits) are the test's, in Args.
 	GRPC bool
+	// Ratelimit runs `leapcount-node ratelimit`: envoyproxy/ratelimit's variables, in
+	// Env, configure the node, and the harness's flags (after them) still win.
+	Ratelimit bool
+	// NoJoin gives nodes no --join: they find each other another way (--join-redis).
+	NoJoin bool
 }
 
 // Cluster is a set of node processes started by StartCluster (and Add).
@@ -112,9 +117,11 @@ func (c *Cluster) Add() *Node {
 	c.nodes = append(c.nodes, n)
 	c.mu.Unlock()
 	var join []string
-	if first := c.Node(0); first != n && first.live() {
+	switch first := c.Node(0); {
+	case c.opts.NoJoin:
+	case first != n && first.live():
 		join = []string{first.Gossip()}
-	} else {
+	default:
 		join = c.joinAddrs(n)
 	}
 	if err := n.launch(Addrs{}, join); err != nil {

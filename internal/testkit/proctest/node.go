@@ -134,6 +134,9 @@ func (n *Node) launch(addrs Addrs, join []string) error {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
 	args = append(args, n.c.opts.Args...)
+	if n.c.opts.Ratelimit {
+		args = append([]string{"ratelimit"}, args...)
+	}
 	if more := os.Getenv("LEAPCOUNT_TEST_NODE_ARGS"); more != "" {
 		args = append(args, strings.Fields(more)...) // for a hunt: --log-level debug, say
 	}
@@ -290,7 +293,10 @@ func (n *Node) Restart() {
 		n.Stop()
 	}
 	old := n.Addrs()
-	join := n.c.joinAddrs(n)
+	var join []string
+	if !n.c.opts.NoJoin {
+		join = n.c.joinAddrs(n)
+	}
 	err := n.launch(old, join)
 	if err != nil && !n.Running() {
 		n.c.t.Logf("proctest: %s cannot restart on its old ports (%v); trying new ones", n.name, err)
