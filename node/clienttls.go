@@ -76,6 +76,17 @@ func (n *Node) openClientTLS() error {
 		return &ConfigError{"client-tls-cert", err.Error()}
 	}
 	n.clientTLS = src
+	if n.cfg.TLSHandshakeRate > 0 {
+		n.handshakes = newHandshakePacer(n.cfg.TLSHandshakeRate)
+		p := n.handshakes
+		n.reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "leapcount_client_tls_handshakes_paced_total",
+				Help: "Client TLS handshakes past --tls-handshake-rate, by result (waited: began after a wait; refused: closed, their turn too far off).", ConstLabels: prometheus.Labels{"result": "waited"}},
+				func() float64 { return float64(p.waited.Load() - p.refused.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "leapcount_client_tls_handshakes_paced_total",
+				Help: "Client TLS handshakes past --tls-handshake-rate, by result (waited: began after a wait; refused: closed, their turn too far off).", ConstLabels: prometheus.Labels{"result": "refused"}},
+				func() float64 { return float64(p.refused.Load()) }))
+	}
 	n.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "leapcount_client_tls_reloads_total",
 			Help: "Times the client TLS files (--client-tls-*) changed, by result (ok: taken; error: the certificate in use stayed).", ConstLabels: prometheus.Labels{"result": "ok"}},
@@ -119,7 +130,7 @@ func (n *Node) listenTLS() error {
 		// HTTP/2 (ALPN h2) and HTTP/1.1: http.Server.Serve hands a *tls.Conn that
 		// negotiated h2 to net/http's own HTTP/2 server (its TLSNextProto, set up by
 		// Serve as by ServeTLS), so a client that multiplexes needs one connection.
-		n.httpTLS = tls.NewListener(n.httpTLSLn, n.clientTLS.ServerConfig([]string{"h2", "http/1.1"}))
+		n.httpTLS = tls.NewListener(n.httpTLSLn, n.tlsConfig([]string{"h2", "http/1.1"}))
 	}
 	return nil
 }
@@ -127,7 +138,7 @@ func (n *Node) listenTLS() error {
 // grpcTLSListener wraps ln for --grpc-tls: connections capped, then TLS with ALPN
 // "h2", which gRPC clients require; the h2grpc server reads the decrypted stream.
 func (n *Node) grpcTLSListener(ln net.Listener) net.Listener {
-	return tls.NewListener(connlimit.New(ln, n.cfg.MaxClients, ""), n.clientTLS.ServerConfig([]string{"h2"}))
+	return tls.NewListener(connlimit.New(ln, n.cfg.MaxClients, ""), n.tlsConfig([]string{"h2"}))
 }
 
 // serveTLS serves the RESP and HTTP TLS listeners (gRPC's is serveGRPC's).
@@ -136,7 +147,7 @@ func (n *Node) serveTLS() {
 		n.serving.Add(1)
 		go func() {
 			defer n.serving.Done()
-			if err := n.resp.ServeTLS(n.respTLSLn, n.clientTLS.ServerConfig(nil), false); err != nil && !errors.Is(err, net.ErrClosed) {
+			if err := n.resp.ServeTLS(n.respTLSLn, n.tlsConfig(nil), false); err != nil && !errors.Is(err, net.ErrClosed) {
 				n.cfg.Logger.Debug("resp TLS server stopped", "err", err)
 			}
 		}()

@@ -137,6 +137,11 @@ type Config struct {
 	// HTTP's is its header timeout, which is never longer (docs/security.md, Hostile
 	// clients).
 	TLSHandshakeTimeout time.Duration
+	// TLSHandshakeRate (--tls-handshake-rate) is how many TLS handshakes a second the
+	// client TLS ports begin, all together, a second's worth at once; one beyond waits
+	// its turn up to TLSHandshakeTimeout, else its connection is closed (zero:
+	// DefaultTLSHandshakeRate; negative: no bound).
+	TLSHandshakeRate float64
 	// GRPCRequestTimeout: a gRPC request must arrive whole within it of its headers
 	// (zero: DefaultGRPCRequestTimeout).
 	GRPCRequestTimeout time.Duration
@@ -197,6 +202,7 @@ const (
 	DefaultHTTPIdleTimeout       = 2 * time.Minute
 	DefaultHTTPMaxHeaderBytes    = 64 << 10
 	DefaultTLSHandshakeTimeout   = 10 * time.Second
+	DefaultTLSHandshakeRate      = 1000
 	DefaultGRPCRequestTimeout    = 10 * time.Second
 )
 
@@ -389,6 +395,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
 	orDefault(&c.HTTPMaxHeaderBytes, DefaultHTTPMaxHeaderBytes)
 	orDefault(&c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	orDefault(&c.TLSHandshakeRate, DefaultTLSHandshakeRate)
 	orDefault(&c.GRPCRequestTimeout, DefaultGRPCRequestTimeout)
 	orDefault(&c.MaxClients, DefaultMaxClients)
 	if c.Listen == nil {

@@ -79,6 +79,7 @@ type Node struct {
 	// Client TLS (clienttls.go): the files, and the listeners that speak TLS (nil
 	// without their flag). respClusterTLS says respClusterLn is --resp-cluster-tls's.
 	clientTLS      *certfiles.Source
+	handshakes     *handshakePacer // nil: no --tls-handshake-rate
 	respTLSLn      net.Listener
 	respClusterTLS bool
 	httpTLSLn      *connlimit.Listener // under httpTLS, for the refused count
@@ -309,7 +310,7 @@ func (n *Node) serve() {
 // serveRESPCluster serves --resp-cluster, or --resp-cluster-tls over TLS.
 func (n *Node) serveRESPCluster() error {
 	if n.respClusterTLS {
-		return n.resp.ServeTLS(n.respClusterLn, n.clientTLS.ServerConfig(nil), true)
+		return n.resp.ServeTLS(n.respClusterLn, n.tlsConfig(nil), true)
 	}
 	return n.resp.ServeCluster(n.respClusterLn)
 }
