@@ -15,7 +15,7 @@ import (
 // itself is gone at once, one that stops renewing is gone once its listing lapses, and
 // another cluster's list is apart.
 func TestMembersListUnlistAndLapse(t *testing.T) {
-	_, st := startStore(t)
+	srv, st := startStore(t)
 	ctx := context.Background()
 	ttl := 700 * time.Millisecond
 	m := st.Members("c1", ttl)
@@ -49,6 +49,13 @@ func TestMembersListUnlistAndLapse(t *testing.T) {
 			return fmt.Errorf("the third still sees %q", got)
 		}
 		return nil
+	})
+	// Redis restarted without its scripts: the list works again, the script sent whole.
+	srv.Stop()
+	srv.Restart()
+	testredis.Poll(t, 15*time.Second, "the list works after Redis restarted", func() error {
+		_, err := m.List(ctx, "10.0.0.3:7946")
+		return err
 	})
 }
 

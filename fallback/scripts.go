@@ -38,7 +38,9 @@ func mustRead(name string) string {
 
 // loaded is every script loadScripts loads, at Open and on a NOSCRIPT reply: scripts's,
 // and in the package's tests their per-operation scripts too (ops_test.go adds them).
-var loaded = []*redis.Script{scripts.mergeMany, scripts.stamp, scripts.late, scripts.mark, scripts.probe, scripts.members}
+// members is not among them: it runs alone, never in a pipeline, and Script.Run sends it
+// whole (EVAL) on NOSCRIPT.
+var loaded = []*redis.Script{scripts.mergeMany, scripts.stamp, scripts.late, scripts.mark, scripts.probe}
 
 // call is one script run: which script, its keys and its arguments.
 type call struct {
