@@ -35,7 +35,7 @@ test: tools
 # balance at large sizes, vet of the files only a build without -race compiles, the
 # simulation's seeds 1-SIM_SEEDS and the soak. The simulation is one go test process that
 # runs a seed per core at once (sim runSeeds: each run its own world, in one goroutine),
-# so its 20,000 seeds use both cores of a two-core runner: 17 minutes on this machine's.
+# so its 20,000 seeds use both cores of a two-core runner: 14 minutes on this machine's.
 SIM_SEEDS ?= 20000
 test-long: tools
 	LEAPCOUNT_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -race -count=1 -timeout 40m ./chaos_test/ ./internal/testkit/proctest/
