@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -32,12 +33,12 @@ import (
 // The hostile-client table of docs/security.md (Hostile clients), attack by attack,
 // against one node over real sockets: while the attack runs, a well-behaved client of
 // every port sends requests, and must see no error and a p99 latency within twice the
-// larger of the baselines measured just before and just after, without the attacker
-// (with a floor of 20 ms: on two shared cores, under -race, beside other work, any
-// CPU the attacker takes, its own TLS handshakes included, moves a p99 of a few ms
-// by as much); the
-// process's goroutines and heap stay within a bound per hostile connection; and every
-// hostile connection is cut within the documented time.
+// larger of the baselines measured just before and just after, without the attacker;
+// the process's goroutines and heap stay within a bound per hostile connection; and
+// every hostile connection is cut within the documented time. The HTTP/2 attackers and
+// openssl run in processes of their own at the lowest CPU priority: on another machine
+// their CPU would not be the node's, and on two shared cores their bursts alone move a
+// p99 of a millisecond past twice (the node's work for them stays in its process).
 //
 // Timeouts shortened for the test: the TLS handshake 2 s (10 s by default), a gRPC
 // request 1 s (10 s). The rpc port's handshake keeps its 5 s.
@@ -46,7 +47,6 @@ const (
 	hostileRequest   = time.Second
 	rpcHandshake     = 5 * time.Second // peerauth.DefaultTimeout
 	goodEvery        = 2 * time.Millisecond
-	p99Floor         = 20 * time.Millisecond
 	attackFor        = 3 * time.Second        // how long a reconnecting attacker goes on
 	reconnectEvery   = 100 * time.Millisecond // how often it opens its next connection
 )
@@ -146,9 +146,6 @@ type hostileRig struct {
 	goods   []*goodClient
 	stop    context.CancelFunc
 	clients sync.WaitGroup
-	// sessions lets a TLS attacker resume its session as it reconnects, as one that
-	// minds its own CPU does: each new connection then costs no signature either side.
-	sessions tls.ClientSessionCache
 }
 
 func startHostileRig(t *testing.T) *hostileRig {
@@ -156,7 +153,7 @@ func startHostileRig(t *testing.T) *hostileRig {
 		cfg.TLSHandshakeTimeout, cfg.GRPCRequestTimeout = hostileHandshake, hostileRequest
 		cfg.GossipKeys = [][]byte{bytes.Repeat([]byte{7}, 32)} // the rpc port speaks TLS
 	})
-	r := &hostileRig{tn: tn, sessions: tls.NewLRUClientSessionCache(4)}
+	r := &hostileRig{tn: tn}
 	conf := goTLS(t, tn.pool, nil)
 	rc := goRedis(t, tn.n.RESPTLSAddr(), conf)
 	hc := httpsClient(conf)
@@ -228,17 +225,16 @@ func (r *hostileRig) attack(t *testing.T, conns int, attack func(t *testing.T)) 
 	})
 }
 
-// attackInterleaved runs an attacker that goes on for as long as it is told (run),
-// for three stretches of attackFor/3, each after a quiet one as long: the machine's
-// other load, which comes and goes, falls on both alike.
-func (r *hostileRig) attackInterleaved(t *testing.T, conns int, run func(t *testing.T, d time.Duration)) {
+// attackInterleaved runs an attacker that goes on for as long as it is told (run,
+// which returns when it attacked), for three stretches of attackFor/3, each after a
+// quiet one as long: the machine's other load, which comes and goes, falls on both
+// alike.
+func (r *hostileRig) attackInterleaved(t *testing.T, conns int, run func(t *testing.T, d time.Duration) span) {
 	t.Helper()
 	r.measure(t, conns, func() (quiet1, under, quiet2 []span) {
 		for range 3 {
 			quiet1 = append(quiet1, quiet(attackFor/3))
-			from := time.Now()
-			run(t, attackFor/3)
-			under = append(under, span{from, time.Now()})
+			under = append(under, run(t, attackFor/3))
 		}
 		return quiet1, under, []span{quiet(attackFor / 3)}
 	})
@@ -291,7 +287,7 @@ func (r *hostileRig) measureOnce(t *testing.T, conns int, phases func() (quiet1,
 	q1, under, q2 := phases()
 	cancel()
 	p := <-peak
-	// Bounds: per hostile connection at most 4 goroutines (the client's own among them)
+	// Bounds: per hostile connection at most 4 goroutines (the node's; the attackers run in processes of their own)
 	// and 128 KiB of heap, beside 200 goroutines and 32 MiB of slack for the rest.
 	if g := p.goroutines - base.goroutines; g > 200+4*conns {
 		t.Errorf("goroutines rose by %d under the attack (%d hostile connections)", g, conns)
@@ -311,14 +307,14 @@ func (r *hostileRig) measureOnce(t *testing.T, conns int, phases func() (quiet1,
 		if len(errs) > 0 {
 			t.Errorf("%s: %d requests failed, the first: %v", g.name, len(errs), errs[0])
 		}
-		limit := max(2*max(pb, pa), p99Floor)
+		limit := 2 * max(pb, pa)
 		t.Logf("%s: p99 %v under the attack (%d requests, %v); without: %v (%d) and %v (%d); peak goroutines %d (base %d), heap %d MiB (base %d MiB)",
 			g.name, p99.Round(time.Microsecond), n, took.Round(time.Millisecond), pb.Round(time.Microsecond), nb, pa.Round(time.Microsecond), na, p.goroutines, base.goroutines, p.heap>>20, base.heap>>20)
 		if n < 50 {
 			slow = append(slow, fmt.Sprintf("%s: only %d requests under the attack", g.name, n))
 		}
 		if p99 > limit {
-			slow = append(slow, fmt.Sprintf("%s: p99 %v under the attack; limit %v (twice the baselines %v, %v, floor %v)", g.name, p99, limit, pb, pa, p99Floor))
+			slow = append(slow, fmt.Sprintf("%s: p99 %v under the attack; limit %v (twice the baselines %v, %v)", g.name, p99, limit, pb, pa))
 		}
 	}
 	return slow
@@ -331,14 +327,37 @@ func (r *hostileRig) tlsPorts() map[string]time.Duration {
 		n.GRPCTLSAddr(): hostileHandshake, n.RPCAddr(): rpcHandshake}
 }
 
-// cutWithin opens conns connections to every TLS port, runs client on each, and
-// checks that the node closes each within its port's handshake timeout (and a second
-// of slack for a loaded machine).
-func (r *hostileRig) cutWithin(t *testing.T, conns int, client func(nc net.Conn)) {
+// tlsPortsOrder is tlsPorts for the attacker process: addr=timeout, comma-separated.
+func (r *hostileRig) tlsPortsOrder() string {
+	var out []string
+	for addr, timeout := range r.tlsPorts() {
+		out = append(out, addr+"="+timeout.String())
+	}
+	return strings.Join(out, ",")
+}
+
+// parsePorts reads tlsPortsOrder.
+func parsePorts(t *testing.T, order string) map[string]time.Duration {
+	ports := map[string]time.Duration{}
+	for _, p := range strings.Split(order, ",") {
+		addr, timeout, _ := strings.Cut(p, "=")
+		d, err := time.ParseDuration(timeout)
+		if err != nil {
+			t.Fatalf("ports %q: %v", order, err)
+		}
+		ports[addr] = d
+	}
+	return ports
+}
+
+// cutWithin opens conns connections to every port, runs client on each, and checks
+// that the node closes each within its port's handshake timeout (and a second of
+// slack for a loaded machine).
+func cutWithin(t *testing.T, ports map[string]time.Duration, conns int, client func(nc net.Conn)) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var late []string
-	for addr, timeout := range r.tlsPorts() {
+	for addr, timeout := range ports {
 		for range conns {
 			nc, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -365,41 +384,29 @@ func (r *hostileRig) cutWithin(t *testing.T, conns int, client func(nc net.Conn)
 func TestHostileClientsCostOthersNothing(t *testing.T) {
 	longtest.Skip(t) // two to three minutes: make test-long runs it
 	r := startHostileRig(t)
-	const conns = 50 // per TLS port
-	t.Run("handshake never sent", func(t *testing.T) {
-		r.attack(t, 4*conns, func(t *testing.T) {
-			r.cutWithin(t, conns, func(net.Conn) {})
+	for _, a := range []string{handshakeNeverSent, slowHello} {
+		t.Run(a, func(t *testing.T) {
+			r.attack(t, 4*handshakeConns, func(t *testing.T) { r.inAttacker(t, a, 0) }) // (its start-up counted in)
 		})
-	})
-	t.Run("ClientHello a byte at a time", func(t *testing.T) {
-		hello := hostile.ClientHello()
-		r.attack(t, 4*conns, func(t *testing.T) {
-			r.cutWithin(t, conns, func(nc net.Conn) { hostile.SlowHello(nc, hello, 50*time.Millisecond) })
-		})
-	})
+	}
 	t.Run("renegotiation", func(t *testing.T) {
 		openssl := tool(t, "openssl", "Debian's openssl")
-		r.attackInterleaved(t, 3, func(t *testing.T, d time.Duration) { // one try a port each time
-			end := time.Now().Add(d)
-			defer func() { time.Sleep(time.Until(end)) }() // the stretch is a length of time
+		r.attackInterleaved(t, 3, func(t *testing.T, d time.Duration) span { // one try a port each time
+			from := time.Now()
 			var wg sync.WaitGroup
 			for _, addr := range []string{r.tn.n.RESPTLSAddr(), r.tn.n.HTTPTLSAddr(), r.tn.n.GRPCTLSAddr()} {
 				wg.Go(func() { renegotiationRefused(t, openssl, addr, r.tn.ca.File) })
 			}
 			wg.Wait()
+			time.Sleep(time.Until(from.Add(d))) // the stretch is a length of time
+			return span{from, time.Now()}
 		})
 	})
 	for _, a := range hostile.H2Attacks {
 		t.Run(string(a), func(t *testing.T) {
-			run := func(t *testing.T, d time.Duration) {
-				var wg sync.WaitGroup
-				for _, tlsOn := range []bool{false, true} {
-					wg.Go(func() { r.h2Attack(t, a, tlsOn, d) })
-				}
-				wg.Wait()
-			}
+			run := func(t *testing.T, d time.Duration) span { return r.inAttacker(t, string(a), d) }
 			if a == hostile.AbandonedStreams { // each connection lasts its request timeout
-				r.attack(t, 2, func(t *testing.T) { run(t, attackFor) })
+				r.attack(t, 2, func(t *testing.T) { run(t, attackFor) }) // (its start-up counted in)
 				return
 			}
 			r.attackInterleaved(t, 2, run)
@@ -407,12 +414,95 @@ func TestHostileClientsCostOthersNothing(t *testing.T) {
 	}
 }
 
-// h2Attack runs a against the gRPC port (tlsOn: --grpc-tls) on one connection after
-// another for d, a new one every reconnectEvery at most, each cut by the node:
-// a flood with GOAWAY ENHANCE_YOUR_CALM at once (within a second here), abandoned
-// streams once their request timeout passes. (An attacker that reconnects as fast as
-// it can is a connection flood: --max-clients and a firewall's per-address limits.)
-func (r *hostileRig) h2Attack(t *testing.T, a hostile.H2, tlsOn bool, d time.Duration) {
+// inAttacker runs attack (an hostile.H2, handshakeNeverSent or slowHello) against the
+// node from a copy of this test binary at the lowest CPU priority (nice 19;
+// TestHostileAttacker), for d (the HTTP/2 attacks, on the gRPC port in plaintext and
+// over TLS at once), and returns the stretch it attacked in. On another machine the
+// attacker's own CPU would not be the node's; here it takes nothing the node and the
+// well-behaved clients want. What the node spends on the attack counts in full: it
+// is its own process's.
+func (r *hostileRig) inAttacker(t *testing.T, attack string, d time.Duration) span {
+	t.Helper()
+	cmd := exec.Command("nice", "-n", "19", os.Args[0], "-test.run=^TestHostileAttacker$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), attackEnv+"="+attack, attackForEnv+"="+d.String(), attackPortsEnv+"="+r.tlsPortsOrder(),
+		attackPlainEnv+"="+r.tn.n.GRPCAddr(), attackTLSEnv+"="+r.tn.n.GRPCTLSAddr(), attackCAEnv+"="+r.tn.ca.File)
+	out, err := cmd.CombinedOutput()
+	var from, to int64
+	if i := bytes.Index(out, []byte(attackedLine)); i >= 0 {
+		fmt.Sscanf(string(out[i+len(attackedLine):]), "%d %d", &from, &to)
+	}
+	if err != nil || from == 0 || !bytes.Contains(out, []byte("--- PASS: TestHostileAttacker")) {
+		t.Fatalf("the attacker process failed (%v):\n%s", err, out)
+	}
+	// The stretch it attacked in, not its start-up (a process of this size takes tens
+	// of milliseconds to start).
+	return span{time.Unix(0, from), time.Unix(0, to)}
+}
+
+// The TLS handshake attacks, beside hostile.H2's, and how many connections they open
+// to each TLS port (and the rpc port).
+const (
+	handshakeNeverSent = "handshake never sent"
+	slowHello          = "ClientHello a byte at a time"
+	handshakeConns     = 50
+)
+
+// The attacker process's orders (inAttacker).
+const (
+	attackEnv      = "LEAPCOUNT_HOSTILE_ATTACK"
+	attackForEnv   = "LEAPCOUNT_HOSTILE_ATTACK_FOR"
+	attackPlainEnv = "LEAPCOUNT_HOSTILE_GRPC"
+	attackTLSEnv   = "LEAPCOUNT_HOSTILE_GRPC_TLS"
+	attackCAEnv    = "LEAPCOUNT_HOSTILE_CA"
+	attackPortsEnv = "LEAPCOUNT_HOSTILE_TLS_PORTS" // addr=handshake timeout, ...
+	// attackedLine, followed by two Unix times in ns, is when the attacker began and
+	// ended (its output).
+	attackedLine = "attacked from, to: "
+)
+
+// TestHostileAttacker is the attacker process of inAttacker; run alone, it has no orders
+// and skips.
+func TestHostileAttacker(t *testing.T) {
+	a := hostile.H2(os.Getenv(attackEnv))
+	if a == "" {
+		t.Skip("the attacker process of TestHostileClientsCostOthersNothing (inAttacker)")
+	}
+	from := time.Now()
+	defer func() { fmt.Printf("%s%d %d\n", attackedLine, from.UnixNano(), time.Now().UnixNano()) }()
+	switch a {
+	case handshakeNeverSent:
+		cutWithin(t, parsePorts(t, os.Getenv(attackPortsEnv)), handshakeConns, func(net.Conn) {})
+		return
+	case slowHello:
+		hello := hostile.ClientHello()
+		cutWithin(t, parsePorts(t, os.Getenv(attackPortsEnv)), handshakeConns, func(nc net.Conn) { hostile.SlowHello(nc, hello, 50*time.Millisecond) })
+		return
+	}
+	d, err := time.ParseDuration(os.Getenv(attackForEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(os.Getenv(attackCAEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	// Sessions resumed as it reconnects, as an attacker that minds its own CPU does:
+	// each new connection then costs no signature either side.
+	conf := &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}, ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+	var wg sync.WaitGroup
+	wg.Go(func() { h2AttackLoop(t, a, os.Getenv(attackPlainEnv), nil, d) })
+	wg.Go(func() { h2AttackLoop(t, a, os.Getenv(attackTLSEnv), conf, d) })
+	wg.Wait()
+}
+
+// h2AttackLoop runs a against addr (over TLS with conf, when given) on one connection
+// after another for d, a new one every reconnectEvery at most, each cut by the node: a
+// flood with GOAWAY ENHANCE_YOUR_CALM at once (within a second here), abandoned streams
+// once their request timeout passes. (An attacker that reconnects as fast as it can is
+// a connection flood: --max-clients and a firewall's per-address limits.)
+func h2AttackLoop(t *testing.T, a hostile.H2, addr string, conf *tls.Config, d time.Duration) {
 	const shouldRateLimit = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 	cut := time.Second
 	if a == hostile.AbandonedStreams {
@@ -424,24 +514,27 @@ func (r *hostileRig) h2Attack(t *testing.T, a hostile.H2, tlsOn bool, d time.Dur
 	for conns := 0; conns == 0 || time.Now().Before(end); conns++ {
 		var nc net.Conn
 		var err error
-		if tlsOn {
-			nc, err = tls.Dial("tcp", r.tn.n.GRPCTLSAddr(), &tls.Config{RootCAs: r.tn.pool, NextProtos: []string{"h2"}, ClientSessionCache: r.sessions})
+		if conf != nil {
+			nc, err = tls.Dial("tcp", addr, conf)
 		} else {
-			nc, err = net.Dial("tcp", r.tn.n.GRPCAddr())
+			nc, err = net.Dial("tcp", addr)
 		}
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return
 		}
 		opened := time.Now()
 		go a.Run(nc, shouldRateLimit)
-		code, goAway, closed := hostile.Outcome(nc, cut)
+		res := hostile.Read(nc, cut)
 		took := time.Since(opened)
 		nc.Close()
 		switch {
-		case !closed:
-			t.Fatalf("tls %v: connection %d still open after %v", tlsOn, conns+1, took.Round(time.Millisecond))
-		case a != hostile.AbandonedStreams && (!goAway || code != http2.ErrCodeEnhanceYourCalm):
-			t.Fatalf("tls %v: connection %d closed after %v with GOAWAY %v (%v); want ENHANCE_YOUR_CALM", tlsOn, conns+1, took.Round(time.Millisecond), goAway, code)
+		case !res.Closed:
+			t.Errorf("%s: connection %d still open after %v", addr, conns+1, took.Round(time.Millisecond))
+			return
+		case a != hostile.AbandonedStreams && (!res.GoAway || res.Code != http2.ErrCodeEnhanceYourCalm):
+			t.Errorf("%s: connection %d closed after %v: %v; want GOAWAY ENHANCE_YOUR_CALM", addr, conns+1, took.Round(time.Millisecond), res)
+			return
 		}
 		<-next.C
 	}
@@ -454,7 +547,8 @@ func renegotiationRefused(t *testing.T, openssl, addr, ca string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, openssl, "s_client", "-connect", addr, "-tls1_2", "-CAfile", ca, "-alpn", "h2,http/1.1")
+	// At the lowest CPU priority, as inAttacker's: its CPU is not the node's.
+	cmd := exec.CommandContext(ctx, "nice", "-n", "19", openssl, "s_client", "-connect", addr, "-tls1_2", "-CAfile", ca, "-alpn", "h2,http/1.1")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -124,6 +125,25 @@ func CallHeaders(method string) []byte {
 // ends or d passes, and returns the code of the last GOAWAY it sent (goAway false:
 // none), and whether the connection ended (closed false: still open after d).
 func Outcome(nc net.Conn, d time.Duration) (code http2.ErrCode, goAway, closed bool) {
+	r := Read(nc, d)
+	return r.Code, r.GoAway, r.Closed
+}
+
+// Result is what the server sent on a connection, as Read saw it.
+type Result struct {
+	Code   http2.ErrCode // of the last GOAWAY
+	GoAway bool          // a GOAWAY came
+	Closed bool          // the connection ended (false: still open at the deadline)
+	Frames int           // frames read
+	Err    error         // the read that ended it
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("GOAWAY %v (%v) after %d frames, closed %v by %v", r.GoAway, r.Code, r.Frames, r.Closed, r.Err)
+}
+
+// Read is Outcome with the frames counted and the error that ended the reading.
+func Read(nc net.Conn, d time.Duration) (r Result) {
 	nc.SetReadDeadline(time.Now().Add(d))
 	fr := http2.NewFramer(nil, nc)
 	for {
@@ -131,14 +151,17 @@ func Outcome(nc net.Conn, d time.Duration) (code http2.ErrCode, goAway, closed b
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
-			return code, goAway, false
+			r.Err = err
+			return r
 		case errors.Is(err, http2.ErrFrameTooLarge):
 			continue
 		case err != nil:
-			return code, goAway, true
+			r.Closed, r.Err = true, err
+			return r
 		}
+		r.Frames++
 		if g, ok := f.(*http2.GoAwayFrame); ok {
-			code, goAway = g.ErrCode, true
+			r.Code, r.GoAway = g.ErrCode, true
 		}
 	}
 }

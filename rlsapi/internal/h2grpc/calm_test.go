@@ -38,6 +38,31 @@ func TestFloodsAreToldToCalmDownAndClosed(t *testing.T) {
 	}
 }
 
+// A flood that arrives with the client's first SETTINGS, in the same read as the
+// handshake's (an attacker faster than the node, or the node slow to read), is told to
+// calm down too: the budget is counted as bytes arrive (calm.go), so its error must
+// come after the handshake's frame, not in place of it (the handshake would close
+// the connection with no GOAWAY).
+func TestAFloodWithTheHandshakeIsToldToCalmDown(t *testing.T) {
+	f := start(t, nil)
+	nc, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	b := []byte(http2.ClientPreface)
+	for range 400 { // the first SETTINGS and 399 more: twice the budget
+		b = append(b, 0, 0, 0, byte(http2.FrameSettings), 0, 0, 0, 0, 0)
+	}
+	if _, err := nc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	code, goAway, closed := hostile.Outcome(nc, 10*time.Second)
+	if !closed || !goAway || code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("closed %v, GOAWAY %v (%v); want GOAWAY ENHANCE_YOUR_CALM and a close", closed, goAway, code)
+	}
+}
+
 // Calls opened and never sent a byte more are answered DEADLINE_EXCEEDED at their
 // RequestTimeout, and the silent connection closed (stall.go): 128 of them at most.
 func TestAbandonedStreamsAreAnsweredAndTheConnectionClosed(t *testing.T) {
