@@ -208,12 +208,26 @@ end
 -- that gather many pairs, which cost that case a fifth of the script's time (measured):
 -- an HMGET of the head, the sum and bucket j, then one HSET, and a PEXPIRE only when the
 -- head moves (put).
+--
+-- A counter Redis does not hold (no head) becomes its one bucket: the head at j, the sum
+-- and the bucket n. That is what the general path below writes then, but written from
+-- the caller's strings, which Go sends in canonical decimal (strconv, as fld and str
+-- write them), with no arithmetic and no string.format: a flood of new keys is write-behind's costliest
+-- case, and this its most common delta (BenchmarkFlushDeltas/1buckets/new).
 local function merge_one(key, reset, b, ttl, js, ns)
-  local j = tonumber(js)
-  local f = fld(j)
+  local j, f = tonumber(js), js -- f: fld(j), which js is already
   local h, s, v = nil, ZERO, nil
   if not reset then
     local r = redis.call('HMGET', key, 'h', 's', f)
+    if not r[1] then
+      if ns == '0' then
+        redis.call('HSET', key, 's', '0', 'h', js)
+      else
+        redis.call('HSET', key, js, ns, 's', ns, 'h', js)
+      end
+      redis.call('PEXPIRE', key, ttl)
+      return
+    end
     h, s, v = tonumber(r[1]), num(r[2]), r[3]
   end
   local e = math.max(h or j, j)
