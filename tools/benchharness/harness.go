@@ -19,7 +19,7 @@ type Options struct {
 	Duration time.Duration // per measurement: the window
 	Conns    int           // connections of the load generator
 	Seed     uint64        // key draws
-	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "tls", "memory", "rls"
+	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "tls", "memory", "writebehind", "rls"
 	NodeBin  string        // the node binary; empty: build ./cmd/node
 	// RatelimitBin is envoyproxy/ratelimit's service binary, the baseline of the
 	// "rls" section (empty: leapcount's rows alone, no ratios).
@@ -144,6 +144,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if !h.skip("memory") {
 		if rep.loader, rep.mem, err = h.runMemory(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !h.skip("writebehind") && len(h.plan.mem) > 0 {
+		if rep.wb, err = h.runWriteBehind(ctx, h.plan.mem[0]); err != nil {
 			return nil, err
 		}
 	}

@@ -30,6 +30,7 @@ type Report struct {
 	mem                 []*memResult
 	rls                 []rlsbench.Row
 	tls                 *tlsResult
+	wb                  *wbResult
 	elapsed             time.Duration
 }
 
@@ -58,6 +59,7 @@ func (r *Report) Markdown() string {
 	b.WriteString(r.throughputSection())
 	b.WriteString(r.tlsSection())
 	b.WriteString(r.memorySection())
+	b.WriteString(r.writeBehindSection())
 	b.WriteString(r.rlsSection())
 	b.WriteString(figures)
 	return b.String()

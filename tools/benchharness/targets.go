@@ -48,6 +48,7 @@ func (r *Report) targets() []targetRow {
 		r.forwardTarget(),
 	}
 	rows = append(rows, r.memTargets()...)
+	rows = append(rows, r.writeBehindTargets()...)
 	rows = append(rows, r.gcTarget(),
 		r.latencyTarget("p99 latency, SW.INCR, one node, 50 connections unpipelined", "p1/uniform/unpinned", "sw-incr-1", time.Millisecond),
 		r.latencyTarget("p99 latency, SW.ALLOW, one node, 50 connections unpipelined", "p1/uniform/unpinned", "sw-allow-1", time.Millisecond))
