@@ -110,6 +110,33 @@ func (c *cluster) get(node, path string) ([]byte, error) {
 	return body, err
 }
 
+// movesOf reads, of each node, how many times it rebuilt its ring and how many of its
+// leases lapsed (its /metrics), as "node: builds/lapses" ("?" for one it could not read).
+func (c *cluster) movesOf(nodes []string) []string {
+	var out []string
+	for _, n := range nodes {
+		body, err := c.get(n, "/metrics")
+		if err != nil {
+			out = append(out, n+": ?")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s/%s", n, metricValue(body, "leapcount_ring_builds_total"), metricValue(body, "leapcount_lease_lapses_total")))
+	}
+	return out
+}
+
+// metricValue is the value of the first sample of name in a Prometheus text body ("?"
+// when there is none).
+func metricValue(body []byte, name string) string {
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
+			f := strings.Fields(rest)
+			return f[len(f)-1]
+		}
+	}
+	return "?"
+}
+
 // view is a node's GET /v1/cluster, once its /readyz answers 200; it must show the
 // suite's gossip key and cluster name in force (the compose variables reached it).
 func (c *cluster) view(node string) (proctest.View, error) {

@@ -88,6 +88,7 @@ func redisLost(r *run) {
 	for range 5 {
 		r.probe("node2", a)
 	}
+	moves := r.c.movesOf(r.c.members)
 	r.c.stopRedis()
 	before := r.acked() // Redis is stopped: nothing acknowledged later was written to it
 	r.c.waitRedis(false)
@@ -96,6 +97,9 @@ func redisLost(r *run) {
 	r.c.wipeRedis()
 	r.c.waitRedis(true)
 	r.hold(settle)
+	// A ring rebuilt or a lease lapsed while Redis was lost moves counters, which may then
+	// lose what docs/guarantees.md says (Redis emptied); the checker allows node1's alone.
+	r.t.Logf("%s: ring builds and lease lapses across the outage: %v -> %v", r.name, moves, r.c.movesOf(r.c.members))
 	r.mayLoseOf("node1", before)
 	restartOne(r, "node1")
 }
