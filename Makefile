@@ -3,7 +3,7 @@
 GO ?= go
 BIN ?= bin/leapcount-node
 
-.PHONY: test test-long build bench bench-short bench-rls gobench fuzz tools clean chart
+.PHONY: test test-long build bench bench-short bench-rls bench-fleet gobench fuzz tools clean chart
 
 # Installs redis-server, chromium and prometheus if missing (the tests start their own
 # servers, on free ports), then vets and runs the tests under the race detector, with
@@ -113,6 +113,13 @@ bench-short: tools
 bench-rls: tools ratelimit
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./tools/cmd/rlsbench ./cmd/node
 	bin/rlsbench -node bin/node -ratelimit bin/ratelimit
+
+# What a cluster costs as it grows (tools/cmd/fleet): 3 and then 24 node processes on
+# loopback, without Redis: settle time after the last /readyz, idle CPU per node, and
+# SIGKILL of a member that is not a voter and of a voter (about 3 minutes here).
+bench-fleet:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./tools/cmd/fleet ./cmd/node
+	bin/fleet -node bin/node -sizes 3,24
 
 # Every Go benchmark (go test -bench).
 gobench:

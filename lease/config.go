@@ -27,6 +27,11 @@ type Config struct {
 	// DeadVoterAfter is how long a member must have been dead before it stops being a
 	// voter (default 10s), so that a short pause does not shrink the voters.
 	DeadVoterAfter time.Duration
+	// Voters is the most voters a cluster keeps (default 5; odd): the rest of its
+	// members hold leases without granting any, so that what a lease costs does not grow
+	// with the fleet. A cluster of fewer than five members keeps at most three (all of
+	// them, up to three); Voters.Target says how many.
+	Voters int
 }
 
 // Defaults for Config.
@@ -35,6 +40,7 @@ const (
 	DefaultDrift          = 0.01
 	DefaultMargin         = 50 * time.Millisecond
 	DefaultDeadVoterAfter = 10 * time.Second
+	DefaultVoters         = 5
 )
 
 // WithDefaults fills zero fields.
@@ -57,6 +63,9 @@ func (c Config) WithDefaults() Config {
 	if c.DeadVoterAfter <= 0 {
 		c.DeadVoterAfter = DefaultDeadVoterAfter
 	}
+	if c.Voters <= 0 {
+		c.Voters = DefaultVoters
+	}
 	return c
 }
 
@@ -70,6 +79,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("lease: Grace %v must be at most half of Duration %v", c.Grace, c.Duration)
 	case c.Drift >= 0.5:
 		return fmt.Errorf("lease: Drift %v must be below 0.5", c.Drift)
+	case c.Voters%2 == 0 || c.Voters > MaxMembers:
+		return fmt.Errorf("lease: Voters %d must be odd and at most %d: an even set tolerates no more failures than the odd one below it", c.Voters, MaxMembers)
 	}
 	return nil
 }
@@ -78,4 +89,17 @@ func (c Config) Validate() error {
 // the clocks' rates.
 func (c Config) hold() time.Duration {
 	return time.Duration(float64(c.Duration)*(1+c.Drift)) + c.Margin
+}
+
+// TargetVoters is how many voters a cluster of members members keeps: all of them up to
+// three, then the largest odd number up to Voters.
+func (c Config) TargetVoters(members int) int {
+	if members <= 3 && c.Voters >= 3 {
+		return members
+	}
+	t := min(members, c.Voters)
+	if t > 0 && t%2 == 0 {
+		t--
+	}
+	return t
 }

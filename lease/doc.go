@@ -35,13 +35,20 @@
 //
 // # Voters
 //
-// The voters are the members whose grants count (Voters). A majority is more than half
-// of them, so two sides of a partition can never both have one. Members join the
-// voters when a majority of the voters see them alive, and leave them when they left
-// gracefully, or when they have been dead for Config.DeadVoterAfter and a majority of
-// the other voters see them dead: one change at a time, each agreed by a majority, so
-// a minority can neither shrink the voters to make itself a majority nor grow them with
-// members only it can see. A grant counts only toward a majority of the set its grantor
+// The voters are the members whose grants count (Voters): at most Config.Voters of them
+// (Config.TargetVoters), so that what leases cost does not grow with the fleet. Every
+// member, voter or not, holds leases granted by the voters and sends its heartbeats to
+// them alone; two members that are not voters exchange none, and learn from the voters'
+// replies which members went silent (Reply.Silent) and from gossip each other's runs
+// (View.Runs). A majority is more than half of the voters, so two sides of a partition can
+// never both have one. A member joins the voters while they are fewer than their number,
+// when a majority of the voters see it alive (of the zone with the fewest voters first,
+// then by name); a voter leaves them when it left gracefully, or when it has been dead
+// for Config.DeadVoterAfter and a majority of the other voters see it dead: one change at
+// a time, each agreed by a majority, so a minority can neither shrink the voters to make
+// itself a majority nor grow them with members only it can see. A founder makes the first
+// voters at once, itself and, up to their number, members that told it they have no
+// voters (FoundWith): no set came before, so no lease of another set can run. A grant counts only toward a majority of the set its grantor
 // holds, and a change waits until a majority of the voters have held the set it starts
 // from for a grant's length: by then no lease granted under the set before that one
 // runs, and the two sets apart, whose majorities need not meet, are never both in use.
@@ -49,7 +56,7 @@
 // a value, the voters of that set its acceptors (change.go): two nodes that each see
 // another change due at one moment (a member leaving, another joining) cannot both make
 // one, which would give two sets of one version whose majorities need not meet.
-// A grantor refuses every grant to a node it does not count as a voter.
+// A grantor refuses every grant to a node that is neither a voter nor a member alive.
 //
 // Grantor, Holder and Voters are pure state: no I/O, no clock; they are told the time.
 // Keeper drives them over an Exchanger: it reads the monotonic clock it is given

@@ -8,9 +8,9 @@ type Grantor struct {
 	cfg    Config
 	starts time.Duration // grants are refused before this: an earlier run may have granted
 	parts  []grant
-	// latest is each voter's newest round seen, so that a request overtaken by a newer
+	// latest is each member's newest round seen, so that a request overtaken by a newer
 	// one (a reconnect can reorder them) is not applied after it: its drops would
-	// end grants the newer request renewed. Only voters are granted anything, so only
+	// end grants the newer request renewed. Only members are granted anything, so only
 	// theirs are kept.
 	latest map[string]seenRound
 }
@@ -41,15 +41,18 @@ func NewGrantor(cfg Config, partitions int, now time.Duration, quarantine bool) 
 	return g
 }
 
-// Grant answers a heartbeat at now. isVoter says whether the sender counts as a voter
-// here; a non-voter is granted nothing (but its drops are honoured).
-func (g *Grantor) Grant(req *Request, isVoter bool, now time.Duration) Reply {
+// Grant answers a heartbeat at now. isMember says whether the sender is a voter or a
+// member alive here; anyone else is granted nothing (but its drops are honoured): anyone
+// who reaches the rpc port may send a heartbeat, under any name. Voters or not, members
+// are granted alike: a grant's safety is this table's (one holder a partition at a
+// time), and a grant counts toward a lease only from a voter (Holder).
+func (g *Grantor) Grant(req *Request, isMember bool, now time.Duration) Reply {
 	rep := Reply{Round: req.Round}
 	if len(req.Claims) != 0 && len(req.Claims) != setWords(len(g.parts)) {
 		rep.Refused = RefusedWrongShape
 		return rep
 	}
-	if isVoter && !g.newest(req, now) {
+	if isMember && !g.newest(req, now) {
 		rep.Granted = NewSet(len(g.parts))
 		return rep // overtaken: a newer round of the sender's was answered already
 	}
@@ -62,8 +65,8 @@ func (g *Grantor) Grant(req *Request, isVoter bool, now time.Duration) Reply {
 	case now < g.starts:
 		rep.Refused = RefusedStarting
 		return rep
-	case !isVoter:
-		rep.Refused = RefusedNotVoter
+	case !isMember:
+		rep.Refused = RefusedNotMember
 		return rep
 	}
 	rep.Granted = NewSet(len(g.parts))

@@ -72,8 +72,8 @@ func TestGrantorRefusals(t *testing.T) {
 	if r := g.Grant(a, true, cfg.hold()-1); r.Refused != RefusedStarting || r.Granted.Len() != 0 {
 		t.Fatalf("quarantined grantor: refused %d, granted %d; want RefusedStarting, 0", r.Refused, r.Granted.Len())
 	}
-	if r := g.Grant(a, false, cfg.hold()); r.Refused != RefusedNotVoter {
-		t.Fatalf("non-voter: refused %d; want RefusedNotVoter", r.Refused)
+	if r := g.Grant(a, false, cfg.hold()); r.Refused != RefusedNotMember {
+		t.Fatalf("non-voter: refused %d; want RefusedNotMember", r.Refused)
 	}
 	bad := &Request{From: "a", Incarnation: 1, Claims: claim(128, 100)}
 	if r := g.Grant(bad, true, cfg.hold()); r.Refused != RefusedWrongShape {

@@ -76,6 +76,8 @@ type Keeper struct {
 	leftRuns   map[string]uint64        // the incarnation each member that left gracefully ran
 	noVoters   map[string]time.Duration // when each member last said it had no voters, while this node had none
 	offsets    map[string]ntp.Estimate  // each member's counters' clock against this node's (ClockOffsets)
+	silentNow  []string                 // the members this node, a voter, finds silent as its last round began (Reply.Silent)
+	silentBy   map[string]heardSilent   // what each voter's last reply said was silent (Silent)
 
 	stats   stats                         // Stats
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
@@ -93,7 +95,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), dropping: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
 		next: 1, lastHeard: map[string]time.Duration{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]time.Duration{},
-		offsets: map[string]ntp.Estimate{}, kick: make(chan struct{}, 1)}
+		offsets: map[string]ntp.Estimate{}, silentBy: map[string]heardSilent{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	} else {
@@ -177,6 +179,11 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 	for name := range k.offsets {
 		if !k.known(name) {
 			delete(k.offsets, name)
+		}
+	}
+	for name := range k.silentBy {
+		if !k.voters.Has(name) {
+			delete(k.silentBy, name)
 		}
 	}
 }
@@ -279,14 +286,22 @@ func (k *Keeper) HasVoters() bool {
 	return !k.voters.Empty()
 }
 
-// Found makes this node the only voter when it has none: it has waited for a cluster
-// to join in vain (its seeds were only itself) and founds one.
-func (k *Keeper) Found() {
+// Found founds a cluster when this node has no voters: it has waited for a cluster to
+// join in vain (NoneHaveVoters of every member it sees). Its first voters are itself
+// and, up to their number, those of with that told it within a lease's length that they
+// have no voters either (the members it sees alive).
+func (k *Keeper) Found(with ...string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.voters.Empty() {
-		k.voters.Found()
+	if !k.voters.Empty() {
+		return
 	}
+	now := k.now()
+	fresh := slices.DeleteFunc(slices.Clone(with), func(name string) bool {
+		at, ok := k.noVoters[name]
+		return !ok || now-at > k.cfg.Duration
+	})
+	k.voters.FoundWith(fresh, k.view.Zones)
 }
 
 // Quorate reports whether this node has exchanged a heartbeat with a majority of its
@@ -296,6 +311,11 @@ func (k *Keeper) Found() {
 func (k *Keeper) Quorate(now time.Duration) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.quorate(now)
+}
+
+// quorate is Quorate; the caller holds mu.
+func (k *Keeper) quorate(now time.Duration) bool {
 	n := 0
 	for _, v := range k.voters.List() {
 		if v == k.cfg.Self || now-k.lastHeard[v] <= k.cfg.Duration {
@@ -307,10 +327,16 @@ func (k *Keeper) Quorate(now time.Duration) bool {
 
 // Incarnation is the run of the member named name, as its last heartbeat here said (0:
 // none heard). A node that restarted has another: what its earlier run held is gone.
+// Every member sends its heartbeats to the voters, so a voter hears every run at once; a
+// member that is not a voter hears none (it sends heartbeats, and is sent none), and
+// knows the others' runs from gossip (View.Runs) as well, the later of the two.
 func (k *Keeper) Incarnation(name string) uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.runs[name]
+	if k.voters.Has(k.cfg.Self) {
+		return k.runs[name]
+	}
+	return max(k.runs[name], k.view.Runs[name])
 }
 
 // GrantedTo names who this node's grantor holds p granted to now ("" if nobody).
@@ -350,10 +376,13 @@ func (k *Keeper) LastHeard(name string) time.Duration {
 	return k.lastHeard[name]
 }
 
-// Silent reports whether this node once exchanged heartbeats with the member named
-// name, and no heartbeat passed between them either way for a lease's length before
-// now. Such a member can renew no lease here: whatever it held here has run out or is
-// about to, whether it crashed, froze or was cut off, and whatever gossip says of it yet.
+// Silent reports whether the member named name can renew no lease: it crashed, froze or
+// was cut off, whatever gossip says of it yet. Between this node and a voter (either
+// way) heartbeats pass directly: name is silent when this node once exchanged
+// heartbeats with it and none passed between them for a lease's length before now
+// (silentHere). Two members that are not voters exchange none: name is silent when a
+// majority of the voters said so in their latest replies, fresh within a lease's
+// length; without that majority it can hold nothing.
 //
 // Only the time since both could talk counts: since is when this node last saw the
 // member appear (its gossip state or run began then; 0: unknown), and one that was
@@ -363,11 +392,60 @@ func (k *Keeper) LastHeard(name string) time.Duration {
 func (k *Keeper) Silent(name string, since, now time.Duration) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	last, awake := k.lastHeard[name], k.awake
-	if now-k.lastRound > 2*k.cfg.Heartbeat {
-		awake = now // it has just run again, and not begun a round yet
+	if name == k.cfg.Self || now-max(since, k.awakeAt(now)) <= k.cfg.Duration {
+		return false
 	}
-	return name != k.cfg.Self && last != 0 && now-max(last, awake, since) > k.cfg.Duration
+	if k.voters.Has(k.cfg.Self) || k.voters.Has(name) || k.voters.Empty() {
+		return k.silentHere(name, now)
+	}
+	n := 0
+	for voter, r := range k.silentBy {
+		if k.voters.Has(voter) && now-r.at <= k.cfg.Duration && slices.Contains(r.names, name) {
+			n++
+		}
+	}
+	return n >= k.voters.Quorum()
+}
+
+// heardSilent is a voter's Reply.Silent, and when it came.
+type heardSilent struct {
+	at    time.Duration
+	names []string
+}
+
+// awakeAt is when this node last began to run after missing rounds (frozen or
+// starved): it heard nobody before. The caller holds mu.
+func (k *Keeper) awakeAt(now time.Duration) time.Duration {
+	if now-k.lastRound > 2*k.cfg.Heartbeat {
+		return now // it has just run again, and not begun a round yet
+	}
+	return k.awake
+}
+
+// silentHere reports whether this node once exchanged heartbeats with name and none
+// passed between them for a lease's length before now. Heartbeats pass between a voter
+// and every member, not between two members that are not voters: each pair gets a
+// lease's length from when this node took its voter set (one that made it, or name, a
+// voter only just now heard nothing of name while neither was one). The caller holds mu.
+func (k *Keeper) silentHere(name string, now time.Duration) bool {
+	last := k.lastHeard[name]
+	return name != k.cfg.Self && last != 0 && now-max(last, k.awakeAt(now), k.voters.since) > k.cfg.Duration
+}
+
+// silentMembers lists the members silentHere, for this node's replies as a voter.
+// The caller holds mu.
+func (k *Keeper) silentMembers(now time.Duration) []string {
+	if !k.voters.Has(k.cfg.Self) {
+		return nil
+	}
+	var out []string
+	for name := range k.lastHeard {
+		if k.silentHere(name, now) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Handle answers a peer's heartbeat (the rpc server calls it).
@@ -381,11 +459,14 @@ func (k *Keeper) Handle(req *Request) *Reply {
 	if k.known(req.From) {
 		k.runs[req.From] = req.Incarnation
 	}
-	rep := k.grantor.Grant(req, k.voters.Has(req.From), now)
+	k.stats.heard.Add(1)
+	rep := k.grantor.Grant(req, k.known(req.From), now)
 	k.stats.granted.Add(uint64(rep.Granted.Len()))
-	rep.Voters, rep.Version = k.voters.List(), k.voters.Version()
+	rep.Voters, rep.Version, rep.Silent = k.voters.List(), k.voters.Version(), k.silentNow
 	rep.Change = k.voters.Accept(req.From, req.Change, req.Voters, req.Version, now)
-	rep.Alive = k.view.Alive
+	if k.voters.Has(req.From) {
+		rep.Alive = k.view.Alive // (only a voter's view of who is alive counts: Voters.agree)
+	}
 	if req.SentAt != 0 && received != 0 {
 		rep.ReceivedAt, rep.RepliedAt = received, k.wall()
 	}

@@ -76,7 +76,7 @@ type Refusal uint8
 
 const (
 	RefusedNone       Refusal = iota // the Reply's Granted says what was granted
-	RefusedNotVoter                  // the sender is not a voter for this grantor
+	RefusedNotMember                 // the sender is neither a voter nor a member alive for this grantor
 	RefusedStarting                  // the grantor started less than one grant ago
 	RefusedWrongShape                // the sender's partition count differs
 )
@@ -94,6 +94,10 @@ type Reply struct {
 	// and as it answered (ms since the Unix epoch; 0: it has none, or the Request had no
 	// SentAt).
 	ReceivedAt, RepliedAt int64
+	// Silent names the members this grantor, a voter, exchanged no heartbeat with for a
+	// lease's length (Keeper.Silent): a node that is not a voter exchanges heartbeats with
+	// the voters alone, and learns from them which of the other members can renew nothing.
+	Silent []string
 }
 
 // Limits of a Request or Reply on the wire, so a peer cannot make a node allocate

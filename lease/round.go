@@ -7,7 +7,7 @@ import (
 )
 
 // Round sends one round of heartbeats: the node grants itself what its own table
-// allows, asks every peer (voters and other live members) for the rest, and counts the
+// allows, asks the voters (targets) for the rest, and counts the
 // grants as replies come in. It returns once the requests are sent; replies are counted
 // as they arrive, within one heartbeat.
 func (k *Keeper) Round(ctx context.Context) {
@@ -50,8 +50,13 @@ func (k *Keeper) begin(wall int64) (*Request, []Peer, Set) {
 	n := k.next
 	k.next++
 	req := &Request{From: k.cfg.Self, Incarnation: k.cfg.Incarnation, Round: n, Claims: k.claims.Clone(),
-		Drops: k.dropping.Clone(), Voters: k.voters.List(), Version: k.voters.Version(), Alive: k.view.Alive,
+		Drops: k.dropping.Clone(), Voters: k.voters.List(), Version: k.voters.Version(),
 		Change: k.voters.ChangeMsg(), SentAt: wall}
+	if k.voters.Has(k.cfg.Self) {
+		// Only a voter's view of who is alive counts (Voters.agree): a member that is
+		// not one leaves it out, so that its heartbeats do not grow with the fleet.
+		req.Alive = k.view.Alive
+	}
 	// Drops go out in three rounds, then grants run out by themselves.
 	if k.dropRounds++; k.dropRounds >= 3 {
 		k.dropping = NewSet(k.cfg.Partitions)
@@ -61,7 +66,10 @@ func (k *Keeper) begin(wall int64) (*Request, []Peer, Set) {
 	k.holder.Grant(n, k.cfg.Self, self.Granted)
 	k.noteHeld(self.Granted, now)
 	k.retryAt = k.soonestFree(now)
-	return req, k.targets(), lapsed
+	k.silentNow = k.silentMembers(now)
+	targets := k.targets(now)
+	k.stats.sent.Add(uint64(len(targets)))
+	return req, targets, lapsed
 }
 
 // soonestFree is when the first grant here that keeps one of this node's claims from
@@ -104,11 +112,16 @@ func (k *Keeper) RetryIn(now time.Duration) (d time.Duration, ok bool) {
 // goes: about one network delay, for the other grantors to pass it as well.
 const retrySlack = 5 * time.Millisecond
 
-// targets are the peers to send a heartbeat: every reachable member but this one.
-func (k *Keeper) targets() []Peer {
+// targets are the peers to send a heartbeat: the voters, whose grants count and who
+// keep the voter set (every member's report reaches them). While this node knows no
+// voters, or has not heard a majority of its own for a lease's length (they may all be
+// gone, replaced by voters it has not heard of), every member it can reach: one of
+// them tells it the voters. The caller holds mu.
+func (k *Keeper) targets(now time.Duration) []Peer {
+	all := k.voters.Empty() || !k.quorate(now)
 	out := make([]Peer, 0, len(k.peers))
 	for _, p := range k.peers {
-		if p.Name != k.cfg.Self && p.Addr != "" {
+		if p.Name != k.cfg.Self && p.Addr != "" && (all || k.voters.Has(p.Name)) {
 			out = append(out, p)
 		}
 	}
@@ -151,6 +164,9 @@ func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	k.noteOffset(name, req, rep, wall, now)
 	k.voters.Report(name, rep.Alive, rep.Voters, rep.Version, now)
 	k.heard(name, rep.Voters, now)
+	if k.voters.Has(name) {
+		k.silentBy[name] = heardSilent{at: now, names: rep.Silent}
+	}
 	if rep.Refused == RefusedNone && sameVoters(req, rep) {
 		k.holder.Grant(req.Round, name, rep.Granted)
 		k.noteHeld(rep.Granted, now)

@@ -18,6 +18,8 @@ type sim struct {
 	cut     map[[2]int]bool
 	late    []lateReply
 	rng     *rand.Rand
+	sent    int  // heartbeats sent
+	prompt  bool // every reply arrives at once
 }
 
 type lateReply struct {
@@ -29,8 +31,17 @@ type lateReply struct {
 }
 
 func newSim(t *testing.T, n, partitions int, seed uint64) *sim {
+	return newFleet(t, n, n, partitions, seed)
+}
+
+// newFleet is newSim with the first voters nodes the voters, the rest members that are
+// not.
+func newFleet(t *testing.T, n, voters, partitions int, seed uint64) *sim {
 	s := &sim{t: t, cut: map[[2]int]bool{}, rng: rand.New(rand.NewPCG(seed, 0))}
 	cfg := Config{Duration: time.Second, Heartbeat: 150 * time.Millisecond}
+	if voters < n {
+		cfg.Voters = voters // (else the voters would grow to their default number)
+	}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("n%d", i)
 		s.names = append(s.names, name)
@@ -38,12 +49,16 @@ func newSim(t *testing.T, n, partitions int, seed uint64) *sim {
 			Found: i == 0, Clock: clockAt(&s.now)})
 		s.keepers = append(s.keepers, k)
 	}
+	var peers []Peer
+	for _, name := range s.names {
+		peers = append(peers, Peer{Name: name, Addr: name})
+	}
 	for _, k := range s.keepers {
 		k.voters.set, k.voters.version = map[string]bool{}, 1 // one set, at one version on every node
-		for _, name := range s.names {
+		for _, name := range s.names[:voters] {
 			k.voters.set[name] = true
 		}
-		k.view = View{Alive: s.names}
+		k.view, k.peers = View{Alive: s.names}, peers
 	}
 	s.now = 10 * time.Second // past the grantors' quarantine
 	return s
@@ -55,13 +70,16 @@ func (s *sim) linked(a, b int) bool { return !s.cut[[2]int{min(a, b), max(a, b)}
 // arrive at once or later.
 func (s *sim) round(i int) {
 	k := s.keepers[i]
-	req, _, _ := k.begin(k.wall())
-	for j, other := range s.keepers {
-		if j == i || !s.linked(i, j) {
+	req, targets, _ := k.begin(k.wall())
+	s.sent += len(targets)
+	for _, p := range targets {
+		j := s.index(p.Name)
+		other := s.keepers[j]
+		if !s.linked(i, j) {
 			continue
 		}
 		rep := other.Handle(req)
-		if s.rng.IntN(4) == 0 {
+		if !s.prompt && s.rng.IntN(4) == 0 {
 			s.late = append(s.late, lateReply{at: s.now + time.Duration(s.rng.IntN(2000))*ms, to: i, from: s.names[j], req: req, rep: rep})
 			continue
 		}
@@ -112,11 +130,16 @@ func (s *sim) check(step int, partitions int) {
 // its own, randomly stale, placement), through cuts, heals and late replies, and
 // checks after every step that no partition has two holders.
 func TestRandomizedAtMostOneHolder(t *testing.T) {
-	const nodes, partitions, steps = 5, 16, 4000
+	t.Run("all voters", func(t *testing.T) { randomizedAtMostOneHolder(t, 5, 5) })
+	t.Run("3 voters of 7", func(t *testing.T) { randomizedAtMostOneHolder(t, 7, 3) })
+}
+
+func randomizedAtMostOneHolder(t *testing.T, nodes, voters int) {
+	const partitions, steps = 16, 4000
 	for run := 0; run < 5; run++ {
 		seed := uint64(time.Now().UnixNano()) + uint64(run)
 		t.Logf("seed %d", seed)
-		s := newSim(t, nodes, partitions, seed)
+		s := newFleet(t, nodes, voters, partitions, seed)
 		offsets := make([]int, nodes)
 		held := 0
 		for step := 0; step < steps; step++ {
@@ -209,5 +232,79 @@ func TestDropMovesAtOnce(t *testing.T) {
 	s.round(1)
 	if !s.keepers[1].Holds(0, s.now) {
 		t.Fatal("n1 not granted partition 0 in the round after n0 dropped it")
+	}
+}
+
+// TestMembersNotVotersHoldLeasesAndHeartbeatOnlyTheVoters: of seven members with three
+// voters, each of the four others is granted what it claims by the voters, and sends
+// its heartbeats to the three voters alone.
+func TestMembersNotVotersHoldLeasesAndHeartbeatOnlyTheVoters(t *testing.T) {
+	const nodes, voters = 7, 3
+	s := newFleet(t, nodes, voters, nodes, 1)
+	s.prompt = true
+	for i, k := range s.keepers {
+		k.SetClaims(claim(nodes, i))
+	}
+	for range 3 { // the first rounds of a node that heard none of its voters yet go to everyone
+		for i := range s.keepers {
+			s.round(i)
+		}
+	}
+	s.sent = 0
+	for i := range s.keepers {
+		s.round(i)
+	}
+	if want := voters*(voters-1) + (nodes-voters)*voters; s.sent != want {
+		t.Fatalf("one round each sent %d heartbeats; want %d (each to the voters alone)", s.sent, want)
+	}
+	for i, k := range s.keepers {
+		if !k.Holds(i, s.now) {
+			t.Errorf("%s (voter %v) does not hold partition %d it claims", s.names[i], i < voters, i)
+		}
+	}
+}
+
+// TestMembersNotVotersLearnSilenceFromTheVoters: two members that are not voters exchange
+// no heartbeat; one learns that the other went silent (it can renew nothing) from the
+// voters' replies, once a majority of them say so, and not before.
+func TestMembersNotVotersLearnSilenceFromTheVoters(t *testing.T) {
+	const nodes, voters = 5, 3
+	s := newFleet(t, nodes, voters, 1, 1)
+	s.prompt = true
+	all := func() {
+		for i := range s.keepers {
+			s.round(i)
+		}
+	}
+	all()
+	all()
+	// n4 is cut off from every voter; n3 still reaches them all.
+	for v := range voters {
+		s.cut[[2]int{v, 4}] = true
+	}
+	for end := s.now + 2*s.keepers[0].cfg.Duration; s.now < end; {
+		s.now += 150 * ms
+		all()
+	}
+	if !s.keepers[3].Silent("n4", 0, s.now) {
+		t.Fatal("n3 does not see n4 silent, cut off from every voter for two lease lengths")
+	}
+	if s.keepers[4].Silent("n3", 0, s.now) {
+		t.Fatal("n4, which hears no voter, takes n3 for silent")
+	}
+	// One voter hears n4 again: two of three still say it is silent.
+	delete(s.cut, [2]int{0, 4})
+	s.now += 150 * ms
+	all()
+	all()
+	if !s.keepers[3].Silent("n4", 0, s.now) {
+		t.Fatal("n3 stopped seeing n4 silent when one voter of three heard it")
+	}
+	delete(s.cut, [2]int{1, 4})
+	s.now += 150 * ms
+	all()
+	all()
+	if s.keepers[3].Silent("n4", 0, s.now) {
+		t.Fatal("n3 still sees n4 silent though two voters of three hear it")
 	}
 }

@@ -38,6 +38,8 @@ type View struct {
 	Left      []string                 // members that left gracefully
 	LeftRuns  map[string]uint64        // of Left: the run (incarnation) that left, as gossip says (0 or none: unknown)
 	DeadSince map[string]time.Duration // members declared dead, and since when (the Keeper's Clock)
+	Zones     map[string]string        // each member's zone (--zone; missing: none): voters spread over them
+	Runs      map[string]uint64        // of Alive: each one's run (incarnation), as gossip says (missing or 0: unknown)
 }
 
 // NewVoters returns an empty set for the member named self: it takes the voters of the
@@ -48,7 +50,24 @@ func NewVoters(cfg Config, self string) *Voters {
 }
 
 // Found makes self the only voter: a node with no cluster to join founds one.
-func (v *Voters) Found() { v.set, v.version, v.acceptsFrom = map[string]bool{v.self: true}, 1, 0 }
+func (v *Voters) Found() { v.FoundWith(nil, nil) }
+
+// FoundWith founds a cluster whose first voters are self and, up to their number
+// (Config.TargetVoters), the members of others in the order they would join the voters
+// (byZone): each of them must have said it knows no voters (Keeper.Found checks), so none
+// holds or grants a lease under another set. The first set has none before it, so it
+// needs none of the changes, a lease's length apart, that growing from self alone takes.
+func (v *Voters) FoundWith(others []string, zones map[string]string) {
+	v.set, v.version, v.acceptsFrom = map[string]bool{v.self: true}, 1, 0
+	others = slices.DeleteFunc(slices.Clone(others), func(n string) bool { return n == v.self })
+	want := v.cfg.TargetVoters(len(others) + 1)
+	for _, n := range v.byZone(others, zones, true) {
+		if len(v.set) >= want {
+			break
+		}
+		v.set[n] = true
+	}
+}
 
 // Version counts the changes made to the voters since the cluster was founded: of two
 // sets, the one with the higher version was made from the other, directly or not.
@@ -85,12 +104,15 @@ func (v *Voters) Report(from string, alive, voters []string, version uint64, now
 	if !v.set[from] && !v.members[from] {
 		return
 	}
-	r := report{at: now, since: now, alive: make(map[string]bool, len(alive)), voters: sorted(voters), version: version}
+	r := report{at: now, since: now, voters: sorted(voters), version: version}
 	if old, ok := v.reports[from]; ok && old.version == version && slices.Equal(old.voters, r.voters) {
 		r.since = old.since
 	}
-	for _, a := range alive {
-		r.alive[a] = true
+	if v.set[from] { // only a voter's view of who is alive counts (agree)
+		r.alive = make(map[string]bool, len(alive))
+		for _, a := range alive {
+			r.alive[a] = true
+		}
 	}
 	v.reports[from] = r
 }
@@ -136,16 +158,14 @@ func (v *Voters) Update(view View, now time.Duration) bool {
 			return v.change(n, false, now)
 		}
 	}
-	alive := make(map[string]bool, len(view.Alive))
-	for _, n := range view.Alive {
-		alive[n] = true
-	}
-	for _, n := range sorted(view.Alive) {
-		if slices.Contains(view.Leaving, n) {
-			continue // on its way out: adding it back would undo its drop
-		}
-		if !v.set[n] && v.agree(n, true, alive[n], now) >= v.Quorum() && v.inStep(n, true, now) {
-			return v.change(n, true, now)
+	staying := slices.DeleteFunc(slices.Clone(view.Alive), func(n string) bool {
+		return slices.Contains(view.Leaving, n) // on its way out: adding it back would undo its drop
+	})
+	if len(v.set) < v.cfg.TargetVoters(len(staying)) {
+		for _, n := range v.byZone(staying, view.Zones, true) {
+			if !v.set[n] && v.agree(n, true, true, now) >= v.Quorum() && v.inStep(n, true, now) {
+				return v.change(n, true, now)
+			}
 		}
 	}
 	for _, n := range v.List() {
@@ -159,7 +179,38 @@ func (v *Voters) Update(view View, now time.Duration) bool {
 			return v.change(n, false, now)
 		}
 	}
+	if len(v.set) > v.cfg.TargetVoters(v.cfg.Voters) {
+		// More voters than Voters allows (the set of a cluster that ran with more, or
+		// with every member a voter): the first of a crowded zone goes.
+		for _, n := range v.byZone(v.List(), view.Zones, false) {
+			if v.inStep(n, false, now) {
+				return v.change(n, false, now)
+			}
+			break // one candidate, the same on every node: the next waits for it
+		}
+	}
 	return false
+}
+
+// byZone orders names as candidates to add as voters (add) or to drop: to add, those
+// of the zones with the fewest voters first, so that the voters spread over the zones
+// and one zone's loss keeps a majority; to drop, those of the zones with the most.
+// Within a zone, by name, so that every node orders them alike. zones labels each
+// member's zone ("" or missing: no zone, one zone of its own).
+func (v *Voters) byZone(names []string, zones map[string]string, add bool) []string {
+	count := map[string]int{}
+	for n := range v.set {
+		count[zones[n]]++
+	}
+	out := sorted(names)
+	slices.SortStableFunc(out, func(a, b string) int {
+		ca, cb := count[zones[a]], count[zones[b]]
+		if add {
+			return ca - cb
+		}
+		return cb - ca
+	})
+	return out
 }
 
 // change proposes the next version of the set: with name added (or, with add false,

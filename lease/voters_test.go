@@ -2,6 +2,7 @@ package lease
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,11 +67,11 @@ func TestVotersAdoptAndFound(t *testing.T) {
 
 func TestVotersAdmitWithMajority(t *testing.T) {
 	v := votersOf("a", "a", "b", "c")
-	view := View{Alive: []string{"a", "b", "c", "d"}}
+	view := View{Alive: []string{"a", "b", "c", "d", "e"}}
 	if update(v, view, 0) {
 		t.Fatalf("admitted d seen alive by a alone: %v", v.List())
 	}
-	v.Report("b", []string{"a", "b", "c", "d"}, []string{"a", "b", "c"}, 1, 0)
+	v.Report("b", []string{"a", "b", "c", "d", "e"}, []string{"a", "b", "c"}, 1, 0)
 	if !update(v, view, 0) || !v.Has("d") {
 		t.Fatalf("d not admitted when a and b (2 of 3) see it: %v", v.List())
 	}
@@ -256,5 +257,115 @@ func TestLeavingMemberIsNotAddedBack(t *testing.T) {
 	v.Report("b", view.Alive, []string{"a", "b"}, 1, 0)
 	if update(v, view, 0) || v.Has("c") {
 		t.Fatalf("added c, which is leaving: %v", v.List())
+	}
+}
+
+func TestTargetVoters(t *testing.T) {
+	for _, c := range []struct{ voters, members, want int }{
+		{5, 0, 0}, {5, 1, 1}, {5, 2, 2}, {5, 3, 3}, {5, 4, 3}, {5, 5, 5}, {5, 6, 5}, {5, 200, 5},
+		{3, 2, 2}, {3, 4, 3}, {3, 24, 3}, {7, 6, 5}, {7, 8, 7}, {1, 2, 1}, {1, 24, 1},
+	} {
+		if got := (Config{Voters: c.voters}).WithDefaults().TargetVoters(c.members); got != c.want {
+			t.Errorf("Voters %d, %d members: target %d; want %d", c.voters, c.members, got, c.want)
+		}
+	}
+	if err := (Config{Voters: 4}).Validate(); err == nil || !strings.Contains(err.Error(), "Voters 4") {
+		t.Errorf("Validate of Voters 4: %v; want an error naming Voters", err)
+	}
+}
+
+// seenBy reports to v, from each of its other voters in alive, that they see alive
+// alive and hold v's set.
+func seenBy(v *Voters, alive []string, now time.Duration) {
+	for _, n := range v.List() {
+		if n != v.self && slices.Contains(alive, n) {
+			v.Report(n, alive, v.List(), v.Version(), now)
+		}
+	}
+}
+
+// TestVotersStopAtTheirTarget: a member joins the voters only while they are fewer
+// than their target (Config.Voters, three below five members); the rest hold leases
+// without granting any.
+func TestVotersStopAtTheirTarget(t *testing.T) {
+	v := votersOf("a", "a", "b", "c")
+	four := View{Alive: []string{"a", "b", "c", "d"}}
+	seenBy(v, four.Alive, 0)
+	if update(v, four, 0) {
+		t.Fatalf("four members: voters grew to %v; want three", v.List())
+	}
+	seven := View{Alive: []string{"a", "b", "c", "d", "e", "f", "g"}}
+	now := time.Duration(0)
+	for i := 0; i < 10; i++ {
+		seenBy(v, seven.Alive, now)
+		update(v, seven, now)
+		now += v.cfg.hold()
+	}
+	if got := v.List(); !slices.Equal(got, []string{"a", "b", "c", "d", "e"}) {
+		t.Fatalf("seven members: voters %v; want the first five", got)
+	}
+}
+
+// TestDeadVoterIsReplaced: a voter dead for DeadVoterAfter is dropped, and a member that
+// is not a voter takes its place, one change at a time.
+func TestDeadVoterIsReplaced(t *testing.T) {
+	v := votersOf("a", "a", "b", "c", "d", "e")
+	alive := []string{"a", "b", "d", "e", "f", "g"}
+	view := View{Alive: alive, DeadSince: map[string]time.Duration{"c": 0}}
+	now := 20 * time.Second
+	seenBy(v, alive, now)
+	if !update(v, view, now) || v.Has("c") || len(v.List()) != 4 {
+		t.Fatalf("c dead for 20s: voters %v; want c dropped", v.List())
+	}
+	if update(v, view, now) {
+		t.Fatalf("replaced c before the drop settled: %v", v.List())
+	}
+	seenBy(v, alive, now) // the others take the set without c
+	now += v.cfg.hold()
+	seenBy(v, alive, now)
+	if !update(v, view, now) || !slices.Equal(v.List(), []string{"a", "b", "d", "e", "f"}) {
+		t.Fatalf("after the drop settled: voters %v; want f in c's place", v.List())
+	}
+}
+
+// TestVotersSpreadOverZones: the member added is one of the zone with the fewest
+// voters, so that one zone's loss keeps a majority.
+func TestVotersSpreadOverZones(t *testing.T) {
+	v := votersOf("a", "a", "b", "c")
+	zones := map[string]string{"a": "z1", "b": "z1", "c": "z2", "d": "z1", "e": "z2", "f": "z3"}
+	view := View{Alive: []string{"a", "b", "c", "d", "e", "f"}, Zones: zones}
+	seenBy(v, view.Alive, 0)
+	if !update(v, view, 0) || !v.Has("f") {
+		t.Fatalf("voters %v; want f, of z3, which has none", v.List())
+	}
+}
+
+// TestVotersShrinkToTheirCap: a set larger than Config.Voters allows (a cluster that
+// ran with every member a voter) loses one voter a change, from its most crowded zone.
+func TestVotersShrinkToTheirCap(t *testing.T) {
+	v := NewVoters(Config{Duration: time.Second, Voters: 3}, "a")
+	v.adopt([]string{"a", "b", "c", "d", "e"}, 1, 0)
+	zones := map[string]string{"a": "z1", "b": "z2", "c": "z2", "d": "z3", "e": "z3"}
+	view := View{Alive: []string{"a", "b", "c", "d", "e"}, Zones: zones}
+	seenBy(v, view.Alive, 0)
+	if !update(v, view, 0) || len(v.List()) != 4 || !v.Has("a") {
+		t.Fatalf("voters %v; want one of z2 or z3 dropped, a (alone in z1) kept", v.List())
+	}
+}
+
+// TestFounderMakesTheFirstVotersAtOnce: a founder takes itself and, up to their number,
+// members that told it they have no voters, as version 1: no set came before it, so no
+// lease under another set runs, and the voters need not grow a change at a time.
+func TestFounderMakesTheFirstVotersAtOnce(t *testing.T) {
+	v := NewVoters(Config{}, "c")
+	v.FoundWith([]string{"a", "b", "c", "d", "e", "f", "g"}, nil)
+	if got := v.List(); !slices.Equal(got, []string{"a", "b", "c", "d", "e"}) || v.Version() != 1 {
+		t.Fatalf("founder c of seven: voters %v version %d; want [a b c d e] version 1", got, v.Version())
+	}
+	k := NewKeeper(KeeperConfig{Self: "a", Partitions: 1, Clock: funcClock(func() time.Duration { return time.Second })})
+	k.noVoters["b"] = time.Second // b told a it has no voters; x did not
+	k.Found("a", "b", "x")
+	if got := k.Voters(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("founder a, with b new and x unheard: voters %v; want [a b]", got)
 	}
 }

@@ -14,7 +14,9 @@ import (
 // set drops | names voters | names alive | uvarint voters version | change message |
 // varint sent at. Its answer is u8 status (0 replied, 1 no reply) and then uvarint
 // round | u8 refusal | set granted | names voters | names alive | uvarint voters version
-// | change state | varint received at | varint replied at, or name message. A name is uvarint length | bytes (at most MaxNameBytes), names a
+// | change state | varint received at | varint replied at [| names silent], or name message.
+// The silent names are left out when there are none (as they are, all but in a fault):
+// a node of an earlier version then reads the reply too. A name is uvarint length | bytes (at most MaxNameBytes), names a
 // uvarint count (at most MaxMembers) of names, a set a uvarint count of uvarint 64-bit
 // words (at most MaxPartitions bits). Every field is required: a frame that lacks one,
 // or has bytes after the last, is malformed.
@@ -70,7 +72,11 @@ func AppendAnswer(b []byte, rep *Reply) []byte {
 	b = appendNames(appendNames(b, rep.Voters), rep.Alive)
 	b = binary.AppendUvarint(b, rep.Version)
 	b = appendChangeState(b, rep.Change)
-	return binary.AppendVarint(binary.AppendVarint(b, rep.ReceivedAt), rep.RepliedAt)
+	b = binary.AppendVarint(binary.AppendVarint(b, rep.ReceivedAt), rep.RepliedAt)
+	if len(rep.Silent) > 0 {
+		b = appendNames(b, rep.Silent)
+	}
+	return b
 }
 
 // ReadAnswer reads a heartbeat's answer: the reply, or the peer's reason for giving
@@ -98,6 +104,9 @@ func ReadAnswer(d *wire.Decoder) (*Reply, error) {
 	rep.Change = readChangeState(d)
 	rep.ReceivedAt = d.Varint("received at")
 	rep.RepliedAt = d.Varint("replied at")
+	if d.Err() == nil && d.Len() > 0 {
+		rep.Silent = names(d, "silent")
+	}
 	return rep, nil
 }
 
@@ -220,6 +229,9 @@ func checkReply(r *Reply) error {
 		if err := checkChange(st.Value, st.Promised, st.Accepted); err != nil {
 			return err
 		}
+	}
+	if err := checkNames("silent", r.Silent); err != nil {
+		return err
 	}
 	return checkNames("alive", r.Alive)
 }

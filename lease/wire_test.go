@@ -53,6 +53,33 @@ func TestHeartbeatRoundTrip(t *testing.T) {
 	}
 }
 
+// A voter's reply names the members it finds silent; one that finds none sends what a
+// node of the version before the field reads, and reads the same back.
+func TestReplySilentOnTheWire(t *testing.T) {
+	rep := &Reply{Round: 3, Granted: testSet(64, 1), Voters: []string{"a"}, Version: 1, Silent: []string{"m4", "m9"}}
+	d := wire.NewDecoder(AppendAnswer(nil, rep))
+	if back, err := ReadAnswer(&d); err != nil || d.End() != nil || !reflect.DeepEqual(back, rep) {
+		t.Fatalf("reply with silent members: got %+v (%v, %v); want %+v", back, err, d.End(), rep)
+	}
+	rep.Silent = nil
+	without := AppendAnswer(nil, rep)
+	d = wire.NewDecoder(without)
+	ReadAnswer(&d)
+	if d.End() != nil {
+		t.Fatalf("reply without silent members: %v", d.End())
+	}
+	d = wire.NewDecoder(append(without, 0x80)) // a count cut short
+	ReadAnswer(&d)
+	if d.Err() == nil && d.End() == nil {
+		t.Fatal("a reply whose silent names are cut short decoded")
+	}
+	tooMany := &Reply{Silent: make([]string, MaxMembers+1)}
+	d = wire.NewDecoder(AppendAnswer(nil, tooMany))
+	if _, err := ReadAnswer(&d); !errors.Is(err, ErrNoReply) {
+		t.Fatalf("a reply of %d silent names: %v; want none sent (ErrNoReply)", MaxMembers+1, err)
+	}
+}
+
 // A node without a lease handler, or whose reply is out of bounds, answers no reply.
 func TestHeartbeatNoReply(t *testing.T) {
 	body := AppendRequest(nil, &Request{From: "n1", Round: 1})

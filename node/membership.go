@@ -119,7 +119,11 @@ func (n *Node) seesCluster(joinedAt time.Time) bool {
 	alive := n.cluster.Alive()
 	n.noteSeen()
 	if n.mayFound(alive, joinedAt) {
-		n.keeper.Found()
+		names := make([]string, 0, len(alive))
+		for _, m := range alive {
+			names = append(names, m.Name)
+		}
+		n.keeper.Found(names...)
 		n.cfg.Logger.Info("founding a new cluster: no member seen has voters", "members_seen", len(alive))
 	}
 	if time.Since(joinedAt) > aloneWait {
@@ -171,7 +175,7 @@ func (n *Node) syncMembership() {
 	members := n.cluster.Members()
 	n.logMemberChanges(members)
 	now := n.clock.Since()
-	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}}
+	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}, Runs: map[string]uint64{}}
 	var peers []lease.Peer
 	live := map[string]bool{}
 	leavers := map[string]bool{}
@@ -182,6 +186,7 @@ func (n *Node) syncMembership() {
 		switch m.State {
 		case cluster.StateAlive, cluster.StateLeaving:
 			view.Alive = append(view.Alive, m.Name)
+			view.Runs[m.Name] = m.Incarnation
 			if m.State == cluster.StateLeaving {
 				view.Leaving = append(view.Leaving, m.Name)
 			}
@@ -237,11 +242,11 @@ func (n *Node) markSilentPeers(members []cluster.Member, now time.Duration) {
 	}
 }
 
-// rebuildRing places partitions on the members that serve now and are voters, and
-// have not gone silent (lease.Keeper.Silent): a member that renewed no lease here for a
-// lease's length holds none, so its partitions move on as its leases lapse, without
-// waiting for gossip to declare it dead. Every node computes the same ring from the
-// same members (package ring). A ring is built only when those members changed.
+// rebuildRing places partitions on the members that serve now, voters or not, that
+// have not gone silent (lease.Keeper.Silent): a member that can renew no lease holds
+// none, so its partitions move on as its leases lapse, without waiting for gossip to
+// declare it dead. Every node computes the same ring from the same members (package
+// ring). A ring is built only when those members changed.
 func (n *Node) rebuildRing() {
 	voters := n.keeper.Voters()
 	if v := n.keeper.VotersVersion(); v != n.votersLogged {
@@ -252,7 +257,7 @@ func (n *Node) rebuildRing() {
 	var members []ring.Member
 	var silent []string
 	for _, m := range n.cluster.Alive() {
-		if _, ok := slices.BinarySearch(voters, m.Name); !ok {
+		if !n.admitted(m, voters) {
 			continue
 		}
 		if n.silent(m, now) {
@@ -276,6 +281,16 @@ func (n *Node) rebuildRing() {
 	n.owner.SetRing(rg)
 	n.router.SetRing(rg)
 	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)), "silent", silent)
+}
+
+// admitted reports whether m takes partitions: it is a voter, or gossip has shown it
+// (this run of it) alive for a lease's length. A member that joins and leaves again
+// at once, or cannot stay up, is never handed counters it would only hand back: before
+// the voters were bounded, joining the voters took that long, and the ring held voters
+// alone. Every node sees the same (within gossip's delay), and itself too.
+func (n *Node) admitted(m cluster.Member, voters []string) bool {
+	_, voter := slices.BinarySearch(voters, m.Name)
+	return voter || time.Since(m.Since) >= n.cfg.Lease.WithDefaults().Duration
 }
 
 // RingBuilds is how many times the node has rebuilt its ring (for tests and metrics).

@@ -6,6 +6,7 @@ import (
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"slices"
 )
 
 // registerMetrics registers the node-wide metrics; the front ends register their own.
@@ -57,6 +58,20 @@ func (n *Node) registerMetrics() {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_lease_heartbeats_failed_total", Help: "Heartbeats (lease requests and renewals) this node sent that got no reply in time.",
 		}, func() float64 { return float64(n.keeper.Stats().HeartbeatsFailed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_lease_heartbeats_sent_total", Help: "Heartbeats this node sent: to the voters (to every member while it hears no majority of them).",
+		}, func() float64 { return float64(n.keeper.Stats().HeartbeatsSent) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "leapcount_lease_heartbeats_answered_total", Help: "Peers' heartbeats this node answered: a voter answers every member's, a member that is not a voter almost none.",
+		}, func() float64 { return float64(n.keeper.Stats().HeartbeatsHeard) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "leapcount_lease_voter", Help: "1 while this node is one of the voters (which grant leases), else 0.",
+		}, func() float64 {
+			if slices.Contains(n.keeper.Voters(), n.cfg.Name) {
+				return 1
+			}
+			return 0
+		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "leapcount_lease_lapses_total", Help: "Partitions whose lease ran out while this node held them: it stopped deciding them until granted again.",
 		}, func() float64 { return float64(n.keeper.Stats().Lapsed) }),

@@ -146,7 +146,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 		"leapcount_writebehind_unwritten_counters", "leapcount_writebehind_oldest_unconfirmed_seconds", "leapcount_writebehind_flushes_failed_total", "leapcount_redis_up", "leapcount_grpc_requests_total",
 		"leapcount_grpc_request_duration_seconds_bucket", "leapcount_http_requests_total", "leapcount_resp_commands_total",
 		"leapcount_store_units", "leapcount_fail_policy_answers_total", "leapcount_lease_grants_total",
-		"leapcount_lease_heartbeats_failed_total", "leapcount_lease_lapses_total", "leapcount_handoffs_sent_total",
+		"leapcount_lease_heartbeats_failed_total", "leapcount_lease_lapses_total", "leapcount_lease_heartbeats_sent_total",
+		"leapcount_lease_heartbeats_answered_total", "leapcount_lease_voter", "leapcount_handoffs_sent_total",
 		"leapcount_handoffs_received_total", "leapcount_handoff_counters_total", "leapcount_handoff_duration_seconds_bucket", "leapcount_forward_duration_seconds_bucket",
 		"leapcount_forward_frames_in_flight", "leapcount_decisions_total", "leapcount_op_errors_total", "leapcount_redis_load_duration_seconds_bucket", "leapcount_resp_batch_duration_seconds_bucket",
 		"leapcount_clock_offset_seconds"} {

@@ -403,6 +403,9 @@ func (n *Node) RPCStats() rpc.Stats { return n.rpcClient.Stats() }
 // Voters are the members whose lease grants count, as this node knows them (sorted).
 func (n *Node) Voters() []string { return n.keeper.Voters() }
 
+// LeaseStats are the node's lease totals (heartbeats sent and answered, grants, lapses).
+func (n *Node) LeaseStats() lease.Stats { return n.keeper.Stats() }
+
 // Cluster is the node's membership.
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 

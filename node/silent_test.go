@@ -32,25 +32,7 @@ func TestSilentOwnerLosesItsPartitionsBeforeGossipCallsItDead(t *testing.T) {
 			key = fmt.Sprint("k", i)
 		}
 	}
-	op := []counter.Op{{Kind: counter.Incr, Key: key, Window: 60_000, Buckets: 10, N: 1}}
-	res := make([]counter.Result, 1)
-	a.Do(context.Background(), op, res)
-	if res[0].Err != nil {
-		t.Fatalf("incr %q through %s before the cut: %v", key, a.Name(), res[0].Err)
-	}
-	c.Net.Isolate(nodetest.Host(cut.Name()))
-	defer c.Net.HealAll()
-	if err := wait.Until(nodetest.Timeout, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		a.Do(ctx, op, res)
-		return res[0].Err
-	}); err != nil {
-		t.Fatalf("incr %q through %s after its owner %s was cut off: %v", key, a.Name(), cut.Name(), err)
-	}
-	if m, _ := a.Router().Ring().Owner(key); m.Name == cut.Name() {
-		t.Fatalf("%q answered by its owner %s, cut off", key, m.Name)
-	}
+	movesOffWhenCut(t, c, a, cut, key)
 	for _, m := range a.Cluster().Members() {
 		if m.Name == cut.Name() && m.State != cluster.StateAlive {
 			t.Fatalf("gossip at %s says %s is %v: the test needs it still alive there", a.Name(), m.Name, m.State)
@@ -95,5 +77,31 @@ func TestCallInFlightToAMemberTakenForDeadIsAnswered(t *testing.T) {
 	}
 	if res[0].Err != nil || res[0].Count != 1 {
 		t.Fatalf("incr of %s, owned by node-2: got %d, %v; want 1, node-2's answer", key, res[0].Count, res[0].Err)
+	}
+}
+
+// movesOffWhenCut counts one op on key, owned by cut, through via; cuts cut off from
+// every other node; and waits until an op on key is answered through via again, by
+// another owner.
+func movesOffWhenCut(t *testing.T, c *nodetest.Cluster, via, cut *node.Node, key string) {
+	t.Helper()
+	op := []counter.Op{{Kind: counter.Incr, Key: key, Window: 60_000, Buckets: 10, N: 1}}
+	res := make([]counter.Result, 1)
+	via.Do(context.Background(), op, res)
+	if res[0].Err != nil {
+		t.Fatalf("incr %q through %s before the cut: %v", key, via.Name(), res[0].Err)
+	}
+	c.Net.Isolate(nodetest.Host(cut.Name()))
+	t.Cleanup(c.Net.HealAll)
+	if err := wait.Until(nodetest.Timeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		via.Do(ctx, op, res)
+		return res[0].Err
+	}); err != nil {
+		t.Fatalf("incr %q through %s after its owner %s was cut off: %v", key, via.Name(), cut.Name(), err)
+	}
+	if m, _ := via.Router().Ring().Owner(key); m.Name == cut.Name() {
+		t.Fatalf("%q answered by its owner %s, cut off", key, m.Name)
 	}
 }

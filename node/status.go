@@ -16,6 +16,7 @@ import (
 type StatusView struct {
 	Cluster  ClusterView              `json:"cluster"`
 	Problems []string                 `json:"problems"` // ClusterView.Problems
+	Notes    []string                 `json:"notes"`    // ClusterView.Notes
 	Counters CountersView             `json:"counters"`
 	Hot      HotKeysView              `json:"hot"`
 	Requests map[string]RequestTotals `json:"requests"`         // by front end: http, resp, grpc
@@ -39,8 +40,8 @@ type RequestTotals struct {
 }
 
 // Problems lists what needs a human, or is still settling (the status command exits 1
-// and the page shows them while any is listed): this node not ready, a member dead, one
-// joining, partitions this node owns but does not decide, partitions moving, Redis down
+// and the page shows them while any is listed): this node not ready, a member dead that
+// still owns partitions, or a dead voter with the voters alive no majority, one joining, partitions this node owns but does not decide, partitions moving, Redis down
 // or its writes lagging over 30 s, this node's counters' clock off Redis's or a member's
 // by more than 2.5 s, or Redis's not measurable (clock.go).
 func (v *ClusterView) Problems() []string {
@@ -50,10 +51,12 @@ func (v *ClusterView) Problems() []string {
 	}
 	for _, m := range v.Members {
 		switch {
-		case m.State == "dead" || m.State == "unknown":
-			out = append(out, fmt.Sprintf("member %s is %s", m.Name, m.State))
-		case m.State == "alive" && (!m.Voter || m.Partitions == 0):
-			out = append(out, fmt.Sprintf("member %s is joining: not yet a voter owning partitions", m.Name))
+		case (m.State == "dead" || m.State == "unknown") && m.Partitions > 0:
+			out = append(out, fmt.Sprintf("member %s is %s and owns %d partitions", m.Name, m.State, m.Partitions))
+		case (m.State == "dead" || m.State == "unknown") && m.Voter && !v.votersDecide():
+			out = append(out, fmt.Sprintf("member %s is %s, a voter, and the voters alive are no majority: nothing can be decided", m.Name, m.State))
+		case m.State == "alive" && m.Partitions == 0:
+			out = append(out, fmt.Sprintf("member %s is joining: it owns no partitions yet", m.Name))
 		}
 	}
 	if v.Redis == "down" {
@@ -70,9 +73,42 @@ func (v *ClusterView) Problems() []string {
 	return append(out, v.Clock.problems(v.Self)...)
 }
 
+// Notes lists what an operator should know that does not keep the cluster from having
+// settled: a member dead whose partitions moved to the others (one that is a voter is
+// dropped once dead lease.Config.DeadVoterAfter, and replaced, while the voters alive
+// are a majority). status
+// prints them; they leave its exit code 0.
+func (v *ClusterView) Notes() []string {
+	var out []string
+	for _, m := range v.Members {
+		if (m.State == "dead" || m.State == "unknown") && m.Partitions == 0 && (!m.Voter || v.votersDecide()) {
+			what := "its partitions moved to the others"
+			if m.Voter {
+				what += "; a voter until the others drop it, dead 10 s, and put a spare member in its place"
+			}
+			out = append(out, fmt.Sprintf("member %s is %s: %s", m.Name, m.State, what))
+		}
+	}
+	return out
+}
+
+// votersDecide reports whether the voters alive (or leaving) are a majority of them.
+func (v *ClusterView) votersDecide() bool {
+	voters, alive := 0, 0
+	for _, m := range v.Members {
+		if m.Voter {
+			voters++
+			if m.State == "alive" || m.State == "leaving" {
+				alive++
+			}
+		}
+	}
+	return alive > voters/2
+}
+
 func (n *Node) statusInfo() any {
 	c := n.clusterInfo().(ClusterView)
-	return StatusView{Cluster: c, Problems: c.Problems(),
+	return StatusView{Cluster: c, Problems: c.Problems(), Notes: c.Notes(),
 		Counters: CountersView{Held: n.store.Len(), Units: n.store.Used(), MaxUnits: n.cfg.MaxCounters, Bytes: n.store.Bytes()},
 		Hot:      n.hotKeys(10).(HotKeysView), Requests: n.requestTotals(), States: n.partitionStates(), TimeMs: n.cfg.Now()}
 }

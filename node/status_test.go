@@ -13,6 +13,26 @@ func TestProblems(t *testing.T) {
 	if p := whole.Problems(); len(p) != 0 {
 		t.Fatalf("a whole cluster: %q", p)
 	}
+	notVoter := whole
+	notVoter.Members = append([]MemberView(nil), whole.Members...)
+	notVoter.Members[1].Voter = false
+	if p := notVoter.Problems(); len(p) != 0 {
+		t.Fatalf("a member owning partitions that is not a voter (the voters are bounded): %q", p)
+	}
+	three := ClusterView{Self: "a", Ready: true, Redis: "up", Owned: 10, Held: 10, Members: []MemberView{
+		{Name: "a", State: "alive", Partitions: 10, Voter: true}, {Name: "b", State: "alive", Partitions: 9, Voter: true},
+		{Name: "c", State: "dead", Voter: true}, {Name: "d", State: "dead"}}}
+	if p := three.Problems(); len(p) != 0 {
+		t.Fatalf("dead members whose partitions moved, the voters alive a majority: %q", p)
+	}
+	if n := three.Notes(); len(n) != 2 || !strings.Contains(n[0], "member c is dead") || !strings.Contains(n[0], "a voter until") {
+		t.Fatalf("notes %q; want c (a voter) and d dead", n)
+	}
+	three.Members[1].State = "dead"
+	three.Members[1].Partitions = 0
+	if p := three.Problems(); len(p) != 2 || !strings.Contains(p[0], "no majority") {
+		t.Fatalf("two voters of three dead: problems %q; want both named, no majority", p)
+	}
 	near := whole
 	near.Clock = ClockView{Redis: &OffsetView{OffsetMs: -2500}, Peers: map[string]OffsetView{"b": {OffsetMs: 2500}}}
 	if p := near.Problems(); len(p) != 0 {
@@ -24,7 +44,6 @@ func TestProblems(t *testing.T) {
 	}{
 		{func(v *ClusterView) { v.Ready = false }, "a is not ready"},
 		{func(v *ClusterView) { v.Members[1].State = "dead" }, "member b is dead"},
-		{func(v *ClusterView) { v.Members[1].Voter = false }, "member b is joining"},
 		{func(v *ClusterView) { v.Members[1].Partitions = 0 }, "member b is joining"},
 		{func(v *ClusterView) { v.Redis = "down" }, "Redis is down"},
 		{func(v *ClusterView) { v.LagMs = 31_000 }, "the oldest batch has waited 31 s"},

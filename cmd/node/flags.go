@@ -74,6 +74,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&v.cfg.FlushInterval, "flush-interval", node.DefaultFlushInterval, "how often owners write counter deltas to Redis (write-behind)")
 	fs.DurationVar(&v.cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long an op waits for its partition's new owner to take it over")
 	fs.DurationVar(&v.cfg.Lease.Duration, "lease", lease.DefaultDuration, "partition lease: how long a node decides after a majority renewed it (same on every node)")
+	fs.IntVar(&v.cfg.Lease.Voters, "voters", lease.DefaultVoters, "most members that grant leases (odd; same on every node): the rest hold leases without granting, so a lease costs what it costs with this many; below five members at most three")
 	fs.DurationVar(&v.cfg.GossipTimings.ProbeInterval, "gossip-probe-interval", node.DefaultGossipProbeInterval, "failure detection: how often each node probes a random peer")
 	fs.DurationVar(&v.cfg.GossipTimings.ProbeTimeout, "gossip-probe-timeout", node.DefaultGossipProbeTimeout, "failure detection: how long a probe waits for its answer (below --gossip-probe-interval)")
 	fs.IntVar(&v.cfg.GossipTimings.SuspicionMult, "gossip-suspicion-mult", node.DefaultGossipSuspicionMult, "failure detection: probe intervals a suspected node has to refute before it is declared dead")

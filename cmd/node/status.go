@@ -34,6 +34,9 @@ func status(args []string, env func(string) (string, bool), out io.Writer) int {
 	var hot node.HotKeysView
 	hotErr := a.get("/v1/hotkeys?n="+strconv.Itoa(max(*top, 1)), &hot)
 	writeStatus(out, &c, &hot, hotErr)
+	for _, n := range c.Notes() {
+		fmt.Fprintf(out, "NOTE: %s\n", n)
+	}
 	problems := c.Problems()
 	for _, p := range problems {
 		fmt.Fprintf(out, "PROBLEM: %s\n", p)

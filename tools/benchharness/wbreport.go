@@ -60,7 +60,7 @@ func (r *Report) writeBehindSection() string {
 		"from the memory section of this run: the same counters in a node without Redis, and in Redis's hash window.\n\n",
 		w.c.label(), w.c.shape)
 	rows := [][]string{
-		{"load", fmtDur(w.load.Round(time.Millisecond)), fmtRate(float64(w.c.n) / w.load.Seconds()) + " ops/s"},
+		{"load", fmtDur(w.load.Round(time.Millisecond)), fmtRate(float64(w.c.n)/w.load.Seconds()) + " ops/s"},
 		{"node RSS: before, peak", fmtBytes(float64(w.baseRSS)) + ", " + fmtBytes(float64(w.peakRSS)), ""},
 		{"unwritten when the load ended", fmt.Sprint(w.unwritten), ""},
 		{"drain", fmtDur(w.drain.Round(time.Millisecond)), fmtRate(w.drainRate()) + " counters/s"},

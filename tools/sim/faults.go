@@ -153,15 +153,19 @@ func (w *world) churn() {
 			w.redisSlow(w.span(time.Second, 3*time.Second))
 		}
 	}
-	if w.rng.IntN(2) == 0 && len(w.nodes) < 6 {
+	if w.rng.IntN(2) == 0 && len(w.nodes) < w.opt.MaxNodes {
 		w.join()
 		n := w.nodes[len(w.nodes)-1]
+		// A member that is not a voter takes partitions a lease's length after gossip
+		// shows it (node.admitted): the churn begins then.
+		admitted := w.leaseCfg.Duration
 		for _, m := range w.nodes {
 			if m != n && w.rng.IntN(4) > 0 {
-				w.lossy(n, m, 0.5+0.5*w.rng.Float64(), w.span(300*time.Millisecond, 2*time.Second)) // its answers to handoffs
+				loss, d := 0.5+0.5*w.rng.Float64(), w.span(300*time.Millisecond, 2*time.Second)
+				w.sched.after(admitted, nil, func() { w.lossy(n, m, loss, d) }) // its answers to handoffs
 			}
 		}
-		w.sched.after(w.span(30*time.Millisecond, time.Second), nil, func() {
+		w.sched.after(admitted+w.span(30*time.Millisecond, time.Second), nil, func() {
 			if w.rng.IntN(3) > 0 {
 				w.leave(n)
 			} else {
@@ -290,9 +294,9 @@ func (w *world) running() int {
 	return k
 }
 
-// join starts a new node (at most six in all).
+// join starts a new node (at most Options.MaxNodes in all).
 func (w *world) join() {
-	if len(w.nodes) >= 6 {
+	if len(w.nodes) >= w.opt.MaxNodes {
 		return
 	}
 	n := w.addNode()

@@ -87,7 +87,7 @@ func (w *world) founds(n *node) {
 	if !n.keeper.NoneHaveVoters(seen) {
 		return
 	}
-	n.keeper.Found()
+	n.keeper.Found(seen...)
 	w.trace("%s founds a new cluster: no member it saw has voters", n.name)
 }
 

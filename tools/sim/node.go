@@ -185,15 +185,16 @@ func (n *node) crash() {
 }
 
 // syncMembership tells the keeper what gossip says, and rebuilds the ring from the
-// members that serve and vote (node/membership.go does the same with real gossip).
+// members that serve (node/membership.go does the same with real gossip).
 func (n *node) syncMembership() {
-	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}}
+	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}, Runs: map[string]uint64{}}
 	var peers []lease.Peer
 	for _, name := range sortedViewNames(n.view) {
 		m := n.view[name]
 		switch m.state {
 		case alive, leaving:
 			view.Alive = append(view.Alive, name)
+			view.Runs[name] = m.run
 			if m.state == leaving {
 				view.Leaving = append(view.Leaving, name)
 			}
@@ -221,14 +222,17 @@ func (n *node) silent(name string, now time.Duration) bool {
 
 func (n *node) simToMono(d time.Duration) time.Duration { return time.Duration(float64(d) * n.rate) }
 
-// rebuildRing places partitions on the members alive (not leaving) that are voters
-// and have not gone silent (node.rebuildRing does the same).
+// rebuildRing places partitions on the members alive (not leaving), voters or not,
+// admitted (voters, or seen alive for a lease's length), that have not gone silent
+// (node.rebuildRing does the same).
 func (n *node) rebuildRing() {
 	voters := n.keeper.Voters()
 	now := n.mono()
 	var names []string
 	for _, name := range sortedViewNames(n.view) {
-		if m := n.view[name]; m.state == alive && slices.Contains(voters, name) && !n.silent(name, now) {
+		m := n.view[name]
+		admitted := slices.Contains(voters, name) || n.w.sched.now-m.since >= n.w.leaseCfg.Duration
+		if m.state == alive && admitted && !n.silent(name, now) {
 			names = append(names, name)
 		}
 	}

@@ -324,6 +324,9 @@ func (w *world) converged() error {
 			return fmt.Errorf("%s's ring differs from n0's", n.name)
 		}
 		epoch = n.ring.Epoch()
+		if v, want := n.keeper.Voters(), w.leaseCfg.TargetVoters(len(w.nodes)); len(v) != want || !slices.Equal(v, w.nodes[0].keeper.Voters()) {
+			return fmt.Errorf("%s has voters %v; want %d, the same on every node", n.name, v, want)
+		}
 		if owned, held := n.owner.Holding(); owned != held {
 			return fmt.Errorf("%s holds %d of its %d partitions", n.name, held, owned)
 		}

@@ -31,15 +31,31 @@ var bg = context.Background()
 type Options struct {
 	Seed       uint64
 	Redis      bool          // with Redis behind the nodes; without, counters move node to node
-	Nodes      int           // nodes at the start (default 3)
+	Nodes      int           // nodes at the start (default 3; a fleet's 5 to 8)
+	MaxNodes   int           // nodes at most, joins included (default 6; a fleet's 12)
 	Partitions int           // ring partitions (default 64)
 	Duration   time.Duration // of load and faults (default 20s); then it heals and checks
 	Faults     bool          // inject faults (the default run does)
 }
 
+// fleet reports whether the seed's run is a fleet's: one seed in four (with Redis and
+// without) starts 5 to 8 nodes and grows to up to 12, with 5 voters (lease.Config.Voters)
+// and the rest members that are not voters, so that the simulation checks leases held
+// by members that grant none, and voters replaced among many members.
+func (o Options) fleet() bool { return o.Seed%8 == 3 || o.Seed%8 == 4 }
+
 func (o Options) withDefaults() Options {
 	if o.Nodes == 0 {
 		o.Nodes = 3
+		if o.fleet() {
+			o.Nodes = 5 + int(o.Seed/8%4)
+		}
+	}
+	if o.MaxNodes == 0 {
+		o.MaxNodes = 6
+		if o.fleet() {
+			o.MaxNodes = 12
+		}
 	}
 	if o.Partitions == 0 {
 		o.Partitions = 64
