@@ -2,7 +2,10 @@
 // this machine's loopback: for each size, how long after the last node answers /readyz
 // every node's status settles, each node's CPU while idle, and, killing a member that is
 // not a voter and then a voter with SIGKILL, how long until every other node's status
-// settles again and until every key answers. It prints one markdown table (make
+// settles again and until every key answers; then, under load, a rolling restart of
+// every member (each taken out of the clients' rotation, stopped with
+// SIGTERM, started again and put back once settled): requests failed, and every key's
+// count against the increments acknowledged. It prints one markdown table (make
 // bench-fleet; BENCHMARKS.md, docs/cluster.md).
 package main
 
@@ -16,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,8 +34,8 @@ func main() {
 	idle := flag.Duration("idle", 20*time.Second, "how long to measure idle CPU")
 	base := flag.Int("port", 21000, "first port; each node takes ten from here")
 	flag.Parse()
-	fmt.Println("| members | settle after the last /readyz | idle CPU per node (mean; voters; others) | kill -9 of a non-voter: status / keys | kill -9 of a voter: status / keys |")
-	fmt.Println("| --- | --- | --- | --- | --- |")
+	fmt.Println("| members | settle after the last /readyz | idle CPU per node (mean; voters; others) | kill -9 of a non-voter: status / keys | kill -9 of a voter: status / keys | rolling restart under load |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- |")
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 3 {
@@ -51,8 +55,18 @@ func main() {
 type member struct {
 	name string
 	http string
+	args []string
+	out  io.Writer
 	cmd  *exec.Cmd
 	dead bool
+}
+
+// start runs the member's process.
+func (m *member) start(bin string) error {
+	m.cmd = exec.Command(bin, m.args...)
+	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
+	m.dead = false
+	return m.cmd.Start()
 }
 
 func measure(bin string, n, base int, idle time.Duration) (string, error) {
@@ -61,18 +75,17 @@ func measure(bin string, n, base int, idle time.Duration) (string, error) {
 	for i := range min(n, 3) {
 		join = append(join, fmt.Sprintf("127.0.0.1:%d", base+10*i+2))
 	}
-	logs, err := os.CreateTemp("", "fleet-*.log")
+	logs, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("fleet-%d.log", n))) // the nodes' logs, kept for a look
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(logs.Name())
+	defer logs.Close()
 	for i := range ms {
 		p := base + 10*i
-		m := &member{name: fmt.Sprintf("f%02d", i), http: fmt.Sprintf("127.0.0.1:%d", p)}
-		m.cmd = exec.Command(bin, "--name", m.name, "--http", m.http, "--resp", fmt.Sprintf("127.0.0.1:%d", p+1),
-			"--gossip", fmt.Sprintf("127.0.0.1:%d", p+2), "--rpc", fmt.Sprintf("127.0.0.1:%d", p+3), "--join", strings.Join(join, ","))
-		m.cmd.Stdout, m.cmd.Stderr = logs, logs
-		if err := m.cmd.Start(); err != nil {
+		m := &member{name: fmt.Sprintf("f%02d", i), http: fmt.Sprintf("127.0.0.1:%d", p), out: logs}
+		m.args = []string{"--name", m.name, "--http", m.http, "--resp", fmt.Sprintf("127.0.0.1:%d", p+1),
+			"--gossip", fmt.Sprintf("127.0.0.1:%d", p+2), "--rpc", fmt.Sprintf("127.0.0.1:%d", p+3), "--join", strings.Join(join, ",")}
+		if err := m.start(bin); err != nil {
 			return "", err
 		}
 		ms[i] = m
@@ -92,10 +105,14 @@ func measure(bin string, n, base int, idle time.Duration) (string, error) {
 		return "", err
 	}
 	cpu := idleCPU(ms, voters, idle)
+	rolling := rollingRestart(bin, ms)
+	if voters, err = votersOf(ms[0]); err != nil {
+		return "", err
+	}
 	keys := writeKeys(ms[0], 300)
 	killOther := kill(ms, voters, false, keys)
 	killVoter := kill(ms, voters, true, keys)
-	return fmt.Sprintf("| %d | %.1f s | %s | %s | %s |", n, settled.Sub(ready).Seconds(), cpu, killOther, killVoter), nil
+	return fmt.Sprintf("| %d | %.1f s | %s | %s | %s | %s |", n, settled.Sub(ready).Seconds(), cpu, killOther, killVoter, rolling), nil
 }
 
 // until polls f until it returns nil, and returns when that was.
@@ -230,15 +247,18 @@ func writeKeys(m *member, n int) []string {
 	return keys
 }
 
-func incr(m *member, key string) error {
-	resp, err := client.Post("http://"+m.http+"/v1/incr", "application/json", strings.NewReader(`{"key":"`+key+`","window":"1m"}`))
+func incr(m *member, key string) error { return incrOn(client, m, key) }
+
+// incrOn counts one op on key (window 1h) through m with c.
+func incrOn(c *http.Client, m *member, key string) error {
+	resp, err := c.Post("http://"+m.http+"/v1/incr", "application/json", strings.NewReader(`{"key":"`+key+`","window":"1h"}`))
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, resp.Body)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return fmt.Errorf("incr %s through %s: %d", key, m.name, resp.StatusCode)
+		return fmt.Errorf("incr %s through %s: %d %s", key, m.name, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 	return nil
 }
