@@ -26,6 +26,10 @@ type Config struct {
 	AdvertiseAddr string // host (or host:port) peers use to reach our gossip port; empty: the bound address
 	RPCAddr       string // node-to-node address, host:port, advertised to peers in metadata
 	ClientAddr    string // where Redis Cluster clients reach this node, host:port, advertised too (optional)
+	// Zone is this member's failure domain (a rack, an availability zone; optional, at
+	// most 16 bytes of letters, digits, '.', '_' and '-'), told to the others: the voters
+	// spread over the zones. A member with a zone is unreadable to releases before zones.
+	Zone string
 	// Join lists gossip addresses of existing members: host:port (a host alone means
 	// this member's gossip port). A host name stands for every address it resolves to,
 	// resolved again at each join and re-join (see LookupHost), so one DNS name with a
@@ -124,6 +128,9 @@ func (c Config) Validate() error {
 			bad("ClientAddr", "%v", err)
 		}
 	}
+	if !validZone(c.Zone) {
+		bad("Zone", "%q must be at most %d bytes of letters, digits, '.', '_' and '-'", c.Zone, maxZone)
+	}
 	for i, s := range c.Join {
 		if _, _, err := splitSeed(s, 1); err != nil || strings.ContainsAny(s, " \t\n") {
 			bad(fmt.Sprintf("Join[%d]", i), "%q is not an address", s)
@@ -171,4 +178,17 @@ func checkRPCAddr(s string) error {
 		return fmt.Errorf("%q: peers cannot dial host %q", s, host)
 	}
 	return nil
+}
+
+// validZone reports whether z can be a zone: empty, or a short label.
+func validZone(z string) bool {
+	if len(z) > maxZone {
+		return false
+	}
+	for _, r := range z {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -38,6 +38,7 @@ type Member struct {
 	Addr        string // gossip address, host:port
 	RPCAddr     string // node-to-node address; empty when the metadata was unreadable
 	ClientAddr  string // where Redis Cluster clients reach it; empty if it has none
+	Zone        string // its failure domain (Config.Zone); empty if it has none
 	Incarnation uint64 // the node's start time in ns: a restart under the same name changes it
 	State       State
 	Since       time.Time // when this node saw State (or this incarnation) begin

@@ -163,8 +163,10 @@ func (v *Voters) Update(view View, now time.Duration) bool {
 	})
 	if len(v.set) < v.cfg.TargetVoters(len(staying)) {
 		for _, n := range v.byZone(staying, view.Zones, true) {
-			if !v.set[n] && v.agree(n, true, true, now) >= v.Quorum() && v.inStep(n, true, now) {
-				return v.change(n, true, now)
+			if !v.set[n] && v.agree(n, true, true, now) >= v.Quorum() {
+				// The first that may join, or none yet: another in its place would undo a
+				// drop made to make room for it (crowded).
+				return v.inStep(n, true, now) && v.change(n, true, now)
 			}
 		}
 	}
@@ -179,6 +181,9 @@ func (v *Voters) Update(view View, now time.Duration) bool {
 			return v.change(n, false, now)
 		}
 	}
+	if drop, ok := v.crowded(staying, view.Zones, now); ok {
+		return v.change(drop, false, now) // and the add above fills its place from another zone
+	}
 	if len(v.set) > v.cfg.TargetVoters(v.cfg.Voters) {
 		// More voters than Voters allows (the set of a cluster that ran with more, or
 		// with every member a voter): the first of a crowded zone goes.
@@ -190,6 +195,28 @@ func (v *Voters) Update(view View, now time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// crowded returns a voter to drop so that another zone's member can take its place: the
+// voters are as many as they should be, one zone holds at least two more of them than the
+// zone of a member that could join them (alive, a majority of the voters see it so), and
+// the drop may be made now. Voters that grew as members joined, zone by zone, spread
+// out so, one zone's loss leaving a majority whenever the members allow it.
+func (v *Voters) crowded(staying []string, zones map[string]string, now time.Duration) (string, bool) {
+	if len(zones) == 0 || len(v.set) < v.cfg.TargetVoters(len(staying)) {
+		return "", false
+	}
+	count := map[string]int{}
+	for n := range v.set {
+		count[zones[n]]++
+	}
+	drop := v.byZone(v.List(), zones, false)[0]
+	for _, n := range staying {
+		if !v.set[n] && count[zones[drop]] >= count[zones[n]]+2 && v.agree(n, true, true, now) >= v.Quorum() {
+			return drop, v.inStep(drop, false, now)
+		}
+	}
+	return "", false
 }
 
 // byZone orders names as candidates to add as voters (add) or to drop: to add, those

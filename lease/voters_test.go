@@ -369,3 +369,34 @@ func TestFounderMakesTheFirstVotersAtOnce(t *testing.T) {
 		t.Fatalf("founder a, with b new and x unheard: voters %v; want [a b]", got)
 	}
 }
+
+// TestVotersOfACrowdedZoneMakeRoom: voters that grew zone by zone (three of a, two of b)
+// drop one of a once a member of c can join them, and c's member takes its place.
+func TestVotersOfACrowdedZoneMakeRoom(t *testing.T) {
+	v := votersOf("b1", "a1", "a2", "a3", "b1", "b2")
+	zones := map[string]string{"a1": "a", "a2": "a", "a3": "a", "b1": "b", "b2": "b", "c1": "c"}
+	view := View{Alive: []string{"a1", "a2", "a3", "b1", "b2", "c1"}, Zones: zones}
+	seenBy(v, view.Alive, 0)
+	if !update(v, view, 0) || v.Has("a1") || len(v.List()) != 4 {
+		t.Fatalf("voters %v; want a1, the first of the crowded zone a, dropped", v.List())
+	}
+	now := v.cfg.hold()
+	seenBy(v, view.Alive, 0)
+	v.Report("a1", view.Alive, v.List(), v.Version(), 0) // a1, a member now, took the set too
+	seenBy(v, view.Alive, now)
+	if !update(v, view, now) || !v.Has("c1") {
+		t.Fatalf("voters %v; want c1 in a1's place", v.List())
+	}
+	now += v.cfg.hold()
+	seenBy(v, view.Alive, now-v.cfg.hold())
+	seenBy(v, view.Alive, now)
+	if update(v, view, now) {
+		t.Fatalf("voters changed again to %v; two of a, two of b and one of c are as spread as six members allow", v.List())
+	}
+	full := votersOf("b1", "a1", "a2", "a3", "b1", "c1")
+	seenBy(full, []string{"a1", "a2", "a3", "a4", "b1", "c1"}, 0)
+	zones["a4"] = "a"
+	if update(full, View{Alive: []string{"a1", "a2", "a3", "a4", "b1", "c1"}, Zones: zones}, 0) {
+		t.Fatalf("voters changed to %v; the only member that could join is of a, the crowded zone", full.List())
+	}
+}

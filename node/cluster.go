@@ -15,7 +15,8 @@ type MemberView struct {
 	Partitions  int    `json:"partitions"` // partitions this member owns in this node's ring
 	Leased      int    `json:"leased"`     // of all partitions, those this node's vote grants it now
 	Incarnation string `json:"incarnation,omitempty"`
-	Voter       bool   `json:"voter"` // its lease grants count towards this node's majorities
+	Voter       bool   `json:"voter"`          // its lease grants count towards this node's majorities
+	Zone        string `json:"zone,omitempty"` // its --zone
 }
 
 // ClusterView is the body of GET /v1/cluster (the status command reads it).

@@ -97,6 +97,7 @@ type Config struct {
 	TLSCAFile   string   // --tls-ca: the CA that signs every member's certificate (PEM)
 	GossipKeys  [][]byte // --gossip-key / --gossip-key-file: the first encrypts gossip and proves membership; all are accepted
 	ClusterName string   // --cluster-name: members of another cluster are refused, on gossip and rpc
+	Zone        string   // --zone: this node's failure domain; the voters spread over the zones (lease.View.Zones)
 	// MaxCounters (--max-counters) caps the counters this node holds, a counter of more
 	// than 16 buckets counting once per 16 (leaparray.Bounds): new ones beyond it are
 	// refused (counter.ErrFull) once no idle one is left to reclaim. 0: sized from

@@ -108,3 +108,39 @@ func TestFleetReplacesAVoterThatLeaves(t *testing.T) {
 		t.Fatalf("voters %v still hold %s, which left", after, gone)
 	}
 }
+
+// TestVotersSpreadOverZones: six members in three zones join zone by zone, the first
+// three voters all of zone a: once c's member is there, the voters make room for it, and
+// end of all three zones, no zone with more than two, so the loss of any one zone leaves
+// a majority of them.
+func TestVotersSpreadOverZones(t *testing.T) {
+	zones := map[string]string{"node-0": "a", "node-1": "a", "node-2": "a", "node-3": "b", "node-4": "b", "node-5": "c"}
+	c := nodetest.MakeNetCluster(t, 6, func(cfg *node.Config) { cfg.Zone = zones[cfg.Name] })
+	var voters []string
+	wait.For(t, nodetest.Timeout, sameVoters(c, 5, &voters))
+	per := map[string]int{}
+	for _, v := range voters {
+		per[zones[v]]++
+	}
+	if err := wait.Until(nodetest.Timeout, func() error {
+		var voters []string
+		if err := sameVoters(c, 5, &voters)(); err != nil {
+			return err
+		}
+		clear(per)
+		for _, v := range voters {
+			per[zones[v]]++
+		}
+		if per["a"] > 2 || per["b"] > 2 || per["c"] != 1 {
+			return fmt.Errorf("voters %v, by zone %v; want c's member and at most two of a and of b", voters, per)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Running()[0].Cluster().Members() {
+		if m.Zone != zones[m.Name] {
+			t.Fatalf("gossip says %s is in zone %q; want %q", m.Name, m.Zone, zones[m.Name])
+		}
+	}
+}

@@ -32,6 +32,7 @@ func (n *Node) joinCluster() error {
 		Incarnation:    n.incarnation,
 		Keys:           n.cfg.GossipKeys,
 		Label:          n.cfg.ClusterName,
+		Zone:           n.cfg.Zone,
 		Version:        shortVersion(buildinfo.Read().Version),
 		Logger:         n.cfg.Logger.With("component", "gossip"),
 	})
@@ -175,7 +176,7 @@ func (n *Node) syncMembership() {
 	members := n.cluster.Members()
 	n.logMemberChanges(members)
 	now := n.clock.Since()
-	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}, Runs: map[string]uint64{}}
+	view := lease.View{DeadSince: map[string]time.Duration{}, LeftRuns: map[string]uint64{}, Runs: map[string]uint64{}, Zones: map[string]string{}}
 	var peers []lease.Peer
 	live := map[string]bool{}
 	leavers := map[string]bool{}
@@ -187,6 +188,9 @@ func (n *Node) syncMembership() {
 		case cluster.StateAlive, cluster.StateLeaving:
 			view.Alive = append(view.Alive, m.Name)
 			view.Runs[m.Name] = m.Incarnation
+			if m.Zone != "" {
+				view.Zones[m.Name] = m.Zone
+			}
 			if m.State == cluster.StateLeaving {
 				view.Leaving = append(view.Leaving, m.Name)
 			}
@@ -309,7 +313,7 @@ func (n *Node) memberView() []MemberView {
 	for _, m := range n.cluster.Members() {
 		_, voter := slices.BinarySearch(voters, m.Name)
 		out = append(out, MemberView{Name: m.Name, Addr: m.Addr, RPC: m.RPCAddr, State: m.State.String(),
-			Version: m.Version, Partitions: shares[m.Name], Leased: granted[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter})
+			Version: m.Version, Partitions: shares[m.Name], Leased: granted[m.Name], Incarnation: strconv.FormatUint(m.Incarnation, 10), Voter: voter, Zone: m.Zone})
 	}
 	return out
 }

@@ -74,6 +74,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&v.cfg.FlushInterval, "flush-interval", node.DefaultFlushInterval, "how often owners write counter deltas to Redis (write-behind)")
 	fs.DurationVar(&v.cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long an op waits for its partition's new owner to take it over")
 	fs.DurationVar(&v.cfg.Lease.Duration, "lease", lease.DefaultDuration, "partition lease: how long a node decides after a majority renewed it (same on every node)")
+	fs.StringVar(&v.cfg.Zone, "zone", "", "this node's failure domain (a rack, an availability zone; at most 16 bytes of letters, digits, '.', '_', '-'): the voters spread over the zones, so one zone's loss keeps a majority of them. Set it once every member runs a release that knows zones")
 	fs.IntVar(&v.cfg.Lease.Voters, "voters", lease.DefaultVoters, "most members that grant leases (odd; same on every node): the rest hold leases without granting, so a lease costs what it costs with this many; below five members at most three")
 	fs.DurationVar(&v.cfg.GossipTimings.ProbeInterval, "gossip-probe-interval", node.DefaultGossipProbeInterval, "failure detection: how often each node probes a random peer")
 	fs.DurationVar(&v.cfg.GossipTimings.ProbeTimeout, "gossip-probe-timeout", node.DefaultGossipProbeTimeout, "failure detection: how long a probe waits for its answer (below --gossip-probe-interval)")
