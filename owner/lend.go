@@ -26,7 +26,7 @@ import (
 // gained Lent (GainedLent). Where the counters went is the partition Record's Lend.
 
 // lentMax bounds how long a lent partition waits for its counters: the node they went
-// to hands them back as soon as its ring moves the partition here (retrying every 2s at most),
+// to hands them back as soon as its ring moves the partition here (retrying every second at most),
 // so past this it cannot reach this node, which then decides from what it has (as a
 // cut's new owner does, docs/guarantees.md) and adds the counters when they arrive.
 const lentMax = 15 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -425,6 +426,63 @@ func TestHandoffInDoubtHoldsUpOnlyItsReceiver(t *testing.T) {
 	n.mu.Lock()
 	n.fail = nil // b answers again: the Handoff in doubt is found applied
 	n.mu.Unlock()
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.leases.grantAll()
+	mustCount(t, b.Owner, kb, 2)
+}
+
+// A receiver that keeps refusing its partitions (its ring lags) holds up only its own
+// sends: another receiver the ring names later is sent its partitions at once, not
+// after the first one's backoff. (24 nodes, 2026-12-04: a leaving node's 23 receivers
+// shared one backoff, a few lagging ones grew it to 2 s for all, and the ops waiting
+// for their counters failed at --handoff-wait.)
+func TestHandoffRefusedHoldsUpOnlyItsReceiver(t *testing.T) {
+	var n net
+	a, b, c := n.sole(t, "a", nil), n.add(t, "b", nil), n.add(t, "c", nil)
+	ab, abc := ringOf("a", "b"), ringOf("a", "b", "c")
+	kb := keysOf(abc, "b", 1)[0]
+	var kc string
+	for _, k := range keysOf(abc, "c", 100) {
+		if m, _ := ab.Owner(k); m.Name == "b" {
+			kc = k // b's under ab, c's under abc
+			break
+		}
+	}
+	do(a.Owner, incr(kb, 2), incr(kc, 3))
+	var sentKC atomic.Int64 // when kc first went to c, ns since start
+	start := time.Now()
+	n.fail = func(to string, h *Handoff) (bool, bool) {
+		if to == "c" && slices.ContainsFunc(h.Counters, func(c HandoffCounter) bool { return c.Key == kc }) {
+			sentKC.CompareAndSwap(0, int64(time.Since(start)))
+		}
+		return false, false
+	}
+	a.SetRing(ab) // b has no ring yet: it refuses, and a backs off (50, 100, 200, 400, 800 ms)
+	eventually(t, "b refused five times", func() error {
+		if got := n.refused.Load(); got < 5 {
+			return fmt.Errorf("b refused %d times", got)
+		}
+		return nil
+	})
+	c.SetRing(abc)
+	moved := time.Since(start)
+	a.SetRing(abc)
+	eventually(t, "kc sent to c", func() error {
+		if sentKC.Load() == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	// Not a speed check: b's backoff has 800 ms to run, and with one backoff for all
+	// receivers kc waited for it. Sent at once, it goes within a step or two.
+	if after := time.Duration(sentKC.Load()) - moved; after > 400*time.Millisecond {
+		t.Fatalf("kc went to c %v after the ring named c; want at once, not after b's backoff", after)
+	}
+	c.leases.grantAll()
+	mustCount(t, c.Owner, kc, 3)
+	b.SetRing(abc)
 	if err := a.WaitReleased(context.Background()); err != nil {
 		t.Fatal(err)
 	}

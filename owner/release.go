@@ -48,9 +48,11 @@ type release struct {
 	lentTo  map[int]string           // where counters of a partition went: lent, should it come back
 	fences  []HandoffFence
 	sends   map[string]*send // by receiver: at most one each
-	wait    time.Duration    // backoff after a failed send
-	next    time.Duration    // no new send starts before this
-	count   int              // counters handed on, for the log
+	// refused backs off, by receiver, after it refused a send (its ring or lease
+	// lagging): one receiver's own, since a leaving node's many receivers each refuse
+	// once or twice at first, and one backoff for all would grow to its cap at once.
+	refused map[string]refusal
+	count   int // counters handed on, for the log
 }
 
 // send delivers one receiver's partitions, in Handoffs of at most MaxHandoffBytes/2,
@@ -75,7 +77,7 @@ type send struct {
 func (o *Owner) startRelease(ps []int, partial partialMemory) {
 	rg := o.ring.Load()
 	set := setOf(rg, ps)
-	rel := &release{parts: ps, partial: partial, lentTo: map[int]string{}, sends: map[string]*send{}}
+	rel := &release{parts: ps, partial: partial, lentTo: map[int]string{}, sends: map[string]*send{}, refused: map[string]refusal{}}
 	rel.ev = o.cfg.Store.Evict(func(k string) bool { return set.Has(rg.Partition(k)) })
 	if o.cfg.Redis != nil {
 		o.flush.enqueue(pendingOf(rel.ev))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/internal/backoff"
 	"github.com/leapcount/leapcount/ring"
 )
 
@@ -57,18 +58,27 @@ func (o *Owner) stepDirectRelease(rel *release) {
 		}
 		o.sendHandoff(rel, s)
 	}
-	if now >= rel.next {
-		var idle []int
-		for _, p := range rel.parts {
-			if !rel.sending(p) {
-				idle = append(idle, p)
-			}
+	var next time.Duration // the next time something is due: a send in doubt to go again, or a new one
+	later := func(at time.Duration) {
+		if at > now && (next == 0 || at < next) {
+			next = at
 		}
-		for _, g := range byOwner(o.ring.Load(), idle) {
-			if _, busy := rel.sends[g.m.Name]; !busy && o.runHeard(g.m.Name) {
-				o.startSend(rel, g.m, g.parts)
-			}
+	}
+	var idle []int
+	for _, p := range rel.parts {
+		if !rel.sending(p) {
+			idle = append(idle, p)
 		}
+	}
+	for _, g := range byOwner(o.ring.Load(), idle) {
+		if _, busy := rel.sends[g.m.Name]; busy || !o.runHeard(g.m.Name) {
+			continue
+		}
+		if at := rel.refused[g.m.Name].next; now < at {
+			later(at)
+			continue
+		}
+		o.startSend(rel, g.m, g.parts)
 	}
 	if len(rel.parts) == 0 {
 		if o.endRelease(rel) {
@@ -76,16 +86,28 @@ func (o *Owner) stepDirectRelease(rel *release) {
 		}
 		return
 	}
-	// The next time something is due: a send in doubt to go again, or new sends.
-	next := rel.next
 	for _, s := range rel.sends {
-		if s.inDoubt && !s.flying && (next <= now || s.next < next) {
-			next = s.next
+		if s.inDoubt && !s.flying {
+			later(s.next)
 		}
 	}
 	if next > now {
 		o.stepLater(rel, next-now)
 	}
+}
+
+// refusal is a receiver's backoff after it refused a send: nothing goes to it again
+// before next.
+type refusal struct{ wait, next time.Duration }
+
+// refusedBackoff spaces a receiver's refusals: its ring or lease lags by a moment.
+var refusedBackoff = backoff.Policy{Initial: 50 * time.Millisecond, Max: time.Second}
+
+// after is r after one more refusal at now.
+func (r refusal) after(now time.Duration) refusal {
+	r.wait = refusedBackoff.Next(r.wait)
+	r.next = now + r.wait
+	return r
 }
 
 // sending reports whether a send is delivering p now.
@@ -209,8 +231,7 @@ func (o *Owner) sentHandoff(rel *release, s *send, h *Handoff, err error) {
 		errors.Is(err, counter.ErrNotSent) && !s.inDoubt:
 		o.cfg.Logger.Debug("handoff not delivered yet", "to", s.to.Name, "partitions", len(s.parts), "err", err)
 		delete(rel.sends, s.to.Name)
-		rel.wait = min(max(2*rel.wait, 50*time.Millisecond), 2*time.Second)
-		rel.next = now + rel.wait
+		rel.refused[s.to.Name] = rel.refused[s.to.Name].after(now)
 	default:
 		s.inDoubt = true
 		s.wait = min(2*s.wait, time.Second)

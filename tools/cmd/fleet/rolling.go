@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,8 +59,11 @@ func (l *load) run(rot *rotation, stop chan struct{}, wg *sync.WaitGroup) {
 				default:
 				}
 				k := rng.IntN(len(l.acked))
-				if err := incrOn(loadClient, rot.pick(rng), fmt.Sprintf("rolling:%d", k)); err != nil {
-					l.failed.Add(1)
+				m := rot.pick(rng)
+				if err := incrOn(loadClient, m, fmt.Sprintf("rolling:%d", k)); err != nil {
+					if l.failed.Add(1) <= 100 { // each failure with when and where, for the nodes' logs
+						fmt.Fprintf(os.Stderr, "fleet: %s through %s: %v\n", time.Now().UTC().Format(time.RFC3339Nano), m.name, err)
+					}
 					if !strings.HasPrefix(err.Error(), "incr ") { // (no answer: it may have counted)
 						l.unknown[k].Add(1)
 					}
