@@ -28,9 +28,15 @@ func (r *Report) writeBehindTargets() []targetRow {
 	peak := targetRow{name: flood + ": node's peak RSS vs no Redis", want: "≤ 1.5x", got: notMeasured, status: "-"}
 	rate := targetRow{name: flood + ": counters written behind a second", want: "≥ 150k/s", got: notMeasured, status: "-"}
 	used := targetRow{name: flood + ": Redis used_memory per counter vs the hash window's", want: "≤ 1.0x", got: notMeasured, status: "-"}
+	back := targetRow{name: flood + ": node's RSS a minute after its counters expired vs before the flood", want: "≤ 1.5x", got: notMeasured, status: "-"}
 	w, m := r.wb, r.baseline()
 	if w == nil {
-		return []targetRow{peak, rate, used}
+		return []targetRow{peak, rate, used, back}
+	}
+	if w.backRSS > 0 {
+		q := ratio(float64(w.backRSS), float64(w.baseRSS))
+		back.got = fmt.Sprintf("%s (%s vs %s; peak %s)", fmtRatio(q), fmtBytes(float64(w.backRSS)), fmtBytes(float64(w.baseRSS)), fmtBytes(float64(w.peakRSS)))
+		back.status = pass(q <= 1.5)
 	}
 	rate.got = fmt.Sprintf("%s/s (%d in %s; redis-server %.0f%% of a core, %s of its CPU a counter)",
 		fmtRate(w.drainRate()), w.unwritten, fmtDur(w.drain.Round(time.Millisecond)), 100*w.redisCPU.Seconds()/w.drain.Seconds(), fmtDur(w.redisCPUPer()))
@@ -43,7 +49,7 @@ func (r *Report) writeBehindTargets() []targetRow {
 		used.got = fmt.Sprintf("%s (%s vs %s)", fmtRatio(u), fmtBytes(w.usedPerCounter()), fmtBytes(m.redis.usedPerCounter(m.c.n)))
 		used.status = pass(u <= 1.0)
 	}
-	return []targetRow{peak, rate, used}
+	return []targetRow{peak, rate, used, back}
 }
 
 func (r *Report) writeBehindSection() string {
@@ -56,7 +62,8 @@ func (r *Report) writeBehindSection() string {
 	fmt.Fprintf(&b, "A fresh node with `--redis` and a fresh redis-server; the memory section's first case (%s, %s) "+
 		"loaded the same way (pipelined SW.INCR, 8 connections × 64), then the write-behind drained "+
 		"(`leapcount_writebehind_unwritten_counters` polled every 50 ms until 0). The node's RSS is sampled every "+
-		"20 ms from before the load to the end of the drain; CPU is each process's own (/proc). The baselines, "+
+		"20 ms from before the load to the end of the drain, and once more a minute after the node held no counter "+
+		"(`leapcount_counters` polled every second; the memory it gives back); CPU is each process's own (/proc). The baselines, "+
 		"from the memory section of this run: the same counters in a node without Redis, and in Redis's hash window.\n\n",
 		w.c.label(), w.c.shape)
 	rows := [][]string{
@@ -69,6 +76,8 @@ func (r *Report) writeBehindSection() string {
 		{"Redis used_memory growth", fmtBytes(float64(w.used - w.baseUsed)), fmtBytes(w.usedPerCounter()) + " a counter"},
 		{"Redis keys", fmt.Sprint(w.keys), "the counters and the node's own (its writer mark, the partition stamps)"},
 		{"sampled counters in Redis holding their touch", fmt.Sprintf("%d of %d", w.inRedis, w.sampled), ""},
+		{"until the node held no counter, after the drain", fmtDur(w.expiry.Round(time.Second)), "the window, then the sweeps"},
+		{"node RSS a minute after that", fmtBytes(float64(w.backRSS)), fmt.Sprintf("%s of its RSS before the flood", fmtRatio(ratio(float64(w.backRSS), float64(w.baseRSS))))},
 	}
 	if m := r.baseline(); m != nil {
 		rows = append(rows,
