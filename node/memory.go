@@ -106,12 +106,12 @@ type memReturn struct {
 	last    time.Time // the last return
 }
 
-// Defaults of memReturn: a fall of a quarter of the store and at least 64 MiB, at most
+// Defaults of memReturn: a fall of a quarter of the store and at least 16 MiB, at most
 // once a minute; a fall has settled when the last sweepPass sweeps (a pass over the
 // store: sweepLoop looks at a tenth of it each time) freed less than minFall/8.
 const (
 	memReturnEvery   = time.Minute
-	memReturnMinFall = 64 << 20
+	memReturnMinFall = 16 << 20
 	sweepPass        = 10
 )
 

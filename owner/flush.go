@@ -22,11 +22,13 @@ import (
 type flusher struct {
 	// mu guards queue and refs, which ops read (a load waits for its counter's deltas),
 	// and the callbacks waiting for a flush to end.
-	mu            lockrank.Mutex[lockrank.OwnerFlush]
-	queue         []fallback.Delta // deltas of counters taken out of memory, not yet in a batch
-	queued        map[fallback.CounterRef]int
-	refs          map[fallback.CounterRef]int // counters with deltas not yet confirmed: how many places hold them
-	settleWaiters []func()                    // called when the flush in flight ends
+	mu     lockrank.Mutex[lockrank.OwnerFlush]
+	queue  []fallback.Delta // deltas of counters taken out of memory, not yet in a batch
+	queued map[fallback.CounterRef]int
+	refs   map[fallback.CounterRef]int // counters with deltas not yet confirmed: how many places hold them
+	// The most entries queued and refs held since they were last made anew (shed).
+	queuedHigh, refsHigh int
+	settleWaiters        []func() // called when the flush in flight ends
 
 	// Under Owner.mu: the batches not yet confirmed, oldest first, and the flush in
 	// flight.
@@ -135,6 +137,7 @@ func (f *flusher) enqueue(ds []fallback.Delta) {
 		f.queue = append(f.queue, d)
 		f.refs[r]++
 	}
+	f.queuedHigh, f.refsHigh = max(f.queuedHigh, len(f.queued)), max(f.refsHigh, len(f.refs))
 }
 
 // fold is delta a followed by b, as one: a reset in b drops what a added.
@@ -375,6 +378,7 @@ func (o *Owner) sent(sb *sentBatch, err error) {
 	o.noteLate(sb.refs)
 	o.noteDeparted(sb.refs, sb.newest)
 	settle := func(bool) { // the marks before the refs go: a load that waited for them must find the mark
+		o.flush.batches[0] = nil // the backing array outlives the slice past it
 		o.flush.batches = o.flush.batches[1:]
 		o.flush.mu.Lock()
 		o.flush.unref(sb.refs)
@@ -413,6 +417,7 @@ func (o *Owner) drainBatch() bool {
 	f.queueTaken += len(ds)
 	queueLeft, queueDone := len(f.queue) > 0, len(f.queue) == 0 || f.queueTaken >= f.queueDue
 	f.mu.Unlock()
+	clear(f.buf) // the last batch's keys and buckets: its Batch holds its own copies
 	f.buf = f.buf[:0]
 	storeDone := false
 	if room := most - len(ds); !queueLeft && room > 0 {
@@ -424,12 +429,37 @@ func (o *Owner) drainBatch() bool {
 		f.refs[refOf(fd)]++
 		ds = append(ds, fd)
 	}
+	f.refsHigh = max(f.refsHigh, len(f.refs))
 	f.mu.Unlock()
 	if len(ds) > 0 {
 		f.batches = append(f.batches, &sentBatch{b: o.cfg.Redis.NewBatch(o.cfg.Writer, ds), refs: refsOf(ds), made: o.cfg.Clock.Since(),
 			newest: newestBucket(ds), losses: o.redisEpoch.losses})
 	}
 	return queueDone && storeDone
+}
+
+// shedAbove is the size past which a buffer or map the write-behind grew is let go once
+// it is empty, rather than kept for reuse: an ordinary flush stays below it.
+const shedAbove = 1024
+
+// shed lets go of what a backlog grew, once no batch is left: Go keeps a slice's and a
+// map's largest size, and a flood's would stay in RSS long after it drained and expired
+// (issue 49). The caller holds Owner.mu.
+func (f *flusher) shed() {
+	if cap(f.buf) > shedAbove {
+		f.buf = nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.queue) == 0 && cap(f.queue) > shedAbove {
+		f.queue = nil
+	}
+	if len(f.queue) == 0 && len(f.queued) == 0 && f.queuedHigh > shedAbove {
+		f.queued, f.queuedHigh = map[fallback.CounterRef]int{}, 0
+	}
+	if len(f.refs) == 0 && f.refsHigh > shedAbove {
+		f.refs, f.refsHigh = map[fallback.CounterRef]int{}, 0
+	}
 }
 
 // newestBucket is the start (ms) of the newest bucket among ds (0: none).
@@ -448,6 +478,9 @@ func newestBucket(ds []fallback.Delta) int64 {
 func (o *Owner) flushEnd() {
 	f := &o.flush
 	f.inFlight = false
+	if len(f.batches) == 0 {
+		f.shed()
+	}
 	f.inDoubt.Store(slices.ContainsFunc(f.batches, func(sb *sentBatch) bool { return sb.b.InDoubt() }))
 	f.rounds.Add(1)
 	o.flushEnded()
