@@ -24,12 +24,19 @@ const (
 // linger, on the reader once the writer has ended, drains what the client sent and
 // closes the connection. (Nothing is drained after writer.abort, which closed it.)
 func (c *conn) linger() {
-	c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	deadline := time.Now().Add(lingerTime)
+	c.nc.SetReadDeadline(deadline)
 	n := int64(maxLinger)
 	if c.calmed {
 		n = maxCalmLinger // a flood is not drained, only what was in flight
 	}
-	io.CopyN(io.Discard, c.nc, n)
+	if read, _ := io.CopyN(io.Discard, c.nc, n); read == n {
+		// The client sends on. Closed now, with its bytes unread, the connection would
+		// be reset, and the kernel would drop what it had not sent the client yet, the
+		// GOAWAY among it; left unread until the deadline, it costs nothing, and a
+		// client that reads has had everything and the end by then.
+		time.Sleep(time.Until(deadline))
+	}
 	c.nc.Close()
 }
 
