@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/hashslot"
+	"github.com/leapcount/leapcount/leaparray"
 )
 
 // Batch is write-behind that applies at most once: deltas cut into merge_many script
@@ -40,14 +40,40 @@ const (
 	confirmed                  // Redis answered: applied, now or by an earlier send
 )
 
-// batchCall is one merge_many call: KEYS[1] its writer key, then a counter per delta;
-// ARGV the key's TTL, seq, the seq it waits for (set by each send) and the deltas.
+// batchCall is one merge_many call: KEYS[1] its writer key (call.keys[0]), then a
+// counter per delta; ARGV the key's TTL, seq, the seq it waits for (set by each send)
+// and the deltas. All of them are in call.cmd, ARGV from argsAt.
 type batchCall struct {
 	call
 	seq    uint64
 	owners []int // its deltas' indexes, in KEYS order after the writer key
 	pairs  int   // (bucket, count) pairs in its ARGV
+	argsAt int   // where ARGV starts in cmd
 	state  callState
+}
+
+// argv is the call's ARGV, a view of its command.
+func (c *batchCall) argv() []any { return c.cmd[c.argsAt:] }
+
+// setCmd makes c's command from its deltas (owners, of deltas), keyOf giving a delta's
+// counter key: the command is allocated once, at its size.
+func (st *Store) setCmd(c *batchCall, deltas []Delta, keyOf func(i int) string) {
+	args := 3
+	for _, i := range c.owners {
+		args += 4 + 2*len(deltas[i].Buckets)
+	}
+	cmd := make([]any, 0, 4+len(c.owners)+args)
+	cmd = append(cmd, "evalsha", c.script.Hash(), 1+len(c.owners), c.keys[0])
+	for _, i := range c.owners {
+		cmd = append(cmd, keyOf(i))
+	}
+	c.argsAt = len(cmd)
+	cmd = append(cmd, st.onceTTLMs(), c.seq, uint64(0))
+	var ttl deltaTTL
+	for _, i := range c.owners {
+		cmd = appendDeltaArgs(cmd, deltas[i], ttl.of(st, deltas[i].Spec))
+	}
+	c.cmd = cmd
 }
 
 // errBehind is merge_many's answer to a call whose writer's earlier call of its slot
@@ -67,16 +93,67 @@ var errBehind = errors.New("an earlier call of this writer and slot has not appl
 // Spec, a count past 2^63-1) get no call: the first SendBatch reports them.
 func (st *Store) NewBatch(writer string, deltas []Delta) *Batch {
 	b := &Batch{deltas: deltas, dropped: &FlushError{}}
-	type group struct {
-		ck     string
-		owners []int
-		pairs  int
+	cs := st.groupDeltas(deltas, b.dropped)
+	keys := make([]string, len(deltas)) // each delta's counter key
+	filling := map[uint16]*batchCall{}  // per slot (all slot 0 when not a Cluster)
+	var slots []uint16                  // the slots of filling, in the order first seen
+	for _, g := range cs.groups {
+		c := filling[g.slot]
+		if c != nil && (len(c.owners)+g.n > st.cfg.FlushKeys || c.pairs+g.pairs > flushPairs) {
+			b.calls = append(b.calls, c)
+			c = nil
+		}
+		if c == nil {
+			if _, seen := filling[g.slot]; !seen {
+				slots = append(slots, g.slot)
+			}
+			c = st.newCall(writer, g.slot, min(cs.left[g.slot], st.cfg.FlushKeys))
+			filling[g.slot] = c
+		}
+		for i := g.first; i >= 0; i = cs.next[i] {
+			keys[i] = g.ck
+			c.owners = append(c.owners, int(i))
+		}
+		c.pairs += g.pairs
+		cs.left[g.slot] -= g.n
 	}
-	var groups []group
-	byKey := map[string]int{}
+	for _, slot := range slots {
+		b.calls = append(b.calls, filling[slot])
+	}
+	for _, c := range b.calls {
+		st.setCmd(c, deltas, func(i int) string { return keys[i] })
+	}
+	return b
+}
+
+// counterGroups is a batch's deltas grouped by counter, in the order each counter was
+// first seen: a counter's deltas are chained through next (−1 ends a chain), so that
+// the common group of one delta costs no slice of its own, and each call is made with
+// room for the deltas it will take: a key flood's batches were most of the garbage the
+// node made while they drained (BenchmarkNewBatch).
+type counterGroups struct {
+	groups []counterGroup
+	next   []int32
+	left   map[uint16]int // per slot, the deltas of its groups not yet in a call
+}
+
+type counterGroup struct {
+	ck          string
+	slot        uint16
+	first, last int32 // its first and last delta
+	n, pairs    int   // its deltas and their (bucket, count) pairs
+}
+
+// groupDeltas groups deltas by counter, leaving out (into dropped) the invalid ones and
+// those with nothing to do.
+func (st *Store) groupDeltas(deltas []Delta, dropped *FlushError) counterGroups {
+	cs := counterGroups{groups: make([]counterGroup, 0, len(deltas)), next: make([]int32, len(deltas)),
+		left: map[uint16]int{}}
+	byKey := make(map[string]int, len(deltas))
 	for i, d := range deltas {
+		cs.next[i] = -1
 		if err := checkDelta(d); err != nil {
-			b.dropped.add(i, named(d, err))
+			dropped.add(i, named(d, err))
 			continue
 		}
 		if len(d.Buckets) == 0 && !d.Reset {
@@ -85,56 +162,36 @@ func (st *Store) NewBatch(writer string, deltas []Delta) *Batch {
 		ck := counterKey(d.Key, d.Spec)
 		g, ok := byKey[ck]
 		if !ok {
-			g = len(groups)
+			g = len(cs.groups)
 			byKey[ck] = g
-			groups = append(groups, group{ck: ck})
-		}
-		groups[g].owners = append(groups[g].owners, i)
-		groups[g].pairs += len(d.Buckets)
-	}
-	filling := map[uint16]*batchCall{} // per slot (all slot 0 when not a Cluster)
-	var slots []uint16                 // the slots of filling, in the order first seen
-	for _, g := range groups {
-		var slot uint16
-		if st.cluster {
-			slot = hashslot.Of(g.ck)
-		}
-		c := filling[slot]
-		if c != nil && (len(c.owners)+len(g.owners) > st.cfg.FlushKeys || c.pairs+g.pairs > flushPairs) {
-			b.calls = append(b.calls, c)
-			c = nil
-		}
-		if c == nil {
-			if _, seen := filling[slot]; !seen {
-				slots = append(slots, slot)
+			var slot uint16
+			if st.cluster {
+				slot = hashslot.Of(ck)
 			}
-			c = st.newCall(writer, slot)
-			filling[slot] = c
+			cs.groups = append(cs.groups, counterGroup{ck: ck, slot: slot, first: int32(i), last: int32(i)})
+		} else {
+			cs.next[cs.groups[g].last] = int32(i)
+			cs.groups[g].last = int32(i)
 		}
-		for _, i := range g.owners {
-			c.keys = append(c.keys, g.ck)
-			c.args = st.appendDelta(c.args, deltas[i])
-		}
-		c.owners = append(c.owners, g.owners...)
-		c.pairs += g.pairs
+		gr := &cs.groups[g]
+		gr.n++
+		gr.pairs += len(d.Buckets)
+		cs.left[gr.slot]++
 	}
-	for _, slot := range slots {
-		b.calls = append(b.calls, filling[slot])
-	}
-	return b
+	return cs
 }
 
-// newCall starts a call of writer to slot with the store's next seq. A writer's calls
+// newCall starts a call of writer to slot with the store's next seq, with room for
+// deltas deltas; setCmd makes its command once they are in. A writer's calls
 // to one slot (to one server) come out of NewBatch in seq order, and so stay in every
 // send: the writer key's high-water mark then only grows.
-func (st *Store) newCall(writer string, slot uint16) *batchCall {
+func (st *Store) newCall(writer string, slot uint16, deltas int) *batchCall {
 	tag := oneServerTag
 	if st.cluster {
 		tag = slotTag(slot)
 	}
-	seq := st.seq.Add(1)
-	return &batchCall{seq: seq, call: call{script: scripts.mergeMany, keys: []string{writerKey(tag, writer)},
-		args: []any{st.onceTTLMs(), seq, uint64(0)}}}
+	return &batchCall{seq: st.seq.Add(1), owners: make([]int, 0, deltas),
+		call: call{script: scripts.mergeMany, keys: []string{writerKey(tag, writer)}}}
 }
 
 // SendBatch sends every call of b not yet confirmed, pipelined FlushChunk deltas (and at
@@ -162,7 +219,7 @@ func (st *Store) SendBatch(ctx context.Context, b *Batch) error {
 	wait := map[string]uint64{} // per writer key, the last unconfirmed call's seq
 	for _, c := range b.calls {
 		if c.state != confirmed {
-			c.args[2] = wait[c.keys[0]]
+			c.argv()[2] = wait[c.keys[0]]
 			wait[c.keys[0]] = c.seq
 			todo = append(todo, c)
 		}
@@ -321,15 +378,33 @@ func named(d Delta, err error) error {
 // appendDelta appends merge_many's arguments for one delta: reset, B, TTL, the number of
 // pairs and the pairs.
 func (st *Store) appendDelta(args []any, d Delta) []any {
+	return appendDeltaArgs(args, d, st.ttlMs(d.Spec))
+}
+
+func appendDeltaArgs(args []any, d Delta, ttl any) []any {
 	reset := 0
 	if d.Reset {
 		reset = 1
 	}
-	args = append(args, reset, d.Spec.Buckets, st.ttlMs(d.Spec), len(d.Buckets))
+	args = append(args, reset, d.Spec.Buckets, ttl, len(d.Buckets))
 	for _, b := range d.Buckets {
-		args = append(args, b.Index, strconv.FormatUint(b.Count, 10))
+		args = append(args, b.Index, b.Count) // (go-redis writes a count in decimal; one below 256 boxes for free)
 	}
 	return args
+}
+
+// deltaTTL is the TTL of the last Spec asked for, boxed once: a call's counters mostly
+// share a Spec, and boxing it for each cost an allocation per counter.
+type deltaTTL struct {
+	sp  leaparray.Spec
+	ttl any
+}
+
+func (t *deltaTTL) of(st *Store, sp leaparray.Spec) any {
+	if t.ttl == nil || t.sp != sp {
+		t.sp, t.ttl = sp, st.ttlMs(sp)
+	}
+	return t.ttl
 }
 
 // checkDelta checks what merging a delta needs: a valid shape and counts that fit in a
@@ -389,13 +464,11 @@ func (st *Store) Rewrite(b *Batch, fn func(Delta) (Delta, bool)) int {
 		if !changed {
 			continue
 		}
-		c.owners = kept
-		c.keys, c.args, c.pairs = c.keys[:1], c.args[:3], 0
+		c.owners, c.pairs = kept, 0
 		for _, i := range c.owners {
-			c.keys = append(c.keys, counterKey(b.deltas[i].Key, b.deltas[i].Spec))
-			c.args = st.appendDelta(c.args, b.deltas[i])
 			c.pairs += len(b.deltas[i].Buckets)
 		}
+		st.setCmd(c, b.deltas, func(i int) string { return counterKey(b.deltas[i].Key, b.deltas[i].Spec) })
 		if len(c.owners) == 0 {
 			c.state = confirmed
 		}

@@ -179,8 +179,8 @@ func TestFailedCallStopsLaterCallsOfItsKey(t *testing.T) {
 	now := int64(1_700_000_000_000)
 	deltas := batchDeltas("stop", 3, sp, now)
 	b := st.NewBatch("t7", deltas)
-	ttl := b.calls[0].args[0]
-	b.calls[0].args[0] = "x" // its SET of the mark fails: the script errs before it writes
+	ttl := b.calls[0].argv()[0]
+	b.calls[0].argv()[0] = "x" // its SET of the mark fails: the script errs before it writes
 	err := st.SendBatch(bg, b)
 	var fe *FlushError
 	if !errors.As(err, &fe) || len(fe.Failed) != 3 || !errors.Is(err, errBehind) || b.Confirmed() {
@@ -194,7 +194,7 @@ func TestFailedCallStopsLaterCallsOfItsKey(t *testing.T) {
 		t.Fatalf("call states %d %d %d; want in doubt (an error reply), unsent, unsent (refused before they ran)",
 			b.calls[0].state, b.calls[1].state, b.calls[2].state)
 	}
-	b.calls[0].args[0] = ttl
+	b.calls[0].argv()[0] = ttl
 	if err := st.SendBatch(bg, b); err != nil || !b.Confirmed() {
 		t.Fatalf("send again: %v, confirmed %v; want nil, true", err, b.Confirmed())
 	}
@@ -320,4 +320,29 @@ func TestResetOrderedThroughRedis(t *testing.T) {
 	if existed, err := st.Reset(bg, "away", sp, now+2000); err != nil || existed {
 		t.Fatalf("away in Redis: existed %v (%v); want deleted", existed, err)
 	}
+}
+
+// A batch of new counters, a key flood's write-behind, allocates about one object per
+// counter for its key and two for its arguments, and nothing that grows by copying: its
+// garbage sets the node's collector headroom while the flood drains (issue 49). Before,
+// 6.1 objects a counter (a map and slices grown by appending, go-redis's copy of every
+// command); BenchmarkNewBatch has the bytes.
+func TestNewBatchAllocatesLittlePerCounter(t *testing.T) {
+	_, st := startStore(t)
+	deltas := floodDeltas(8192)
+	allocs := testing.AllocsPerRun(5, func() { st.NewBatch("alloc", deltas) })
+	if per := allocs / float64(len(deltas)); per > 3.5 {
+		t.Fatalf("NewBatch of %d new counters: %.2f allocations a counter; want at most 3.5", len(deltas), per)
+	}
+}
+
+// floodDeltas is n deltas of a key flood: n counters, one increment each.
+func floodDeltas(n int) []Delta {
+	sp := spec(60_000, 10)
+	now := int64(1_700_000_000_000)
+	deltas := make([]Delta, n)
+	for i, k := range benchKeys(n) {
+		deltas[i] = Delta{Key: k, Spec: sp, Buckets: []leaparray.Bucket{{Index: sp.Bucket(now), Count: 1}}}
+	}
+	return deltas
 }

@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -272,4 +273,24 @@ func BenchmarkFlushDeltasReplicated(b *testing.B) {
 			}
 		})
 	}
+}
+
+// What a key flood's write-behind allocates per counter to make its batches: NewBatch
+// over a drain's worth of new counters (owner.DefaultFlushBatch), one bucket each. Its
+// garbage sets the collector's headroom while a flood drains (node's gcGoal), and so
+// the node's peak RSS (issue 49).
+func BenchmarkNewBatch(b *testing.B) {
+	_, st := startStore(b)
+	deltas := floodDeltas(8192)
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := 0
+	for b.Loop() {
+		st.NewBatch("bench", deltas)
+		n += len(deltas)
+	}
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(n), "B/delta")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(n), "allocs/delta")
 }

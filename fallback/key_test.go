@@ -153,7 +153,7 @@ func clusterFlushMany(t *testing.T, nodes []*testredis.Server, st *Store, now in
 		t.Fatalf("%d writer keys for %d slots; want one per slot", len(marks), len(slots))
 	}
 	for _, c := range b.calls {
-		k := writerKey(slotTag(hashslot.Of(c.keys[1])), "cl")
+		k := writerKey(slotTag(hashslot.Of(c.cmd[4].(string))), "cl")
 		if got, want := marks[k], strconv.FormatUint(c.seq, 10); got != want {
 			t.Fatalf("mark %s = %q; want %s, its call's seq", k, got, want)
 		}

@@ -38,8 +38,8 @@ func (m *Members) List(ctx context.Context, addr string) ([]string, error) {
 	if addr == "" || len(addr) > maxMemberAddr {
 		return nil, fmt.Errorf("fallback: member address %q: want 1 to %d bytes", addr, maxMemberAddr)
 	}
-	res, err := m.st.run(ctx, call{scripts.members, []string{m.key},
-		[]any{addr, m.ttl.Milliseconds(), MaxMembersListed}}).StringSlice()
+	res, err := m.st.run(ctx, call{script: scripts.members, keys: []string{m.key},
+		args: []any{addr, m.ttl.Milliseconds(), MaxMembersListed}}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("fallback: list members: %w", err)
 	}

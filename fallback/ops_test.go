@@ -75,12 +75,11 @@ func (st *Store) Reset(ctx context.Context, key string, sp leaparray.Spec, now i
 }
 
 func (st *Store) incrCall(key string, sp leaparray.Spec, n, now int64) call {
-	return call{opScripts.incr, []string{counterKey(key, sp)},
-		[]any{sp.Bucket(now), nonNeg(n), sp.Buckets, st.ttlMs(sp)}}
+	return call{script: opScripts.incr, keys: []string{counterKey(key, sp)}, args: []any{sp.Bucket(now), nonNeg(n), sp.Buckets, st.ttlMs(sp)}}
 }
 
 func (st *Store) countCall(key string, sp leaparray.Spec, now int64) call {
-	return call{opScripts.count, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
+	return call{script: opScripts.count, keys: []string{counterKey(key, sp)}, args: []any{sp.Bucket(now), sp.Buckets}}
 }
 
 // allowCall passes limit − n, computed here in int64 (−1 when n > limit), so that the
@@ -90,12 +89,11 @@ func (st *Store) allowCall(key string, sp leaparray.Spec, limit, n, now int64) c
 	if limit, n = nonNeg(limit), nonNeg(n); n <= limit {
 		room = limit - n
 	}
-	return call{opScripts.allow, []string{counterKey(key, sp)},
-		[]any{sp.Bucket(now), room, n, sp.Buckets, st.ttlMs(sp)}}
+	return call{script: opScripts.allow, keys: []string{counterKey(key, sp)}, args: []any{sp.Bucket(now), room, n, sp.Buckets, st.ttlMs(sp)}}
 }
 
 func (st *Store) resetCall(key string, sp leaparray.Spec, now int64) call {
-	return call{opScripts.reset, []string{counterKey(key, sp)}, []any{sp.Bucket(now), sp.Buckets}}
+	return call{script: opScripts.reset, keys: []string{counterKey(key, sp)}, args: []any{sp.Bucket(now), sp.Buckets}}
 }
 
 func nonNeg(v int64) int64 { return max(v, 0) }

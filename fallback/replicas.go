@@ -162,7 +162,7 @@ func (st *Store) pipelineByMaster(ctx context.Context, cc *redis.ClusterClient, 
 	for _, m := range masters {
 		pipe := m.Pipeline()
 		for _, i := range groups[m] {
-			cmds[i] = calls[i].script.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+			cmds[i] = calls[i].evalSha(ctx, pipe)
 		}
 		wait := st.addWait(ctx, pipe)
 		_, _ = pipe.Exec(ctx) // each command carries its own error

@@ -42,11 +42,28 @@ func mustRead(name string) string {
 // whole (EVAL) on NOSCRIPT.
 var loaded = []*redis.Script{scripts.mergeMany, scripts.stamp, scripts.late, scripts.mark, scripts.probe}
 
-// call is one script run: which script, its keys and its arguments.
+// call is one script run: which script, its keys and its arguments. A batch's call
+// (batchCall) keeps only its first key here, and its whole EVALSHA command in cmd.
 type call struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+	// cmd, when not nil, is the whole command: EVALSHA, the script's hash, the number of
+	// keys, the keys, the arguments. It is sent as it is, where go-redis's EvalSha
+	// copies keys and arguments into a command of its own: for a key flood's
+	// write-behind, a copy of every counter's arguments (BenchmarkFlushDeltas).
+	cmd []any
+}
+
+// evalSha queues c on pipe as an EVALSHA.
+func (c call) evalSha(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
+	if c.cmd == nil {
+		return c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	cmd := redis.NewCmd(ctx, c.cmd...)
+	cmd.SetFirstKeyPos(3)
+	_ = pipe.Process(ctx, cmd) // (a pipeline's Process only queues: errors come with Exec)
+	return cmd
 }
 
 // loadScripts loads every script (on every master, in a Cluster).
@@ -138,7 +155,7 @@ func (st *Store) pipeline(ctx context.Context, calls []call) []*redis.Cmd {
 	pipe := st.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
-		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = c.evalSha(ctx, pipe)
 	}
 	wait := st.addWait(ctx, pipe)
 	_, _ = pipe.Exec(ctx) // each command carries its own error

@@ -424,6 +424,9 @@ func (o *Owner) drainBatch() bool {
 		f.buf, storeDone = o.cfg.Store.DrainSome(&f.cursor, f.buf, room)
 	}
 	f.mu.Lock()
+	// Room for the lot at once: a flood's batches are the garbage its drain makes
+	// (fallback's BenchmarkNewBatch), and that garbage sets the collector's headroom.
+	ds = slices.Grow(ds, len(f.buf))
 	for _, d := range f.buf { // (the queued ones were counted when queued)
 		fd := fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets, Reset: d.Reset}
 		f.refs[refOf(fd)]++
