@@ -1,14 +1,18 @@
 package leaparray
 
+import "math"
+
 // Deltas: what was added to counters since the last Drain, kept only by a store made
 // with WithDeltas (a node that persists to Redis writes them behind). A slab keeps, per
 // slot, 1 + the index of the slot's entry in dl (0: nothing pending), and the entries in
 // a list reused from drain to drain, so steady write-behind allocates nothing here. An
 // entry holds its first bucket and is pointer-free, so that the list is a vec (mapped
 // once large, outside the collector's heap): a flood of new counters waiting to be
-// written costs a fixed 32 bytes each. The rare counter with more than one bucket
-// pending keeps the others in more.
-//
+// written costs a fixed 16 bytes each. The first bucket's index is kept relative to the
+// slab's pendBase and its count in 32 bits, which nearly every flush interval's adds
+// fit; a counter with more than one bucket pending, or one that does not fit, keeps
+// them in more (each bucket in one place: the first, or more).
+
 // Resets are kept per shard, by key, apart from the slots: a reset counter leaves its
 // slot (and may never come back, while Redis still holds its old state), yet the reset
 // must reach Redis before anything added afterwards, in the same delta.
@@ -24,11 +28,14 @@ type Delta struct {
 }
 
 type pendingDelta struct {
-	slot  int32   // −1 once the counter is gone
-	more  int32   // 1 + the index in the slab's more of its other buckets; 0: none
-	first Bucket  // Count 0: nothing pending
-	_     [8]byte // 32 bytes: a page holds whole entries, which a vec needs to be mapped
+	slot  int32  // −1 once the counter is gone
+	more  int32  // 1 + the index in the slab's more of its other buckets; 0: none
+	index int32  // the first bucket's index less the slab's pendBase
+	count uint32 // the first bucket's count; 0: none there
 }
+
+// holds reports whether e has anything pending.
+func (e *pendingDelta) holds() bool { return e.count != 0 || e.more != 0 }
 
 // pendingMore is a slab's buckets pending beyond each entry's first, with the free
 // places in it: what was kept there is bounded by the counters with more than one bucket
@@ -45,6 +52,9 @@ func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
 	}
 	idx := s.pend.s[slot]
 	if idx == 0 {
+		if len(s.dl.s) == 0 {
+			s.pendBase = j
+		}
 		s.dl.push(pendingDelta{slot: int32(slot)})
 		idx = uint32(len(s.dl.s))
 		s.pend.s[slot] = idx
@@ -54,17 +64,22 @@ func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
 
 // addPending adds n to bucket j of e: most adds land in its first bucket.
 func (s *slab[C]) addPending(e *pendingDelta, j int64, n uint64) {
+	off := j - s.pendBase
 	switch {
-	case e.first.Count == 0:
-		e.first = Bucket{Index: j, Count: n}
+	case !e.holds() && off >= math.MinInt32 && off <= math.MaxInt32 && n <= math.MaxUint32:
+		e.index, e.count = int32(off), uint32(n)
 		return
-	case e.first.Index == j:
-		e.first.Count += n
+	case e.count != 0 && int64(e.index) == off && uint64(e.count)+n <= math.MaxUint32:
+		e.count += uint32(n)
 		return
 	case e.more == 0:
 		e.more = s.more.take() + 1
 	}
 	bs := &s.more.lists[e.more-1]
+	if e.count != 0 && int64(e.index) == off { // its count outgrows 32 bits: it moves to more
+		*bs = append(*bs, Bucket{Index: j, Count: uint64(e.count)})
+		e.count = 0
+	}
 	for i := range *bs {
 		if (*bs)[i].Index == j {
 			(*bs)[i].Count += n
@@ -85,15 +100,20 @@ func (m *pendingMore) take() int32 {
 	return int32(len(m.lists) - 1)
 }
 
-// bucketsOf returns a copy of e's pending buckets.
+// bucketsOf returns a copy of e's pending buckets (nil: none).
 func (s *slab[C]) bucketsOf(e *pendingDelta) []Bucket {
-	if e.first.Count == 0 {
+	var more []Bucket
+	if e.more != 0 {
+		more = s.more.lists[e.more-1]
+	}
+	if e.count == 0 && len(more) == 0 {
 		return nil
 	}
-	if e.more == 0 {
-		return []Bucket{e.first}
+	out := make([]Bucket, 0, len(more)+1)
+	if e.count != 0 {
+		out = append(out, Bucket{Index: s.pendBase + int64(e.index), Count: uint64(e.count)})
 	}
-	return append([]Bucket{e.first}, s.more.lists[e.more-1]...)
+	return append(out, more...)
 }
 
 // clearEntry forgets what e holds pending.
@@ -102,7 +122,7 @@ func (s *slab[C]) clearEntry(e *pendingDelta) {
 		s.more.lists[e.more-1] = nil
 		s.more.free = append(s.more.free, e.more-1)
 	}
-	e.first, e.more = Bucket{}, 0
+	e.index, e.count, e.more = 0, 0, 0
 }
 
 // takePending removes and returns slot's pending buckets (a copy).
@@ -176,7 +196,7 @@ func (sh *shard) drain(dst []Delta, sp Spec) []Delta {
 func (s *slab[C]) drain(dst []Delta, sp Spec) []Delta {
 	for i := range s.dl.s {
 		e := &s.dl.s[i]
-		if e.slot >= 0 && e.first.Count > 0 {
+		if e.slot >= 0 && e.holds() {
 			dst = append(dst, Delta{Key: s.key(int(e.slot)), Spec: sp, Buckets: s.bucketsOf(e)})
 			s.pend.s[e.slot] = 0
 		}
@@ -238,7 +258,7 @@ func (s *slab[C]) drainSome(dst []Delta, sp Spec, quota, max int) ([]Delta, int)
 		if e.slot < 0 {
 			continue
 		}
-		if e.first.Count > 0 {
+		if e.holds() {
 			dst = append(dst, Delta{Key: s.key(int(e.slot)), Spec: sp, Buckets: s.bucketsOf(e)})
 			taken++
 		}

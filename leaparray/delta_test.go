@@ -1,8 +1,11 @@
 package leaparray
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -284,5 +287,34 @@ func TestPendingKeepsEachBucket(t *testing.T) {
 				t.Fatalf("round %d: %s drained %v; want %v", round, key, got[key], want(i))
 			}
 		}
+	}
+}
+
+// A pending entry keeps its first bucket in 16 bytes: an index relative to the slab's
+// first pending add and a 32-bit count. A count that outgrows 32 bits, and a bucket too
+// far from that first add, still drain whole.
+func TestPendingBeyondTheEntrysRange(t *testing.T) {
+	st := NewStore(WithDeltas())
+	sp := Spec{10, 2} // 5 ms buckets
+	j := int64(t0) / sp.BucketMs()
+	at := func(j int64) int64 { return j * sp.BucketMs() }
+	st.Incr("a", sp, 3_000_000_000, at(j))
+	st.Incr("a", sp, 3_000_000_000, at(j)) // 6e9: past 32 bits
+	st.Incr("a", sp, 5, at(j+1))
+	far := j + 1<<31 + 7 // past an int32 from the slab's first add (a's)
+	st.Incr("b", sp, 7, at(far))
+	st.Incr("b", sp, 4_294_967_295, at(far+1))
+	st.Incr("b", sp, 1, at(far+1))
+	got := map[string]string{}
+	for _, d := range st.Drain(nil) {
+		slices.SortFunc(d.Buckets, func(x, y Bucket) int { return cmp.Compare(x.Index, y.Index) })
+		got[d.Key] = fmt.Sprint(d.Buckets)
+	}
+	want := map[string]string{
+		"a": fmt.Sprint([]Bucket{{j, 6_000_000_000}, {j + 1, 5}}),
+		"b": fmt.Sprint([]Bucket{{far, 7}, {far + 1, 4_294_967_296}}),
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("drained %v; want %v", got, want)
 	}
 }

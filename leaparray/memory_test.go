@@ -76,3 +76,23 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc) + MappedBytes()
 }
+
+// What waits to be written costs a fixed few bytes a counter: a flood of new counters,
+// none drained yet, costs at most 24 bytes each over the same store without deltas (a
+// 16-byte entry and a 4-byte index, and the lists' room to grow). Before, 32-byte
+// entries: 37.6 bytes a counter here.
+func TestPendingFloodCostsFewBytesACounter(t *testing.T) {
+	sp := Spec{WindowMs: 60_000, Buckets: 10}
+	const n = 300_000
+	plain, with := NewStore(), NewStore(WithDeltas())
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("flood:%08d", i)
+		plain.Incr(key, sp, 1, t0)
+		with.Incr(key, sp, 1, t0)
+	}
+	per := float64(with.Bytes()-plain.Bytes()) / n
+	t.Logf("store bytes a counter: %.1f without deltas, %.1f with all pending", float64(plain.Bytes())/n, float64(with.Bytes())/n)
+	if per > 24 {
+		t.Fatalf("pending costs %.1f bytes a counter; want at most 24", per)
+	}
+}

@@ -30,6 +30,9 @@ type slab[C count] struct {
 	pend   vec[uint32]       // per slot, with deltas: 1 + index into dl, 0 when clean
 	dl     vec[pendingDelta] // see delta.go
 	more   pendingMore
+	// pendBase is the bucket index dl's first buckets are kept relative to: the bucket
+	// of the first add since dl was last empty.
+	pendBase int64
 }
 
 type keyRef struct{ off, len uint32 }
