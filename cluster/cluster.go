@@ -76,7 +76,7 @@ func Start(cfg Config) (c *Cluster, err error) {
 	if inc == 0 {
 		inc = uint64(time.Now().UnixNano())
 	}
-	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, clientAddr: cfg.ClientAddr, zone: cfg.Zone, incarnation: inc},
+	c.del = &delegate{meta: meta{rpcAddr: cfg.RPCAddr, clientAddr: cfg.ClientAddr, zone: cfg.Zone, features: cfg.Features, incarnation: inc},
 		state: encodeVersion(cfg.Name, cfg.Version), heard: &c.versions,
 		known: func(name string) bool { _, ok := c.tab.get(name); return ok }}
 	c.versions.set(cfg.Name, cfg.Version)

@@ -30,6 +30,10 @@ type Config struct {
 	// most 16 bytes of letters, digits, '.', '_' and '-'), told to the others: the voters
 	// spread over the zones. A member with a zone is unreadable to releases before zones.
 	Zone string
+	// Features are bits (at most 7: below 128) this member tells the others it
+	// supports, read as Member.Features; what they mean is the caller's. Releases
+	// before features ignore them.
+	Features uint8
 	// Join lists gossip addresses of existing members: host:port (a host alone means
 	// this member's gossip port). A host name stands for every address it resolves to,
 	// resolved again at each join and re-join (see LookupHost), so one DNS name with a
@@ -127,6 +131,9 @@ func (c Config) Validate() error {
 		if err := checkRPCAddr(c.ClientAddr); err != nil {
 			bad("ClientAddr", "%v", err)
 		}
+	}
+	if c.Features > maxFeatures {
+		bad("Features", "%#x: at most 7 bits (below %#x)", c.Features, maxFeatures+1)
 	}
 	if !validZone(c.Zone) {
 		bad("Zone", "%q must be at most %d bytes of letters, digits, '.', '_' and '-'", c.Zone, maxZone)

@@ -35,7 +35,7 @@ func (e *events) member(n *memberlist.Node) Member {
 		e.log.Warn("unreadable node metadata", "name", n.Name, "addr", m.Addr, "err", err)
 		return m
 	}
-	m.RPCAddr, m.ClientAddr, m.Zone, m.Incarnation = md.rpcAddr, md.clientAddr, md.zone, md.incarnation
+	m.RPCAddr, m.ClientAddr, m.Zone, m.Incarnation, m.Features = md.rpcAddr, md.clientAddr, md.zone, md.incarnation, md.features
 	if md.leaving {
 		m.State = StateLeaving
 	}

@@ -40,6 +40,7 @@ type Member struct {
 	ClientAddr  string // where Redis Cluster clients reach it; empty if it has none
 	Zone        string // its failure domain (Config.Zone); empty if it has none
 	Incarnation uint64 // the node's start time in ns: a restart under the same name changes it
+	Features    uint8  // the bits its Config.Features advertises; 0 for releases before them
 	State       State
 	Since       time.Time // when this node saw State (or this incarnation) begin
 	Version     string    // its build version, once heard ("" until then)

@@ -10,12 +10,13 @@ import (
 // memberlist.MetaMaxSize = 512 bytes):
 //
 //	byte 0       metaVersion (2), or metaZoned (3) when the member has a zone
-//	byte 1       flags (flagLeaving)
+//	byte 1       flags: bit 0 flagLeaving, bits 1-7 the member's features (Config.Features)
 //	bytes 2..9   incarnation, big-endian uint64
 //	bytes 10..11 length of the RPC address, big-endian uint16
 //	then         RPC address, then the client address (to the end)
 //	             (metaZoned: big-endian uint16 length, client address, then the zone to the end)
 //
+// Releases before features read bit 0 alone, so a feature bit reaches them harmlessly.
 // decode rejects metadata of any other version rather than misread it: such a member
 // is listed, but never served. A member without a zone sends version 2, which every
 // release reads; one with a zone (--zone) sends 3, which releases before zones reject.
@@ -26,6 +27,7 @@ const (
 	flagLeaving = 1 << 0
 	maxAddr     = 240 // two addresses and the header stay under memberlist's 512 bytes
 	maxZone     = 16  // with two addresses of maxAddr, within memberlist's 512 bytes
+	maxFeatures = 1<<7 - 1
 )
 
 type meta struct {
@@ -34,6 +36,7 @@ type meta struct {
 	zone        string // Config.Zone; may be empty
 	incarnation uint64
 	leaving     bool
+	features    uint8 // Config.Features: 7 bits
 }
 
 func (m meta) encode() []byte {
@@ -42,6 +45,7 @@ func (m meta) encode() []byte {
 	if m.zone != "" {
 		b[0] = metaZoned
 	}
+	b[1] = m.features << 1
 	if m.leaving {
 		b[1] |= flagLeaving
 	}
@@ -65,7 +69,7 @@ func decodeMeta(b []byte) (meta, error) {
 	if version != metaVersion && version != metaZoned {
 		return meta{}, fmt.Errorf("%w: version %d", errMeta, version)
 	}
-	m := meta{leaving: b[1]&flagLeaving != 0, incarnation: binary.BigEndian.Uint64(b[2:])}
+	m := meta{leaving: b[1]&flagLeaving != 0, features: b[1] >> 1, incarnation: binary.BigEndian.Uint64(b[2:])}
 	n := int(binary.BigEndian.Uint16(b[10:]))
 	if n > len(b)-metaHeader {
 		return meta{}, fmt.Errorf("%w: RPC address of %d bytes in %d", errMeta, n, len(b))

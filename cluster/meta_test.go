@@ -15,6 +15,8 @@ func TestMetaRoundTrip(t *testing.T) {
 		{rpcAddr: "10.0.0.1:7947", clientAddr: "client.example:7380", incarnation: 2},
 		{rpcAddr: "10.0.0.1:7947", clientAddr: "client.example:7380", zone: "eu-west-1a", incarnation: 3},
 		{rpcAddr: "10.0.0.1:7947", zone: "rack-7", incarnation: 4, leaving: true},
+		{rpcAddr: "10.0.0.1:7947", incarnation: 5, features: maxFeatures},
+		{rpcAddr: "10.0.0.1:7947", incarnation: 6, features: 1, leaving: true},
 	} {
 		got, err := decodeMeta(want.encode())
 		if err != nil || got != want {
@@ -65,5 +67,18 @@ func TestMetaWithoutAZoneIsVersion2(t *testing.T) {
 	}
 	if err := (Config{Name: "n", BindAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:1", Zone: "eu west"}).Validate(); err == nil || !strings.Contains(err.Error(), "Zone") {
 		t.Fatalf("Validate of a zone with a space: %v; want an error naming Zone", err)
+	}
+}
+
+// Features ride in the flags byte's upper bits: a release before them reads the same
+// version and sees bit 0 (leaving) alone, so it neither rejects the member nor takes it
+// for leaving.
+func TestFeaturesReachOlderReleasesHarmlessly(t *testing.T) {
+	b := (meta{rpcAddr: "10.0.0.1:7947", clientAddr: "c:1", features: maxFeatures}).encode()
+	if b[0] != metaVersion || b[1]&flagLeaving != 0 {
+		t.Fatalf("version %d, flags %#x; want version %d and the leaving bit clear", b[0], b[1], metaVersion)
+	}
+	if err := (Config{Name: "n", BindAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:1", Features: maxFeatures + 1}).Validate(); err == nil || !strings.Contains(err.Error(), "Features") {
+		t.Fatalf("Validate of 8 feature bits: %v; want an error naming Features", err)
 	}
 }
