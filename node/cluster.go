@@ -26,6 +26,7 @@ type ClusterView struct {
 	Members    []MemberView `json:"members"`
 	Epoch      string       `json:"epoch"` // this node's ring epoch: equal on every node once they agree
 	Partitions int          `json:"partitions"`
+	Placement  string       `json:"placement,omitempty"` // this node's ring's placement: "matching", or "consistent" while a member asks for it
 	Ready      bool         `json:"ready"`
 	Counters   int          `json:"counters"`           // held in memory by this node
 	Owned      int          `json:"owned"`              // partitions this node's ring gives it
@@ -70,6 +71,7 @@ func (n *Node) clusterInfo() any {
 	if rg := n.router.Ring(); rg != nil {
 		v.Epoch = epochString(rg)
 		v.Partitions = rg.PartitionCount()
+		v.Placement = rg.Config().Placement.String()
 	}
 	return v
 }

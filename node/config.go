@@ -98,6 +98,10 @@ type Config struct {
 	GossipKeys  [][]byte // --gossip-key / --gossip-key-file: the first encrypts gossip and proves membership; all are accepted
 	ClusterName string   // --cluster-name: members of another cluster are refused, on gossip and rpc
 	Zone        string   // --zone: this node's failure domain; the voters spread over the zones (lease.View.Zones)
+	// Placement (--placement) is how partitions spread over members: PlacementMatching
+	// (the default, "") once every member supports it, or PlacementConsistent to keep
+	// this node, and so its cluster, on the placement of releases before matching.
+	Placement string
 	// MaxCounters (--max-counters) caps the counters this node holds, a counter of more
 	// than 16 buckets counting once per 16 (leaparray.Bounds): new ones beyond it are
 	// refused (counter.ErrFull) once no idle one is left to reclaim. 0: sized from
@@ -236,6 +240,9 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.GRPCAddr); err != nil {
 			return &ConfigError{"grpc", err.Error()}
 		}
+	}
+	if c.Placement != "" && c.Placement != PlacementMatching && c.Placement != PlacementConsistent {
+		return &ConfigError{"placement", fmt.Sprintf("%q: want %s or %s", c.Placement, PlacementMatching, PlacementConsistent)}
 	}
 	if c.LimitsBuckets < 0 || c.LimitsBuckets > counter.MaxBuckets {
 		return &ConfigError{"limits-buckets", fmt.Sprintf("must be from 1 to %d (0: the default)", counter.MaxBuckets)}

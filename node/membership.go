@@ -33,6 +33,7 @@ func (n *Node) joinCluster() error {
 		Keys:           n.cfg.GossipKeys,
 		Label:          n.cfg.ClusterName,
 		Zone:           n.cfg.Zone,
+		Features:       n.features(),
 		Version:        shortVersion(buildinfo.Read().Version),
 		Logger:         n.cfg.Logger.With("component", "gossip"),
 	})
@@ -259,6 +260,7 @@ func (n *Node) rebuildRing() {
 	}
 	now := n.clock.Since()
 	var members []ring.Member
+	var placed []cluster.Member
 	var silent []string
 	for _, m := range n.cluster.Alive() {
 		if !n.admitted(m, voters) {
@@ -269,13 +271,15 @@ func (n *Node) rebuildRing() {
 			continue
 		}
 		members = append(members, ring.Member{Name: m.Name, RPCAddr: m.RPCAddr})
+		placed = append(placed, m)
 	}
-	if len(members) == 0 || slices.Equal(members, n.ringMembers) {
+	cfg := placementFor(placed)
+	if len(members) == 0 || slices.Equal(members, n.ringMembers) && cfg == n.ringConfig {
 		return
 	}
-	n.ringMembers = members
+	n.ringMembers, n.ringConfig = members, cfg
 	n.ringBuilds.Add(1)
-	rg := ring.New(members, ring.Config{})
+	rg := ring.New(members, cfg)
 	old := n.router.Ring()
 	if old != nil && old.Epoch() == rg.Epoch() {
 		return
@@ -284,7 +288,7 @@ func (n *Node) rebuildRing() {
 	// being decided here, before the router sends it ops by the new ring.
 	n.owner.SetRing(rg)
 	n.router.SetRing(rg)
-	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "members", len(members), "moved_partitions", len(ring.Moved(old, rg)), "silent", silent)
+	n.cfg.Logger.Info("ring changed", "epoch", epochString(rg), "placement", rg.Config().Placement, "members", len(members), "moved_partitions", len(ring.Moved(old, rg)), "silent", silent)
 }
 
 // admitted reports whether m takes partitions: it is a voter, or gossip has shown it

@@ -58,6 +58,7 @@ type Node struct {
 	incarnation  uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth      peerauth.Mode // what authenticates peers on the rpc port
 	ringMembers  []ring.Member // the members of the ring in use (watchMembership's)
+	ringConfig   ring.Config   // the placement of the ring in use (watchMembership's)
 	votersLogged uint64        // the voters' version last logged (watchMembership's)
 	// leavers are the members gossip shows leaving or left (syncMembership's): the
 	// owner waits for counters it handed to them (owner.Config.Leaving).

@@ -33,14 +33,18 @@ func BenchmarkOwner(b *testing.B) {
 	}
 }
 
+// BenchmarkNew times a ring's build, which a membership change pays, under both
+// placements.
 func BenchmarkNew(b *testing.B) {
-	for _, n := range []int{3, 10, 100} {
-		ms := members(n)
-		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				New(ms, Config{})
-			}
-		})
+	for _, cfg := range []Config{{}, Consistent} {
+		for _, n := range []int{3, 16, 64} {
+			ms := members(n)
+			b.Run(fmt.Sprintf("%v/members=%d", cfg.withDefaults().Placement, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					New(ms, cfg)
+				}
+			})
+		}
 	}
 }

@@ -58,9 +58,17 @@ func (r *Ring) Shares() map[string]int {
 // so no two different member lists encode to the same bytes.
 func epochOf(cfg Config, members []Member) uint64 {
 	buf := make([]byte, 0, 64+32*len(members))
-	buf = append(buf, "leapcount/ring/v1"...)
-	buf = binary.AppendUvarint(buf, uint64(cfg.PartitionCount))
-	buf = binary.AppendUvarint(buf, uint64(cfg.ReplicationFactor))
+	if cfg.Placement == PlacementConsistent {
+		// As releases before PlacementMatching hash it: their epochs travel with
+		// every forward, and a mixed cluster places by PlacementConsistent.
+		buf = append(buf, "leapcount/ring/v1"...)
+		buf = binary.AppendUvarint(buf, uint64(cfg.PartitionCount))
+		buf = binary.AppendUvarint(buf, uint64(cfg.ReplicationFactor))
+	} else {
+		buf = append(buf, "leapcount/ring/v2"...)
+		buf = append(buf, byte(cfg.Placement))
+		buf = binary.AppendUvarint(buf, uint64(cfg.PartitionCount))
+	}
 	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(cfg.Load))
 	buf = binary.AppendUvarint(buf, uint64(len(members)))
 	for _, m := range members {

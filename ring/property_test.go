@@ -34,7 +34,7 @@ func randomMembers(rng *rand.Rand, n int) []Member {
 func TestRandomizedProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 0))
 	for trial := range 60 {
-		cfg := Config{PartitionCount: 1 << rng.IntN(11), ReplicationFactor: 2 + rng.IntN(30), Load: 1.05 + rng.Float64()}
+		cfg := Config{Placement: Placement(1 + rng.IntN(2)), PartitionCount: 1 << rng.IntN(11), ReplicationFactor: 2 + rng.IntN(30), Load: 1.05 + rng.Float64()}
 		// Up to 64 members: consistent rebuilds its ring per member added, so larger sets
 		// cost quadratic time; TestBalanceWithinLoadBound covers the largest.
 		n := rng.IntN(min(cfg.PartitionCount, 64) + 1)
@@ -50,6 +50,9 @@ func TestRandomizedProperties(t *testing.T) {
 			t.Fatalf("trial %d: placement depends on member order", trial)
 		}
 		checkPlacement(t, trial, r)
+		if cfg.Placement == PlacementMatching && n > 0 {
+			checkStable(t, fmt.Sprintf("trial %d %+v n=%d", trial, cfg, n), r)
+		}
 		checkMoved(t, trial, r, New(ms[:rng.IntN(n+1)], cfg))
 	}
 }

@@ -66,7 +66,7 @@ func normalize(in []Member) []Member {
 	return slices.CompactFunc(out, func(a, b Member) bool { return a.Name == b.Name })
 }
 
-// place runs consistent's bounded-load placement and flattens it into a table.
+// place runs cfg's placement and flattens it into a table.
 func place(members []Member, cfg Config) ([]int32, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -76,6 +76,9 @@ func place(members []Member, cfg Config) ([]int32, error) {
 	}
 	if len(members) > cfg.PartitionCount {
 		return nil, fmt.Errorf("ring: %d members exceed PartitionCount %d", len(members), cfg.PartitionCount)
+	}
+	if cfg.Placement == PlacementMatching {
+		return matching(members, cfg.PartitionCount, cfg.MaxShare(len(members)))
 	}
 	c, err := build(members, cfg)
 	if err != nil {

@@ -52,7 +52,7 @@ func TestOwnerIndependentOfOrderWithCollidingNames(t *testing.T) {
 
 func TestOwnerMatchesConsistent(t *testing.T) {
 	ms := members(5)
-	r := New(ms, Config{})
+	r := New(ms, Consistent)
 	cm := make([]consistent.Member, len(ms))
 	for i, m := range ms {
 		cm[i] = m
@@ -85,7 +85,8 @@ func TestEpoch(t *testing.T) {
 		equal bool
 	}{
 		{"same set", New(members(3), Config{}), true},
-		{"same set, defaults spelled out", New(members(3), Config{PartitionCount: 4096, ReplicationFactor: 200, Load: 1.25}), true},
+		{"same set, defaults spelled out", New(members(3), Config{Placement: PlacementMatching, PartitionCount: 4096, Load: DefaultLoad}), true},
+		{"same set, the old placement", New(members(3), Consistent), false},
 		{"repeated member", New(append(members(3), members(3)[1]), Config{}), true},
 		{"extra member", New(members(4), Config{}), false},
 		{"fewer members", New(members(2), Config{}), false},
@@ -186,25 +187,30 @@ func TestMovedEdgeCases(t *testing.T) {
 }
 
 func TestBalanceWithinLoadBound(t *testing.T) {
-	sizes := []int{2, 3, 5, 10, 50, 100, 271}
+	sizes := []int{2, 3, 5, 10, 50, 100, 271, 1000, 4096}
 	if testing.Short() {
 		sizes = sizes[:4] // the large rings are make test-long's: they take most of the time under -race
 	}
-	for _, n := range sizes {
-		r := New(members(n), Config{})
-		if r.Err() != nil {
-			t.Fatalf("n=%d: %v", n, r.Err())
-		}
-		bound := r.Config().MaxShare(n)
-		total := 0
-		for name, s := range r.Shares() {
-			if s > bound {
-				t.Errorf("n=%d: %s owns %d partitions; want at most %d", n, name, s, bound)
+	for _, cfg := range []Config{{}, Consistent} {
+		for _, n := range sizes {
+			if cfg.Placement == PlacementConsistent && n > 271 {
+				continue // consistent rebuilds its ring per member added: quadratic time
 			}
-			total += s
-		}
-		if total != r.PartitionCount() {
-			t.Errorf("n=%d: shares sum to %d; want %d", n, total, r.PartitionCount())
+			r := New(members(n), cfg)
+			if r.Err() != nil {
+				t.Fatalf("%v n=%d: %v", cfg.Placement, n, r.Err())
+			}
+			bound := r.Config().MaxShare(n)
+			total := 0
+			for name, s := range r.Shares() {
+				if s > bound {
+					t.Errorf("n=%d: %s owns %d partitions; want at most %d", n, name, s, bound)
+				}
+				total += s
+			}
+			if total != r.PartitionCount() {
+				t.Errorf("n=%d: shares sum to %d; want %d", n, total, r.PartitionCount())
+			}
 		}
 	}
 }
@@ -252,8 +258,9 @@ func TestUnplaceableNeverPanics(t *testing.T) {
 		{"load below 1", 3, Config{Load: 0.5}, "Load"},
 		{"NaN load", 3, Config{Load: math.NaN()}, "Load"},
 		{"negative partitions", 3, Config{PartitionCount: -1}, "PartitionCount"},
-		{"negative replication", 3, Config{ReplicationFactor: -1}, "ReplicationFactor"},
-		{"one virtual node each", 3, Config{ReplicationFactor: 1}, "ReplicationFactor"},
+		{"negative replication", 3, Config{Placement: PlacementConsistent, ReplicationFactor: -1}, "ReplicationFactor"},
+		{"one virtual node each", 3, Config{Placement: PlacementConsistent, ReplicationFactor: 1}, "ReplicationFactor"},
+		{"unknown placement", 3, Config{Placement: 9}, "Placement"},
 	}
 	for _, c := range cases {
 		r := New(members(c.members), c.cfg)

@@ -1,44 +1,94 @@
 package ring
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
-// TestPlacementAtScale reports, for clusters of 16, 32 and 64 members, the spread of
-// partitions (and so of hash slots) over members, the share that moves when one member
-// joins or leaves, and the build time; and checks the load bound and that a change
-// moves a small share, nearly all of it to or from the member that changed.
+// TestPlacementAtScale reports, for clusters of 16, 32 and 64 members under twelve
+// sets of member names, the spread of partitions (and so of hash slots) over members
+// and the share that moves when one member joins or leaves, for both placements; and
+// checks that under PlacementMatching the busiest member owns at most 1.1 times the
+// average and a change moves a small share.
 func TestPlacementAtScale(t *testing.T) {
-	for _, n := range []int{16, 32, 64} {
-		ms := members(n)
-		start := time.Now()
-		r := New(ms, Config{})
-		build := time.Since(start)
-		lo, hi := r.PartitionCount(), 0
-		for _, s := range r.Shares() {
-			lo, hi = min(lo, s), max(hi, s)
-		}
-		avg := float64(r.PartitionCount()) / float64(n)
-		if hi > r.Config().MaxShare(n) {
-			t.Errorf("n=%d: a member owns %d partitions; the bound is %d", n, hi, r.Config().MaxShare(n))
-		}
-		join := New(append(members(n), Member{Name: "newcomer", RPCAddr: "10.9.9.9:7947"}), Config{})
-		leave := New(ms[1:], Config{})
-		jm, jOther := movedAround(r, join, "newcomer")
-		lm, lOther := movedAround(r, leave, ms[0].Name)
-		pc := float64(r.PartitionCount())
-		t.Logf("n=%d: build %v; partitions per member %d..%d (avg %.1f, max/avg %.2f); join moves %.2f%% (%d not to the newcomer), leave %.2f%% (%d not from the leaver); 1/N = %.2f%%",
-			n, build.Round(time.Microsecond), lo, hi, avg, float64(hi)/avg, 100*float64(jm)/pc, jOther, 100*float64(lm)/pc, lOther, 100/float64(n))
-		for _, c := range []struct {
-			what         string
-			moved, other int
-		}{{"join", jm, jOther}, {"leave", lm, lOther}} {
-			if float64(c.moved)/pc > 1.3/float64(n) {
-				t.Errorf("n=%d: a %s moves %d of %d partitions; want at most 1.3/N", n, c.what, c.moved, r.PartitionCount())
+	for _, cfg := range []Config{{}, Consistent} {
+		for _, n := range []int{16, 32, 64} {
+			s := placementSpread(t, cfg, n)
+			t.Logf("%v n=%d: build %v; max/avg worst %.3f; join moves %.3f/N on average, %.3f/N at worst; leave %.3f/N, %.3f/N",
+				cfg.withDefaults().Placement, n, s.build.Round(time.Microsecond), s.maxAvg, s.join.mean(), s.join.worst, s.leave.mean(), s.leave.worst)
+			if cfg.Placement != PlacementMatching {
+				continue
+			}
+			if s.maxAvg > 1.1 {
+				t.Errorf("n=%d: the busiest member owns %.3f times the average; want at most 1.1", n, s.maxAvg)
+			}
+			if s.join.worst > 1.35 || s.leave.worst > 1.4 {
+				t.Errorf("n=%d: a join moves up to %.3f/N of the partitions, a leave %.3f/N; want at most 1.35/N and 1.4/N", n, s.join.worst, s.leave.worst)
 			}
 		}
 	}
+}
+
+// spread is what placementSpread measured: worst max/avg, moves in units of 1/N.
+type spread struct {
+	build       time.Duration
+	maxAvg      float64
+	join, leave moves
+}
+
+type moves struct {
+	sum, worst float64
+	count      int
+}
+
+func (m *moves) add(v float64) { m.sum, m.worst, m.count = m.sum+v, max(m.worst, v), m.count+1 }
+func (m moves) mean() float64  { return m.sum / float64(m.count) }
+
+func placementSpread(t *testing.T, cfg Config, n int) spread {
+	var s spread
+	for set := range 12 {
+		ms := namedMembers(n, set)
+		start := time.Now()
+		r := New(ms, cfg)
+		s.build = max(s.build, time.Since(start))
+		hi := 0
+		for _, share := range r.Shares() {
+			hi = max(hi, share)
+		}
+		if hi > r.Config().MaxShare(n) {
+			t.Errorf("%v n=%d: a member owns %d partitions; the bound is %d", cfg.Placement, n, hi, r.Config().MaxShare(n))
+		}
+		pc := float64(r.PartitionCount())
+		s.maxAvg = max(s.maxAvg, float64(hi)/(pc/float64(n)))
+		newcomer := Member{Name: fmt.Sprintf("newcomer-%d", set), RPCAddr: "10.9.9.9:7947"}
+		jm, _ := movedAround(r, New(append(namedMembers(n, set), newcomer), cfg), newcomer.Name)
+		lm, _ := movedAround(r, New(ms[1:], cfg), ms[0].Name)
+		s.join.add(float64(jm) / pc * float64(n))
+		s.leave.add(float64(lm) / pc * float64(n))
+	}
+	return s
+}
+
+// namedMembers is n members named in one of several styles: set 0 as members(n), then
+// host names, addresses and hashed names, as operators name nodes.
+func namedMembers(n, set int) []Member {
+	ms := make([]Member, n)
+	for i := range ms {
+		var name string
+		switch set {
+		case 0:
+			name = fmt.Sprintf("node-%d", i)
+		case 1:
+			name = fmt.Sprintf("leapcount-%02d.prod.example", i)
+		case 2:
+			name = fmt.Sprintf("10.1.%d.%d:7946", i/7, i*13%251)
+		default:
+			name = fmt.Sprintf("s%d-host%x", set, (i+1)*2654435761%1000003)
+		}
+		ms[i] = Member{Name: name, RPCAddr: fmt.Sprintf("10.0.0.%d:7947", i)}
+	}
+	return ms
 }
 
 // movedAround counts the partitions whose owner differs between a and b, and of those

@@ -244,7 +244,7 @@ func (n *node) rebuildRing() {
 	for i, name := range names {
 		ms[i] = ring.Member{Name: name, RPCAddr: name}
 	}
-	rg := ring.New(ms, ring.Config{PartitionCount: n.w.opt.Partitions, ReplicationFactor: 20})
+	rg := ring.New(ms, ring.Config{Placement: n.w.opt.Placement, PartitionCount: n.w.opt.Partitions, ReplicationFactor: 20})
 	if n.ring != nil && n.ring.Epoch() == rg.Epoch() {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/leapcount/leapcount/fallback"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // Timings of a simulated node: production's defaults, scaled down where only the
@@ -36,6 +37,9 @@ type Options struct {
 	Partitions int           // ring partitions (default 64)
 	Duration   time.Duration // of load and faults (default 20s); then it heals and checks
 	Faults     bool          // inject faults (the default run does)
+	// Placement is the ring's (default: ring.PlacementMatching on odd seeds,
+	// ring.PlacementConsistent on even ones, so the checks cover both).
+	Placement ring.Placement
 }
 
 // fleet reports whether the seed's run is a fleet's: one seed in four (with Redis and
@@ -59,6 +63,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Partitions == 0 {
 		o.Partitions = 64
+	}
+	if o.Placement == 0 {
+		o.Placement = ring.PlacementConsistent
+		if o.Seed%2 == 1 {
+			o.Placement = ring.PlacementMatching
+		}
 	}
 	if o.Duration == 0 {
 		o.Duration = 20 * time.Second

@@ -1,0 +1,43 @@
+package node
+
+import (
+	"github.com/leapcount/leapcount/cluster"
+	"github.com/leapcount/leapcount/ring"
+)
+
+// Feature bits a node advertises in its gossip metadata (cluster.Config.Features).
+const (
+	// featureMatching: this node places partitions by ring.PlacementMatching when every
+	// member of the ring does.
+	featureMatching uint8 = 1 << 0
+)
+
+// Placements --placement accepts.
+const (
+	PlacementMatching   = "matching"   // the default: ring.PlacementMatching once every member supports it
+	PlacementConsistent = "consistent" // ring.Consistent always, as releases before matching place
+)
+
+// features are the bits this node advertises.
+func (n *Node) features() uint8 {
+	if n.cfg.Placement == PlacementConsistent {
+		return 0
+	}
+	return featureMatching
+}
+
+// placementFor is the ring Config for members: ring.PlacementMatching when every one
+// advertises it, otherwise ring.Consistent, the placement of releases before it (which
+// ignore the feature bit and always place so). A rolling upgrade thus keeps one
+// placement on every node: the old one while any old member is in the ring, the new
+// one once the last is replaced, switched like any other ring change (each node
+// decides from the same members, within gossip's delay). --placement consistent keeps
+// a node, and so its cluster, on the old placement.
+func placementFor(members []cluster.Member) ring.Config {
+	for _, m := range members {
+		if m.Features&featureMatching == 0 {
+			return ring.Consistent
+		}
+	}
+	return ring.Config{}
+}
