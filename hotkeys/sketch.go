@@ -131,14 +131,19 @@ func (s *Sketch) Top(n int, now int64) Report {
 		h.PerSecond = float64(h.Ops) * 1000 / float64(rep.SpanMs)
 		rep.Keys = append(rep.Keys, *h)
 	}
-	slices.SortFunc(rep.Keys, func(a, b Hot) int {
-		if c := cmp.Compare(b.Ops, a.Ops); c != 0 {
+	rep.Keys = top(rep.Keys, n, func(h *Hot) *Hot { return h })
+	return rep
+}
+
+// top sorts keys by falling ops (then by key, so that ties are stable) and keeps the
+// first n.
+func top[T any](keys []T, n int, hot func(*T) *Hot) []T {
+	slices.SortFunc(keys, func(a, b T) int {
+		ha, hb := hot(&a), hot(&b)
+		if c := cmp.Compare(hb.Ops, ha.Ops); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Key, b.Key)
+		return cmp.Compare(ha.Key, hb.Key)
 	})
-	if len(rep.Keys) > n {
-		rep.Keys = rep.Keys[:max(n, 0)]
-	}
-	return rep
+	return keys[:min(len(keys), max(n, 0))]
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,14 +34,17 @@ type Config struct {
 	// guesser has one budget. nil: a limiter of this server's own.
 	AuthLimiter *authlimit.Limiter
 
-	Ready      func() bool           // /readyz answers 200 when it returns true; nil: always ready
-	Cluster    func() any            // the JSON body of GET /v1/cluster; nil: the route is absent (404)
-	HotKeys    func(n int) any       // the JSON body of GET /v1/hotkeys?n=N (the top N); nil: absent
-	Status     func() any            // the JSON body of GET /v1/status (what /ui shows); nil: absent
-	UI         http.Handler          // GET /ui, served without the token (it holds no data); nil: absent
-	Metrics    http.Handler          // served at /metrics; nil: the route is absent (404)
-	Registerer prometheus.Registerer // where the request metrics go; nil: not registered
-	Logger     *slog.Logger          // nil: discard
+	Ready   func() bool     // /readyz answers 200 when it returns true; nil: always ready
+	Cluster func() any      // the JSON body of GET /v1/cluster; nil: the route is absent (404)
+	HotKeys func(n int) any // the JSON body of GET /v1/hotkeys?n=N (the top N); nil: absent
+	// ClusterHotKeys is the JSON body of GET /v1/hotkeys?scope=cluster&n=N: every
+	// member's top N merged; nil: that scope is refused.
+	ClusterHotKeys func(ctx context.Context, n int) any
+	Status         func() any            // the JSON body of GET /v1/status (what /ui shows); nil: absent
+	UI             http.Handler          // GET /ui, served without the token (it holds no data); nil: absent
+	Metrics        http.Handler          // served at /metrics; nil: the route is absent (404)
+	Registerer     prometheus.Registerer // where the request metrics go; nil: not registered
+	Logger         *slog.Logger          // nil: discard
 }
 
 // route is what one path of the API serves: the method it takes, the name its
@@ -179,5 +183,12 @@ func (s *server) handleHotKeys(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, s.cfg.HotKeys(n))
+	switch scope := r.URL.Query().Get("scope"); {
+	case scope == "" || scope == "node":
+		writeJSON(w, http.StatusOK, s.cfg.HotKeys(n))
+	case scope == "cluster" && s.cfg.ClusterHotKeys != nil:
+		writeJSON(w, http.StatusOK, s.cfg.ClusterHotKeys(r.Context(), n))
+	default:
+		writeError(w, http.StatusBadRequest, "scope must be node (the default) or cluster")
+	}
 }

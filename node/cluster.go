@@ -1,7 +1,6 @@
 package node
 
 import (
-	"github.com/leapcount/leapcount/hotkeys"
 	"github.com/leapcount/leapcount/internal/buildinfo"
 )
 
@@ -74,15 +73,4 @@ func (n *Node) clusterInfo() any {
 		v.Placement = rg.Config().Placement.String()
 	}
 	return v
-}
-
-// HotKeysView is the body of GET /v1/hotkeys (the status and hotkeys commands read it).
-type HotKeysView struct {
-	Node string `json:"node"`
-	hotkeys.Report
-}
-
-// hotKeys reports the n keys decided here most often lately.
-func (n *Node) hotKeys(top int) any {
-	return HotKeysView{Node: n.cfg.Name, Report: n.hot.Top(top, n.cfg.Now())}
 }

@@ -1,10 +1,13 @@
 package node_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
 )
 
@@ -65,5 +68,59 @@ func TestHotKeysNameTheBusiestKeyOnItsOwner(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "400") {
 			t.Errorf("n=%s: %v; want 400", bad, err)
 		}
+	}
+}
+
+// GET /v1/hotkeys?scope=cluster on any node merges every member's top keys: each key
+// with the member that decided it (its owner), in order of ops, whichever node the ops
+// came in by, and no member missing.
+func TestClusterHotKeysMergeEveryMembers(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, nil)
+	rg := c.Nodes[0].Router().Ring()
+	ops := map[string]int{} // a key owned by each node, and the ops sent on it
+	owner := map[string]string{}
+	for i, want := range []int{3000, 1500, 600} {
+		for k := 0; ; k++ {
+			key := fmt.Sprintf("busy-%d-%d", i, k)
+			if m, _ := rg.Owner(key); m.Name == c.Nodes[i].Name() {
+				ops[key], owner[key] = want, m.Name
+				break
+			}
+		}
+	}
+	cl := respClient(t, c.Nodes[0]) // two of the three keys are forwarded
+	ctx := context.Background()
+	for key, n := range ops {
+		for sent := 0; sent < n; sent += 100 {
+			p := cl.Pipeline()
+			for range 100 {
+				p.Do(ctx, "SW.INCR", key, "1m")
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var r node.ClusterHotKeysView
+	if err := getJSON(c.Nodes[1], "/v1/hotkeys?scope=cluster&n=3", &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Node != c.Nodes[1].Name() || len(r.Members) != 3 || len(r.Missing) != 0 || len(r.Keys) != 3 {
+		t.Fatalf("got %+v; want all 3 members, none missing, 3 keys", r)
+	}
+	for i, k := range r.Keys {
+		want := ops[k.Key]
+		if want == 0 || !slices.Equal(k.Nodes, []string{owner[k.Key]}) {
+			t.Fatalf("key %d: %+v; want one of %v, decided on its owner", i, k, owner)
+		}
+		if i > 0 && want > ops[r.Keys[i-1].Key] {
+			t.Fatalf("keys out of order: %+v", r.Keys)
+		}
+		if k.Ops < uint64(want/2) || k.Ops > uint64(want*2) || k.Low > k.Ops || k.High < k.Ops {
+			t.Errorf("%s: %d ops sent; estimated at %d (%d-%d)", k.Key, want, k.Ops, k.Low, k.High)
+		}
+	}
+	if err := getJSON(c.Nodes[0], "/v1/hotkeys?scope=everywhere", new(node.ClusterHotKeysView)); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("scope=everywhere: %v; want 400", err)
 	}
 }

@@ -178,6 +178,7 @@ func Start(cfg Config) (*Node, error) {
 	}}).disagrees
 	n.router.SetAdmission(route.Joining) // until joinCluster has joined (n.joined)
 	n.rpcSrv = peerrpc.NewServer(n.router, countingReceiver{n.owner, n.handoffs}, n.keeper.Handle, cfg.Logger.With("component", "rpc"))
+	peerrpc.HandleHotKeys(n.rpcSrv, func(top int) hotkeys.Report { return n.hot.Top(top, n.cfg.Now()) })
 	n.rpcSrv.SetHandshake(auth.Server)
 	n.rpcAuth, n.peerAuth = auth.Mode(), auth
 	n.warnIfOpen(n.rpcAuth)
@@ -215,7 +216,7 @@ func (n *Node) serves() bool { return n.joined.Load() && n.router.Ring() != nil 
 func (n *Node) listen(limits counter.Limits) error {
 	h, err := httpapi.New(httpapi.Config{
 		Decider: n.router, Limits: limits, MaxBodyBytes: n.cfg.MaxBodyBytes, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
-		Ready: n.Ready, Cluster: n.clusterInfo, HotKeys: n.hotKeys, Status: n.statusInfo, UI: uiHandler(), Registerer: n.reg, Logger: n.cfg.Logger,
+		Ready: n.Ready, Cluster: n.clusterInfo, HotKeys: n.hotKeys, ClusterHotKeys: n.clusterHotKeys, Status: n.statusInfo, UI: uiHandler(), Registerer: n.reg, Logger: n.cfg.Logger,
 		Metrics: promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}),
 	})
 	if err != nil {

@@ -5,26 +5,11 @@ import (
 	"github.com/leapcount/leapcount/ring"
 )
 
-// Feature bits a node advertises in its gossip metadata (cluster.Config.Features).
-const (
-	// featureMatching: this node places partitions by ring.PlacementMatching when every
-	// member of the ring does.
-	featureMatching uint8 = 1 << 0
-)
-
 // Placements --placement accepts.
 const (
 	PlacementMatching   = "matching"   // the default: ring.PlacementMatching once every member supports it
 	PlacementConsistent = "consistent" // ring.Consistent always, as releases before matching place
 )
-
-// features are the bits this node advertises.
-func (n *Node) features() uint8 {
-	if n.cfg.Placement == PlacementConsistent {
-		return 0
-	}
-	return featureMatching
-}
 
 // placementFor is the ring Config for members: ring.PlacementMatching when every one
 // advertises it, otherwise ring.Consistent, the placement of releases before it (which

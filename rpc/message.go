@@ -14,6 +14,10 @@ const (
 	// KindHeartbeat: a lease heartbeat (package lease's). MarkDown does not stop it: it
 	// is how a peer is heard from again.
 	KindHeartbeat Kind = 5
+	// KindHotKeys: a node's top keys (package hotkeys' wire.go), sent only to members
+	// that advertise it in gossip, since a release before it drops the connection of a
+	// kind it does not know.
+	KindHotKeys Kind = 7
 )
 
 // MessageHandler answers one kind of message on a Server.

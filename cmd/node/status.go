@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -94,18 +95,46 @@ func writeHotKeys(out io.Writer, hot *node.HotKeysView) {
 	tw.Flush()
 }
 
+// writeClusterHotKeys prints a cluster's merged hot keys, each with the members that
+// decided it, and then the members whose keys are not in it.
+func writeClusterHotKeys(out io.Writer, hot *node.ClusterHotKeysView) {
+	fmt.Fprintf(out, "hot keys of %d members, merged by %s (last %.0f s, one op in %d sampled)\n", len(hot.Members), hot.Node, float64(hot.SpanMs)/1000, hot.SampleEvery)
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\tTRUE OPS (99%)\tDECIDED ON")
+	for _, k := range hot.Keys {
+		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d-%d\t%s\n", k.Key, k.PerSecond, k.Ops, k.Low, k.High, strings.Join(k.Nodes, ","))
+	}
+	if len(hot.Keys) == 0 {
+		fmt.Fprintln(tw, "(none)\t\t\t\t")
+	}
+	tw.Flush()
+	for _, m := range hot.Missing {
+		fmt.Fprintf(out, "not included: %s (%s)\n", m.Name, m.Reason)
+	}
+}
+
 // hotkeysCmd is the "hotkeys" subcommand: the keys a node decided most often lately.
 func hotkeysCmd(args []string, env func(string) (string, bool), out io.Writer) int {
 	fs := commandFlags("hotkeys", out)
 	var a asker
 	a.flags(fs)
 	n := fs.Int("n", 20, "keys to list (1 to 1000)")
+	wide := fs.Bool("cluster", false, "every member's hot keys, merged: the node asked asks the others")
 	if err := parseQuietly(fs, args); err != nil {
 		return parseExit(fs.Name(), err, out)
 	}
 	if err := a.resolve(fs, env); err != nil {
 		fmt.Fprintf(out, "hotkeys: %v\n", err)
 		return 2
+	}
+	if *wide {
+		var hot node.ClusterHotKeysView
+		if err := a.get("/v1/hotkeys?scope=cluster&n="+strconv.Itoa(*n), &hot); err != nil {
+			fmt.Fprintf(out, "hotkeys: %v\n", err)
+			return 1
+		}
+		writeClusterHotKeys(out, &hot)
+		return 0
 	}
 	var hot node.HotKeysView
 	if err := a.get("/v1/hotkeys?n="+strconv.Itoa(*n), &hot); err != nil {

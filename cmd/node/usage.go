@@ -23,7 +23,7 @@ func init() { // (an initialization cycle otherwise: help lists commands)
 	commands = []command{
 		{"status", "the cluster as one node sees it; exit 0 once it has settled, 1 while anything is wrong or settling",
 			func(a []string, env func(string) (string, bool), out, _ io.Writer) int { return status(a, env, out) }},
-		{"hotkeys", "the keys a node decided most often lately",
+		{"hotkeys", "the keys a node decided most often lately (--cluster: every member's, merged)",
 			func(a []string, env func(string) (string, bool), out, _ io.Writer) int {
 				return hotkeysCmd(a, env, out)
 			}},

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 
 	"github.com/leapcount/leapcount/counter"
+	"github.com/leapcount/leapcount/hotkeys"
 	"github.com/leapcount/leapcount/internal/wire"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
@@ -109,4 +110,31 @@ func (x Heartbeats) Exchange(ctx context.Context, addr string, req *lease.Reques
 		return err
 	})
 	return rep, NotSent(err)
+}
+
+// HandleHotKeys has s answer KindHotKeys with top, this node's top keys (before Serve).
+func HandleHotKeys(s *Server, top func(n int) hotkeys.Report) {
+	s.HandleMessages(rpc.KindHotKeys, rpc.MessageHandler{MaxBytes: hotkeys.MaxRequestBytes,
+		Answer: func(_ context.Context, body, out []byte) ([]byte, error) {
+			d := wire.NewDecoder(body)
+			n := hotkeys.ReadRequest(&d)
+			if err := d.End(); err != nil {
+				return nil, err
+			}
+			r := top(n)
+			return hotkeys.AppendReport(out, &r), nil
+		}})
+}
+
+// HotKeys is the rpc client asking peers for their top keys.
+type HotKeys struct{ C *Client }
+
+// Top asks the member at addr for its top n keys (1 to hotkeys.MaxTop).
+func (h HotKeys) Top(ctx context.Context, addr string, n int) (hotkeys.Report, error) {
+	var r hotkeys.Report
+	err := h.C.Send(ctx, addr, rpc.KindHotKeys, hotkeys.AppendRequest(nil, n), func(d *wire.Decoder) error {
+		r = hotkeys.ReadReport(d, n)
+		return nil
+	})
+	return r, NotSent(err)
 }

@@ -1,0 +1,22 @@
+package node
+
+// Feature bits a node advertises in its gossip metadata (cluster.Config.Features), so
+// that its peers use what it supports and nothing a release before it would refuse.
+const (
+	// featureMatching: this node places partitions by ring.PlacementMatching when every
+	// member of the ring does (placementFor).
+	featureMatching uint8 = 1 << 0
+	// featureHotKeys: this node answers rpc.KindHotKeys (clusterHotKeys). A release
+	// before it drops the connection that carries a message kind it does not know,
+	// and the ops forwarded on it with the connection.
+	featureHotKeys uint8 = 1 << 1
+)
+
+// features are the bits this node advertises.
+func (n *Node) features() uint8 {
+	f := featureHotKeys
+	if n.cfg.Placement != PlacementConsistent {
+		f |= featureMatching
+	}
+	return f
+}
