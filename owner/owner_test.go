@@ -480,6 +480,15 @@ func TestHandoffRefusedHoldsUpOnlyItsReceiver(t *testing.T) {
 	if after := time.Duration(sentKC.Load()) - moved; after > 400*time.Millisecond {
 		t.Fatalf("kc went to c %v after the ring named c; want at once, not after b's backoff", after)
 	}
+	// A real lease is granted to c only once a has released kc's partition, which the
+	// fake grants do not wait for: sent is not yet applied (under make test's load, c
+	// once answered kc's count before a's handoff had landed).
+	eventually(t, "a released kc's partition", func() error {
+		if st := a.PartitionState(abc.Partition(kc)); st != Idle {
+			return fmt.Errorf("%v on a", st)
+		}
+		return nil
+	})
 	c.leases.grantAll()
 	mustCount(t, c.Owner, kc, 3)
 	b.SetRing(abc)
