@@ -22,15 +22,19 @@ func (s *Store) Bytes() int64 {
 	return n
 }
 
+// moreEntryBytes estimates a more map entry beyond its buckets: the slot, the slice
+// header and the map's own slot.
+const moreEntryBytes = 48
+
 // resetEntryBytes estimates a resets map entry beyond its key's bytes: the string
 // header and the map's own slot.
 const resetEntryBytes = 32
 
 func (s *slab[C]) bytes() int64 {
 	n := s.index.memBytes() + s.keys.memBytes() + s.refs.memBytes() + s.heads.memBytes() +
-		s.counts.memBytes() + s.pend.memBytes() + s.dl.memBytes() + int64(cap(s.more.lists))*int64(unsafe.Sizeof([]Bucket{}))
-	for _, bs := range s.more.lists {
-		n += int64(cap(bs)) * int64(unsafe.Sizeof(Bucket{}))
+		s.counts.memBytes() + s.pend.memBytes() + s.dl.memBytes()
+	for _, bs := range s.more {
+		n += moreEntryBytes + int64(cap(bs))*int64(unsafe.Sizeof(Bucket{}))
 	}
 	return n
 }

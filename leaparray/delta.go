@@ -1,17 +1,16 @@
 package leaparray
 
-import "math"
-
 // Deltas: what was added to counters since the last Drain, kept only by a store made
 // with WithDeltas (a node that persists to Redis writes them behind). A slab keeps, per
 // slot, 1 + the index of the slot's entry in dl (0: nothing pending), and the entries in
 // a list reused from drain to drain, so steady write-behind allocates nothing here. An
 // entry holds its first bucket and is pointer-free, so that the list is a vec (mapped
 // once large, outside the collector's heap): a flood of new counters waiting to be
-// written costs a fixed 16 bytes each. The first bucket's index is kept relative to the
-// slab's pendBase and its count in 32 bits, which nearly every flush interval's adds
-// fit; a counter with more than one bucket pending, or one that does not fit, keeps
-// them in more (each bucket in one place: the first, or more).
+// written costs a fixed 8 bytes each. The first bucket is packed in 32 bits: its index
+// relative to the slab's pendBase in 12 (signed) and its count in 19, which nearly
+// every flush interval's adds fit; a counter with more than one bucket pending, or one
+// that does not fit, keeps them in the slab's more, by slot (each bucket in one place:
+// the first, or more), and the entry's last bit says so.
 
 // Resets are kept per shard, by key, apart from the slots: a reset counter leaves its
 // slot (and may never come back, while Redis still holds its old state), yet the reset
@@ -29,21 +28,30 @@ type Delta struct {
 
 type pendingDelta struct {
 	slot  int32  // −1 once the counter is gone
-	more  int32  // 1 + the index in the slab's more of its other buckets; 0: none
-	index int32  // the first bucket's index less the slab's pendBase
-	count uint32 // the first bucket's count; 0: none there
+	first uint32 // its first bucket: firstMore | index less pendBase | count; 0: none
 }
+
+// The bits of pendingDelta.first.
+const (
+	countBits  = 19
+	indexBits  = 12
+	firstCount = 1<<countBits - 1 // the count's bits, and the largest count kept there
+	firstMore  = 1 << 31          // the counter has buckets in the slab's more
+	minFirst   = -1 << (indexBits - 1)
+	maxFirst   = 1<<(indexBits-1) - 1
+)
+
+// count is the first bucket's count; 0: none there.
+func (e *pendingDelta) count() uint32 { return e.first & firstCount }
+
+// index is the first bucket's index less pendBase.
+func (e *pendingDelta) index() int64 { return int64(int32(e.first<<1) >> (countBits + 1)) }
+
+// hasMore reports whether the counter has buckets in the slab's more.
+func (e *pendingDelta) hasMore() bool { return e.first&firstMore != 0 }
 
 // holds reports whether e has anything pending.
-func (e *pendingDelta) holds() bool { return e.count != 0 || e.more != 0 }
-
-// pendingMore is a slab's buckets pending beyond each entry's first, with the free
-// places in it: what was kept there is bounded by the counters with more than one bucket
-// pending at once, not by how many ever had.
-type pendingMore struct {
-	lists [][]Bucket
-	free  []int32
-}
+func (e *pendingDelta) holds() bool { return e.first != 0 }
 
 // noteAdd records n added to bucket j of slot.
 func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
@@ -65,64 +73,57 @@ func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
 // addPending adds n to bucket j of e: most adds land in its first bucket.
 func (s *slab[C]) addPending(e *pendingDelta, j int64, n uint64) {
 	off := j - s.pendBase
+	c := e.count()
 	switch {
-	case !e.holds() && off >= math.MinInt32 && off <= math.MaxInt32 && n <= math.MaxUint32:
-		e.index, e.count = int32(off), uint32(n)
+	case e.first == 0 && off >= minFirst && off <= maxFirst && n <= firstCount:
+		e.first |= uint32(off)<<countBits&^firstMore | uint32(n)
 		return
-	case e.count != 0 && int64(e.index) == off && uint64(e.count)+n <= math.MaxUint32:
-		e.count += uint32(n)
+	case c != 0 && e.index() == off && uint64(c)+n <= firstCount:
+		e.first += uint32(n) // the sum fits the count's bits: nothing carries into the index
 		return
-	case e.more == 0:
-		e.more = s.more.take() + 1
 	}
-	bs := &s.more.lists[e.more-1]
-	if e.count != 0 && int64(e.index) == off { // its count outgrows 32 bits: it moves to more
-		*bs = append(*bs, Bucket{Index: j, Count: uint64(e.count)})
-		e.count = 0
+	if s.more == nil {
+		s.more = map[int32][]Bucket{}
 	}
-	for i := range *bs {
-		if (*bs)[i].Index == j {
-			(*bs)[i].Count += n
+	bs := s.more[e.slot]
+	if c != 0 && e.index() == off { // its count outgrows the first bucket: it moves to more
+		bs = append(bs, Bucket{Index: j, Count: uint64(c)})
+		e.first &= firstMore
+	}
+	e.first |= firstMore
+	for i := range bs {
+		if bs[i].Index == j {
+			bs[i].Count += n
+			s.more[e.slot] = bs
 			return
 		}
 	}
-	*bs = append(*bs, Bucket{Index: j, Count: n})
-}
-
-// take returns a free place in m.
-func (m *pendingMore) take() int32 {
-	if k := len(m.free); k > 0 {
-		i := m.free[k-1]
-		m.free = m.free[:k-1]
-		return i
-	}
-	m.lists = append(m.lists, nil)
-	return int32(len(m.lists) - 1)
+	s.more[e.slot] = append(bs, Bucket{Index: j, Count: n})
 }
 
 // bucketsOf returns a copy of e's pending buckets (nil: none).
 func (s *slab[C]) bucketsOf(e *pendingDelta) []Bucket {
 	var more []Bucket
-	if e.more != 0 {
-		more = s.more.lists[e.more-1]
+	if e.hasMore() {
+		more = s.more[e.slot]
 	}
-	if e.count == 0 && len(more) == 0 {
+	c := e.count()
+	if c == 0 && len(more) == 0 {
 		return nil
 	}
 	out := make([]Bucket, 0, len(more)+1)
-	if e.count != 0 {
-		out = append(out, Bucket{Index: s.pendBase + int64(e.index), Count: uint64(e.count)})
+	if c != 0 {
+		out = append(out, Bucket{Index: s.pendBase + e.index(), Count: uint64(c)})
 	}
 	return append(out, more...)
 }
 
 // clearEntry forgets what e holds pending.
 func (s *slab[C]) clearEntry(e *pendingDelta) {
-	if e.more != 0 {
-		s.more.lists[e.more-1] = nil
-		s.more.free = append(s.more.free, e.more-1)
+	if e.hasMore() {
+		delete(s.more, e.slot)
 	}
-	e.index, e.count, e.more = 0, 0, 0
+	e.first = 0
 }
 
 // takePending removes and returns slot's pending buckets (a copy).
@@ -145,7 +146,12 @@ func (s *slab[C]) movePending(last, slot int) {
 	}
 	s.pend.s[slot] = s.pend.s[last]
 	if idx := s.pend.s[slot]; idx != 0 {
-		s.dl.s[idx-1].slot = int32(slot)
+		e := &s.dl.s[idx-1]
+		if e.hasMore() {
+			s.more[int32(slot)] = s.more[int32(last)]
+			delete(s.more, int32(last))
+		}
+		e.slot = int32(slot)
 	}
 }
 
@@ -214,7 +220,7 @@ func (s *slab[C]) emptyList() {
 	if cap(s.dl.s) > 64 && drained*4 < cap(s.dl.s) {
 		s.dl.realloc(drained * 2)
 	}
-	s.more = pendingMore{}
+	s.more = nil
 }
 
 // pendingOf returns a copy of slot's pending buckets.

@@ -290,21 +290,27 @@ func TestPendingKeepsEachBucket(t *testing.T) {
 	}
 }
 
-// A pending entry keeps its first bucket in 16 bytes: an index relative to the slab's
-// first pending add and a 32-bit count. A count that outgrows 32 bits, and a bucket too
-// far from that first add, still drain whole.
+// A pending entry keeps its first bucket in 32 bits: an index within 2048 of the slab's
+// first pending add and a count below 2^19. A count that outgrows them, a bucket too far
+// from that first add, and a bucket added again once the first moved to the others,
+// still drain whole, each bucket once.
 func TestPendingBeyondTheEntrysRange(t *testing.T) {
 	st := NewStore(WithDeltas())
 	sp := Spec{10, 2} // 5 ms buckets
 	j := int64(t0) / sp.BucketMs()
 	at := func(j int64) int64 { return j * sp.BucketMs() }
+	st.Incr("a", sp, 3_000_000_000, at(j)) // past 32 bits at once
 	st.Incr("a", sp, 3_000_000_000, at(j))
-	st.Incr("a", sp, 3_000_000_000, at(j)) // 6e9: past 32 bits
 	st.Incr("a", sp, 5, at(j+1))
-	far := j + 1<<31 + 7 // past an int32 from the slab's first add (a's)
-	st.Incr("b", sp, 7, at(far))
-	st.Incr("b", sp, 4_294_967_295, at(far+1))
-	st.Incr("b", sp, 1, at(far+1))
+	st.Incr("c", sp, 500_000, at(j))
+	st.Incr("c", sp, 600_000, at(j)) // past 19 bits: the first bucket moves to the others
+	st.Incr("c", sp, 7, at(j))       // and it is added to there, not kept twice
+	for k, off := range []int64{maxFirst, maxFirst + 1, minFirst, minFirst - 1, 1<<31 + 7} {
+		key := fmt.Sprint("far", k)
+		st.Incr(key, sp, 7, at(j+off))
+		st.Incr(key, sp, 4_294_967_295, at(j+off+1))
+		st.Incr(key, sp, 1, at(j+off+1))
+	}
 	got := map[string]string{}
 	for _, d := range st.Drain(nil) {
 		slices.SortFunc(d.Buckets, func(x, y Bucket) int { return cmp.Compare(x.Index, y.Index) })
@@ -312,7 +318,10 @@ func TestPendingBeyondTheEntrysRange(t *testing.T) {
 	}
 	want := map[string]string{
 		"a": fmt.Sprint([]Bucket{{j, 6_000_000_000}, {j + 1, 5}}),
-		"b": fmt.Sprint([]Bucket{{far, 7}, {far + 1, 4_294_967_296}}),
+		"c": fmt.Sprint([]Bucket{{j, 1_100_007}}),
+	}
+	for k, off := range []int64{maxFirst, maxFirst + 1, minFirst, minFirst - 1, 1<<31 + 7} {
+		want[fmt.Sprint("far", k)] = fmt.Sprint([]Bucket{{j + off, 7}, {j + off + 1, 4_294_967_296}})
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("drained %v; want %v", got, want)

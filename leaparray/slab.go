@@ -26,10 +26,10 @@ type slab[C count] struct {
 	heads   vec[head]
 	counts  vec[C]
 
-	deltas bool              // WithDeltas: pend and dl are kept
-	pend   vec[uint32]       // per slot, with deltas: 1 + index into dl, 0 when clean
-	dl     vec[pendingDelta] // see delta.go
-	more   pendingMore
+	deltas bool               // WithDeltas: pend and dl are kept
+	pend   vec[uint32]        // per slot, with deltas: 1 + index into dl, 0 when clean
+	dl     vec[pendingDelta]  // see delta.go
+	more   map[int32][]Bucket // by slot: the buckets pending beyond its entry's first
 	// pendBase is the bucket index dl's first buckets are kept relative to: the bucket
 	// of the first add since dl was last empty.
 	pendBase int64
@@ -242,7 +242,7 @@ func (s *slab[C]) free() {
 	s.counts.free()
 	s.pend.free()
 	s.dl.free()
-	s.more, s.garbage = pendingMore{}, 0
+	s.more, s.garbage = nil, 0
 }
 
 // compactKeys copies the live keys into a new arena.
