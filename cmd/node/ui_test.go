@@ -25,8 +25,12 @@ func TestStatusPageShowsEveryMember(t *testing.T) {
 			t.Fatalf("the page does not list %s alive:\n%s", name, dom)
 		}
 	}
-	if !strings.Contains(dom, `class="badge ok"`) {
-		t.Fatalf("a whole cluster is not badged ok:\n%s", dom)
+	if !strings.Contains(dom, `class="badge ok"`) || !strings.Contains(dom, "placed by matching") {
+		t.Fatalf("a whole cluster is not badged ok, or its placement is not named:\n%s", dom)
+	}
+	wide := loadPage(t, browser, "http://"+nodes[0].http+"/ui#token=s3cret&hot=cluster", artifact(t, "ui-cluster-hot-keys.png"))
+	if !strings.Contains(wide, "every member's, merged from 3 members by s1") || !strings.Contains(wide, `<p id="hotmissing" class="dim"></p>`) {
+		t.Fatalf("#hot=cluster does not show the three members' hot keys merged:\n%s", wide)
 	}
 	noToken := loadPage(t, browser, "http://"+nodes[0].http+"/ui", "")
 	if strings.Contains(noToken, ">s2<") || !strings.Contains(noToken, `id="login" style="display: block;"`) {
