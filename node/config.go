@@ -76,6 +76,14 @@ type Config struct {
 	// RLSHTTP serves envoyproxy/ratelimit's /json and /healthcheck on the HTTP address
 	// beside the API (no flag: `leapcount-node ratelimit` sets it).
 	RLSHTTP bool
+	// RLQSTTL (--rlqs-ttl) is the assignment_time_to_live of the Rate Limit Quota
+	// Service's assignments (zero: DefaultRLQSTTL): two or three of the Envoys'
+	// reporting_interval.
+	RLQSTTL time.Duration
+	// RLQSDelivery (--rlqs-delivery) bounds how long an assignment may take to reach
+	// its Envoy (zero: DefaultRLQSDelivery); an assignment is paid for until TTL and
+	// delivery after it was sent.
+	RLQSDelivery time.Duration
 
 	// Client TLS (see docs/security.md, Client TLS): listeners that speak TLS, beside the
 	// plaintext ones or instead of them, all presenting one certificate.
@@ -209,6 +217,8 @@ const (
 	DefaultTLSHandshakeTimeout   = 10 * time.Second
 	DefaultTLSHandshakeRate      = 1000
 	DefaultGRPCRequestTimeout    = 10 * time.Second
+	DefaultRLQSTTL               = 5 * time.Second
+	DefaultRLQSDelivery          = time.Second
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.
@@ -243,6 +253,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Placement != "" && c.Placement != PlacementMatching && c.Placement != PlacementConsistent {
 		return &ConfigError{"placement", fmt.Sprintf("%q: want %s or %s", c.Placement, PlacementMatching, PlacementConsistent)}
+	}
+	if c.RLQSTTL < 0 || c.RLQSTTL > time.Hour {
+		return &ConfigError{"rlqs-ttl", "must be from 1ms to 1h (0: the default)"}
+	}
+	if c.RLQSDelivery < 0 || c.RLQSDelivery > time.Minute {
+		return &ConfigError{"rlqs-delivery", "must be from 1ms to 1m (0: the default)"}
 	}
 	if c.LimitsBuckets < 0 || c.LimitsBuckets > counter.MaxBuckets {
 		return &ConfigError{"limits-buckets", fmt.Sprintf("must be from 1 to %d (0: the default)", counter.MaxBuckets)}
@@ -405,6 +421,8 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
 	orDefault(&c.TLSHandshakeRate, DefaultTLSHandshakeRate)
 	orDefault(&c.GRPCRequestTimeout, DefaultGRPCRequestTimeout)
+	orDefault(&c.RLQSTTL, DefaultRLQSTTL)
+	orDefault(&c.RLQSDelivery, DefaultRLQSDelivery)
 	orDefault(&c.MaxClients, DefaultMaxClients)
 	if c.Listen == nil {
 		c.Listen = net.Listen

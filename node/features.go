@@ -10,11 +10,13 @@ const (
 	// before it drops the connection that carries a message kind it does not know,
 	// and the ops forwarded on it with the connection.
 	featureHotKeys uint8 = 1 << 1
+	// featureQuotaShare: this node answers rpc.KindQuotaShare (quotaSharer).
+	featureQuotaShare uint8 = 1 << 2
 )
 
 // features are the bits this node advertises.
 func (n *Node) features() uint8 {
-	f := featureHotKeys
+	f := featureHotKeys | featureQuotaShare
 	if n.cfg.Placement != PlacementConsistent {
 		f |= featureMatching
 	}

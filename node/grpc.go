@@ -14,6 +14,7 @@ import (
 
 	"github.com/leapcount/leapcount/internal/connlimit"
 	"github.com/leapcount/leapcount/limits"
+	"github.com/leapcount/leapcount/rlqs"
 	"github.com/leapcount/leapcount/rlsapi"
 )
 
@@ -134,9 +135,15 @@ func (n *Node) listenGRPC() error {
 	} else {
 		n.cfg.Logger.Warn("--grpc without --limits: gRPC health answers NOT_SERVING and every ShouldRateLimit UNAVAILABLE (Envoy with failure_mode_deny denies them all)")
 	}
+	quota, err := rlqs.New(rlqs.Config{Decider: n.router, Rules: n.rules, Sharer: quotaSharer{n}, Name: n.cfg.Name, TTL: n.cfg.RLQSTTL, Delivery: n.cfg.RLQSDelivery,
+		DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Registerer: n.reg, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
 	srv, err := rlsapi.New(rlsapi.Config{Decider: n.router, Rules: n.rules, Token: n.cfg.Token, AuthLimiter: n.authLimiter,
 		ResponseHeaders: n.cfg.RLSHeaders, DeniedConsumesNothing: n.cfg.RLSDeniedConsumesNothing, DefaultBuckets: n.cfg.LimitsBuckets, MaxKeyBytes: n.cfg.MaxKeyBytes, Ready: n.grpcReady, Registerer: n.reg, Logger: n.cfg.Logger,
-		HandshakeTimeout: n.cfg.TLSHandshakeTimeout, RequestTimeout: n.cfg.GRPCRequestTimeout})
+		HandshakeTimeout: n.cfg.TLSHandshakeTimeout, RequestTimeout: n.cfg.GRPCRequestTimeout,
+		Services: []rlsapi.Service{{Name: rlqs.ServiceName, Register: quota.Register, Streams: []string{rlqs.StreamMethod}}}})
 	if err != nil {
 		return err
 	}

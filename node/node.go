@@ -32,6 +32,7 @@ import (
 	"github.com/leapcount/leapcount/peerauth"
 	"github.com/leapcount/leapcount/respapi"
 	"github.com/leapcount/leapcount/ring"
+	"github.com/leapcount/leapcount/rlqs/fairshare"
 	"github.com/leapcount/leapcount/rlsapi"
 	"github.com/leapcount/leapcount/route"
 	"github.com/leapcount/leapcount/rpc"
@@ -39,14 +40,17 @@ import (
 
 // Node is one running leapcount node.
 type Node struct {
-	cfg       Config
-	store     *leaparray.Store
-	redis     *fallback.Store // nil without --redis
-	owner     *owner.Owner
-	router    *route.Router
-	hot       *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
-	handoffs  *handoffMetrics
-	decisions counter.Tally // the allows decided here (leapcount_decisions_total)
+	cfg    Config
+	store  *leaparray.Store
+	redis  *fallback.Store // nil without --redis
+	owner  *owner.Owner
+	router *route.Router
+	hot    *hotkeys.Sketch // the keys decided here most often lately (GET /v1/hotkeys)
+	// quotaDemands are the RLQS demands of the buckets whose ledgers this node owns,
+	// from every node's streams (quotaSharer).
+	quotaDemands *fairshare.Demands
+	handoffs     *handoffMetrics
+	decisions    counter.Tally // the allows decided here (leapcount_decisions_total)
 	// memberStates is each member's state at the last membership sync (logMemberChanges).
 	memberStates  map[string]cluster.State
 	memberChanges *prometheus.CounterVec // leapcount_member_changes_total, by new state
@@ -179,6 +183,8 @@ func Start(cfg Config) (*Node, error) {
 	n.router.SetAdmission(route.Joining) // until joinCluster has joined (n.joined)
 	n.rpcSrv = peerrpc.NewServer(n.router, countingReceiver{n.owner, n.handoffs}, n.keeper.Handle, cfg.Logger.With("component", "rpc"))
 	peerrpc.HandleHotKeys(n.rpcSrv, func(top int) hotkeys.Report { return n.hot.Top(top, n.cfg.Now()) })
+	n.quotaDemands = fairshare.New(2*(cfg.RLQSTTL+cfg.RLQSDelivery), nil)
+	peerrpc.HandleQuotaShare(n.rpcSrv, n.quotaDemands.Share)
 	n.rpcSrv.SetHandshake(auth.Server)
 	n.rpcAuth, n.peerAuth = auth.Mode(), auth
 	n.warnIfOpen(n.rpcAuth)

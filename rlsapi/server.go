@@ -58,6 +58,16 @@ type Config struct {
 	Now                   func() time.Time // the wall clock of duration_until_reset (nil: time.Now)
 	Registerer            prometheus.Registerer
 	Logger                *slog.Logger
+	// Services are more services served on the port (RLQS): registered on its
+	// grpc.Server (so reflection lists them) and reported by its health.
+	Services []Service
+}
+
+// Service is one more gRPC service of the port.
+type Service struct {
+	Name     string                      // its full name, as health knows it
+	Register func(grpc.ServiceRegistrar) // puts it on the port's grpc.Server
+	Streams  []string                    // its long-lived streams' full methods (h2grpc.Config.LongLived)
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +142,13 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainUnaryInterceptor(s.metrics.observe, s.authorize),
 	)
 	rlspb.RegisterRateLimitServiceServer(s.grpc, s)
+	longLived := map[string]bool{}
+	for _, svc := range cfg.Services {
+		svc.Register(s.grpc)
+		for _, m := range svc.Streams {
+			longLived[m] = true
+		}
+	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	// ShouldRateLimit is served by a call path of our own, every other call by
@@ -145,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 		Handshake:      cfg.HandshakeTimeout, // h2grpc's default when zero: 10 s
 		RequestTimeout: cfg.RequestTimeout,
 		IdleTimeout:    5 * time.Minute,
+		LongLived:      longLived,
 		Logger:         cfg.Logger,
 	})
 	return s, nil
@@ -232,6 +250,9 @@ func (s *Server) watchReady() {
 		}
 		s.health.SetServingStatus("", st)
 		s.health.SetServingStatus(rlspb.RateLimitService_ServiceDesc.ServiceName, st)
+		for _, svc := range s.cfg.Services {
+			s.health.SetServingStatus(svc.Name, st)
+		}
 		select {
 		case <-s.stop:
 			return

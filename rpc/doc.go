@@ -84,8 +84,9 @@
 // A message of Kind k is a frame of type k whose body is the message, in its package's
 // encoding; its answer is a frame of type k+1 with the answer's body. A node sends
 // KindHandoff (3, at most owner.MaxHandoffBytes; package owner's handoffwire.go
-// documents its encoding), KindHeartbeat (5; package lease's wire.go) and KindHotKeys
-// (7; package hotkeys' wire.go, to members that advertise it). A frame of a type no
+// documents its encoding), KindHeartbeat (5; package lease's wire.go), KindHotKeys
+// (7; package hotkeys' wire.go) and KindQuotaShare (9; package fairshare's share.go), the
+// last two to members that advertise them. A frame of a type no
 // handler takes, or over its kind's bound, is malformed.
 //
 // These formats have one shape each, that of the cluster protocol version

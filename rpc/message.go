@@ -18,6 +18,9 @@ const (
 	// that advertise it in gossip, since a release before it drops the connection of a
 	// kind it does not know.
 	KindHotKeys Kind = 7
+	// KindQuotaShare: an RLQS stream's fair share of a bucket, asked of the bucket's
+	// owner (package fairshare's share.go), sent only to members that advertise it.
+	KindQuotaShare Kind = 9
 )
 
 // MessageHandler answers one kind of message on a Server.

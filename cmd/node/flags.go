@@ -46,6 +46,8 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&v.cfg.LimitsMerge, "limits-merge", false, "a domain configured in several --limits files merges (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG); default: an error")
 	fs.IntVar(&v.cfg.LimitsBuckets, "limits-buckets", 0, "buckets of a --limits window that names none (0: 10, sliding; 1: fixed, epoch-aligned windows as envoyproxy/ratelimit's)")
 	fs.BoolVar(&v.cfg.RLSDeniedConsumesNothing, "rls-denied-consumes-nothing", false, "a --grpc request that one descriptor denies counts in none of its others, in every domain (per domain: denied_consumes_nothing: true in its --limits file); default: as envoyproxy/ratelimit, it counts in all")
+	fs.DurationVar(&v.cfg.RLQSTTL, "rlqs-ttl", node.DefaultRLQSTTL, "assignment_time_to_live of --grpc's Rate Limit Quota Service (envoy.service.rate_limit_quota.v3): two or three of the Envoys' reporting_interval")
+	fs.DurationVar(&v.cfg.RLQSDelivery, "rlqs-delivery", node.DefaultRLQSDelivery, "how late an RLQS assignment may reach its Envoy: each is paid for in its limit until --rlqs-ttl and this after it was sent")
 	fs.BoolVar(&v.cfg.RLSHeaders, "rls-headers", false, "add RateLimit-Limit, -Remaining and -Reset headers to --grpc answers (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
 	fs.StringVar(&v.cfg.Advertise, "advertise", "", "host other nodes use to reach this one (default: the bind host)")
 	fs.StringVar(&v.join, "join", "", "comma-separated gossip addresses (host:port) of existing members; a DNS name stands for every address it resolves to, resolved again at each re-join (a Kubernetes headless Service)")

@@ -17,6 +17,7 @@ import (
 	"github.com/leapcount/leapcount/internal/wire"
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/owner"
+	"github.com/leapcount/leapcount/rlqs/fairshare"
 	"github.com/leapcount/leapcount/rpc"
 )
 
@@ -137,4 +138,30 @@ func (h HotKeys) Top(ctx context.Context, addr string, n int) (hotkeys.Report, e
 		return nil
 	})
 	return r, NotSent(err)
+}
+
+// HandleQuotaShare has s answer KindQuotaShare with share (before Serve).
+func HandleQuotaShare(s *Server, share func(fairshare.Request) float64) {
+	s.HandleMessages(rpc.KindQuotaShare, rpc.MessageHandler{MaxBytes: fairshare.MaxRequestBytes,
+		Answer: func(_ context.Context, body, out []byte) ([]byte, error) {
+			d := wire.NewDecoder(body)
+			req := fairshare.ReadRequest(&d)
+			if err := d.End(); err != nil {
+				return nil, err
+			}
+			return fairshare.AppendShare(out, share(req)), nil
+		}})
+}
+
+// QuotaShares is the rpc client asking a bucket's owner for a stream's fair share.
+type QuotaShares struct{ C *Client }
+
+// Share asks the member at addr for req's share.
+func (q QuotaShares) Share(ctx context.Context, addr string, req fairshare.Request) (float64, error) {
+	var v float64
+	err := q.C.Send(ctx, addr, rpc.KindQuotaShare, fairshare.AppendRequest(nil, req), func(d *wire.Decoder) error {
+		v = fairshare.ReadShare(d)
+		return nil
+	})
+	return v, NotSent(err)
 }

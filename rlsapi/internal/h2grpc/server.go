@@ -54,7 +54,10 @@ type Config struct {
 	IdleTimeout    time.Duration // a connection with no call for this long is closed (default 5 min)
 	WriteTimeout   time.Duration // a write the client does not take within it ends the connection (default 10 s)
 	RequestTimeout time.Duration // a request must arrive whole within it of its headers (default 10 s; stall.go)
-	Logger         *slog.Logger
+	// LongLived are the full methods of streams whose request lasts as long as the
+	// stream by design (RLQS's StreamRateLimitQuotas): RequestTimeout spares them.
+	LongLived map[string]bool
+	Logger    *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

@@ -46,7 +46,7 @@ func (c *conn) stalled(now time.Time) []*stream {
 	defer c.mu.Unlock()
 	var late []*stream
 	for _, st := range c.streams {
-		if !st.ended.Load() && now.Sub(st.opened) > c.s.cfg.RequestTimeout {
+		if !st.ended.Load() && now.Sub(st.opened) > c.s.cfg.RequestTimeout && !c.s.cfg.LongLived[st.method] {
 			late = append(late, st)
 		}
 	}
