@@ -6,12 +6,21 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	rlqspb "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/node"
 	"github.com/leapcount/leapcount/node/nodetest"
+	"github.com/leapcount/leapcount/rlqs"
 	"github.com/leapcount/leapcount/rlqs/rlqstest"
 )
 
@@ -54,8 +63,12 @@ func envoys(ctx context.Context, c *nodetest.Cluster, rec *rlqstest.Admissions, 
 	var wg sync.WaitGroup
 	out := make([]*rlqstest.Envoy, len(demands))
 	for i, d := range demands {
+		var from []string // node i%3 first, then the others in turn
+		for j := range addrs {
+			from = append(from, addrs[(i+j)%len(addrs)])
+		}
 		e := &rlqstest.Envoy{Name: fmt.Sprintf("envoy-%d", i), Domain: "quota", Bucket: map[string]string{"tenant": "acme"},
-			Interval: rlqsInterval, Record: rec, Addrs: append(addrs[i%len(addrs):i%len(addrs):len(addrs)], append(addrs[i%len(addrs):], addrs[:i%len(addrs)]...)...)}
+			Interval: rlqsInterval, Record: rec, Addrs: from}
 		e.SetDemand(d)
 		out[i] = e
 		wg.Add(1)
@@ -149,5 +162,78 @@ func TestRLQSSharesALimitFairlyAcrossTheCluster(t *testing.T) {
 		t.Fatalf("%d admitted in the 10 s from %v: the limit is %d", n, at, rlqsLimit)
 	} else {
 		t.Logf("at most %d admitted in any 10 s (limit %d)", n, rlqsLimit)
+	}
+}
+
+// The RLQS service is on --grpc beside ShouldRateLimit: reflection lists it, health
+// answers SERVING for it, and a stream outlives --grpc's request timeout (its request
+// lasts as long as the stream, by design).
+func TestRLQSIsServedOnTheGRPCPort(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(rlqsRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := nodetest.MakeCluster(t, 1, func(cfg *node.Config) {
+		cfg.GRPCAddr, cfg.Limits = "127.0.0.1:0", filepath.Join(dir, "rules.yaml")
+		cfg.GRPCRequestTimeout = 500 * time.Millisecond
+	})
+	conn, err := grpc.NewClient(c.Nodes[0].GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	rs, err := rpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Send(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := rs.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range r.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
+	}
+	if !slices.Contains(names, rlqs.ServiceName) {
+		t.Fatalf("reflection lists %v, not %s", names, rlqs.ServiceName)
+	}
+	// Done with reflection: a reflection stream left open past the request timeout
+	// would cost the connection (h2grpc's stall check), RLQS's stream with it.
+	rs.CloseSend()
+	for _, err := rs.Recv(); err == nil; _, err = rs.Recv() {
+	}
+	wait.For(t, 5*time.Second, func() error {
+		h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: rlqs.ServiceName})
+		if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			return fmt.Errorf("health of %s: %v %v", rlqs.ServiceName, h, err)
+		}
+		return nil
+	})
+
+	s, err := rlqspb.NewRateLimitQuotaServiceClient(conn).StreamRateLimitQuotas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	for time.Since(opened) < 2*time.Second { // four request timeouts
+		err := s.Send(&rlqspb.RateLimitQuotaUsageReports{Domain: "quota", BucketQuotaUsages: []*rlqspb.RateLimitQuotaUsageReports_BucketQuotaUsage{
+			{BucketId: &rlqspb.BucketId{Bucket: map[string]string{"tenant": "acme"}}, NumRequestsAllowed: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := s.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended %v after it opened: %v", time.Since(opened), err)
+		}
+		if resp.GetBucketAction()[0].GetQuotaAssignmentAction().GetRateLimitStrategy().GetTokenBucket() == nil {
+			t.Fatalf("tenant=acme: %v, want a token bucket", resp)
+		}
+		time.Sleep(200 * time.Millisecond) // an Envoy's reporting interval
 	}
 }

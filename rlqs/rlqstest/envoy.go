@@ -80,6 +80,10 @@ type Envoy struct {
 	Interval time.Duration // reporting_interval
 	Addrs    []string      // RLQS servers, tried in turn whenever a stream ends
 	Record   *Admissions
+	// StreamFor, when set, ends each stream after that long, and the next opens at
+	// once: an Envoy whose streams keep breaking (the server gets a new stream, the
+	// Envoy keeps the buckets it holds).
+	StreamFor time.Duration
 
 	mu      sync.Mutex
 	demand  float64 // requests a second
@@ -165,6 +169,9 @@ func (e *Envoy) admit(now time.Time) bool {
 func (e *Envoy) report(ctx context.Context) {
 	for i := 0; ctx.Err() == nil; i++ {
 		e.stream(ctx, e.Addrs[i%len(e.Addrs)])
+		if e.StreamFor > 0 {
+			continue
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
@@ -188,6 +195,10 @@ func (e *Envoy) stream(ctx context.Context, addr string) {
 	e.streams++
 	e.mu.Unlock()
 	go e.receive(s, cancel)
+	if e.StreamFor > 0 {
+		stop := time.AfterFunc(e.StreamFor, cancel)
+		defer stop.Stop()
+	}
 	t := time.NewTicker(e.Interval)
 	defer t.Stop()
 	last := time.Now()
