@@ -19,7 +19,7 @@ type Options struct {
 	Duration time.Duration // per measurement: the window
 	Conns    int           // connections of the load generator
 	Seed     uint64        // key draws
-	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "tls", "memory", "writebehind", "rls"
+	Skip     []string      // sections to leave out: "unpinned", "per core", "redis", "tls", "memory", "writebehind", "rls", "rlqs"
 	NodeBin  string        // the node binary; empty: build ./cmd/node
 	// RatelimitBin is envoyproxy/ratelimit's service binary, the baseline of the
 	// "rls" section (empty: leapcount's rows alone, no ratios).
@@ -154,6 +154,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if !h.skip("rls") {
 		if rep.rls, err = h.runRLS(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !h.skip("rlqs") {
+		if rep.rlqs, err = h.runRLQS(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -31,6 +31,7 @@ type Report struct {
 	rls                 []rlsbench.Row
 	tls                 *tlsResult
 	wb                  *wbResult
+	rlqs                *rlqsResult
 	elapsed             time.Duration
 }
 
@@ -61,6 +62,7 @@ func (r *Report) Markdown() string {
 	b.WriteString(r.memorySection())
 	b.WriteString(r.writeBehindSection())
 	b.WriteString(r.rlsSection())
+	b.WriteString(r.rlqsSection())
 	b.WriteString(figures)
 	return b.String()
 }

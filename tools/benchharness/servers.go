@@ -64,9 +64,10 @@ type nodeServer struct {
 
 // nodeOpts shape the nodes of one start.
 type nodeOpts struct {
-	cpus       string   // pin to these CPUs ("" unpinned)
-	gomaxprocs int      // GOMAXPROCS (0: Go's default, every CPU)
-	extra      []string // more flags, e.g. --redis
+	cpus       string               // pin to these CPUs ("" unpinned)
+	gomaxprocs int                  // GOMAXPROCS (0: Go's default, every CPU)
+	extra      []string             // more flags, e.g. --redis
+	each       func(i int) []string // more flags for node i alone (nil: none)
 }
 
 // startNodes starts n nodes named <name>-<i>, each joining all the others (n > 1), and
@@ -88,6 +89,9 @@ func (h *harness) startNodes(name string, n int, o nodeOpts) ([]*nodeServer, err
 	}
 	for i, ns := range nodes {
 		args := append(nodeArgs(fmt.Sprintf("%s-%d", name, i), ns, gossip, n), o.extra...)
+		if o.each != nil {
+			args = append(args, o.each(i)...)
+		}
 		var env []string
 		if o.gomaxprocs > 0 {
 			env = append(env, "GOMAXPROCS="+strconv.Itoa(o.gomaxprocs))
