@@ -224,6 +224,8 @@ func TestBadReportsGetClearErrors(t *testing.T) {
 		{"no bucket id", []*rlqspb.RateLimitQuotaUsageReports{{Domain: "d", BucketQuotaUsages: []*rlqspb.RateLimitQuotaUsageReports_BucketQuotaUsage{{}}}}, codes.InvalidArgument},
 		{"65 entries", []*rlqspb.RateLimitQuotaUsageReports{{Domain: "d", BucketQuotaUsages: []*rlqspb.RateLimitQuotaUsageReports_BucketQuotaUsage{{BucketId: &rlqspb.BucketId{Bucket: big}}}}}, codes.InvalidArgument},
 		{"domain changed", []*rlqspb.RateLimitQuotaUsageReports{{Domain: "d"}, {Domain: "e"}}, codes.InvalidArgument},
+		{"a bucket twice", []*rlqspb.RateLimitQuotaUsageReports{{Domain: "d", BucketQuotaUsages: []*rlqspb.RateLimitQuotaUsageReports_BucketQuotaUsage{
+			{BucketId: &rlqspb.BucketId{Bucket: map[string]string{"k": "v"}}}, {BucketId: &rlqspb.BucketId{Bucket: map[string]string{"k": "v"}}}}}}, codes.InvalidArgument},
 	} {
 		s := open(t, addr)
 		for _, r := range c.reps {

@@ -3,6 +3,7 @@ package rlqs
 import (
 	"context"
 	"math"
+	"sync"
 	"time"
 
 	rlqspb "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
@@ -58,8 +59,13 @@ func (st *stream) report(ctx context.Context, rep *rlqspb.RateLimitQuotaUsageRep
 		// no_assignment_behavior meanwhile).
 		return nil, status.Error(codes.Unavailable, "rlqs: no rate limit rules are loaded")
 	}
-	resp := &rlqspb.RateLimitQuotaResponse{}
-	for _, u := range rep.GetBucketQuotaUsages() {
+	// The buckets are read in order, then decided concurrently (each may wait for
+	// its ledger's owner and its share: a report of many buckets would otherwise take
+	// as many round trips), then answered in order.
+	usages := rep.GetBucketQuotaUsages()
+	work := make([]bucketWork, 0, len(usages))
+	seen := make(map[*held]bool, len(usages))
+	for _, u := range usages {
 		entries, err := entriesOf(u.GetBucketId())
 		if err != nil {
 			return nil, status.Error(codes.InvalidArgument, "rlqs: "+err.Error())
@@ -74,16 +80,48 @@ func (st *stream) report(ctx context.Context, rep *rlqspb.RateLimitQuotaUsageRep
 			st.buckets[name] = h
 			st.s.metrics.buckets.Inc()
 		}
-		rate := h.demand(u, now)
-		if a := st.decide(ctx, h, entries, rules, rate, now); a != nil {
-			resp.BucketAction = append(resp.BucketAction, a)
-			if a.GetAbandonAction() != nil {
-				delete(st.buckets, name)
-				st.s.metrics.buckets.Dec()
-			}
+		if seen[h] {
+			return nil, status.Errorf(codes.InvalidArgument, "rlqs: bucket %v twice in one report", u.GetBucketId().GetBucket())
+		}
+		seen[h] = true
+		work = append(work, bucketWork{h: h, name: name, entries: entries, rate: h.demand(u, now)})
+	}
+	sem := make(chan struct{}, reportWorkers)
+	var wg sync.WaitGroup
+	for i := range work {
+		w := &work[i]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w.action = st.decide(ctx, w.h, w.entries, rules, w.rate, now)
+		}()
+	}
+	wg.Wait()
+	resp := &rlqspb.RateLimitQuotaResponse{}
+	for _, w := range work {
+		if w.action == nil {
+			continue
+		}
+		resp.BucketAction = append(resp.BucketAction, w.action)
+		if w.action.GetAbandonAction() != nil {
+			delete(st.buckets, w.name)
+			st.s.metrics.buckets.Dec()
 		}
 	}
 	return resp, nil
+}
+
+// reportWorkers bounds the buckets of one report decided at once.
+const reportWorkers = 16
+
+// bucketWork is one bucket of a report on its way to its action.
+type bucketWork struct {
+	h       *held
+	name    string
+	entries []limits.Entry
+	rate    float64
+	action  *rlqspb.RateLimitQuotaResponse_BucketAction
 }
 
 // demand is the rate of requests u reports (allowed and denied), over the time since
