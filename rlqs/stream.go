@@ -194,7 +194,7 @@ func (st *stream) tokenBucket(ctx context.Context, h *held, ledgers []ledger, sh
 	// A bucket Envoy holds when this renewal reaches it, near what the share asks, is
 	// renewed: Envoy keeps its tokens, so only the time added is paid for.
 	live := !h.sent.IsZero() && now.Add(cfg.Delivery).Before(h.sent.Add(cfg.TTL))
-	if live && (!ok || near(want, h.tokens) || envoyKeeps(want, h.tokens)) && ok {
+	if live && ok && (near(want, h.tokens) || envoyKeeps(want, h.tokens)) {
 		need := h.tokens.rate()*now.Sub(h.sent).Seconds() - h.credit
 		n := int64(math.Ceil(max(need, 0)))
 		if reserved, _ := st.reserve(ctx, ledgers, n); n == 0 || reserved {
