@@ -74,7 +74,8 @@ func (l *Local) do(op *Op, now int64) Result {
 		res.Count, err = l.Store.TryIncr(op.Key, sp, op.N, now)
 	case Count:
 		res.Count = l.Store.Count(op.Key, sp, now)
-	case Allow:
+	case Allow, Borrow:
+		// (The slice a Borrow asks for is the owner's to lend: owner/slices.go.)
 		var d leaparray.Decision
 		d, err = l.Store.TryAllow(op.Key, sp, op.Limit, op.N, now)
 		res = Result{Allowed: d.Allowed, Count: d.Count, Remaining: d.Remaining, RetryAfterMs: d.RetryAfterMs}
@@ -83,6 +84,9 @@ func (l *Local) do(op *Op, now int64) Result {
 		}
 	case Reset:
 		res.Existed, err = l.Store.TryReset(op.Key, sp, now)
+	case Return:
+		// Only an owner that lent the slice takes it back (owner/slices.go); here it
+		// changes nothing.
 	default:
 		return Result{Err: fmt.Errorf("%w: %v", ErrUnknownOp, op.Kind)}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/leapcount/leapcount/hashslot"
 )
@@ -20,7 +21,8 @@ const (
 	MaxBatch           = 1000 // ops in one /v1/batch request
 )
 
-// Kind names one of the four operations.
+// Kind names one of the four operations clients send, or one of the two that only
+// nodes send each other (Borrow, Return: limit slices, docs/slices-and-replicas.md).
 type Kind uint8
 
 // The operations. The zero Kind is invalid, so an Op whose Kind was never set fails Validate.
@@ -29,18 +31,26 @@ const (
 	Count
 	Allow
 	Reset
+	// Borrow is an allow that also asks the owner for a slice of the limit: up to Ask
+	// units, added to the counter at once, that the asking node may then admit itself
+	// until the slice ends (Result.Lent). Only nodes send it, to peers that take it.
+	Borrow
+	// Return gives back N units of slice SliceID that its borrower did not spend. Only
+	// nodes send it.
+	Return
 )
 
-var kindNames = [...]string{Incr: "incr", Count: "count", Allow: "allow", Reset: "reset"}
+var kindNames = [...]string{Incr: "incr", Count: "count", Allow: "allow", Reset: "reset", Borrow: "borrow", Return: "return"}
 
 func (k Kind) String() string {
-	if k >= Incr && k <= Reset {
+	if k >= Incr && k <= Return {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// ParseKind maps "incr", "count", "allow", "reset" (any case) to a Kind.
+// ParseKind maps "incr", "count", "allow", "reset" (any case) to a Kind: the kinds
+// clients send.
 func ParseKind(s string) (Kind, error) {
 	for k := Incr; k <= Reset; k++ {
 		if strings.EqualFold(s, kindNames[k]) {
@@ -66,6 +76,8 @@ type Op struct {
 	Buckets int
 	N       int64
 	Limit   int64
+	Ask     int64  // Borrow: the most the slice asked for may hold
+	SliceID uint64 // Return: the slice given back
 }
 
 // Checked reports whether Check passed op (and so set its Slot).
@@ -83,13 +95,28 @@ func (op *Op) Checked() bool { return op.checked }
 // never counts below 0); RetryAfterMs is one bucket when denied, 0 when allowed. Err
 // is nil: the client gets an answer, marked as the policy's in every API.
 type Result struct {
-	Count        int64
-	Allowed      bool
-	Existed      bool // next to Allowed: the two bools share one word
+	Count   int64
+	Allowed bool
+	Existed bool // next to Allowed: the bools share one word
+	// Sliced: an allow decided by a node that holds a slice of the limit, not by the
+	// owner; Count and Remaining are that node's estimate (the owner's last figures and
+	// what it spent since).
+	Sliced       bool
 	Remaining    int64
 	RetryAfterMs int64
 	Err          error
 	Undecided    error
+	Lent         *Lent // Borrow: the slice lent with the answer, if any
+}
+
+// Lent is a slice of a limit lent to the node that sent a Borrow: N units, already
+// counted in the counter's current bucket, that it may admit until TTL has passed on
+// its own monotonic clock since it sent the Borrow (less its allowance for clock rates).
+// The owner ends a slice no later than that bucket and no later than its own lease.
+type Lent struct {
+	ID  uint64
+	N   int64
+	TTL time.Duration
 }
 
 // Limits are the bounds a node enforces that its flags can change.
@@ -127,7 +154,7 @@ func (l Limits) Ready(op *Op) error {
 
 // Validate checks op against the contract's bounds, without stamping it (see Check).
 func (l Limits) Validate(op *Op) error {
-	if op.Kind < Incr || op.Kind > Reset {
+	if op.Kind < Incr || op.Kind > Return {
 		return fmt.Errorf("%w: %v", ErrUnknownOp, op.Kind)
 	}
 	if err := l.ValidateKey(op.Key); err != nil {
@@ -136,13 +163,16 @@ func (l Limits) Validate(op *Op) error {
 	if err := ValidateSpec(op.Window, op.Buckets); err != nil {
 		return err
 	}
-	if op.Kind == Incr || op.Kind == Allow {
+	if op.Kind == Incr || op.Kind == Allow || op.Kind == Borrow || op.Kind == Return {
 		if op.N < 1 || op.N > MaxN {
 			return fmt.Errorf("%w: n must be from 1 to %d, got %d", ErrBadN, MaxN, op.N)
 		}
 	}
-	if op.Kind == Allow && (op.Limit < 0 || op.Limit > MaxLimit) {
+	if (op.Kind == Allow || op.Kind == Borrow) && (op.Limit < 0 || op.Limit > MaxLimit) {
 		return fmt.Errorf("%w: limit must be from 0 to %d, got %d", ErrBadLimit, int64(MaxLimit), op.Limit)
+	}
+	if op.Kind == Borrow && (op.Ask < 1 || op.Ask > MaxN) {
+		return fmt.Errorf("%w: a slice's ask must be from 1 to %d, got %d", ErrBadArgument, MaxN, op.Ask)
 	}
 	return nil
 }

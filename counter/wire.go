@@ -5,15 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/leapcount/leapcount/internal/wire"
 )
 
 // Wire is how ops and their results travel between nodes, in the frames of package
 // rpc (its Codec): an op is u8 kind | uvarint key length | key | uvarint window ms |
-// uvarint buckets | uvarint n | uvarint limit; a result is u8 code and, for code OK,
-// uvarint count | u8 allowed | uvarint remaining | varint retry | u8 existed, for an
-// error code uvarint length | message; a code not below is malformed. The codes carry
+// uvarint buckets | uvarint n | uvarint limit, then for Borrow uvarint ask and for
+// Return uvarint slice id; a result is u8 code and, for code OK, uvarint count | u8
+// allowed | uvarint remaining | varint retry | u8 flags (bit 0 existed, bit 1 sliced,
+// bit 2 a slice follows: uvarint id | uvarint n | uvarint ttl ms), for an error code
+// uvarint length | message; a code not below is malformed. Releases before slices read
+// the flags byte as existed when it is 1; they are never sent Borrow, the only op whose
+// answer sets more (peers advertise what they take). The codes carry
 // this package's sentinel errors across the hop, so errors.Is works on a result decoded
 // from a peer.
 type Wire struct{}
@@ -36,7 +41,14 @@ func (Wire) AppendOp(b []byte, op *Op) []byte {
 	b = binary.AppendUvarint(b, uint64(op.Window))
 	b = binary.AppendUvarint(b, uint64(op.Buckets))
 	b = binary.AppendUvarint(b, uint64(op.N))
-	return binary.AppendUvarint(b, uint64(op.Limit))
+	b = binary.AppendUvarint(b, uint64(op.Limit))
+	switch op.Kind {
+	case Borrow:
+		b = binary.AppendUvarint(b, uint64(op.Ask))
+	case Return:
+		b = binary.AppendUvarint(b, op.SliceID)
+	}
+	return b
 }
 
 // ReadOp reads an op into op. It is not checked: a receiver checks it as it checks
@@ -48,7 +60,20 @@ func (Wire) ReadOp(d *wire.Decoder, op *Op) {
 	op.Buckets = int(min(d.Uvarint("buckets"), 1<<31))
 	op.N = d.Int63("n")
 	op.Limit = d.Int63("limit")
+	switch op.Kind {
+	case Borrow:
+		op.Ask = d.Int63("ask")
+	case Return:
+		op.SliceID = d.Uvarint("slice id")
+	}
 }
+
+// The bits of a result's flags byte.
+const (
+	flagExisted uint8 = 1 << iota
+	flagSliced
+	flagLent
+)
 
 // AppendResult appends r.
 func (Wire) AppendResult(b []byte, r *Result) []byte {
@@ -61,7 +86,17 @@ func (Wire) AppendResult(b []byte, r *Result) []byte {
 	b = append(b, wire.Bool(r.Allowed))
 	b = binary.AppendUvarint(b, uint64(r.Remaining))
 	b = binary.AppendVarint(b, r.RetryAfterMs)
-	return append(b, wire.Bool(r.Existed))
+	flags := wire.Bool(r.Existed)
+	if r.Sliced {
+		flags |= flagSliced
+	}
+	if r.Lent == nil {
+		return append(b, flags)
+	}
+	b = append(b, flags|flagLent)
+	b = binary.AppendUvarint(b, r.Lent.ID)
+	b = binary.AppendUvarint(b, uint64(r.Lent.N))
+	return binary.AppendUvarint(b, uint64(r.Lent.TTL/time.Millisecond))
 }
 
 // ReadResult reads a result into r.
@@ -81,9 +116,17 @@ func (Wire) ReadResult(d *wire.Decoder, r *Result) {
 		Allowed:      d.Byte("allowed") == 1,
 		Remaining:    d.Int63("remaining"),
 		RetryAfterMs: d.Varint("retry"),
-		Existed:      d.Byte("existed") == 1,
+	}
+	flags := d.Byte("flags")
+	r.Existed, r.Sliced = flags&flagExisted != 0, flags&flagSliced != 0
+	if flags&flagLent != 0 {
+		r.Lent = &Lent{ID: d.Uvarint("slice id"), N: d.Int63("slice n"),
+			TTL: time.Duration(min(d.Uvarint("slice ttl"), maxTTLMs)) * time.Millisecond}
 	}
 }
+
+// maxTTLMs bounds a slice's time to live read from the wire (a window's length).
+const maxTTLMs = MaxWindowMs
 
 // Expired is the result of an op its receiver did not decide because its time ran out
 // (ErrExpired).

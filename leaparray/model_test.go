@@ -76,6 +76,23 @@ func (m *model) count(key string, sp Spec, now int64) int64 {
 	return int64(c.sum(e, sp.Buckets))
 }
 
+// take takes up to n off the events of bucket j while j is in the window at now.
+func (m *model) take(key string, sp Spec, j, n, now int64) int64 {
+	c, e := m.counter(key, sp, now, false)
+	if c == nil || j > e || j <= e-int64(sp.Buckets) {
+		return 0
+	}
+	left := uint64(n)
+	for i := range c.events {
+		if c.events[i].bucket == j {
+			t := min(left, c.events[i].n)
+			c.events[i].n -= t
+			left -= t
+		}
+	}
+	return n - int64(left)
+}
+
 func (m *model) allow(key string, sp Spec, limit, n, now int64) Decision {
 	c, e := m.counter(key, sp, now, n <= limit)
 	if c == nil {

@@ -49,9 +49,14 @@ func TestStoreMatchesModel(t *testing.T) {
 			if got, want := s.Incr(key, sp, n, clock.now), m.incr(key, sp, n, clock.now); got != want {
 				t.Fatalf("%s: incr %d: got %d; want %d", where, n, got, want)
 			}
-		case p < 60:
+		case p < 52:
 			if got, want := s.Count(key, sp, clock.now), m.count(key, sp, clock.now); got != want {
 				t.Fatalf("%s: count: got %d; want %d", where, got, want)
+			}
+		case p < 60:
+			j, n := takeBucket(r, m, key, sp, clock.now), randN(r)
+			if got, want := s.Take(key, sp, j, n, clock.now), m.take(key, sp, j, n, clock.now); got != want {
+				t.Fatalf("%s: take %d off bucket %d: got %d; want %d", where, n, j, got, want)
 			}
 		case p < 90:
 			n, limit := randN(r), r.Int64N(50)
@@ -103,6 +108,15 @@ func TestLeapArrayMatchesModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// takeBucket picks a bucket to take from: mostly one that was added to, else one near
+// now's, in the window or just out of it.
+func takeBucket(r *rand.Rand, m *model, key string, sp Spec, now int64) int64 {
+	if c := m.counters[modelKey{key, sp}]; c != nil && len(c.events) > 0 && r.IntN(3) > 0 {
+		return c.events[r.IntN(len(c.events))].bucket
+	}
+	return sp.Bucket(now) + 1 - r.Int64N(int64(sp.Buckets)+2)
 }
 
 func randN(r *rand.Rand) int64 {

@@ -228,6 +228,7 @@ func (o *Owner) decideHere(rg *ring.Ring, ops []counter.Op, results []counter.Re
 		}
 	}
 	o.local.DecideNow(ops, results)
+	o.settleSlices(rg, ops, results)
 }
 
 // answer hands r's results to its caller, once.

@@ -37,6 +37,7 @@ type fakeLeases struct {
 	peerRun  atomic.Uint64 // the run heard of every peer; 0: 1
 	onHolds  func()        // when set, called (once, then cleared) as Holds is first asked
 	asked    atomic.Int64  // Holds calls
+	until    time.Duration // DecideUntil of a partition held (0: an hour)
 }
 
 func newFakeLeases() *fakeLeases {
@@ -48,6 +49,18 @@ func (f *fakeLeases) Quorate(time.Duration) bool { return true }
 func (f *fakeLeases) Incarnation(string) uint64 { return max(f.peerRun.Load(), 1) }
 
 func (f *fakeLeases) LeftRun(string) uint64 { return 0 }
+
+func (f *fakeLeases) DecideUntil(p int) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case !f.held[p]:
+		return 0
+	case f.until > 0:
+		return f.until
+	}
+	return time.Hour
+}
 
 func (f *fakeLeases) Holds(p int, _ time.Duration) bool {
 	f.asked.Add(1)

@@ -58,6 +58,7 @@ type Peers interface {
 type Leases interface {
 	Holds(p int, now time.Duration) bool // whether this node may decide p at now
 	Until(p int) time.Duration           // when its lease of p ends (no one else holds p before); 0: not held
+	DecideUntil(p int) time.Duration     // until when this node may decide p (Holds is now < DecideUntil)
 	SetClaims(lease.Set)                 // the partitions this node wants to hold
 	Kick()                               // renew now: a partition was just released to this node
 	Quorate(now time.Duration) bool      // whether this node reaches a majority of the voters

@@ -110,6 +110,7 @@ type Owner struct {
 	polled      time.Duration
 	probing     bool       // a probe of Redis's replicas is under way (under mu; replicas.go)
 	clock       clockWatch // the counters' clock against Redis's (clock.go)
+	lend        lender     // the limit slices lent and not yet returned (slices.go)
 
 	loaded, skipped atomic.Int64  // counters loaded from Redis; created without a load
 	unknownSteps    atomic.Uint64 // events Step did not expect (UnknownTransitions)
@@ -126,6 +127,7 @@ func New(cfg Config) *Owner {
 		quit: make(chan struct{}), done: make(chan struct{})}
 	o.flush.init()
 	o.recv.init(cfg.ID())
+	o.lend.init(cfg.ID())
 	o.releases.init()
 	return o
 }
@@ -170,6 +172,7 @@ func (o *Owner) tick() {
 	o.cleanStart()
 	o.expireLends(now)
 	o.expireFences(now)
+	o.forgetSlices(now)
 	o.stepReleases()
 	o.wakeAfter()
 }

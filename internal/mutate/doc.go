@@ -27,7 +27,17 @@ const (
 	// departed write's date, are the clock alone, not the newest bucket they cover; and
 	// the node's own offset against Redis is not asked (owner/loadskip.go, clock.go).
 	IgnoreClocks = "ignore-clocks"
+	// LendPastLimit: an owner lends every slice asked for whatever the limit has left
+	// (owner/slices.go sliceSize).
+	LendPastLimit = "lend-past-limit"
+	// ReturnTwice: an owner takes a slice's return each time it comes, not once
+	// (owner.takeBack).
+	ReturnTwice = "return-twice"
+	// SpendPastDeadline: a borrower admits from a slice until it is spent, whatever its
+	// deadline (borrow.Borrower.Spend).
+	SpendPastDeadline = "spend-past-deadline"
 )
 
 // All lists every mutant.
-var All = []string{DecideWithoutLease, IgnoreFence, EndLendEarly, SkipResetCheck, ApplyHandoffTwice, IgnoreClocks}
+var All = []string{DecideWithoutLease, IgnoreFence, EndLendEarly, SkipResetCheck, ApplyHandoffTwice, IgnoreClocks,
+	LendPastLimit, ReturnTwice, SpendPastDeadline}
