@@ -86,7 +86,6 @@ type slice struct {
 	base   int64         // the owner's count when it lent it (its own hits in)
 	window int64
 	bkts   int
-	slot   uint16
 }
 
 // Return is a slice's unspent part to give back: Op (a counter.Return) goes to the
@@ -130,22 +129,22 @@ func New(cfg Config) (*Borrower, error) {
 }
 
 // Spend decides op, an allow, from a slice held, if one is live and has room for it:
-// the answer is allowed and marked Sliced, with the borrower's estimate of the count.
-// Otherwise ok is false and op goes to its owner as before.
-func (b *Borrower) Spend(op *counter.Op) (res counter.Result, ok bool) {
+// the answer is allowed and marked Sliced, with the borrower's estimate of the count,
+// and from is the slice's ID. Otherwise ok is false and op goes to its owner as before.
+func (b *Borrower) Spend(op *counter.Op) (res counter.Result, from uint64, ok bool) {
 	if op.Kind != counter.Allow {
-		return counter.Result{}, false
+		return counter.Result{}, 0, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.held[counterFor(op)]
 	if s == nil || s.spent+op.N > s.n || (b.cfg.Now() >= s.until && !mutate.On(mutate.SpendPastDeadline)) {
-		return counter.Result{}, false
+		return counter.Result{}, 0, false
 	}
 	s.spent += op.N
 	b.stats.Spent += uint64(op.N)
 	c := s.base + s.spent
-	return counter.Result{Allowed: true, Sliced: true, Count: c, Remaining: max(0, op.Limit-c)}, true
+	return counter.Result{Allowed: true, Sliced: true, Count: c, Remaining: max(0, op.Limit-c)}, s.id, true
 }
 
 // Ask notes that op, an allow, is forwarded to its owner, and returns how large a slice
@@ -207,7 +206,7 @@ func (b *Borrower) Got(op *counter.Op, sentAt time.Duration, res counter.Result)
 		b.giveBack(c, old)
 	}
 	b.held[c] = &slice{id: res.Lent.ID, n: res.Lent.N, until: sentAt + ttl, base: res.Count,
-		window: op.Window, bkts: op.Buckets, slot: op.Slot}
+		window: op.Window, bkts: op.Buckets}
 }
 
 // Failed takes back the ask of op, a Borrow that got no answer to use.

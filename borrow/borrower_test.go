@@ -47,12 +47,12 @@ func TestASliceIsAskedForHotCountersAndSpent(t *testing.T) {
 	}
 	b.Got(&op, clk.now, counter.Result{Allowed: true, Count: 10, Lent: &counter.Lent{ID: 7, N: 2, TTL: time.Second}})
 	for i := int64(1); i <= 2; i++ {
-		res, ok := b.Spend(&op)
-		if !ok || !res.Allowed || !res.Sliced || res.Count != 10+i || res.Remaining != 90-i {
+		res, from, ok := b.Spend(&op)
+		if !ok || from != 7 || !res.Allowed || !res.Sliced || res.Count != 10+i || res.Remaining != 90-i {
 			t.Fatalf("spend %d: got %+v, %v; want allowed, sliced, count %d", i, res, ok, 10+i)
 		}
 	}
-	if _, ok := b.Spend(&op); ok {
+	if _, _, ok := b.Spend(&op); ok {
 		t.Fatal("spent past the slice")
 	}
 	if other := allowOp("k", 50); b.Ask(&other) == 0 {
@@ -81,11 +81,11 @@ func TestASliceEndsAndItsRestIsGivenBack(t *testing.T) {
 	sent := clk.now
 	clk.now += 50 * time.Millisecond // the answer takes its time: the slice counts from the ask
 	b.Got(&op, sent, counter.Result{Allowed: true, Count: 1, Lent: &counter.Lent{ID: 9, N: 10, TTL: time.Second}})
-	if _, ok := b.Spend(&op); !ok {
+	if _, _, ok := b.Spend(&op); !ok {
 		t.Fatal("no spend from a live slice")
 	}
 	clk.now = sent + 980*time.Millisecond // 1 s less 2 × 1% of it
-	if _, ok := b.Spend(&op); ok {
+	if _, _, ok := b.Spend(&op); ok {
 		t.Fatal("spent at the slice's end, shortened by the clocks' rate allowance")
 	}
 	due := b.Due()

@@ -193,6 +193,9 @@ func appendAnswer(b []byte, op *counter.Op, res *counter.Result) ([]byte, bool) 
 		b = strconv.AppendInt(append(b, `,"count":`...), res.Count, 10)
 		b = strconv.AppendInt(append(b, `,"remaining":`...), res.Remaining, 10)
 		b = strconv.AppendInt(append(b, `,"retry_after_ms":`...), res.RetryAfterMs, 10)
+		if res.Sliced {
+			b = append(b, `,"sliced":true`...)
+		}
 	case counter.Reset:
 		b = strconv.AppendBool(append(b, `,"existed":`...), res.Existed)
 	default:

@@ -70,7 +70,7 @@ func TestFastAnswerMatchesEncoder(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		op := counter.Op{Kind: counter.Kind(rng.IntN(4) + 1), Key: keys[rng.IntN(len(keys))]}
 		res := counter.Result{Count: rng.Int64() - rng.Int64(), Allowed: rng.IntN(2) == 0, Remaining: rng.Int64N(1 << 62),
-			RetryAfterMs: rng.Int64N(1<<40) - 1, Existed: rng.IntN(2) == 0}
+			RetryAfterMs: rng.Int64N(1<<40) - 1, Existed: rng.IntN(2) == 0, Sliced: rng.IntN(3) == 0}
 		if rng.IntN(8) == 0 {
 			res.Undecided = fmt.Errorf("%w: owner of %q <gone>", counter.ErrUnavailable, op.Key)
 		}

@@ -134,6 +134,9 @@ type allowResponse struct {
 	RetryAfterMs int64  `json:"retry_after_ms"`
 	FailPolicy   string `json:"fail_policy,omitempty"` // "open" or "closed"
 	Reason       string `json:"reason,omitempty"`      // why the allow was not decided
+	// Sliced: decided by the node asked, from a slice of the limit its owner lent it;
+	// count and remaining are that node's estimate (counter.Result.Sliced).
+	Sliced bool `json:"sliced,omitempty"`
 }
 
 // failPolicy names the fail policy that answered res ("open" or "closed"), or is ""
@@ -166,7 +169,7 @@ func render(op *counter.Op, res *counter.Result) any {
 	switch op.Kind {
 	case counter.Allow:
 		a := allowResponse{Key: op.Key, Allowed: res.Allowed, Count: res.Count,
-			Remaining: res.Remaining, RetryAfterMs: res.RetryAfterMs, FailPolicy: failPolicy(res)}
+			Remaining: res.Remaining, RetryAfterMs: res.RetryAfterMs, FailPolicy: failPolicy(res), Sliced: res.Sliced}
 		if res.Undecided != nil {
 			a.Reason = res.Undecided.Error()
 		}

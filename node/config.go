@@ -84,6 +84,13 @@ type Config struct {
 	// its Envoy (zero: DefaultRLQSDelivery); an assignment is paid for until TTL and
 	// delivery after it was sent.
 	RLQSDelivery time.Duration
+	// SlicesOff (--slices=false) makes this node forward every allow to its counter's
+	// owner, never asking for a slice of a limit (it still lends slices to peers).
+	SlicesOff bool
+	// SliceAfter (--slice-after) is how many allows of one counter a second this node
+	// forwards before it asks the owner for slices of its limit (zero:
+	// DefaultSliceAfter).
+	SliceAfter int
 
 	// Client TLS (see docs/security.md, Client TLS): listeners that speak TLS, beside the
 	// plaintext ones or instead of them, all presenting one certificate.
@@ -219,6 +226,7 @@ const (
 	DefaultGRPCRequestTimeout    = 10 * time.Second
 	DefaultRLQSTTL               = 5 * time.Second
 	DefaultRLQSDelivery          = time.Second
+	DefaultSliceAfter            = 100
 )
 
 // ConfigError says which field (by its flag name) is wrong and why.
@@ -259,6 +267,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RLQSDelivery < 0 || c.RLQSDelivery > time.Minute {
 		return &ConfigError{"rlqs-delivery", "must be from 1ms to 1m (0: the default)"}
+	}
+	if c.SliceAfter < 0 || c.SliceAfter > 1_000_000 {
+		return &ConfigError{"slice-after", "must be from 1 to 1000000 allows a second (0: the default)"}
 	}
 	if c.LimitsBuckets < 0 || c.LimitsBuckets > counter.MaxBuckets {
 		return &ConfigError{"limits-buckets", fmt.Sprintf("must be from 1 to %d (0: the default)", counter.MaxBuckets)}
@@ -423,6 +434,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.GRPCRequestTimeout, DefaultGRPCRequestTimeout)
 	orDefault(&c.RLQSTTL, DefaultRLQSTTL)
 	orDefault(&c.RLQSDelivery, DefaultRLQSDelivery)
+	orDefault(&c.SliceAfter, DefaultSliceAfter)
 	orDefault(&c.MaxClients, DefaultMaxClients)
 	if c.Listen == nil {
 		c.Listen = net.Listen

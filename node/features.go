@@ -12,11 +12,15 @@ const (
 	featureHotKeys uint8 = 1 << 1
 	// featureQuotaShare: this node answers rpc.KindQuotaShare (quotaSharer).
 	featureQuotaShare uint8 = 1 << 2
+	// featureSlices: this node lends slices of its counters' limits (counter.Borrow)
+	// and takes them back (counter.Return). A release before it cannot read either op,
+	// and drops the connection that carries it.
+	featureSlices uint8 = 1 << 3
 )
 
 // features are the bits this node advertises.
 func (n *Node) features() uint8 {
-	f := featureHotKeys | featureQuotaShare
+	f := featureHotKeys | featureQuotaShare | featureSlices
 	if n.cfg.Placement != PlacementConsistent {
 		f |= featureMatching
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 // The gRPC front end (--grpc): Envoy's rate limit service over the rules of --limits,
-// read again whenever its files change (watchLimits), or of an xDS management server
+// read again whenever its files change (reloadLimits), or of an xDS management server
 // (runLimitsXDS).
 
 // limitsState is the rules in force and what they were read from.
@@ -89,34 +89,24 @@ const maxLimitsFile = 16 << 20
 // limitsPoll is how often --limits is looked at for changes.
 const limitsPoll = time.Second
 
-// watchLimits reloads --limits when its files change; a bad one is logged and counted,
+// reloadLimits reloads --limits if its files changed; a bad one is logged and counted,
 // and the rules in force stay.
-func (n *Node) watchLimits(reloads *prometheus.CounterVec) {
-	defer n.loops.Done()
-	t := time.NewTicker(limitsPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.quit:
-			return
-		case <-t.C:
-		}
-		cur := n.limits.Load()
-		fp, err := limitsFingerprint(n.cfg.Limits)
-		if err == nil && fp == cur.fingerprint {
-			continue
-		}
-		next, err := n.loadLimits()
-		if err != nil {
-			reloads.WithLabelValues("error").Inc()
-			n.cfg.Logger.Error("rate limit config not reloaded: the rules in force stay", "path", n.cfg.Limits, "err", err)
-			n.limits.Store(&limitsState{rules: cur.rules, fingerprint: fp}) // not again until it changes
-			continue
-		}
-		n.limits.Store(next)
-		reloads.WithLabelValues("ok").Inc()
-		n.cfg.Logger.Info("rate limit config reloaded", "path", n.cfg.Limits, "domains", len(next.rules.Domains()))
+func (n *Node) reloadLimits(reloads *prometheus.CounterVec) {
+	cur := n.limits.Load()
+	fp, err := limitsFingerprint(n.cfg.Limits)
+	if err == nil && fp == cur.fingerprint {
+		return
 	}
+	next, err := n.loadLimits()
+	if err != nil {
+		reloads.WithLabelValues("error").Inc()
+		n.cfg.Logger.Error("rate limit config not reloaded: the rules in force stay", "path", n.cfg.Limits, "err", err)
+		n.limits.Store(&limitsState{rules: cur.rules, fingerprint: fp}) // not again until it changes
+		return
+	}
+	n.limits.Store(next)
+	reloads.WithLabelValues("ok").Inc()
+	n.cfg.Logger.Info("rate limit config reloaded", "path", n.cfg.Limits, "domains", len(next.rules.Domains()))
 }
 
 // listenGRPC starts the gRPC front end when --grpc or --grpc-tls is set.
@@ -204,11 +194,11 @@ func (n *Node) serveGRPC() {
 		reloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leapcount_rls_config_reloads_total",
 			Help: "Reloads of the rate limit rules (--limits after its files changed, or a config from xDS), by result (ok, error: the rules in force stayed)."}, []string{"result"})
 		n.reg.MustRegister(reloads)
-		n.loops.Add(1)
 		if n.cfg.LimitsXDS != nil {
+			n.loops.Add(1)
 			go n.runLimitsXDS(reloads)
 		} else {
-			go n.watchLimits(reloads)
+			n.every(limitsPoll, func() { n.reloadLimits(reloads) })
 		}
 	}
 }

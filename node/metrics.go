@@ -13,6 +13,7 @@ import (
 // Each node has its own registry so that several nodes can run in one test process.
 func (n *Node) registerMetrics() {
 	n.reg.MustRegister(newGCPauseCollectors()...)
+	n.reg.MustRegister(n.sliceMetrics()...)
 	n.reg.MustRegister(buildInfoMetric(), newOpsCollector(n), newPeerLoadCollector(n), newClockCollector(n),
 
 		collectors.NewGoCollector(),

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/leapcount/leapcount/borrow"
 	"github.com/leapcount/leapcount/cluster"
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/fallback"
@@ -57,7 +58,8 @@ type Node struct {
 	reg           *prometheus.Registry
 	cluster       *cluster.Cluster
 	keeper        *lease.Keeper
-	clock         clock.Clock // the monotonic clock keeper and owner share
+	clock         clock.Clock      // the monotonic clock keeper and owner share
+	borrower      *borrow.Borrower // this node's limit slices (nil: --slices=false)
 
 	incarnation  uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth      peerauth.Mode // what authenticates peers on the rpc port
@@ -181,6 +183,10 @@ func Start(cfg Config) (*Node, error) {
 		cfg.Logger.Debug("state exchange with a member that disagrees", "member", member, "err", err)
 	}}).disagrees
 	n.router.SetAdmission(route.Joining) // until joinCluster has joined (n.joined)
+	if err := n.newBorrower(); err != nil {
+		n.closeRedis()
+		return nil, err
+	}
 	n.rpcSrv = peerrpc.NewServer(n.router, countingReceiver{n.owner, n.handoffs}, n.keeper.Handle, cfg.Logger.With("component", "rpc"))
 	peerrpc.HandleHotKeys(n.rpcSrv, func(top int) hotkeys.Report { return n.hot.Top(top, n.cfg.Now()) })
 	n.quotaDemands = fairshare.New(2*(cfg.RLQSTTL+cfg.RLQSDelivery), nil)
@@ -202,6 +208,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.startLeases()
+	n.startSlices()
 	n.loops.Add(2)
 	go n.sweepLoop()
 	go func() { defer n.loops.Done(); n.owner.Run() }()
@@ -623,6 +630,24 @@ func (n *Node) leave(ctx context.Context) error {
 		err = nil
 	}
 	return errors.Join(err, n.cluster.Shutdown())
+}
+
+// every runs f every d on a goroutine of its own until the node stops.
+func (n *Node) every(d time.Duration, f func()) {
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-n.quit:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
 }
 
 // sweepLoop forgets idle counters a little at a time, so that a full pass over the

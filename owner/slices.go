@@ -89,7 +89,8 @@ func (o *Owner) settleSlices(rg *ring.Ring, ops []counter.Op, results []counter.
 		}
 		switch op.Kind {
 		case counter.Borrow:
-			if results[i].Allowed {
+			// A denied allow leaves nothing to lend.
+			if results[i].Allowed || mutate.On(mutate.LendPastLimit) {
 				results[i].Lent = o.lendSlice(rg.SlotPartition(op.Slot), op, results[i].Count)
 			}
 		case counter.Return:

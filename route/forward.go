@@ -219,6 +219,7 @@ func (p *plan) scatter(g *group) {
 // passed; those left then fail: unavailable, or a count with its last outcome unknown.
 func (r *Router) retry(ctx context.Context, sent *ring.Ring, ops []counter.Op, results []counter.Result, idx []int) {
 	deadline := time.Now().Add(r.RetryWait)
+	unborrow(ops, idx)
 	retry := backoff.Policy{Initial: 5 * time.Millisecond, Max: 200 * time.Millisecond}
 	for wait := retry.Next(0); len(idx) > 0; wait = retry.Next(wait) {
 		rg := r.waitChange(ctx, sent, wait, deadline)

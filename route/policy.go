@@ -11,11 +11,15 @@ import (
 // outcome is unknown, as FailOpen says.
 func (r *Router) failPolicy(ops []counter.Op, results []counter.Result) {
 	for i := range ops {
-		if err := results[i].Err; ops[i].Kind == counter.Allow && failsOver(err) {
+		if err := results[i].Err; decidesAllow(&ops[i]) && failsOver(err) {
 			results[i] = r.policyAnswer(&ops[i], err)
 		}
 	}
 }
+
+// decidesAllow reports whether op is an allow: a Borrow is one that also asks for a
+// slice (slices.go).
+func decidesAllow(op *counter.Op) bool { return op.Kind == counter.Allow || op.Kind == counter.Borrow }
 
 // failsOver reports whether an allow that failed with err gets the fail policy's
 // answer instead of the error.
@@ -29,7 +33,7 @@ func failsOver(err error) bool {
 // and remaining -1) so that no client or checker takes it for a decision, when op is an
 // allow that nobody could decide; else the error. policy reports which.
 func PolicyAnswer(op *counter.Op, err error, open bool) (res counter.Result, policy bool) {
-	if op.Kind != counter.Allow || !failsOver(err) {
+	if !decidesAllow(op) || !failsOver(err) {
 		return counter.Result{Err: err}, false
 	}
 	res = counter.Result{Count: -1, Remaining: -1, Undecided: err}

@@ -51,6 +51,9 @@ type Router struct {
 	// connection's reader) instead of the local Decider.
 	Forwarded counter.Decider
 
+	// Slices, when set, turns limit slices on (slices.go).
+	Slices *SliceConfig
+
 	// Disagrees, when set, is told the name of a member that answered ops "not owner":
 	// its ring and this node's may differ, and the ops wait (retry) until this node's
 	// ring changes. It must not block (it may run on an rpc connection's reader).
@@ -136,6 +139,21 @@ func (r *Router) Decide(ctx context.Context, b *counter.Batch) bool {
 		_ = r.limits.Ready(&b.Ops[i]) // an invalid op stays unchecked: answered, never sent
 	}
 	rg := r.ring.Load()
+	rest, sliced := r.useSlices(rg, b)
+	switch {
+	case rest == nil:
+		return true // every op decided from a slice
+	case sliced != nil && r.route(ctx, rg, rest):
+		sliced.settle()
+		return true
+	case sliced != nil:
+		return false // rest's Done settles and ends b
+	}
+	return r.route(ctx, rg, b)
+}
+
+// route decides b's ops, checked, on their owners in rg (see Decide).
+func (r *Router) route(ctx context.Context, rg *ring.Ring, b *counter.Batch) bool {
 	if r.allLocal(rg, b.Ops) {
 		return r.decideLocal(ctx, rg, b)
 	}

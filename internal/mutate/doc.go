@@ -27,8 +27,8 @@ const (
 	// departed write's date, are the clock alone, not the newest bucket they cover; and
 	// the node's own offset against Redis is not asked (owner/loadskip.go, clock.go).
 	IgnoreClocks = "ignore-clocks"
-	// LendPastLimit: an owner lends every slice asked for whatever the limit has left
-	// (owner/slices.go sliceSize).
+	// LendPastLimit: an owner lends every slice asked for whatever the limit has left,
+	// even with the allow it came with denied (owner/slices.go).
 	LendPastLimit = "lend-past-limit"
 	// ReturnTwice: an owner takes a slice's return each time it comes, not once
 	// (owner.takeBack).

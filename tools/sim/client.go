@@ -93,7 +93,6 @@ func (c *client) send(o counter.Op, entry *node, then func()) {
 // owner's, or rpc's error for the whole call (unsent, or with the outcome unknown), and
 // for an op on a fresh key (fresh.go) decided without an error, where it was placed.
 func (c *client) route(o counter.Op, entry *node, back func(counter.Result, decided)) {
-	w := c.w
 	owner, ok := entry.ownerOf(o.Key)
 	if !ok {
 		back(counter.Result{Err: fmt.Errorf("%w: %s has not joined a cluster yet", counter.ErrUnavailable, entry.name)}, decided{})
@@ -103,7 +102,26 @@ func (c *client) route(o counter.Op, entry *node, back func(counter.Result, deci
 		entry.decide([]counter.Op{o}, func(res []counter.Result) { back(res[0], entry.placed(&o, res[0])) })
 		return
 	}
-	w.net.call(entry, owner, false, func(respond func(any)) {
+	if o.Kind == counter.Allow {
+		if res, from, ok := entry.borrower.Spend(&o); ok {
+			c.w.slices.Spent++
+			c.w.checkSpend(from)
+			back(res, decided{})
+			return
+		}
+		if ask := entry.borrower.Ask(&o); ask > 0 {
+			c.borrow(o, ask, entry, owner, back)
+			return
+		}
+	}
+	c.forward(o, entry, owner, false, back)
+}
+
+// forward sends o from entry to owner (sent twice now and then when dup) and hands back
+// the owner's result, or rpc's error for the whole call.
+func (c *client) forward(o counter.Op, entry *node, owner string, dup bool, back func(counter.Result, decided)) {
+	w := c.w
+	w.net.call(entry, owner, dup, func(respond func(any)) {
 		to := w.byName(owner)
 		if name, ok := to.ownerOf(o.Key); !ok || name != to.name {
 			respond(counter.Result{Err: fmt.Errorf("%w: %q is not %s's here", counter.ErrNotOwner, o.Key, to.name)})

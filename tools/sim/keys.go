@@ -123,6 +123,15 @@ func (ks *keySet) extra(key string, n int64) {
 	}
 }
 
+// reserved allows key to count up to n more than acknowledged plus unknown, and nothing
+// more admitted: a slice lent (slices.go) is counted whole, and only what is spent of
+// it is admitted.
+func (ks *keySet) reserved(key string, n int64) {
+	if n > 0 {
+		ks.bounds.KeyExtra[key] += n
+	}
+}
+
 // overAdmit allows an allow key to admit up to n past its limit.
 func (ks *keySet) overAdmit(key string, n int64) {
 	if n > 0 && ks.isAllow(key) {

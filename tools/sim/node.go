@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/leapcount/leapcount/borrow"
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
@@ -39,9 +40,11 @@ type node struct {
 	keeper *lease.Keeper
 	owner  *owner.Owner
 	redis  *redisClient
-	ring   *ring.Ring
-	inRing []string
-	retry  *event // the round lease.Keeper.RetryIn asked for, while pending
+	// borrower holds this run's limit slices (slices.go).
+	borrower *borrow.Borrower
+	ring     *ring.Ring
+	inRing   []string
+	retry    *event // the round lease.Keeper.RetryIn asked for, while pending
 
 	view  map[string]*memberView // what its gossip says of every member it has heard of
 	seeds int                    // members its --join lists (every node known at its start)
@@ -130,6 +133,8 @@ func (n *node) start(found bool) {
 	w.trace("%s starts (run %d)%s", n.name, n.inc, map[bool]string{true: ", founding the cluster"}[found])
 	n.every(w.leaseCfg.Heartbeat, n.heartbeat)
 	n.every(flushInterval, n.owner.Tick)
+	n.borrower = n.newBorrower()
+	n.every(sliceTick, n.giveBack)
 	n.w.sched.after(0, n, n.heartbeat)
 }
 
@@ -279,6 +284,11 @@ func (n *node) decide(ops []counter.Op, done func([]counter.Result)) {
 	res := make([]counter.Result, len(ops))
 	counter.Start(bg, n.owner, &counter.Batch{Ops: ops, Results: res, Done: func() {
 		n.checkDeciders(ops) // (soon: the owner answers under its lock)
+		for i := range ops {
+			if ops[i].Kind == counter.Borrow && res[i].Lent != nil {
+				n.w.noteLent(n, &ops[i], res[i].Lent)
+			}
+		}
 		if debugKey != "" {
 			for i := range ops {
 				if ops[i].Key == debugKey {

@@ -16,6 +16,7 @@ type Result struct {
 	Ops        opStats
 	Faults     int
 	Handoffs   int
+	Slices     sliceStats
 	Steps      int           // events run
 	SimTime    time.Duration // simulated time at the end
 	Violations []string
@@ -79,7 +80,7 @@ func Run(opt Options) Result {
 	} else {
 		w.checkFinal()
 	}
-	return Result{Options: w.opt, Ops: w.ops, Faults: w.faults, Handoffs: w.handoffs, Steps: w.sched.steps,
+	return Result{Options: w.opt, Ops: w.ops, Faults: w.faults, Handoffs: w.handoffs, Slices: w.slices, Steps: w.sched.steps,
 		SimTime: w.sched.now, Violations: w.failures, Trace: w.log}
 }
 

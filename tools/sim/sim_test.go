@@ -58,9 +58,11 @@ func TestSimulation(t *testing.T) {
 	start := time.Now()
 	results := runSeeds(first, n, Options{Faults: true})
 	var steps, ops, faults int
+	var slices sliceStats
 	var failed []string
 	for _, r := range results {
 		steps, ops, faults = steps+r.Steps, ops+r.Ops.ops, faults+r.Faults
+		slices.Lent, slices.Spent, slices.TakenBack = slices.Lent+r.Slices.Lent, slices.Spent+r.Slices.Spent, slices.TakenBack+r.Slices.TakenBack
 		if r.Failed() && len(failed) < 3 {
 			t.Errorf("%s", r.Report())
 		}
@@ -68,8 +70,11 @@ func TestSimulation(t *testing.T) {
 			failed = append(failed, fmt.Sprintf("%d (redis %v)", r.Seed, r.Redis))
 		}
 	}
-	t.Logf("%d seeds in %v: %d events, %d client ops, %d faults; %d failed %v", n, time.Since(start).Round(time.Millisecond),
-		steps, ops, faults, len(failed), failed)
+	t.Logf("%d seeds in %v: %d events, %d client ops, %d faults, %d slices lent, %d allows decided from them, %d returns taken; %d failed %v",
+		n, time.Since(start).Round(time.Millisecond), steps, ops, faults, slices.Lent, slices.Spent, slices.TakenBack, len(failed), failed)
+	if slices.Lent == 0 || slices.Spent == 0 || slices.TakenBack == 0 {
+		t.Errorf("slices lent %d, spent %d, taken back %d: the simulation no longer exercises them", slices.Lent, slices.Spent, slices.TakenBack)
+	}
 }
 
 // seedsThatFailed are seeds beyond make test's that failed in an earlier

@@ -98,6 +98,8 @@ type world struct {
 	wiped       map[string][]*wipeHeld              // write-backs in full owed after Redis lost its data (wipes.go)
 	based       map[string]map[string]time.Duration // key → writer → when Redis last applied a base of it by that writer
 	lastWipe    time.Duration                       // when Redis last lost its data
+	slices      sliceStats                          // what the borrowers did (slices.go)
+	lent        map[uint64]slicePromise             // every slice lent, by ID (slices.go)
 	fenced      map[fenceAt]*fence                  // writer key and partition → what Handoffs of that partition said of its calls as fences
 	loadEnd     time.Duration                       // clients stop, and faults end, at this time
 	log         []string                            // the fault trace
