@@ -84,9 +84,10 @@ type Config struct {
 	// its Envoy (zero: DefaultRLQSDelivery); an assignment is paid for until TTL and
 	// delivery after it was sent.
 	RLQSDelivery time.Duration
-	// SlicesOff (--slices=false) makes this node forward every allow to its counter's
-	// owner, never asking for a slice of a limit (it still lends slices to peers).
-	SlicesOff bool
+	// Slices (--slices) makes this node ask owners for slices of the limits of hot
+	// counters and decide their allows from them (docs/guarantees.md, Limit slices).
+	// Off, every allow goes to its counter's owner; every node lends slices either way.
+	Slices bool
 	// SliceAfter (--slice-after) is how many allows of one counter a second this node
 	// forwards before it asks the owner for slices of its limit (zero:
 	// DefaultSliceAfter).

@@ -59,7 +59,7 @@ type Node struct {
 	cluster       *cluster.Cluster
 	keeper        *lease.Keeper
 	clock         clock.Clock      // the monotonic clock keeper and owner share
-	borrower      *borrow.Borrower // this node's limit slices (nil: --slices=false)
+	borrower      *borrow.Borrower // this node's limit slices (nil: without --slices)
 
 	incarnation  uint64        // this run: names it in gossip, leases and write-behind
 	rpcAuth      peerauth.Mode // what authenticates peers on the rpc port

@@ -22,10 +22,10 @@ const giveBackEvery = 100 * time.Millisecond
 // giveBackTimeout bounds one round of returns.
 const giveBackTimeout = 2 * time.Second
 
-// newBorrower makes this node a borrower, unless --slices=false; it is set before the
-// router serves (startSlices starts giving back).
+// newBorrower makes this node a borrower with --slices; it is set before the router
+// serves (startSlices starts giving back).
 func (n *Node) newBorrower() error {
-	if n.cfg.SlicesOff {
+	if !n.cfg.Slices {
 		return nil
 	}
 	b, err := borrow.New(borrow.Config{Now: n.clock.Since, HotAfter: n.cfg.SliceAfter, Drift: n.cfg.Lease.Drift})

@@ -25,7 +25,7 @@ type allowAnswer struct {
 // admitted past the limit; and once the slices are given back, the owner admits what is
 // left, so that exactly the limit was admitted in all.
 func TestAHotCounterIsSlicedAndAdmitsExactlyItsLimit(t *testing.T) {
-	c := nodetest.MakeCluster(t, 3, func(cfg *node.Config) { cfg.SliceAfter = 5 })
+	c := nodetest.MakeCluster(t, 3, func(cfg *node.Config) { cfg.Slices, cfg.SliceAfter = true, 5 })
 	const limit, callers, each = 3000, 12, 400
 	body := fmt.Sprintf(`{"key":"hot","window":"1m","limit":%d}`, limit)
 	var admitted, sliced atomic.Int64
@@ -94,7 +94,7 @@ func TestAHotCounterIsSlicedAndAdmitsExactlyItsLimit(t *testing.T) {
 // A slice its borrower did not spend is given back when it ends: the counter then
 // counts exactly the allows admitted.
 func TestUnspentSlicesAreGivenBack(t *testing.T) {
-	c := nodetest.MakeCluster(t, 2, func(cfg *node.Config) { cfg.SliceAfter = 5 })
+	c := nodetest.MakeCluster(t, 2, func(cfg *node.Config) { cfg.Slices, cfg.SliceAfter = true, 5 })
 	owner, other := ownerNode(t, c, "warm"), c.Nodes[0]
 	if other == owner {
 		other = c.Nodes[1]
@@ -130,9 +130,9 @@ func TestUnspentSlicesAreGivenBack(t *testing.T) {
 	}
 }
 
-// --slices=false forwards every allow: none is sliced, however hot.
+// Without --slices every allow is forwarded: none is sliced, however hot.
 func TestSlicesOffForwardsEveryAllow(t *testing.T) {
-	c := nodetest.MakeCluster(t, 2, func(cfg *node.Config) { cfg.SlicesOff, cfg.SliceAfter = true, 1 })
+	c := nodetest.MakeCluster(t, 2, func(cfg *node.Config) { cfg.SliceAfter = 1 })
 	other := c.Nodes[0]
 	if ownerNode(t, c, "hot") == other {
 		other = c.Nodes[1]

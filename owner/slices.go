@@ -110,10 +110,8 @@ func (o *Owner) lendSlice(p int, op *counter.Op, count int64) *counter.Lent {
 	if ttl < minSliceTTL || s < 1 {
 		return nil
 	}
-	o.lend.mu.Lock()
-	defer o.lend.mu.Unlock()
-	if len(o.lend.out) >= maxSlicesOut {
-		return nil
+	if o.SlicesOut() >= maxSlicesOut {
+		return nil // (checked apart from the add: concurrent lends may pass it by a few)
 	}
 	limit := op.Limit - max(1, op.Limit/sliceKeep)
 	if mutate.On(mutate.LendPastLimit) {
@@ -125,10 +123,12 @@ func (o *Owner) lendSlice(p int, op *counter.Op, count int64) *counter.Lent {
 	if err != nil || !d.Allowed {
 		return nil
 	}
+	gen := o.parts.at(p).Gen
+	o.lend.mu.Lock()
 	o.lend.next++
 	id := o.lend.next
-	o.lend.out[id] = lentSlice{key: op.Key, spec: sp, bucket: bucket, n: s, part: p,
-		gen: o.parts.at(p).Gen, forget: mono + ttl + returnGrace}
+	o.lend.out[id] = lentSlice{key: op.Key, spec: sp, bucket: bucket, n: s, part: p, gen: gen, forget: mono + ttl + returnGrace}
+	o.lend.mu.Unlock()
 	return &counter.Lent{ID: id, N: s, TTL: ttl}
 }
 

@@ -97,15 +97,15 @@ func TestSlicesEndWithTheLeaseAndTheMemory(t *testing.T) {
 	rg := ringOf("a")
 	a.SetRing(rg)
 	a.leases.grantAll()
-	a.leases.until = 700 * time.Millisecond
 	before := a.cfg.Clock.Since()
+	a.leases.until = before + 700*time.Millisecond
 	r := do(a.Owner, borrowOp("k", 1000, 50))[0]
 	after := a.cfg.Clock.Since()
 	if r.Lent == nil {
 		t.Fatalf("got %+v; want a slice", r)
 	}
-	if r.Lent.TTL > 700*time.Millisecond-before || r.Lent.TTL < 700*time.Millisecond-after {
-		t.Errorf("slice lives %v, lent between %v and %v; want to the lease's end (700ms)", r.Lent.TTL, before, after)
+	if r.Lent.TTL > a.leases.until-before || r.Lent.TTL < a.leases.until-after {
+		t.Errorf("slice lives %v, lent between %v and %v; want to the lease's end (%v)", r.Lent.TTL, before, after, a.leases.until)
 	}
 	a.leases.until = a.cfg.Clock.Since() + minSliceTTL/2
 	if r := do(a.Owner, borrowOp("k", 1000, 50))[0]; !r.Allowed || r.Lent != nil {

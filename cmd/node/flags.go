@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,28 +19,6 @@ type flagValues struct {
 	join, gossipKey, gossipKeyFile string
 	log                            logOptions
 }
-
-// offFlag is a boolean flag, true by default, that sets a field saying the opposite
-// (--slices=false sets SlicesOff): node.Config's zero value is the default.
-type offFlag struct{ off *bool }
-
-func (f offFlag) String() string {
-	if f.off == nil {
-		return "true"
-	}
-	return strconv.FormatBool(!*f.off)
-}
-
-func (f offFlag) Set(s string) error {
-	on, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
-	}
-	*f.off = !on
-	return nil
-}
-
-func (f offFlag) IsBoolFlag() bool { return true }
 
 // newFlagSet defines every flag of the node, each bound to a field of v. It is the one
 // list of the node's flags: parsing uses it, and so does the check of the Helm chart's
@@ -70,7 +47,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&v.cfg.LimitsBuckets, "limits-buckets", 0, "buckets of a --limits window that names none (0: 10, sliding; 1: fixed, epoch-aligned windows as envoyproxy/ratelimit's)")
 	fs.BoolVar(&v.cfg.RLSDeniedConsumesNothing, "rls-denied-consumes-nothing", false, "a --grpc request that one descriptor denies counts in none of its others, in every domain (per domain: denied_consumes_nothing: true in its --limits file); default: as envoyproxy/ratelimit, it counts in all")
 	fs.DurationVar(&v.cfg.RLQSTTL, "rlqs-ttl", node.DefaultRLQSTTL, "assignment_time_to_live of --grpc's Rate Limit Quota Service (envoy.service.rate_limit_quota.v3): two or three of the Envoys' reporting_interval")
-	fs.Var(offFlag{&v.cfg.SlicesOff}, "slices", "ask owners for slices of hot counters' limits and decide their allows here (false: forward every allow)")
+	fs.BoolVar(&v.cfg.Slices, "slices", false, "ask owners for slices of hot counters' limits and decide their allows here, never past the limit but short of it by the slices outstanding (off: forward every allow)")
 	fs.IntVar(&v.cfg.SliceAfter, "slice-after", node.DefaultSliceAfter, "allows of one counter a second this node forwards before it asks for slices of its limit")
 	fs.DurationVar(&v.cfg.RLQSDelivery, "rlqs-delivery", node.DefaultRLQSDelivery, "how late an RLQS assignment may reach its Envoy: each is paid for in its limit until --rlqs-ttl and this after it was sent")
 	fs.BoolVar(&v.cfg.RLSHeaders, "rls-headers", false, "add RateLimit-Limit, -Remaining and -Reset headers to --grpc answers (envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED)")
