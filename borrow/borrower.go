@@ -266,6 +266,17 @@ func (b *Borrower) Held() int {
 	return len(b.held)
 }
 
+// Keys is the keys of the counters this node holds slices of.
+func (b *Borrower) Keys() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.held))
+	for c := range b.held {
+		out = append(out, c.key)
+	}
+	return out
+}
+
 // Stats returns what the Borrower did so far.
 func (b *Borrower) Stats() Stats {
 	b.mu.Lock()

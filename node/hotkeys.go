@@ -14,11 +14,26 @@ import (
 type HotKeysView struct {
 	Node string `json:"node"`
 	hotkeys.Report
+	// Sliced lists the keys among Keys whose limits are being sliced here: this node
+	// lent slices of them, or holds some (docs/guarantees.md, Limit slices).
+	Sliced []string `json:"sliced,omitempty"`
 }
 
 // hotKeys reports the n keys decided here most often lately.
 func (n *Node) hotKeys(top int) any {
-	return HotKeysView{Node: n.cfg.Name, Report: n.hot.Top(top, n.cfg.Now())}
+	v := HotKeysView{Node: n.cfg.Name, Report: n.hot.Top(top, n.cfg.Now())}
+	sliced := n.owner.SlicedKeys()
+	if n.borrower != nil {
+		for _, k := range n.borrower.Keys() {
+			sliced[k] = true
+		}
+	}
+	for _, k := range v.Keys {
+		if sliced[k.Key] {
+			v.Sliced = append(v.Sliced, k.Key)
+		}
+	}
+	return v
 }
 
 // ClusterHotKeysView is the body of GET /v1/hotkeys?scope=cluster (hotkeys --cluster):

@@ -66,6 +66,17 @@ func TestAHotCounterIsSlicedAndAdmitsExactlyItsLimit(t *testing.T) {
 	if sliced.Load() == 0 {
 		t.Fatal("no allow was decided from a slice")
 	}
+	owner := ownerNode(t, c, "hot")
+	var hot struct {
+		Keys   []struct{ Key string }
+		Sliced []string
+	}
+	if err := getJSON(owner, "/v1/hotkeys?n=5", &hot); err != nil {
+		t.Fatal(err)
+	}
+	if len(hot.Keys) == 0 || hot.Keys[0].Key != "hot" || len(hot.Sliced) != 1 || hot.Sliced[0] != "hot" {
+		t.Errorf("the owner's hot keys %+v: want \"hot\" first, marked sliced", hot)
+	}
 	held := func() error {
 		for _, n := range c.Nodes {
 			if h := scrape(n, "leapcount_slices_held"); h != 0 {
@@ -75,7 +86,6 @@ func TestAHotCounterIsSlicedAndAdmitsExactlyItsLimit(t *testing.T) {
 		return nil
 	}
 	wait.For(t, 10*time.Second, held)
-	owner := ownerNode(t, c, "hot")
 	for allow(owner) {
 	}
 	t.Logf("%d allows decided from slices; %d admitted in all", sliced.Load(), admitted.Load())

@@ -168,3 +168,15 @@ func (o *Owner) SlicesOut() int {
 	defer o.lend.mu.Unlock()
 	return len(o.lend.out)
 }
+
+// SlicedKeys is the keys of the counters this node lent slices of whose returns it
+// still takes.
+func (o *Owner) SlicedKeys() map[string]bool {
+	o.lend.mu.Lock()
+	defer o.lend.mu.Unlock()
+	out := make(map[string]bool, len(o.lend.out))
+	for _, s := range o.lend.out {
+		out[s.key] = true
+	}
+	return out
+}

@@ -119,9 +119,13 @@ func (h *harness) measureSide(ctx context.Context, g *group, sr *sideResult) err
 	s := sr.side
 	var cpu0, cpu1 time.Duration
 	h.runs++
+	keys := g.keys
+	if s.keys != nil {
+		keys = *s.keys
+	}
 	res, err := lg.Run(ctx, lg.Config{
-		Addr: s.addr, Proto: s.proto, TLS: s.tls, Conns: h.opts.Conns, Pipeline: g.pipeline, Request: s.request,
-		Keys:   g.keys.keys(s.prefix, h.runs, h.opts.Seed),
+		Addr: s.addr, Addrs: s.addrs, Proto: s.proto, TLS: s.tls, Conns: h.opts.Conns, Pipeline: g.pipeline, Request: s.request,
+		Keys:   keys.keys(s.prefix, h.runs, h.opts.Seed),
 		Warmup: h.opts.Warmup, Duration: h.opts.Duration,
 		Window: func(start bool) {
 			if start {

@@ -132,6 +132,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.groups = append(rep.groups, groups...)
 	}
+	if !h.skip("hotkey") {
+		hot, err := h.runHotKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.groups = append(rep.groups, hot...)
+	}
 	if !h.skip("redis") {
 		if rep.redisGroups, err = h.runRedisGroups(ctx); err != nil {
 			return nil, err

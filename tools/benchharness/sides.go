@@ -19,8 +19,14 @@ const (
 	hotKeys     = 100
 )
 
-// swIncr is the request of every SW.INCR side.
-var swIncr = lg.Command(lg.Str("SW.INCR"), lg.Key, lg.Str(window))
+// swIncr is the request of every SW.INCR side, swAllow of every SW.ALLOW side.
+var (
+	swIncr  = lg.Command(lg.Str("SW.INCR"), lg.Key, lg.Str(window))
+	swAllow = lg.Command(lg.Str("SW.ALLOW"), lg.Key, lg.Str(window), lg.Str(allowLimit))
+)
+
+// httpAllowBody follows the key in every HTTP allow side's body.
+const httpAllowBody = `","window":"60s","limit":` + allowLimit + `}`
 
 const swIncrCommand = "SW.INCR <key> 60s"
 
@@ -31,11 +37,13 @@ type side struct {
 	name    string // the table's row
 	command string // the request as the report shows it
 	addr    string
+	addrs   []string // when set, its connections spread over these instead of addr
 	proto   lg.Proto
 	request lg.Request
 	prefix  string // its own keys: sides never share a counter
 	servers []*proc
 	tls     *tls.Config // when set, its connections are TLS
+	keys    *keySpec    // when set, its keys instead of the group's
 }
 
 // serverSet is what one mode (unpinned, or per core) runs: a redis-server with the
@@ -100,7 +108,7 @@ func respSides(s *serverSet) []*side {
 				addr: c.nodes[0].resp, prefix: "c" + c.tag + ":", servers: procsOf(c.nodes), request: swIncr},
 			&side{id: "sw-allow-" + c.tag, name: "leapcount SW.ALLOW, " + c.label, command: "SW.ALLOW <key> 60s " + allowLimit,
 				addr: c.nodes[0].resp, prefix: "a" + c.tag + ":", servers: procsOf(c.nodes),
-				request: lg.Command(lg.Str("SW.ALLOW"), lg.Key, lg.Str(window), lg.Str(allowLimit))})
+				request: swAllow})
 	}
 	return out
 }
@@ -110,14 +118,14 @@ func respSides(s *serverSet) []*side {
 func httpSides(s *serverSet) []*side {
 	var out []*side
 	for _, c := range s.topologies() {
-		incrBody, allowBody := `","window":"60s"}`, `","window":"60s","limit":`+allowLimit+`}`
+		incrBody := `","window":"60s"}`
 		out = append(out,
 			&side{id: "http-incr-" + c.tag, name: "leapcount HTTP incr, " + c.label,
 				command: `POST /v1/incr {"key":"<key>","window":"60s"}`, addr: c.nodes[0].http, proto: lg.HTTP,
 				prefix: "d" + c.tag + ":", servers: procsOf(c.nodes), request: lg.HTTPPost("/v1/incr", `{"key":"`, incrBody)},
 			&side{id: "http-allow-" + c.tag, name: "leapcount HTTP allow, " + c.label,
 				command: fmt.Sprintf(`POST /v1/allow {"key":"<key>","window":"60s","limit":%s}`, allowLimit), addr: c.nodes[0].http,
-				proto: lg.HTTP, prefix: "e" + c.tag + ":", servers: procsOf(c.nodes), request: lg.HTTPPost("/v1/allow", `{"key":"`, allowBody)})
+				proto: lg.HTTP, prefix: "e" + c.tag + ":", servers: procsOf(c.nodes), request: lg.HTTPPost("/v1/allow", `{"key":"`, httpAllowBody)})
 	}
 	return out
 }

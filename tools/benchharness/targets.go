@@ -53,6 +53,7 @@ func (r *Report) targets() []targetRow {
 		r.latencyTarget("p99 latency, SW.INCR, one node, 50 connections unpipelined", "p1/uniform/unpinned", "sw-incr-1", time.Millisecond),
 		r.latencyTarget("p99 latency, SW.ALLOW, one node, 50 connections unpipelined", "p1/uniform/unpinned", "sw-allow-1", time.Millisecond))
 	rows = append(rows, r.rlsTargets()...)
+	rows = append(rows, r.hotKeyTargets()...)
 	return rows
 }
 
@@ -159,4 +160,17 @@ func (r *Report) gcTarget() targetRow {
 		row.status = boundStatus(s.p99Lo, s.p99Hi, time.Millisecond)
 	}
 	return row
+}
+
+// hotKeyTargets are issue 45's: one hot key through three nodes with --slices reaches
+// at least 1.2x the throughput of spread keys, and more than without slices.
+func (r *Report) hotKeyTargets() []targetRow {
+	var rows []targetRow
+	for _, fe := range hotKeyFrontEnds {
+		g := "hotkey/" + fe.id
+		rows = append(rows,
+			r.rateTarget("one hot key through three nodes, "+fe.name+", --slices vs spread keys", g, "hot-sliced-"+fe.id, "hot-spread-"+fe.id, 1.2),
+			r.rateTarget("one hot key through three nodes, "+fe.name+", --slices vs no slices", g, "hot-sliced-"+fe.id, "hot-plain-"+fe.id, 1.0))
+	}
+	return rows
 }

@@ -21,7 +21,10 @@ const (
 
 // Config shapes a run.
 type Config struct {
-	Addr     string // host:port
+	Addr string // host:port
+	// Addrs, when set, spreads the connections over several servers: connection i goes
+	// to Addrs[i % len(Addrs)], and Addr is not used.
+	Addrs    []string
 	Proto    Proto
 	TLS      *tls.Config // when set, each connection is TLS, its handshake done before the run
 	Conns    int         // connections (default 1)
@@ -104,11 +107,15 @@ func (c Config) withDefaults() Config {
 func dialAll(cfg Config) ([]net.Conn, error) {
 	deadline := time.Now().Add(cfg.Timeout)
 	var conns []net.Conn
-	for range cfg.Conns {
-		c, err := dial(cfg)
+	for i := range cfg.Conns {
+		addr := cfg.Addr
+		if len(cfg.Addrs) > 0 {
+			addr = cfg.Addrs[i%len(cfg.Addrs)]
+		}
+		c, err := dial(cfg, addr)
 		if err != nil {
 			closeAll(conns)
-			return nil, fmt.Errorf("loadgen: dial %s: %w", cfg.Addr, err)
+			return nil, fmt.Errorf("loadgen: dial %s: %w", addr, err)
 		}
 		c.SetDeadline(deadline)
 		conns = append(conns, c)
@@ -116,13 +123,13 @@ func dialAll(cfg Config) ([]net.Conn, error) {
 	return conns, nil
 }
 
-// dial connects to cfg.Addr, over TLS when cfg.TLS is set.
-func dial(cfg Config) (net.Conn, error) {
+// dial connects to addr, over TLS when cfg.TLS is set.
+func dial(cfg Config, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	if cfg.TLS == nil {
-		return d.Dial("tcp", cfg.Addr)
+		return d.Dial("tcp", addr)
 	}
-	return tls.DialWithDialer(d, "tcp", cfg.Addr, cfg.TLS)
+	return tls.DialWithDialer(d, "tcp", addr, cfg.TLS)
 }
 
 func closeAll(conns []net.Conn) {

@@ -228,3 +228,18 @@ func TestBrokenConnection(t *testing.T) {
 		t.Fatalf("err %v, want a broken connection", err)
 	}
 }
+
+// Addrs spreads a run's connections over several servers, each getting its share.
+func TestAddrsSpreadsConnections(t *testing.T) {
+	a, b := startFakeRESP(t), startFakeRESP(t)
+	res, err := Run(context.Background(), Config{
+		Addrs: []string{a.ln.Addr().String(), b.ln.Addr().String()}, Conns: 2,
+		Request: Command(Str("SW.INCR"), Key, Str("60s")), Keys: Range{Prefix: "s:", N: 200},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops != 200 || a.commands.Load() == 0 || b.commands.Load() == 0 || a.commands.Load()+b.commands.Load() != 200 {
+		t.Fatalf("ops %d; the servers saw %d and %d; want 200 between both", res.Ops, a.commands.Load(), b.commands.Load())
+	}
+}
