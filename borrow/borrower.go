@@ -128,11 +128,18 @@ func New(cfg Config) (*Borrower, error) {
 		cur: map[counterOf]int{}, prev: map[counterOf]int{}, started: cfg.Now()}, nil
 }
 
-// Spend decides op, an allow, from a slice held, if one is live and has room for it:
+// Sliceable reports whether op may be decided from a slice: an allow, or an incr
+// judged by a limit (Envoy's ShouldRateLimit counts hits with incr and answers over the
+// limit by the count).
+func Sliceable(op *counter.Op) bool {
+	return (op.Kind == counter.Allow || op.Kind == counter.Incr) && op.Limit > 0
+}
+
+// Spend decides op (Sliceable) from a slice held, if one is live and has room for it:
 // the answer is allowed and marked Sliced, with the borrower's estimate of the count,
 // and from is the slice's ID. Otherwise ok is false and op goes to its owner as before.
 func (b *Borrower) Spend(op *counter.Op) (res counter.Result, from uint64, ok bool) {
-	if op.Kind != counter.Allow {
+	if !Sliceable(op) {
 		return counter.Result{}, 0, false
 	}
 	b.mu.Lock()
@@ -147,11 +154,12 @@ func (b *Borrower) Spend(op *counter.Op) (res counter.Result, from uint64, ok bo
 	return counter.Result{Allowed: true, Sliced: true, Count: c, Remaining: max(0, op.Limit-c)}, s.id, true
 }
 
-// Ask notes that op, an allow, is forwarded to its owner, and returns how large a slice
-// to ask for with it (0: none; the caller then sends it as it is). It asks for hot
-// counters only, one Borrow at a time, and not while a slice with room is held.
+// Ask notes that op (Sliceable) is forwarded to its owner, and returns how large a
+// slice to ask for beside it (0: none): the caller sends AskFor(op, ask) with op, to
+// the same owner. It asks for hot counters only, one at a time, and not while a slice
+// with room is held.
 func (b *Borrower) Ask(op *counter.Op) int64 {
-	if op.Kind != counter.Allow || op.Limit < 1 {
+	if !Sliceable(op) {
 		return 0
 	}
 	c := counterFor(op)
@@ -187,6 +195,14 @@ func (b *Borrower) turn() {
 		clear(b.prev) // a whole period went by without forwards
 	}
 	b.started = now
+}
+
+// AskFor is the Borrow that asks for a slice of ask units of op's counter: an ask alone
+// (N 0), sent after op in the same batch.
+func AskFor(op *counter.Op, ask int64) counter.Op {
+	b := *op
+	b.Kind, b.N, b.Ask = counter.Borrow, 0, ask
+	return b
 }
 
 // Got takes the answer to op, a Borrow sent at sentAt (Now): its slice, if the owner

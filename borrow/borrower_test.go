@@ -141,3 +141,28 @@ func TestBounds(t *testing.T) {
 		}
 	}
 }
+
+// An incr judged by a limit (ShouldRateLimit's) is spent from a slice like an allow; one
+// without a limit, or any other op, never is.
+func TestIncrsJudgedByALimitAreSliced(t *testing.T) {
+	clk := &fakeClock{}
+	b := newBorrower(t, clk, 1)
+	incr := counter.Op{Kind: counter.Incr, Key: "k", Window: 60_000, Buckets: 10, N: 2, Limit: 100}
+	if ask := b.Ask(&incr); ask == 0 {
+		t.Fatal("no ask for a hot incr judged by a limit")
+	}
+	a := AskFor(&incr, 5)
+	if a.Kind != counter.Borrow || a.N != 0 || a.Ask != 5 || a.Limit != 100 || a.Key != "k" {
+		t.Fatalf("AskFor: %+v; want a Borrow of nothing asking 5 of limit 100", a)
+	}
+	b.Got(&a, clk.now, counter.Result{Allowed: true, Count: 30, Lent: &counter.Lent{ID: 1, N: 5, TTL: time.Second}})
+	if res, _, ok := b.Spend(&incr); !ok || !res.Sliced || res.Count != 32 {
+		t.Fatalf("spend of an incr of 2: %+v, %v; want sliced, count 32", res, ok)
+	}
+	for _, op := range []counter.Op{{Kind: counter.Incr, Key: "k", Window: 60_000, Buckets: 10, N: 1},
+		{Kind: counter.Count, Key: "k", Window: 60_000, Buckets: 10, Limit: 100}} {
+		if _, _, ok := b.Spend(&op); ok || b.Ask(&op) != 0 {
+			t.Errorf("%+v was spent from a slice or asked for", op)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func (l *Local) do(op *Op, now int64) Result {
 		var d leaparray.Decision
 		d, err = l.Store.TryAllow(op.Key, sp, op.Limit, op.N, now)
 		res = Result{Allowed: d.Allowed, Count: d.Count, Remaining: d.Remaining, RetryAfterMs: d.RetryAfterMs}
-		if err == nil && l.Tally != nil {
+		if err == nil && l.Tally != nil && op.Kind == Allow { // (a Borrow is a node's ask)
 			l.Tally.note(d.Allowed)
 		}
 	case Reset:

@@ -31,9 +31,10 @@ const (
 	Count
 	Allow
 	Reset
-	// Borrow is an allow that also asks the owner for a slice of the limit: up to Ask
-	// units, added to the counter at once, that the asking node may then admit itself
-	// until the slice ends (Result.Lent). Only nodes send it, to peers that take it.
+	// Borrow asks the owner for a slice of the limit: up to Ask units, added to the
+	// counter at once, that the asking node may then admit itself until the slice ends
+	// (Result.Lent). It is an allow of N (0: an ask alone, answered allowed while the
+	// count is within the limit). Only nodes send it, to peers that take it.
 	Borrow
 	// Return gives back N units of slice SliceID that its borrower did not spend. Only
 	// nodes send it.
@@ -75,7 +76,7 @@ type Op struct {
 	Window  int64
 	Buckets int
 	N       int64
-	Limit   int64
+	Limit   int64  // allow, Borrow; on an incr, the limit its count is judged by (slices)
 	Ask     int64  // Borrow: the most the slice asked for may hold
 	SliceID uint64 // Return: the slice given back
 }
@@ -163,10 +164,13 @@ func (l Limits) Validate(op *Op) error {
 	if err := ValidateSpec(op.Window, op.Buckets); err != nil {
 		return err
 	}
-	if op.Kind == Incr || op.Kind == Allow || op.Kind == Borrow || op.Kind == Return {
+	if op.Kind == Incr || op.Kind == Allow || op.Kind == Return {
 		if op.N < 1 || op.N > MaxN {
 			return fmt.Errorf("%w: n must be from 1 to %d, got %d", ErrBadN, MaxN, op.N)
 		}
+	}
+	if op.Kind == Borrow && (op.N < 0 || op.N > MaxN) {
+		return fmt.Errorf("%w: n must be from 0 to %d, got %d", ErrBadN, MaxN, op.N)
 	}
 	if (op.Kind == Allow || op.Kind == Borrow) && (op.Limit < 0 || op.Limit > MaxLimit) {
 		return fmt.Errorf("%w: limit must be from 0 to %d, got %d", ErrBadLimit, int64(MaxLimit), op.Limit)

@@ -84,6 +84,10 @@ func TestSliceOpsAreValidated(t *testing.T) {
 			t.Errorf("%+v: got %v; want a bad-input error", op, err)
 		}
 	}
+	ask := Op{Kind: Borrow, Key: "k", Window: 1000, Buckets: 10, N: 0, Limit: 5, Ask: 2}
+	if err := l.Validate(&ask); err != nil {
+		t.Errorf("an ask alone (a Borrow of nothing): %v", err)
+	}
 	if _, err := ParseKind("borrow"); err == nil {
 		t.Errorf("ParseKind took borrow: clients must not send it")
 	}

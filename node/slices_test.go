@@ -1,11 +1,14 @@
 package node_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/node"
@@ -172,4 +175,59 @@ func ownerNode(t *testing.T, c *nodetest.Cluster, key string) *node.Node {
 	}
 	t.Fatalf("owner %s is not running", m.Name)
 	return nil
+}
+
+// Envoy's ShouldRateLimit through every node at once, one hot descriptor: with
+// --slices the nodes that do not own its counter answer from slices, and OK is never
+// answered past the rule's limit; the counter counts every hit, as envoyproxy/ratelimit
+// does, and no more than were sent.
+func TestShouldRateLimitOfAHotDescriptorIsSliced(t *testing.T) {
+	cm := &configMap{t: t, dir: t.TempDir()}
+	const limit, callers, each = 2000, 12, 250
+	cm.swap(map[string]string{"rules.yaml": fmt.Sprintf("domain: edge\ndescriptors:\n  - key: api\n    rate_limit: {unit: hour, requests_per_unit: %d}\n", limit)})
+	c := nodetest.MakeCluster(t, 3, func(cfg *node.Config) {
+		cfg.GRPCAddr, cfg.Limits, cfg.Slices, cfg.SliceAfter = "127.0.0.1:0", cm.dir, true, 5
+	})
+	ctx := context.Background()
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < callers; w++ {
+		cl := rlsClient(t, c.Nodes[w%3])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				resp, err := cl.ShouldRateLimit(ctx, oneDescriptor("edge", "api", "all"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if resp.OverallCode == rlspb.RateLimitResponse_OK {
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var spent float64
+	for _, n := range c.Nodes {
+		spent += scrape(n, "leapcount_slices_spent_total")
+	}
+	t.Logf("%d OK of %d, %v hits decided from slices", ok.Load(), callers*each, spent)
+	if ok.Load() > limit {
+		t.Fatalf("%d answered OK; the limit is %d", ok.Load(), limit)
+	}
+	if spent == 0 {
+		t.Fatal("no hit was decided from a slice")
+	}
+	var count struct{ Count int64 }
+	wait.For(t, 10*time.Second, func() error {
+		if err := getJSON(c.Nodes[0], "/v1/count?key=rls:edge:api=all&window=1h", &count); err != nil {
+			return err
+		}
+		if count.Count != callers*each {
+			return fmt.Errorf("the counter counts %d hits; %d were sent (slices not all back yet?)", count.Count, callers*each)
+		}
+		return nil
+	})
 }

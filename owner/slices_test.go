@@ -127,3 +127,25 @@ func TestSlicesEndWithTheLeaseAndTheMemory(t *testing.T) {
 
 // bumpGen starts a new generation of p's Record, as counters handed in do.
 func (o *Owner) bumpGen(p int) { o.do(func() { o.step(p, Event{Kind: CountersIn}) }) }
+
+// An ask alone (a Borrow of nothing, sent beside an incr judged by a limit) lends while
+// the count is within the limit, and adds nothing but the slice.
+func TestAnAskAloneLendsWithinTheLimit(t *testing.T) {
+	var n net
+	n.clock.Store(t0)
+	a := n.add(t, "a", nil)
+	a.SetRing(ringOf("a"))
+	a.leases.grantAll()
+	do(a.Owner, incr("k", 10))
+	ask := borrowOp("k", 100, 50)
+	ask.N = 0
+	r := do(a.Owner, ask)[0]
+	if r.Err != nil || !r.Allowed || r.Count != 10 || r.Lent == nil {
+		t.Fatalf("an ask at count 10 of 100: %+v (lent %+v); want allowed, count 10, a slice", r, r.Lent)
+	}
+	mustCount(t, a.Owner, "k", 10+r.Lent.N)
+	do(a.Owner, incr("k", 200))
+	if r := do(a.Owner, ask)[0]; r.Allowed || r.Lent != nil {
+		t.Fatalf("an ask past the limit: %+v; want denied, no slice", r)
+	}
+}

@@ -103,8 +103,12 @@ func (s *Server) prepare(req *request, rules *limits.Rules) (decision, error) {
 			kind = counter.Count // check only: judged by the count as it is
 		}
 		for j, l := range c.rule.Limits {
-			ops = append(ops, counter.Op{Kind: kind, Key: CounterKey(req.domain, c.entries, c.shared, j, s.maxKey()),
-				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits})
+			op := counter.Op{Kind: kind, Key: CounterKey(req.domain, c.entries, c.shared, j, s.maxKey()),
+				Window: l.Window.Milliseconds(), Buckets: s.bucketsOf(l), N: c.hits}
+			if kind == counter.Incr {
+				op.Limit = int64(l.RequestsPerUnit) // what its count is judged by: a node with --slices may decide it from a slice
+			}
+			ops = append(ops, op)
 		}
 	}
 	all := s.cfg.DeniedConsumesNothing || rules != nil && rules.DeniedConsumesNothing(req.domain)

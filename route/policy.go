@@ -17,9 +17,9 @@ func (r *Router) failPolicy(ops []counter.Op, results []counter.Result) {
 	}
 }
 
-// decidesAllow reports whether op is an allow: a Borrow is one that also asks for a
-// slice (slices.go).
-func decidesAllow(op *counter.Op) bool { return op.Kind == counter.Allow || op.Kind == counter.Borrow }
+// decidesAllow reports whether op is an allow (a Borrow, a node's ask for a slice, is
+// no client's: its error stays an error).
+func decidesAllow(op *counter.Op) bool { return op.Kind == counter.Allow }
 
 // failsOver reports whether an allow that failed with err gets the fail policy's
 // answer instead of the error.

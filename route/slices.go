@@ -8,10 +8,11 @@ import (
 	"github.com/leapcount/leapcount/ring"
 )
 
-// Limit slices (package borrow): allows of a counter this node holds a slice of are
-// decided here, where they arrive, and the forwarded allows of hot counters ask their
-// owner for a slice (a counter.Borrow). Only owners that advertise slices (Lends) are
-// sent a Borrow; a Borrow routed again goes as the allow it was.
+// Limit slices (package borrow): allows (and incrs judged by a limit) of a counter this
+// node holds a slice of are decided here, where they arrive, and a forwarded op of a
+// hot counter goes with an ask for a slice (a counter.Borrow of nothing) to the same
+// owner, in the same batch. Only owners that advertise slices (Lends) are asked; an ask
+// routed again goes as a count, which any owner takes.
 
 // SliceConfig turns limit slices on for a Router.
 type SliceConfig struct {
@@ -20,29 +21,29 @@ type SliceConfig struct {
 	Lends    func(member string) bool // whether the member takes Borrows
 }
 
-// slicedCall is a batch some of whose allows were decided from slices or go as Borrows:
-// the rest is decided as a batch of its own, and its answers go back in place.
+// slicedCall is a batch some of whose ops were decided from slices or go with asks: the
+// rest and the asks are decided as a batch of their own, whose answers go back in place.
 type slicedCall struct {
 	r     *Router
 	b     *counter.Batch
 	rest  counter.Batch
-	place []int // rest's ops' places in b (nil: rest is b's own slices)
-	asked []int // rest's ops sent as Borrows
+	place []int // rest's first ops' places in b; the asks follow them
 	sent  time.Duration
 }
 
-// useSlices decides b's allows that a slice held decides, and turns the forwarded allows
-// of hot counters into Borrows. It returns the batch left to decide (b itself when
-// nothing changed), or nil when every op was answered.
+// useSlices decides b's ops that a slice held decides, and adds an ask for a slice
+// after the forwarded ops of hot counters. It returns the batch left to decide (b itself
+// when nothing changed, nil when every op was answered), and the call that settles it.
 func (r *Router) useSlices(rg *ring.Ring, b *counter.Batch) (rest *counter.Batch, call *slicedCall) {
 	s := r.Slices
 	if s == nil || rg == nil {
 		return b, nil
 	}
-	var spent, asked []int
+	var spent []int
+	var asks []counter.Op
 	for i := range b.Ops {
 		op := &b.Ops[i]
-		if op.Kind != counter.Allow || !op.Checked() {
+		if !borrow.Sliceable(op) || !op.Checked() {
 			continue
 		}
 		m, ok := rg.SlotOwner(op.Slot)
@@ -57,65 +58,49 @@ func (r *Router) useSlices(rg *ring.Ring, b *counter.Batch) (rest *counter.Batch
 				s.Borrower.Failed(op)
 				continue
 			}
-			op.Kind, op.Ask = counter.Borrow, ask
-			asked = append(asked, i)
+			asks = append(asks, borrow.AskFor(op, ask))
 		}
 	}
-	if len(spent) == 0 && len(asked) == 0 {
+	switch {
+	case len(spent) == 0 && len(asks) == 0:
 		return b, nil
-	}
-	if len(spent) == len(b.Ops) {
+	case len(spent) == len(b.Ops):
 		return nil, nil
 	}
 	c := &slicedCall{r: r, b: b, sent: s.Now()}
-	if len(spent) == 0 {
-		c.rest = counter.Batch{Ops: b.Ops, Results: b.Results}
-		c.asked = asked
-	} else {
-		c.keep(spent, asked)
-	}
+	c.keep(spent, asks)
 	c.rest.Done = c.done
 	return &c.rest, c
 }
 
-// keep makes rest the ops of b not in spent (both ascending), noting which were asked.
-func (c *slicedCall) keep(spent, asked []int) {
+// keep makes rest b's ops not in spent (ascending), then asks.
+func (c *slicedCall) keep(spent []int, asks []counter.Op) {
 	n := len(c.b.Ops) - len(spent)
-	c.rest = counter.Batch{Ops: make([]counter.Op, 0, n), Results: make([]counter.Result, n)}
+	c.rest = counter.Batch{Ops: make([]counter.Op, 0, n+len(asks)), Results: make([]counter.Result, n+len(asks))}
 	c.place = make([]int, 0, n)
 	for i := range c.b.Ops {
 		if len(spent) > 0 && spent[0] == i {
 			spent = spent[1:]
 			continue
 		}
-		if len(asked) > 0 && asked[0] == i {
-			asked = asked[1:]
-			c.asked = append(c.asked, len(c.rest.Ops))
-		}
 		c.place = append(c.place, i)
 		c.rest.Ops = append(c.rest.Ops, c.b.Ops[i])
 	}
+	c.rest.Ops = append(c.rest.Ops, asks...)
 }
 
-// settle hands the Borrows' answers to the Borrower, gives the caller its allows back
-// as it sent them (a slice lent is no business of its), and puts the rest's answers in
-// place.
+// settle hands the asks' answers to the Borrower and puts the rest's answers in place.
 func (c *slicedCall) settle() {
-	for _, k := range c.asked {
-		op, res := &c.rest.Ops[k], &c.rest.Results[k]
-		if op.Kind == counter.Borrow {
-			c.r.Slices.Borrower.Got(op, c.sent, *res)
-		} else {
-			c.r.Slices.Borrower.Failed(op) // routed again as an allow (unborrow)
-		}
-		res.Lent = nil
-		op.Kind, op.Ask = counter.Allow, 0
-		if c.place != nil {
-			c.b.Ops[c.place[k]].Kind, c.b.Ops[c.place[k]].Ask = counter.Allow, 0
-		}
-	}
 	for k, i := range c.place {
 		c.b.Results[i] = c.rest.Results[k]
+	}
+	for k := len(c.place); k < len(c.rest.Ops); k++ {
+		op := &c.rest.Ops[k]
+		if op.Kind == counter.Borrow {
+			c.r.Slices.Borrower.Got(op, c.sent, c.rest.Results[k])
+		} else {
+			c.r.Slices.Borrower.Failed(op) // routed again as a count (unborrow)
+		}
 	}
 }
 
@@ -124,12 +109,12 @@ func (c *slicedCall) done() {
 	c.b.Done()
 }
 
-// unborrow sends the Borrows among the ops to route again as the allows they were: the
-// owner they go to now may not take Borrows.
+// unborrow sends the asks among the ops to route again as counts: the owner they go to
+// now may not take Borrows, and a count changes nothing.
 func unborrow(ops []counter.Op, idx []int) {
 	for _, i := range idx {
 		if ops[i].Kind == counter.Borrow {
-			ops[i].Kind, ops[i].Ask = counter.Allow, 0
+			ops[i].Kind, ops[i].Ask, ops[i].Limit = counter.Count, 0, 0
 		}
 	}
 }

@@ -164,6 +164,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	if !h.skip("rlshot") {
+		if rep.rlsHot, rep.rlsHotPlain, err = h.runRLSHot(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if !h.skip("rlqs") {
 		if rep.rlqs, err = h.runRLQS(ctx); err != nil {
 			return nil, err

@@ -29,6 +29,7 @@ type Report struct {
 	loader              loaderCheck
 	mem                 []*memResult
 	rls                 []rlsbench.Row
+	rlsHot, rlsHotPlain []rlsbench.Row // the hot profile, with --slices (and the baseline) and without
 	tls                 *tlsResult
 	wb                  *wbResult
 	rlqs                *rlqsResult
@@ -62,6 +63,7 @@ func (r *Report) Markdown() string {
 	b.WriteString(r.memorySection())
 	b.WriteString(r.writeBehindSection())
 	b.WriteString(r.rlsSection())
+	b.WriteString(r.rlsHotSection())
 	b.WriteString(r.rlqsSection())
 	b.WriteString(figures)
 	return b.String()

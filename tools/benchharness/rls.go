@@ -19,6 +19,36 @@ func (h *harness) runRLS(ctx context.Context) ([]rlsbench.Row, error) {
 	return rlsbench.Run(ctx, o)
 }
 
+// runRLSHot measures ShouldRateLimit with a hot profile (80% of calls on 10
+// descriptors, issue 45): envoyproxy/ratelimit's single instance and three nodes with
+// --slices, then three nodes without.
+func (h *harness) runRLSHot(ctx context.Context) (sliced, plain []rlsbench.Row, err error) {
+	o := rlsbench.Options{NodeBin: h.nodeBin, RatelimitBin: h.opts.RatelimitBin, Log: h.opts.Log, Hot: true,
+		Sizes: []int{3}, Instances: []int{1}, NodeArgs: []string{"--slices"}, Label: ", --slices"}
+	if h.opts.Short {
+		o.Warmup, o.Duration = h.opts.Warmup, 2*h.opts.Duration
+	}
+	h.logf("rls, hot profile: envoyproxy/ratelimit %q against three nodes with and without --slices", h.opts.RatelimitBin)
+	if sliced, err = rlsbench.Run(ctx, o); err != nil {
+		return nil, nil, err
+	}
+	o.RatelimitBin, o.NodeArgs, o.Label = "", nil, ", no slices"
+	plain, err = rlsbench.Run(ctx, o)
+	return sliced, plain, err
+}
+
+// rlsHotSection is the hot profile's tables.
+func (r *Report) rlsHotSection() string {
+	if len(r.rlsHot) == 0 {
+		return ""
+	}
+	return "### ShouldRateLimit with a hot profile\n\n" +
+		"The same, but four calls in five carry one of ten hot values (every descriptor key of a call the same value), " +
+		"the fifth one of 10,000: leapcount's three nodes with `--slices` (a node forwarding a hot counter's hits often " +
+		"decides them from a slice of its limit), against envoyproxy/ratelimit's single instance, then three nodes " +
+		"without slices.\n\n" + rlsbench.Table(r.rlsHot) + "\n" + rlsbench.Table(r.rlsHotPlain) + "\n"
+}
+
 func (r *Report) rlsSection() string {
 	if len(r.rls) == 0 {
 		return ""
@@ -56,5 +86,30 @@ func (r *Report) rlsTargets() []targetRow {
 			rows = append(rows, row)
 		}
 	}
+	for _, d := range []int{1, 3} {
+		row := targetRow{name: fmt.Sprintf("ShouldRateLimit, hot profile (80%% of calls on 10 descriptors), %d descriptor(s), three nodes with --slices: requests per server CPU-second vs envoyproxy/ratelimit + Redis", d),
+			want: "≥ 5x", got: notMeasured, status: "-"}
+		if x, ok := rlsbench.Ratio(r.rlsHot, 3, d); ok {
+			row.got, row.status = fmtRatio(x), pass(x >= 5)
+		}
+		rows = append(rows, row,
+			rlsRateTarget(fmt.Sprintf("ShouldRateLimit through three nodes, %d descriptor(s): hot profile with --slices vs spread values (the section above)", d), r.rlsHot, r.rls, d, 1.2),
+			rlsRateTarget(fmt.Sprintf("ShouldRateLimit through three nodes, %d descriptor(s), hot profile: --slices vs no slices", d), r.rlsHot, r.rlsHotPlain, d, 1.0))
+	}
 	return rows
+}
+
+// rlsRateTarget compares the requests a second of three nodes' rows with d descriptors
+// in two sets of rows.
+func rlsRateTarget(name string, a, b []rlsbench.Row, d int, min float64) targetRow {
+	row := targetRow{name: name, want: fmt.Sprintf("≥ %.1fx", min), got: notMeasured, status: "-"}
+	x, okA := rlsbench.Find(a, 3, d)
+	y, okB := rlsbench.Find(b, 3, d)
+	if !okA || !okB || y.Rate == 0 {
+		return row
+	}
+	q := x.Rate / y.Rate
+	row.got = fmt.Sprintf("%s (%s vs %s requests/s)", fmtRatio(q), fmtRate(x.Rate), fmtRate(y.Rate))
+	row.status = pass(q >= min)
+	return row
 }

@@ -26,7 +26,7 @@ import (
 
 // measure drives t for o.Duration (after o.Warmup) and returns its row.
 func measure(ctx context.Context, o Options, t target, descriptors int) (Row, error) {
-	row := Row{Server: t.name, Nodes: t.nodes, Instances: t.instances, Descriptors: descriptors, TLS: t.tls != nil}
+	row := Row{Server: t.name, Hot: o.Hot, Nodes: t.nodes, Instances: t.instances, Descriptors: descriptors, TLS: t.tls != nil}
 	creds := insecure.NewCredentials()
 	if t.tls != nil {
 		creds = credentials.NewTLS(&tls.Config{RootCAs: t.tls, ServerName: "localhost"})
@@ -45,9 +45,13 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 	keys := []string{"user", "path", "ip"}
 	request := func(i int) *rlspb.RateLimitRequest {
 		req := &rlspb.RateLimitRequest{Domain: o.Domain}
+		value := "v" + strconv.Itoa(i%o.Values)
+		if o.Hot && i%5 != 0 { // four calls in five on one of ten hot values
+			value = "h" + strconv.Itoa(i%10)
+		}
 		for j := 0; j < descriptors; j++ {
 			req.Descriptors = append(req.Descriptors, &commonpb.RateLimitDescriptor{
-				Entries: []*commonpb.RateLimitDescriptor_Entry{{Key: keys[j], Value: "v" + strconv.Itoa(i%o.Values)}}})
+				Entries: []*commonpb.RateLimitDescriptor_Entry{{Key: keys[j], Value: value}}})
 		}
 		return req
 	}

@@ -39,6 +39,7 @@ descriptors:
 type Options struct {
 	NodeBin      string        // leapcount's node binary
 	NodeArgs     []string      // more flags for every node (experiments)
+	Label        string        // added to leapcount's rows' server names (what NodeArgs change)
 	RatelimitBin string        // envoyproxy/ratelimit's service binary (empty: leapcount alone)
 	Instances    []int         // envoyproxy/ratelimit deployments measured: instances sharing one Redis (default 1 and 3)
 	Sizes        []int         // leapcount cluster sizes (default 1 and 3)
@@ -46,6 +47,7 @@ type Options struct {
 	Duration     time.Duration // per row: the measured window (default 10s)
 	Workers      int           // concurrent calls (default 32)
 	Values       int           // distinct values of each descriptor key (default 10000)
+	Hot          bool          // a hot profile: 80% of calls on 10 values (hot descriptors), the rest spread over Values
 	Domain       string        // the requests' domain (default "bench", Config's; another matches no rule and counts nothing)
 	ProfileDir   string        // when set: a CPU profile of each leapcount node per row
 	TLS          bool          // also measure the one-node cluster over --grpc-tls (client TLS)
@@ -86,8 +88,9 @@ const Baseline = "envoyproxy/ratelimit + Redis"
 // Row is one server and descriptor count measured.
 type Row struct {
 	Server      string
-	Nodes       int // leapcount's cluster size (0: the baseline)
-	Instances   int // the baseline's envoyproxy/ratelimit instances (0: leapcount)
+	Hot         bool // measured with the hot profile (Options.Hot)
+	Nodes       int  // leapcount's cluster size (0: the baseline)
+	Instances   int  // the baseline's envoyproxy/ratelimit instances (0: leapcount)
 	Descriptors int
 	Rate        float64 // requests a second
 	CPUMicros   float64 // server CPU µs per request, every server process
@@ -199,7 +202,7 @@ func startRatelimit(ps *procs, dir, bin string, n int) (target, error) {
 // startCluster starts n leapcount nodes, the first one's gossip address joined by the
 // others, and waits until each is ready.
 func startCluster(ps *procs, o Options, n int, cfgPath string) (target, error) {
-	t := target{name: fmt.Sprintf("leapcount, %d node%s", n, map[bool]string{true: "s"}[n > 1]), nodes: n}
+	t := target{name: fmt.Sprintf("leapcount, %d node%s%s", n, map[bool]string{true: "s"}[n > 1], o.Label), nodes: n}
 	var tlsArgs []string
 	if o.TLS && n == 1 {
 		files, pool, err := certtest.ServerFiles(ps.dir, "rlsbench")

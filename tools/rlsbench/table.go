@@ -64,6 +64,17 @@ func TLSCost(rows []Row, descriptors int) (float64, bool) {
 	return tls.PerCPUSecond() / plain.PerCPUSecond(), true
 }
 
+// Find is leapcount's row on a cluster of nodes with that many descriptors, over
+// plaintext.
+func Find(rows []Row, nodes, descriptors int) (Row, bool) {
+	for _, r := range rows {
+		if r.Nodes == nodes && r.Descriptors == descriptors && !r.TLS {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
 func ratio(rows []Row, nodes, instances, descriptors int) (float64, bool) {
 	var base, got *Row
 	for i := range rows {

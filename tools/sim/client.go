@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leapcount/leapcount/borrow"
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/route"
 )
@@ -102,7 +103,7 @@ func (c *client) route(o counter.Op, entry *node, back func(counter.Result, deci
 		entry.decide([]counter.Op{o}, func(res []counter.Result) { back(res[0], entry.placed(&o, res[0])) })
 		return
 	}
-	if o.Kind == counter.Allow {
+	if borrow.Sliceable(&o) {
 		if res, from, ok := entry.borrower.Spend(&o); ok {
 			c.w.slices.Spent++
 			c.w.checkSpend(from)
@@ -114,12 +115,13 @@ func (c *client) route(o counter.Op, entry *node, back func(counter.Result, deci
 			return
 		}
 	}
-	c.forward(o, entry, owner, false, back)
+	c.forward(o, entry, owner, false, nil, func(res, _ counter.Result, d decided) { back(res, d) })
 }
 
-// forward sends o from entry to owner (sent twice now and then when dup) and hands back
-// the owner's result, or rpc's error for the whole call.
-func (c *client) forward(o counter.Op, entry *node, owner string, dup bool, back func(counter.Result, decided)) {
+// forward sends o from entry to owner (sent twice now and then when dup), with ask after
+// it in the same call when set, and hands back the owner's results, or rpc's error for
+// the whole call as both.
+func (c *client) forward(o counter.Op, entry *node, owner string, dup bool, ask *counter.Op, back func(res, asked counter.Result, d decided)) {
 	w := c.w
 	w.net.call(entry, owner, dup, func(respond func(any)) {
 		to := w.byName(owner)
@@ -127,27 +129,41 @@ func (c *client) forward(o counter.Op, entry *node, owner string, dup bool, back
 			respond(counter.Result{Err: fmt.Errorf("%w: %q is not %s's here", counter.ErrNotOwner, o.Key, to.name)})
 			return
 		}
-		to.decide([]counter.Op{o}, func(res []counter.Result) { respond(placedResult{res[0], to.placed(&o, res[0])}) })
+		ops := []counter.Op{o}
+		if ask != nil {
+			ops = append(ops, *ask)
+		}
+		to.decide(ops, func(res []counter.Result) {
+			p := placedResult{res: res[0], d: to.placed(&o, res[0])}
+			if ask != nil {
+				p.asked = res[1]
+			}
+			respond(p)
+		})
 	}, func(v any, err error) {
+		var res counter.Result
 		switch {
 		case err == nil:
 			if p, ok := v.(placedResult); ok {
-				back(p.res, p.d)
+				back(p.res, p.asked, p.d)
 				return
 			}
-			back(v.(counter.Result), decided{})
+			res = v.(counter.Result)
 		case errors.Is(err, counter.ErrNotSent):
-			back(counter.Result{Err: err}, decided{})
+			res = counter.Result{Err: err}
 		default:
-			back(counter.Result{Err: fmt.Errorf("%w: owner %s did not answer: %v", counter.ErrOutcomeUnknown, owner, err)}, decided{})
+			res = counter.Result{Err: fmt.Errorf("%w: owner %s did not answer: %v", counter.ErrOutcomeUnknown, owner, err)}
 		}
+		back(res, res, decided{})
 	})
 }
 
-// placedResult is an owner's answer with where it placed the op.
+// placedResult is an owner's answer with where it placed the op, and its answer to
+// the ask that came with it.
 type placedResult struct {
-	res counter.Result
-	d   decided
+	res   counter.Result
+	d     decided
+	asked counter.Result
 }
 
 // placed records where n placed o, decided with res, when o is on a fresh key and was

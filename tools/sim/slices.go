@@ -63,30 +63,27 @@ func (n *node) newBorrower() *borrow.Borrower {
 	return b
 }
 
-// borrow sends o, an allow forwarded from entry to owner, as a Borrow that asks for a
-// slice of ask. The owner counts a slice it lends at once, so the key may count up to it
-// more than was acknowledged (what the borrower does not spend, or spends and crashes
-// with, and what does not come back); none of it is admitted past the limit.
+// borrow sends o, forwarded from entry to owner, with an ask for a slice of ask. The
+// owner counts a slice it lends at once, so the key may count up to it more than was
+// acknowledged (what the borrower does not spend, or spends and crashes with, and what
+// does not come back); none of it is admitted past the limit.
 func (c *client) borrow(o counter.Op, ask int64, entry *node, owner string, back func(counter.Result, decided)) {
 	w := c.w
-	b := o
-	b.Kind, b.Ask = counter.Borrow, ask
+	b := borrow.AskFor(&o, ask)
 	sent, run := entry.mono(), entry.inc
-	c.forward(b, entry, owner, false, func(res counter.Result, d decided) {
-		if entry.inc != run {
-			return // the borrower's run ended: its slices with it
-		}
-		switch {
-		case res.Lent != nil:
-			w.slices.Lent++
-			w.keys.reserved(o.Key, res.Lent.N)
-			entry.borrower.Got(&b, sent, res)
-			res.Lent = nil
-		case errors.Is(res.Err, counter.ErrOutcomeUnknown):
-			w.keys.reserved(o.Key, ask) // it may have been lent
-			entry.borrower.Failed(&b)
-		default:
-			entry.borrower.Failed(&b)
+	c.forward(o, entry, owner, false, &b, func(res, asked counter.Result, d decided) {
+		if entry.inc == run { // (else the borrower's run ended, its slices with it)
+			switch {
+			case asked.Lent != nil:
+				w.slices.Lent++
+				w.keys.reserved(o.Key, asked.Lent.N)
+				entry.borrower.Got(&b, sent, asked)
+			case errors.Is(asked.Err, counter.ErrOutcomeUnknown):
+				w.keys.reserved(o.Key, ask) // it may have been lent
+				entry.borrower.Failed(&b)
+			default:
+				entry.borrower.Failed(&b)
+			}
 		}
 		back(res, d)
 	})
@@ -116,6 +113,6 @@ func (n *node) giveBack() {
 			n.decide([]counter.Op{r.Op}, func(res []counter.Result) { done(res[0], decided{}) })
 			continue
 		}
-		c.forward(r.Op, n, owner, true, done)
+		c.forward(r.Op, n, owner, true, nil, func(res, _ counter.Result, d decided) { done(res, d) })
 	}
 }

@@ -25,7 +25,7 @@ func main() {
 	short := flag.Bool("short", false, "quick check: fewer groups, one round, 100k counters")
 	out := flag.String("out", "", `where the report goes ("-": standard output; default BENCHMARKS.md, or with -short `+
 		`BENCHMARKS-short.md in the temporary directory, so a quick check never replaces the full report)`)
-	skip := flag.String("skip", "", `comma-separated sections to leave out: "unpinned", "per core", "hotkey", "redis", "tls", "memory", "writebehind", "rls", "rlqs"`)
+	skip := flag.String("skip", "", `comma-separated sections to leave out: "unpinned", "per core", "hotkey", "redis", "tls", "memory", "writebehind", "rls", "rlshot", "rlqs"`)
 	rounds := flag.Int("rounds", 0, "rounds of each group (0: the mode's default)")
 	duration := flag.Duration("duration", 0, "measured window of each measurement (0: the mode's default)")
 	nodeBin := flag.String("node", "", "the node binary to run (default: build ./cmd/node into a temporary directory)")
