@@ -35,7 +35,7 @@ func TestRLQSNodeKilledMidStream(t *testing.T) {
 	}
 	args := append([]string{"--limits", rules, "--rlqs-ttl", "1s", "--rlqs-delivery", "250ms"}, fastDetection...)
 	c := proctest.StartCluster(t, 3, proctest.Options{Args: args, GRPC: true, RESPCluster: true})
-	owner := ledgerOwner(t, c)
+	owner := keyOwner(t, c, rlqsLedgerKey, "10s")
 	victim := c.Node((owner + 1) % 3)
 	t.Logf("the ledger is on node-%d; killing %s", owner, victim.Name())
 
@@ -81,13 +81,13 @@ func TestRLQSNodeKilledMidStream(t *testing.T) {
 	}
 }
 
-// ledgerOwner is the index of the node that owns the test bucket's ledger: node 0's
+// keyOwner is the index of the node that owns the counter key (of window): node 0's
 // --resp-cluster port answers -MOVED with its owner's address, or the count itself.
-func ledgerOwner(t *testing.T, c *proctest.Cluster) int {
+func keyOwner(t *testing.T, c *proctest.Cluster, key, window string) int {
 	t.Helper()
 	rc := redis.NewClient(&redis.Options{Addr: c.Node(0).Addrs().RESPCluster})
 	defer rc.Close()
-	err := rc.Do(context.Background(), "SW.COUNT", rlqsLedgerKey, "10s").Err()
+	err := rc.Do(context.Background(), "SW.COUNT", key, window).Err()
 	if err == nil {
 		return 0
 	}

@@ -105,6 +105,10 @@ func (n *Node) sliceMetrics() []prometheus.Collector {
 			}
 			return float64(n.borrower.Held())
 		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "leapcount_slices_lent_total",
+			Help: "Slices of its counters' limits this node lent to others."}, func() float64 { l, _ := n.owner.SlicesLent(); return float64(l) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "leapcount_slices_taken_back_total",
+			Help: "Returns of slices this node lent that it took back (each at most once)."}, func() float64 { _, b := n.owner.SlicesLent(); return float64(b) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "leapcount_slices_lent_outstanding",
 			Help: "Slices this node lent whose return it still takes."}, func() float64 { return float64(n.owner.SlicesOut()) }),
 	}

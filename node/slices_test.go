@@ -141,6 +141,10 @@ func TestUnspentSlicesAreGivenBack(t *testing.T) {
 	if got := scrape(other, "leapcount_slices_returned_total"); got < 1 {
 		t.Errorf("leapcount_slices_returned_total %v; want at least 1", got)
 	}
+	lent, back := scrape(owner, "leapcount_slices_lent_total"), scrape(owner, "leapcount_slices_taken_back_total")
+	if borrowed := scrape(other, "leapcount_slices_borrowed_total"); lent != borrowed || back < 1 {
+		t.Errorf("the owner lent %v slices (the borrower got %v) and took back %v; want as many, and at least one back", lent, borrowed, back)
+	}
 }
 
 // Without --slices every allow is forwarded: none is sliced, however hot.

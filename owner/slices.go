@@ -46,6 +46,8 @@ type lender struct {
 	mu   sync.Mutex // a leaf: nothing else is taken under it
 	next uint64
 	out  map[uint64]lentSlice
+	lent uint64 // slices lent so far (under mu)
+	back uint64 // returns taken so far (under mu)
 }
 
 // lentSlice is what a return needs to take a slice's unspent part back.
@@ -126,6 +128,7 @@ func (o *Owner) lendSlice(p int, op *counter.Op, count int64) *counter.Lent {
 	gen := o.parts.at(p).Gen
 	o.lend.mu.Lock()
 	o.lend.next++
+	o.lend.lent++
 	id := o.lend.next
 	o.lend.out[id] = lentSlice{key: op.Key, spec: sp, bucket: bucket, n: s, part: p, gen: gen, forget: mono + ttl + returnGrace}
 	o.lend.mu.Unlock()
@@ -144,6 +147,7 @@ func (o *Owner) takeBack(p int, op *counter.Op) counter.Result {
 	if !mutate.On(mutate.ReturnTwice) {
 		delete(o.lend.out, op.SliceID)
 	}
+	o.lend.back++
 	o.lend.mu.Unlock()
 	if o.parts.at(p).Gen != s.gen {
 		return counter.Result{} // memory changed since it was lent: see the file's doc
@@ -160,6 +164,13 @@ func (o *Owner) forgetSlices(now time.Duration) {
 			delete(o.lend.out, id)
 		}
 	}
+}
+
+// SlicesLent is how many slices this node lent so far, and how many returns it took.
+func (o *Owner) SlicesLent() (lent, returned uint64) {
+	o.lend.mu.Lock()
+	defer o.lend.mu.Unlock()
+	return o.lend.lent, o.lend.back
 }
 
 // SlicesOut is how many slices this node lent whose returns it still takes.
