@@ -5,20 +5,23 @@ import "slices"
 // Take: giving back what was added and not spent. A node that lends a slice of a limit
 // adds the whole slice into the counter's current bucket at once; when the slice ends,
 // the part not spent comes off that bucket again, here, and off what the bucket has
-// pending, so that it neither counts against the limit nor reaches the persistence
-// store.
+// pending, so that it neither counts against the limit here nor reaches the
+// persistence store if it has not yet.
 
 // Take takes up to n off bucket j (a bucket index, floorDiv(ms, bucketMs) as the store's
 // own ops use) of the counter at time now, and returns how much it took off the count in
 // memory. It takes from memory only while bucket j is still within the counter's window
-// at now (counts never go below zero, the ring's running sum stays exact). A counter not
-// held, or a bucket that has left the window, takes nothing from memory; Take never
-// creates a counter or a table, and costs nothing for an unknown Spec.
+// at now (counts never go below zero, the ring's running sum stays exact), and, in a
+// store made WithDeltas, also takes up to n off what bucket j has pending to be written
+// (never below zero; the pending part may be smaller than what memory held, e.g.
+// because part was already drained and written). A counter not held, or a bucket that
+// has left the window, takes nothing from memory; Take never creates a counter or a
+// table, and costs nothing for an unknown Spec.
 //
-// In a store made WithDeltas it also takes up to n off what bucket j has pending to be
-// written. When memory gave back more than was still pending (the rest was drained, and
-// the persistence store holds it), the counter's next delta rewrites it in full: a reset
-// and every bucket in memory, so that what was given back does not stay counted there.
+// What the persistence store already holds of the bucket stays there: rewriting the
+// counter there could erase what another node wrote of it that this memory lacks (a
+// write landing late, after this node loaded the counter). A node that loads the
+// counter again counts that part until the bucket leaves the window: under-admission.
 func (s *Store) Take(key string, sp Spec, j, n, now int64) int64 {
 	want := nonNeg(n)
 	if want == 0 {
@@ -26,37 +29,12 @@ func (s *Store) Take(key string, sp Spec, j, n, now int64) int64 {
 	}
 	var took uint64
 	s.locked(key, sp, lookup, func(sh *shard, h uint64, bucketMs int64) {
-		r, at := sh.at(key, h, floorDiv(now, bucketMs), lookup)
-		if r.slot < 0 {
-			return
-		}
-		took = sh.take(r, at, j, want)
-		if pend := sh.takePendingAt(r, j, want); pend < took && sh.narrow.deltas {
-			sh.rewritePending(key, r, at, int64(sp.Buckets))
+		if r, at := sh.at(key, h, floorDiv(now, bucketMs), lookup); r.slot >= 0 {
+			took = sh.take(r, at, j, want)
+			sh.takePendingAt(r, j, want)
 		}
 	})
 	return clampInt(took)
-}
-
-// rewritePending makes the counter's next delta a reset and its buckets in the window at
-// bucket at: what it has pending is dropped, as memory holds it too.
-func (sh *shard) rewritePending(key string, r ref, at, b int64) {
-	sh.takeAllPending(r)
-	sh.noteReset(key)
-	for _, bk := range windowBuckets(sh.buckets(nil, r), at, int(b)) {
-		sh.noteAdd(r, bk.Index, bk.Count)
-	}
-}
-
-func (sh *shard) takeAllPending(r ref) {
-	switch r.tier {
-	case one:
-		sh.one.takePending(r.slot)
-	case narrow:
-		sh.narrow.takePending(r.slot)
-	default:
-		sh.wide.takePending(r.slot)
-	}
 }
 
 // take takes up to n off bucket j of r at bucket at (at >= head) and returns what it
@@ -100,60 +78,56 @@ func takeOne(h *head, b int64, at, j int64, n uint64) uint64 {
 	return t
 }
 
-func (sh *shard) takePendingAt(r ref, j int64, n uint64) uint64 {
+func (sh *shard) takePendingAt(r ref, j int64, n uint64) {
 	switch r.tier {
 	case one:
-		return sh.one.takePendingAt(r.slot, j, n)
+		sh.one.takePendingAt(r.slot, j, n)
 	case narrow:
-		return sh.narrow.takePendingAt(r.slot, j, n)
+		sh.narrow.takePendingAt(r.slot, j, n)
+	default:
+		sh.wide.takePendingAt(r.slot, j, n)
 	}
-	return sh.wide.takePendingAt(r.slot, j, n)
 }
 
 // takePendingAt takes up to n off what bucket j of slot has pending, whether or not the
 // bucket is still in the window: what was given back must not reach the persistence
 // store either way. A bucket left at zero is dropped, so that no Delta carries an empty
 // bucket, and a counter left with nothing pending lets go of its entry as takePending
-// does: Drain then gives it no Delta, as if it had not been added to. It returns what it
-// took.
-func (s *slab[C]) takePendingAt(slot int, j int64, n uint64) (took uint64) {
+// does: Drain then gives it no Delta, as if it had not been added to.
+func (s *slab[C]) takePendingAt(slot int, j int64, n uint64) {
 	if !s.deltas || s.pend.s[slot] == 0 {
-		return 0
+		return
 	}
 	e := &s.dl.s[s.pend.s[slot]-1]
 	if c := e.count(); c != 0 && s.pendBase+e.index() == j {
-		took = min(uint64(c), n)
-		e.first -= uint32(took) // at most the count: nothing borrows from the index
+		e.first -= uint32(min(uint64(c), n)) // at most the count: nothing borrows from the index
 		if e.count() == 0 {
 			e.first &= firstMore
 		}
 	} else if e.hasMore() { // each bucket is in one place: the first, or more
-		took = s.takeMore(e, j, n)
+		s.takeMore(e, j, n)
 	}
 	if !e.holds() {
 		e.slot = -1
 		s.pend.s[slot] = 0
 	}
-	return took
 }
 
 // takeMore takes up to n off bucket j in e's more, dropping the bucket when it is left
 // at zero and e's flag when more is left empty.
-func (s *slab[C]) takeMore(e *pendingDelta, j int64, n uint64) uint64 {
+func (s *slab[C]) takeMore(e *pendingDelta, j int64, n uint64) {
 	bs := s.more[e.slot]
 	i := slices.IndexFunc(bs, func(b Bucket) bool { return b.Index == j })
 	if i < 0 {
-		return 0
+		return
 	}
-	took := min(bs[i].Count, n)
-	if bs[i].Count -= took; bs[i].Count == 0 {
+	if bs[i].Count -= min(bs[i].Count, n); bs[i].Count == 0 {
 		bs = slices.Delete(bs, i, i+1)
 	}
 	if len(bs) == 0 {
 		delete(s.more, e.slot)
 		e.first &^= firstMore
-		return took
+		return
 	}
 	s.more[e.slot] = bs
-	return took
 }

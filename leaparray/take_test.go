@@ -162,8 +162,7 @@ func TestTakeCreatesNothing(t *testing.T) {
 }
 
 // With deltas, Take takes off what is pending as well, so Drain gives only what was
-// spent; when some was drained already, the next delta rewrites the counter in full (a
-// reset and what memory holds).
+// spent; what was drained already is taken off memory alone.
 func TestTakeOffPending(t *testing.T) {
 	sp := Spec{WindowMs: 1000, Buckets: 10}
 	j0 := sp.Bucket(t0)
@@ -172,11 +171,7 @@ func TestTakeOffPending(t *testing.T) {
 		got := map[string][]Bucket{}
 		for _, d := range s.Drain(nil) {
 			slices.SortFunc(d.Buckets, func(x, y Bucket) int { return cmp.Compare(x.Index, y.Index) })
-			k := d.Key
-			if d.Reset {
-				k += "!reset"
-			}
-			got[k] = d.Buckets
+			got[d.Key] = d.Buckets
 			for _, b := range d.Buckets {
 				if b.Count == 0 {
 					t.Fatalf("%s drained an empty bucket: %v", d.Key, d.Buckets)
@@ -205,19 +200,18 @@ func TestTakeOffPending(t *testing.T) {
 		t.Fatalf("pending after all was taken: %v", bs)
 	}
 
-	// Drained already: memory is taken, and the counter is written again in full.
+	// Drained already: memory is taken, nothing is left to drain.
 	if got := s.Take("part", sp, j0, 4, t0+10); got != 4 || s.Count("part", sp, t0+10) != 2 {
 		t.Fatalf("take off a drained bucket: took %d, count %d; want 4 and 2", got, s.Count("part", sp, t0+10))
 	}
-	want("drained already", drained(), map[string][]Bucket{"part!reset": {{j0, 2}}})
+	want("drained already", drained(), map[string][]Bucket{})
 
-	// Part drained: memory gives what it held, pending what it had, and the counter is
-	// written again in full: nothing.
+	// Part drained: memory gives what it held, pending what it had.
 	s.Incr("other", sp, 3, t0+20) // other holds 4 in j0, 3 of them pending
 	if got := s.Take("other", sp, j0, 4, t0+20); got != 4 {
 		t.Fatalf("took %d; want 4", got)
 	}
-	want("part drained", drained(), map[string][]Bucket{"other!reset": nil})
+	want("part drained", drained(), map[string][]Bucket{})
 
 	// Buckets beside the entry's first (more): one after the first, and one past the
 	// first's count bits.
@@ -255,8 +249,8 @@ func TestTakeOffPending(t *testing.T) {
 }
 
 // Random adds and takes on a store with deltas, drained whole and in parts into a
-// replica: the replica counts what the store counts (a take of what was drained
-// already rewrites the counter), and no drained bucket is empty.
+// replica: given the part a take could not take off pending (it was drained), the
+// replica counts what the store counts, and no drained bucket is empty.
 func TestTakeKeepsDeltasExact(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -289,9 +283,17 @@ func TestTakeKeepsDeltasExact(t *testing.T) {
 		case p < 55:
 			src.Allow(key, sp, r.Int64N(40), randN(r), now)
 		case p < 85:
-			// What a take could not take off pending was written: the next delta
-			// rewrites the counter in full.
-			src.Take(key, sp, sp.Bucket(now)-r.Int64N(int64(sp.Buckets)+1), randN(r), now)
+			j := sp.Bucket(now) - r.Int64N(int64(sp.Buckets)+1)
+			n := randN(r)
+			before := pendingAt(src, key, sp, j)
+			took := src.Take(key, sp, j, n, now)
+			// What a take could not take off pending was written: the caller gives it
+			// back where it was written.
+			if written := took - int64(before-pendingAt(src, key, sp, j)); written > 0 {
+				if got := replica.Take(key, sp, j, written, now); got != written {
+					t.Fatalf("op %d (seed %d): the replica held %d of the %d written", i, seed, got, written)
+				}
+			}
 		case p < 87:
 			src.Reset(key, sp, now)
 		case p < 93:

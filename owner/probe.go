@@ -18,6 +18,8 @@ func (pr probe) Decides(p int) bool {
 	return v == decideIt
 }
 
+func (pr probe) Gen(p int) uint64 { return pr.o.parts.at(p).Gen }
+
 func (pr probe) HoldsWhole(key string, sp leaparray.Spec) bool {
 	o := pr.o
 	rg := o.ring.Load()

@@ -11,6 +11,9 @@ type Probe interface {
 	// Decides reports whether the owner would decide an op of partition p now (the
 	// same verdict its ops get; no side effect).
 	Decides(p int) bool
+	// Gen is partition p's Record generation: it moves whenever the partition's memory
+	// may have changed wholesale (a reload, a move, counters handed in).
+	Gen(p int) uint64
 	// HoldsWhole reports whether it holds the counter in memory with everything it
 	// counts: in an Owned partition, and not started blind. An emptied Redis loses
 	// nothing of such a counter.

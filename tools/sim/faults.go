@@ -475,7 +475,7 @@ func (w *world) redisWipe() {
 	for _, k := range w.keys.tracked() {
 		var whole *node // decides k now, and holds all of it
 		for _, n := range w.nodes {
-			if w.responsive(n) && n.ring != nil && ownerprobe.Of(n.owner).Decides(n.ring.Partition(k)) && ownerprobe.Of(n.owner).HoldsWhole(k, specOf(k)) {
+			if w.responsive(n) && n.ring != nil && ownerprobe.Of(n.owner).Decides(n.ring.Partition(k)) && ownerprobe.Of(n.owner).HoldsWhole(k, specOf(k)) && !w.lacksLate(n, k) {
 				whole = n
 			}
 		}

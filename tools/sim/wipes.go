@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/internal/ownerprobe"
 	"github.com/leapcount/leapcount/owner"
 )
 
@@ -159,4 +160,38 @@ func (w *world) inDoubtDropped(n *node, writer string, d fallback.Delta) {
 		w.keys.lose(d.Key, amount)
 		w.keys.overAdmit(d.Key, allowLimit)
 	}
+}
+
+// lateMiss is a node's memory of a partition, in one generation, that lacks a late
+// write of a counter of it (world.noteWrite): until its owner reloads it, that memory
+// does not hold the counter whole.
+type lateMiss struct {
+	n   *node
+	inc uint64
+	gen uint64
+}
+
+// lateUnseen notes that a late write of key landed in Redis: every node's memory of its
+// partition as it is now lacks it.
+func (w *world) lateUnseen(key string) {
+	if w.lateMisses == nil {
+		w.lateMisses = map[string][]lateMiss{}
+	}
+	for _, m := range w.nodes {
+		if m.up && m.ring != nil {
+			w.lateMisses[key] = append(w.lateMisses[key], lateMiss{m, m.inc, ownerprobe.Of(m.owner).Gen(m.ring.Partition(key))})
+		}
+	}
+}
+
+// lacksLate reports whether n's memory of key still lacks a late write of it: seed
+// 5466's owner, a late write of the last owner not reloaded yet, held what it had of the
+// counter when Redis lost its data, and wrote that back in full without the late write.
+func (w *world) lacksLate(n *node, key string) bool {
+	for _, e := range w.lateMisses[key] {
+		if e.n == n && e.inc == n.inc && ownerprobe.Of(n.owner).Gen(n.ring.Partition(key)) == e.gen {
+			return true
+		}
+	}
+	return false
 }

@@ -100,6 +100,7 @@ type world struct {
 	lastWipe    time.Duration                       // when Redis last lost its data
 	slices      sliceStats                          // what the borrowers did (slices.go)
 	lent        map[uint64]slicePromise             // every slice lent, by ID (slices.go)
+	lateMisses  map[string][]lateMiss               // memories lacking a late write, by key (wipes.go)
 	fenced      map[fenceAt]*fence                  // writer key and partition → what Handoffs of that partition said of its calls as fences
 	loadEnd     time.Duration                       // clients stop, and faults end, at this time
 	log         []string                            // the fault trace
@@ -209,6 +210,7 @@ func (w *world) noteWrite(n *node, d fallback.Delta, writer string, seq uint64) 
 			sum += b.Count
 		}
 		w.keys.lateWrite(d.Key, int64(sum))
+		w.lateUnseen(d.Key)
 	}
 }
 
