@@ -18,6 +18,7 @@ import (
 	"github.com/leapcount/leapcount/internal/clock"
 	"github.com/leapcount/leapcount/internal/xdsconfig"
 	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/ring"
 	"github.com/leapcount/leapcount/rpc"
 )
 
@@ -118,6 +119,14 @@ type Config struct {
 	// (the default, "") once every member supports it, or PlacementConsistent to keep
 	// this node, and so its cluster, on the placement of releases before matching.
 	Placement string
+	// Partitions (--partitions) is how many partitions the ring places, Redis Cluster's
+	// 16384 hash slots grouped evenly: 4096 (the default, 0) or 8192 or 16384. More
+	// partitions even out what a join or a leave moves (at 64 members a join moves about
+	// 1.19/N of them with 4096, 1.0/N with 16384: ring.TestPlacementAtScale) for larger
+	// lease sets and owner tables. Every member of a cluster must use the same count:
+	// it is part of the cluster's name on gossip and rpc (clusterLabel), so a node
+	// started with another count never joins.
+	Partitions int
 	// MaxCounters (--max-counters) caps the counters this node holds, a counter of more
 	// than 16 buckets counting once per 16 (leaparray.Bounds): new ones beyond it are
 	// refused (counter.ErrFull) once no idle one is left to reclaim. 0: sized from
@@ -259,6 +268,12 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.GRPCAddr); err != nil {
 			return &ConfigError{"grpc", err.Error()}
 		}
+	}
+	if err := checkPartitions(c.Partitions); err != nil {
+		return err
+	}
+	if c.partitions() != ring.DefaultPartitionCount && c.Placement == PlacementConsistent {
+		return &ConfigError{"placement", fmt.Sprintf("consistent places %d partitions: not with --partitions %d", ring.DefaultPartitionCount, c.Partitions)}
 	}
 	if c.Placement != "" && c.Placement != PlacementMatching && c.Placement != PlacementConsistent {
 		return &ConfigError{"placement", fmt.Sprintf("%q: want %s or %s", c.Placement, PlacementMatching, PlacementConsistent)}

@@ -34,7 +34,7 @@ func (n *Node) registry() cluster.Registry {
 	if every <= 0 {
 		every = cluster.DefaultRejoinInterval
 	}
-	return n.redis.Members(cmp.Or(n.cfg.ClusterName, "leapcount"), listingsPerTTL*every)
+	return n.redis.Members(cmp.Or(n.cfg.clusterLabel(), "leapcount"), listingsPerTTL*every)
 }
 
 // routeTimeout bounds the lookup of Redis's host name in advertiseToward.

@@ -31,7 +31,7 @@ func (n *Node) joinCluster() error {
 		Transport:      n.cfg.GossipTransport,
 		Incarnation:    n.incarnation,
 		Keys:           n.cfg.GossipKeys,
-		Label:          n.cfg.ClusterName,
+		Label:          n.cfg.clusterLabel(),
 		Zone:           n.cfg.Zone,
 		Features:       n.features(),
 		Version:        shortVersion(buildinfo.Read().Version),
@@ -273,7 +273,7 @@ func (n *Node) rebuildRing() {
 		members = append(members, ring.Member{Name: m.Name, RPCAddr: m.RPCAddr})
 		placed = append(placed, m)
 	}
-	cfg := placementFor(placed)
+	cfg := placementFor(placed, n.cfg.partitions())
 	if len(members) == 0 || slices.Equal(members, n.ringMembers) && cfg == n.ringConfig {
 		return
 	}

@@ -162,7 +162,7 @@ func Start(cfg Config) (*Node, error) {
 	n.rpcClient = peerrpc.NewClient(cfg.RPC)
 	n.clock = clock.Real()
 	n.keeper = lease.NewKeeper(lease.KeeperConfig{
-		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: ring.DefaultPartitionCount,
+		Config: cfg.Lease, Self: cfg.Name, Incarnation: n.incarnation, Partitions: cfg.partitions(),
 		Exchanger: peerrpc.Heartbeats{C: n.rpcClient}, Found: !cfg.hasSeeds(), Clock: n.clock, Wall: cfg.Now, OnLapse: func(s lease.Set) { n.owner.Lapsed(s) },
 		OnChange: func() {
 			if o := n.owner; o != nil {

@@ -17,8 +17,14 @@ const (
 // placement on every node: the old one while any old member is in the ring, the new
 // one once the last is replaced, switched like any other ring change (each node
 // decides from the same members, within gossip's delay). --placement consistent keeps
-// a node, and so its cluster, on the old placement.
-func placementFor(members []cluster.Member) ring.Config {
+// a node, and so its cluster, on the old placement. partitions is --partitions: a
+// count other than the default always places by matching (no release before matching
+// shares such a cluster's label: clusterLabel), and --placement consistent is refused
+// with it (Config.Validate).
+func placementFor(members []cluster.Member, partitions int) ring.Config {
+	if partitions != ring.DefaultPartitionCount {
+		return ring.Config{PartitionCount: partitions}
+	}
 	for _, m := range members {
 		if m.Features&featureMatching == 0 {
 			return ring.Consistent

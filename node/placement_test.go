@@ -2,7 +2,10 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/leapcount/leapcount/internal/testkit/wait"
@@ -69,4 +72,75 @@ func describe(rg *ring.Ring) string {
 		return "none"
 	}
 	return fmt.Sprintf("%v of %d, placement %v", rg.Epoch(), rg.Len(), rg.Config().Placement)
+}
+
+// --partitions sets the partitions the ring places, on every node of the cluster; a
+// node started with another count is refused on gossip as a node of another cluster
+// is: it fails to join, and the cluster never counts it a member.
+func TestPartitionsAreTheWholeClusters(t *testing.T) {
+	const fine = 4 * ring.DefaultPartitionCount
+	c := nodetest.MakeCluster(t, 3, func(cfg *node.Config) { cfg.Partitions = fine })
+	if err := placedBy(c, ring.Config{PartitionCount: fine}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	in, out := respClient(t, c.Nodes[0]), respClient(t, c.Nodes[2])
+	const keys = 200
+	for i := range keys {
+		if err := in.Do(ctx, "SW.INCR", fmt.Sprint("fine-", i), "10m", "BY", i+1).Err(); err != nil {
+			t.Fatalf("SW.INCR: %v", err)
+		}
+	}
+	for i := range keys {
+		if got, err := out.Do(ctx, "SW.COUNT", fmt.Sprint("fine-", i), "10m").Int64(); err != nil || got != int64(i+1) {
+			t.Fatalf("fine-%d through another node: got %d, %v; want %d", i, got, err, i+1)
+		}
+	}
+
+	logs := &lockedBuffer{}
+	cfg := c.Config("node-9")
+	cfg.Partitions = 0 // the default, 4096
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	other, err := node.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop(context.Background())
+	wait.For(t, nodetest.Timeout, func() error {
+		if n := strings.Count(logs.String(), `"msg":"join failed"`); n < 2 {
+			return fmt.Errorf("%d failed joins; want 2", n)
+		}
+		return nil
+	})
+	if other.Ready() {
+		t.Error("the node of 4096 partitions is ready: it joined")
+	}
+	if err := c.Converged(); err != nil { // three members, every one of fine partitions
+		t.Errorf("the cluster after a node of 4096 partitions tried to join: %v", err)
+	}
+}
+
+// --partitions takes the counts that group the hash slots evenly and place by
+// matching; another is refused, naming the flag.
+func TestPartitionsOutOfRangeAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		partitions int
+		placement  string
+		flag       string
+	}{
+		{1000, "", "partitions"}, {2048, "", "partitions"}, {32768, "", "partitions"}, {-1, "", "partitions"},
+		{16384, node.PlacementConsistent, "placement"},
+	} {
+		cfg := node.Config{Name: "n", Partitions: c.partitions, Placement: c.placement}.WithDefaults()
+		var cerr *node.ConfigError
+		if err := cfg.Validate(); !errors.As(err, &cerr) || cerr.Flag != c.flag {
+			t.Errorf("--partitions %d --placement %q: %v; want a ConfigError naming %s", c.partitions, c.placement, err, c.flag)
+		}
+	}
+	for _, p := range []int{0, 4096, 8192, 16384} {
+		cfg := node.Config{Name: "n", Partitions: p}.WithDefaults()
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("--partitions %d: %v; want it taken", p, err)
+		}
+	}
 }

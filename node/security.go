@@ -50,8 +50,9 @@ func (c *Config) validateSecurity() error {
 			}
 		}
 	}
-	if len(c.ClusterName) > 255 {
-		return &ConfigError{"cluster-name", fmt.Sprintf("%d bytes: at most 255", len(c.ClusterName))}
+	if n := len(c.clusterLabel()); n > 255 {
+		// (The label adds the partition count to the name, when it is not the default.)
+		return &ConfigError{"cluster-name", fmt.Sprintf("%d bytes with the partition count: at most 255", n)}
 	}
 	return nil
 }
@@ -59,7 +60,7 @@ func (c *Config) validateSecurity() error {
 // peerAuth builds the rpc handshake from the flags; bad certificate files are named.
 func (c *Config) peerAuth() (*peerauth.Auth, error) {
 	a, err := peerauth.New(peerauth.Config{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, CAFile: c.TLSCAFile,
-		Keys: c.GossipKeys, Cluster: c.ClusterName, Logger: c.Logger.With("component", "rpc")})
+		Keys: c.GossipKeys, Cluster: c.clusterLabel(), Logger: c.Logger.With("component", "rpc")})
 	if err != nil {
 		return nil, &ConfigError{"tls-cert", err.Error()}
 	}

@@ -34,12 +34,13 @@ func BenchmarkOwner(b *testing.B) {
 }
 
 // BenchmarkNew times a ring's build, which a membership change pays, under both
-// placements.
+// placements, and under matching with one partition a slot (node --partitions 16384).
 func BenchmarkNew(b *testing.B) {
-	for _, cfg := range []Config{{}, Consistent} {
+	for _, cfg := range []Config{{}, Consistent, {PartitionCount: 16384}} {
 		for _, n := range []int{3, 16, 64} {
 			ms := members(n)
-			b.Run(fmt.Sprintf("%v/members=%d", cfg.withDefaults().Placement, n), func(b *testing.B) {
+			c := cfg.withDefaults()
+			b.Run(fmt.Sprintf("%v/partitions=%d/members=%d", c.Placement, c.PartitionCount, n), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					New(ms, cfg)

@@ -17,7 +17,8 @@ const (
 	// out, and a join moved far more than 1/N of them; 4096 even the shares and move
 	// about 1/N for 16-64 members (TestPlacementAtScale), keep the owner table, the
 	// lease sets (512 bytes) and CLUSTER SLOTS (at most 4096 ranges) small, and cap a
-	// cluster at 4096 members.
+	// cluster at 4096 members. 16384 (one a slot) moves closer to 1/N at 64 members
+	// for four times those (node --partitions).
 	DefaultPartitionCount = 4096
 	// DefaultReplicationFactor is the number of virtual nodes per member under
 	// PlacementConsistent. 200 evens the shares far better than 20 and keeps a join's

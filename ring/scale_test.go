@@ -8,23 +8,36 @@ import (
 
 // TestPlacementAtScale reports, for clusters of 16, 32 and 64 members under twelve
 // sets of member names, the spread of partitions (and so of hash slots) over members
-// and the share that moves when one member joins or leaves, for both placements; and
-// checks that under PlacementMatching the busiest member owns at most 1.1 times the
-// average and a change moves a small share.
+// and the share that moves when one member joins or leaves, for both placements and,
+// under PlacementMatching, for the default 4096 partitions and for one a slot (node
+// --partitions 16384); and checks that under PlacementMatching the busiest member owns
+// at most 1.1 times the average and a change moves a small share: with one partition a
+// slot, a join at most 1.1/N. (With 4096 partitions a join moves about 1.19/N at 64
+// members whatever the members' side of the matching prefers: by score, by an
+// independent hash, by the partition alone; a Maglev table, even to the partition,
+// moved 2.4/N. The bound steps by one a join there, and a quarter of the members sit
+// at it; with four times the partitions the bound stands 1.6 standard deviations above
+// the average share, not 0.75, and few do.)
 func TestPlacementAtScale(t *testing.T) {
-	for _, cfg := range []Config{{}, Consistent} {
+	fine := Config{PartitionCount: 16384}
+	for _, cfg := range []Config{{}, Consistent, fine} {
 		for _, n := range []int{16, 32, 64} {
 			s := placementSpread(t, cfg, n)
-			t.Logf("%v n=%d: build %v; max/avg worst %.3f; join moves %.3f/N on average, %.3f/N at worst; leave %.3f/N, %.3f/N",
-				cfg.withDefaults().Placement, n, s.build.Round(time.Microsecond), s.maxAvg, s.join.mean(), s.join.worst, s.leave.mean(), s.leave.worst)
-			if cfg.Placement != PlacementMatching {
+			t.Logf("%v/%d n=%d: build %v; max/avg worst %.3f; join moves %.3f/N on average, %.3f/N at worst; leave %.3f/N, %.3f/N",
+				cfg.withDefaults().Placement, cfg.withDefaults().PartitionCount, n, s.build.Round(time.Microsecond), s.maxAvg, s.join.mean(), s.join.worst, s.leave.mean(), s.leave.worst)
+			if cfg.withDefaults().Placement != PlacementMatching {
 				continue
 			}
 			if s.maxAvg > 1.1 {
-				t.Errorf("n=%d: the busiest member owns %.3f times the average; want at most 1.1", n, s.maxAvg)
+				t.Errorf("%d partitions, n=%d: the busiest member owns %.3f times the average; want at most 1.1", cfg.withDefaults().PartitionCount, n, s.maxAvg)
 			}
-			if s.join.worst > 1.35 || s.leave.worst > 1.4 {
-				t.Errorf("n=%d: a join moves up to %.3f/N of the partitions, a leave %.3f/N; want at most 1.35/N and 1.4/N", n, s.join.worst, s.leave.worst)
+			join, leave := 1.35, 1.4
+			if cfg == fine {
+				join, leave = 1.1, 1.15
+			}
+			if s.join.worst > join || s.leave.worst > leave {
+				t.Errorf("%d partitions, n=%d: a join moves up to %.3f/N of the partitions, a leave %.3f/N; want at most %.2f/N and %.2f/N",
+					cfg.withDefaults().PartitionCount, n, s.join.worst, s.leave.worst, join, leave)
 			}
 		}
 	}

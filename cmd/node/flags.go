@@ -11,6 +11,7 @@ import (
 
 	"github.com/leapcount/leapcount/lease"
 	"github.com/leapcount/leapcount/node"
+	"github.com/leapcount/leapcount/ring"
 )
 
 // flagValues holds what the flags say, before it is checked and made a node.Config.
@@ -79,6 +80,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&v.cfg.HandoffWait, "handoff-wait", node.DefaultHandoffWait, "how long an op waits for its partition's new owner to take it over")
 	fs.DurationVar(&v.cfg.Lease.Duration, "lease", lease.DefaultDuration, "partition lease: how long a node decides after a majority renewed it (same on every node)")
 	fs.StringVar(&v.cfg.Placement, "placement", node.PlacementMatching, "how partitions spread over members: matching (even shares, the busiest member within 1.1x the average; used once every member supports it, the old placement until then) or consistent (the placement of releases before matching, kept cluster-wide while any member asks for it)")
+	fs.IntVar(&v.cfg.Partitions, "partitions", ring.DefaultPartitionCount, "partitions the ring places, the 16384 hash slots grouped evenly: 4096, 8192 or 16384 (same on every node: a node with another count never joins). More even out what a join or a leave moves, about 1.0/N of the keys at 64 members with 16384 against 1.2/N with 4096, for larger lease messages and owner tables")
 	fs.StringVar(&v.cfg.Zone, "zone", "", "this node's failure domain (a rack, an availability zone; at most 16 bytes of letters, digits, '.', '_', '-'): the voters spread over the zones, so one zone's loss keeps a majority of them. Set it once every member runs a release that knows zones")
 	fs.IntVar(&v.cfg.Lease.Voters, "voters", lease.DefaultVoters, "most members that grant leases (odd; same on every node): the rest hold leases without granting, so a lease costs what it costs with this many; below five members at most three")
 	fs.DurationVar(&v.cfg.GossipTimings.ProbeInterval, "gossip-probe-interval", node.DefaultGossipProbeInterval, "failure detection: how often each node probes a random peer")
