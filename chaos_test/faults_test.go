@@ -40,15 +40,16 @@ const faultLimit = 300
 var faultRules = fmt.Sprintf("domain: chaos\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: %d}\n", faultLimit)
 
 // startFaultCase starts three nodes, each on its own loopback address, with fast
-// failure detection and, withRedis, a local redis-server, and starts the load.
-func startFaultCase(t *testing.T, withRedis bool) *faultCase {
+// failure detection, the node flags extra and, withRedis, a local redis-server, and
+// starts the load.
+func startFaultCase(t *testing.T, withRedis bool, extra ...string) *faultCase {
 	s := seed(t)
 	f := &faultCase{t: t, fw: proctest.NewFirewall(t)}
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	if err := os.WriteFile(rules, []byte(faultRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--limits", rules}, fastDetection...)
+	args := append(append([]string{"--limits", rules}, fastDetection...), extra...)
 	if withRedis {
 		f.redis = testredis.Start(t)
 		args = append(args, "--redis", f.redis.URL())
@@ -207,4 +208,31 @@ func TestJoinWhileRedisDown(t *testing.T) {
 	f.redis.Resume()
 	f.run(3 * time.Second)
 	f.finish(0)
+}
+
+// With one partition a slot (--partitions 16384) the faults above end the same: a node
+// cut off stops deciding once its leases run out and the majority loads its partitions
+// from Redis, and a node that joins while Redis is down takes its counters directly;
+// nothing lost, nothing counted twice, no allow past its limit.
+func TestFaultsWithOnePartitionASlot(t *testing.T) {
+	t.Run("partitioned node with Redis", func(t *testing.T) {
+		f := startFaultCase(t, true, "--partitions", "16384")
+		f.run(2 * time.Second)
+		f.fw.Isolate(f.c, f.c.Node(2))
+		f.run(8 * time.Second)
+		f.finish(0)
+	})
+	t.Run("join while Redis is down", func(t *testing.T) {
+		f := startFaultCase(t, true, "--partitions", "16384")
+		f.run(2 * time.Second)
+		f.redis.Pause()
+		f.run(time.Second)
+		f.c.Add()
+		f.c.WaitConverged()
+		f.setAddrs()
+		f.run(3 * time.Second)
+		f.redis.Resume()
+		f.run(3 * time.Second)
+		f.finish(0)
+	})
 }
