@@ -197,7 +197,11 @@ func TestOwnerRepliesLost(t *testing.T) {
 // Redis, so their counters go to it directly; nothing is lost, then or after Redis
 // returns.
 func TestJoinWhileRedisDown(t *testing.T) {
-	f := startFaultCase(t, true)
+	joinWhileRedisDown(startFaultCase(t, true))
+}
+
+// joinWhileRedisDown is TestJoinWhileRedisDown's fault and check on f.
+func joinWhileRedisDown(f *faultCase) {
 	f.run(2 * time.Second)
 	f.redis.Pause()
 	f.run(time.Second)
@@ -223,16 +227,6 @@ func TestFaultsWithOnePartitionASlot(t *testing.T) {
 		f.finish(0)
 	})
 	t.Run("join while Redis is down", func(t *testing.T) {
-		f := startFaultCase(t, true, "--partitions", "16384")
-		f.run(2 * time.Second)
-		f.redis.Pause()
-		f.run(time.Second)
-		f.c.Add()
-		f.c.WaitConverged()
-		f.setAddrs()
-		f.run(3 * time.Second)
-		f.redis.Resume()
-		f.run(3 * time.Second)
-		f.finish(0)
+		joinWhileRedisDown(startFaultCase(t, true, "--partitions", "16384"))
 	})
 }
