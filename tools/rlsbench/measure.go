@@ -103,6 +103,7 @@ func measure(ctx context.Context, o Options, t target, descriptors int) (Row, er
 	n, err := drive(o.Duration)
 	elapsed := time.Since(began)
 	stopProfiles()
+	saveMetrics(o, t, descriptors)
 	if err != nil {
 		return row, err
 	}
@@ -180,8 +181,26 @@ func startProfiles(o Options, t target, descriptors int) func() {
 	return wg.Wait
 }
 
+// saveMetrics writes, with the profiles, each leapcount node's /metrics as the row
+// ends (counters since the node started: forwards, slices lent and spent).
+func saveMetrics(o Options, t target, descriptors int) {
+	if o.ProfileDir == "" {
+		return
+	}
+	for i, h := range t.https {
+		name := filepath.Join(o.ProfileDir, fmt.Sprintf("n%d-d%d-node%d.metrics", len(t.https), descriptors, i))
+		if err := saveURL(fmt.Sprintf("http://%s/metrics", h), name); err != nil {
+			fmt.Fprintln(o.Log, "rlsbench: metrics:", err)
+		}
+	}
+}
+
 func saveProfile(httpAddr string, seconds int, name string) error {
-	r, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", httpAddr, seconds))
+	return saveURL(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", httpAddr, seconds), name)
+}
+
+func saveURL(url, name string) error {
+	r, err := http.Get(url)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // and 3 descriptors, on envoyproxy/ratelimit with its Redis and on leapcount clusters,
 // measured by package tools/rlsbench; it prints the Markdown table.
 //
-//	go run ./tools/cmd/rlsbench -node bin/node [-ratelimit bin/ratelimit] [-nodes 1,3] [-instances 1,3] [-duration 10s] [-profile dir]
+//	go run ./tools/cmd/rlsbench -node bin/node [-ratelimit bin/ratelimit] [-nodes 1,3] [-instances 1,3] [-duration 10s] [-hot] [-profile dir]
 package main
 
 import (
@@ -30,6 +30,7 @@ func main() {
 	instances := flag.String("instances", "1,3", "envoyproxy/ratelimit deployments to measure: instances sharing one Redis, comma-separated")
 	sizes := flag.String("nodes", "1,3", "leapcount cluster sizes to measure, comma-separated")
 	flag.BoolVar(&o.TLS, "tls", true, "also measure the one-node cluster over --grpc-tls")
+	flag.BoolVar(&o.Hot, "hot", false, "the hot profile: four calls in five on one of ten values")
 	flag.StringVar(&o.ProfileDir, "profile", "", "write a CPU profile of each leapcount node for each row into this directory")
 	nodeArgs := flag.String("node-args", "", "more flags for every node, space-separated (experiments)")
 	flag.Parse()
