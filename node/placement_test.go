@@ -115,8 +115,12 @@ func TestPartitionsAreTheWholeClusters(t *testing.T) {
 	if other.Ready() {
 		t.Error("the node of 4096 partitions is ready: it joined")
 	}
-	if err := c.Converged(); err != nil { // three members, every one of fine partitions
-		t.Errorf("the cluster after a node of 4096 partitions tried to join: %v", err)
+	c.WaitConverged() // three members (Converged: each ring has every running node, and only them)
+	for _, n := range c.Running() {
+		if rg := n.Router().Ring(); rg.Len() != 3 || rg.PartitionCount() != fine {
+			t.Errorf("%s after a node of 4096 partitions tried to join: a ring of %d members and %d partitions; want 3 and %d",
+				n.Name(), rg.Len(), rg.PartitionCount(), fine)
+		}
 	}
 }
 
