@@ -56,12 +56,15 @@ func startRatelimitCmd(t *testing.T, cmd *exec.Cmd, env ...string) rlProc {
 		}
 	})
 	served := make(chan rlProc, 1)
+	// The reader keeps its own copy of the log's pointer: p is assigned below, as the
+	// process serves, while the reader reads on (the race detector caught it reading p).
+	log := p.log
 	go func() {
-		defer close(p.log.done)
+		defer close(log.done)
 		sc := bufio.NewScanner(stderr)
 		q := p
 		for sc.Scan() {
-			p.log.add(sc.Text())
+			log.add(sc.Text())
 			var line struct {
 				Msg, HTTP, GRPC, Listener, Addr, RPC, Gossip string
 				GRPCTLS                                      string `json:"grpc_tls"`
