@@ -37,6 +37,10 @@ func (c *Cluster) Members() []Member {
 // the input of a ring.
 func (c *Cluster) Alive() []Member { return c.tab.list(Member.Serving) }
 
+// JoinFailures counts the joins no seed answered (refused, as seeds of another cluster
+// label or gossip key refuse, or unreachable), and the registry's silences.
+func (c *Cluster) JoinFailures() uint64 { return c.joinFails.Load() }
+
 // Changes returns a channel that receives a value after the member list changed.
 // Signals coalesce: one receive may stand for many changes, so the receiver reads
 // Members afresh each time. The channel is closed by Shutdown. There is one channel

@@ -37,7 +37,7 @@ type Cluster struct {
 	stopJoin    context.CancelFunc
 	joinDone    sync.WaitGroup
 	initialDone chan struct{}                  // closed when the first join succeeded or gave up (tests)
-	joinFails   atomic.Uint64                  // join calls no seed answered (tests)
+	joinFails   atomic.Uint64                  // join calls no seed answered (JoinFailures)
 	refutes     atomic.Uint64                  // see Refutes
 	seeds       atomic.Pointer[seedResolution] // the last resolution of the seeds (SeesEverySeed)
 

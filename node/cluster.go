@@ -27,14 +27,18 @@ type ClusterView struct {
 	Partitions int          `json:"partitions"`
 	Placement  string       `json:"placement,omitempty"` // this node's ring's placement: "matching", or "consistent" while a member asks for it
 	Ready      bool         `json:"ready"`
-	Counters   int          `json:"counters"`           // held in memory by this node
-	Owned      int          `json:"owned"`              // partitions this node's ring gives it
-	Held       int          `json:"held"`               // of those, the ones it decides now (it holds their lease)
-	HandingOn  int          `json:"handing_on"`         // partitions whose counters are on their way to or from this node
-	Unwritten  int          `json:"unwritten"`          // counters whose deltas this node has not written to Redis yet
-	LagMs      int64        `json:"writebehind_lag_ms"` // age of the oldest write-behind batch Redis has not confirmed (0: none)
-	Status     string       `json:"status"`             // "ok", or "degraded" while Redis is configured and down
-	Redis      string       `json:"redis"`              // "off" (no --redis), "up" or "down"
+	// AwaitingSeeds: this node was given seeds and none has taken it in yet;
+	// JoinFailures counts the joins that failed so far (cluster.JoinFailures).
+	AwaitingSeeds bool   `json:"awaiting_seeds,omitempty"`
+	JoinFailures  uint64 `json:"join_failures,omitempty"`
+	Counters      int    `json:"counters"`           // held in memory by this node
+	Owned         int    `json:"owned"`              // partitions this node's ring gives it
+	Held          int    `json:"held"`               // of those, the ones it decides now (it holds their lease)
+	HandingOn     int    `json:"handing_on"`         // partitions whose counters are on their way to or from this node
+	Unwritten     int    `json:"unwritten"`          // counters whose deltas this node has not written to Redis yet
+	LagMs         int64  `json:"writebehind_lag_ms"` // age of the oldest write-behind batch Redis has not confirmed (0: none)
+	Status        string `json:"status"`             // "ok", or "degraded" while Redis is configured and down
+	Redis         string `json:"redis"`              // "off" (no --redis), "up" or "down"
 	// RedisReplicasBehind: fewer replicas than --redis-wait-replicas acknowledge this
 	// node's writes (Redis is then "down"); absent otherwise.
 	RedisReplicasBehind bool         `json:"redis_replicas_behind,omitempty"`
@@ -56,6 +60,9 @@ func (n *Node) clusterInfo() any {
 		Security: SecurityView{RPC: string(n.rpcAuth), Gossip: "open", Cluster: n.cfg.ClusterName, Refused: n.rpcSrv.Refused()}}
 	if len(n.cfg.GossipKeys) > 0 {
 		v.Security.Gossip = "encrypted"
+	}
+	if !n.joined.Load() {
+		v.AwaitingSeeds, v.JoinFailures = true, n.cluster.JoinFailures()
 	}
 	if v.Redis == "down" {
 		v.Status = "degraded"

@@ -115,6 +115,13 @@ func TestPartitionsAreTheWholeClusters(t *testing.T) {
 	if other.Ready() {
 		t.Error("the node of 4096 partitions is ready: it joined")
 	}
+	var view node.ClusterView // what leapcount-node status shows of it: why it is not ready
+	if err := getJSON(other, "/v1/cluster", &view); err != nil {
+		t.Fatal(err)
+	}
+	if p := view.Problems(); len(p) == 0 || !strings.Contains(p[0], "node-9 has not joined the cluster") || view.JoinFailures < 2 {
+		t.Errorf("the refused node's problems: %q (%d joins failed); want first that it has not joined", p, view.JoinFailures)
+	}
 	c.WaitConverged() // three members (Converged: each ring has every running node, and only them)
 	for _, n := range c.Running() {
 		if rg := n.Router().Ring(); rg.Len() != 3 || rg.PartitionCount() != fine {

@@ -40,13 +40,16 @@ type RequestTotals struct {
 }
 
 // Problems lists what needs a human, or is still settling (the status command exits 1
-// and the page shows them while any is listed): this node not ready, a member dead that
+// and the page shows them while any is listed): this node not joined (seeds refuse it, or none answers) or not ready, a member dead that
 // still owns partitions, or a dead voter with the voters alive no majority, one joining, partitions this node owns but does not decide, partitions moving, Redis down
 // or its writes lagging over 30 s, this node's counters' clock off Redis's or a member's
 // by more than 2.5 s, or Redis's not measurable (clock.go).
 func (v *ClusterView) Problems() []string {
 	out := []string{}
-	if !v.Ready {
+	switch {
+	case v.AwaitingSeeds:
+		out = append(out, fmt.Sprintf("%s has not joined the cluster: %d joins failed (a seed refuses a node of another --cluster-name, --partitions or --gossip-key, and logs the label it refused; or no seed answers)", v.Self, v.JoinFailures))
+	case !v.Ready:
 		out = append(out, v.Self+" is not ready")
 	}
 	for _, m := range v.Members {
