@@ -47,6 +47,8 @@ type RequestTotals struct {
 func (v *ClusterView) Problems() []string {
 	out := []string{}
 	switch {
+	case v.AwaitingSeeds && v.JoinFailures == 0:
+		out = append(out, v.Self+" has not joined the cluster yet: its first join is under way")
 	case v.AwaitingSeeds:
 		out = append(out, fmt.Sprintf("%s has not joined the cluster: %d joins failed (a seed refuses a node of another --cluster-name, --partitions or --gossip-key, and logs the label it refused; or no seed answers)", v.Self, v.JoinFailures))
 	case !v.Ready:

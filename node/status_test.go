@@ -44,6 +44,7 @@ func TestProblems(t *testing.T) {
 	}{
 		{func(v *ClusterView) { v.Ready = false }, "a is not ready"},
 		{func(v *ClusterView) { v.Ready, v.AwaitingSeeds, v.JoinFailures = false, true, 4 }, "a has not joined the cluster: 4 joins failed"},
+		{func(v *ClusterView) { v.Ready, v.AwaitingSeeds = false, true }, "a has not joined the cluster yet: its first join is under way"},
 		{func(v *ClusterView) { v.Members[1].State = "dead" }, "member b is dead"},
 		{func(v *ClusterView) { v.Members[1].Partitions = 0 }, "member b is joining"},
 		{func(v *ClusterView) { v.Redis = "down" }, "Redis is down"},
