@@ -82,7 +82,7 @@ func scriptStats(b *testing.B, srv *testredis.Server) (cmds, usec int64) {
 	if !ok {
 		b.Fatal("INFO commandstats: not a string")
 	}
-	for _, name := range []string{"get", "set", "del", "pexpire", "hget", "hmget", "hset", "hincrby", "hdel", "hlen", "hgetall"} {
+	for _, name := range []string{"get", "set", "del", "exists", "pexpire", "hget", "hmget", "hset", "hincrby", "hdel", "hlen", "hgetall"} {
 		v := infoField(info, "cmdstat_"+name)
 		if c, ok := strings.CutPrefix(v, "calls="); ok {
 			c, _, _ = strings.Cut(c, ",")

@@ -139,7 +139,9 @@
 // (the head only grows). It reads the head, the sum and the buckets it adds to in one
 // HMGET and writes the new sum and bucket counts in one HSET: two commands per counter
 // when the head does not move, however many buckets its delta holds, and a PEXPIRE more
-// when it does (BenchmarkFlushDeltas reports redis-cmds/delta).
+// when it does (BenchmarkFlushDeltas reports redis-cmds/delta). A call whose counters
+// Redis holds none of (a key flood's: one EXISTS of its first counter, then one of the
+// rest) reads none of them: a new counter costs an HSET and a PEXPIRE.
 //
 // A Cluster runs a script only on keys of one hash slot, so NewBatch groups a Cluster's
 // deltas by slot (CRC16 of the hash tag, as Redis computes it). Each counter has its

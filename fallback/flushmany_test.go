@@ -265,3 +265,55 @@ func TestFlushManyOneKeyFails(t *testing.T) {
 		}
 	}
 }
+
+// A call whose counters Redis holds none of (a key flood's) writes each without
+// reading it first: one EXISTS for the call, then an HSET and a PEXPIRE a counter. A
+// counter met again in the same call, or any call with a counter Redis holds, reads as
+// usual. Either way the counts are Merge's.
+func TestNewCountersAreWrittenWithoutReadingEach(t *testing.T) {
+	srv := testredis.Start(t)
+	st := open(t, srv.URL(), Config{FlushKeys: 16})
+	sp := spec(10_000, 10)
+	now := int64(1_700_000_000_000)
+	j := sp.Bucket(now)
+	one := func(key string, index int64, reset bool) Delta {
+		return Delta{Key: key, Spec: sp, Buckets: []leaparray.Bucket{{Index: index, Count: 1}}, Reset: reset}
+	}
+	send := func(ds ...Delta) {
+		t.Helper()
+		resetStats(t, srv)
+		if err := sendOnce(st, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := func(want map[string]int64) {
+		t.Helper()
+		for key, w := range want {
+			if c, err := st.Count(bg, key, sp, now); err != nil || c != w {
+				t.Fatalf("%s: count %d, %v; want %d", key, c, err, w)
+			}
+		}
+	}
+	// All new: k0 twice (its second delta reads), a reset alone, a reset and a bucket.
+	send(one("k0", j, false), one("k1", j, false), one("k0", j, false), one("k2", j, false),
+		Delta{Key: "gone", Spec: sp, Reset: true}, one("r", j, true))
+	if got := commandCalls(t, "hmget", srv); got != 1 {
+		t.Fatalf("HMGET calls for a call of new counters = %d; want 1 (k0's second delta)", got)
+	}
+	if got := commandCalls(t, "exists", srv); got != 2 {
+		t.Fatalf("EXISTS calls = %d; want 2 (the first counter, then the rest)", got)
+	}
+	counts(map[string]int64{"k0": 2, "k1": 1, "k2": 1, "gone": 0, "r": 1})
+	// A new counter first, then one Redis holds: every counter reads.
+	send(one("x", j, false), one("k1", j, false), one("y", j, false))
+	if got := commandCalls(t, "hmget", srv); got != 3 {
+		t.Fatalf("HMGET calls for a call with a counter Redis holds = %d; want 3", got)
+	}
+	counts(map[string]int64{"x": 1, "k1": 2, "y": 1})
+	// A counter Redis holds first: one EXISTS, of it alone.
+	send(one("k2", j, false), one("z", j, false))
+	if got, hm := commandCalls(t, "exists", srv), commandCalls(t, "hmget", srv); got != 1 || hm != 2 {
+		t.Fatalf("EXISTS, HMGET calls = %d, %d; want 1, 2", got, hm)
+	}
+	counts(map[string]int64{"k2": 2, "z": 1})
+}

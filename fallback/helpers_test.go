@@ -213,3 +213,27 @@ func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		return next(ctx, cmds)
 	}
 }
+
+// commandCalls is how many times the servers ran the command name (lower case) since
+// their last CONFIG RESETSTAT, scripts' calls included, from INFO commandstats.
+func commandCalls(t testing.TB, name string, srvs ...*testredis.Server) int64 {
+	t.Helper()
+	var calls int64
+	for _, s := range srvs {
+		info, ok := s.Do(t, "INFO", "commandstats").(string)
+		if !ok {
+			t.Fatalf("INFO commandstats on %s: not a string", s.Addr())
+		}
+		v, ok := strings.CutPrefix(infoField(info, "cmdstat_"+name), "calls=")
+		if !ok {
+			continue // never run
+		}
+		v, _, _ = strings.Cut(v, ",")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("cmdstat_%s calls=%q: %v", name, v, err)
+		}
+		calls += n
+	}
+	return calls
+}

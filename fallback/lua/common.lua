@@ -214,11 +214,15 @@ end
 -- the caller's strings, which Go sends in canonical decimal (strconv, as fld and str
 -- write them), with no arithmetic and no string.format: a flood of new keys is write-behind's costliest
 -- case, and this its most common delta (BenchmarkFlushDeltas/1buckets/new).
-local function merge_one(key, reset, b, ttl, js, ns)
+--
+-- absent says the caller knows Redis holds no such counter (merge_many checked the
+-- call's keys at once): then not even the HMGET is needed, reset or not (erasing
+-- nothing changes nothing), and a new counter costs an HSET and a PEXPIRE.
+local function merge_one(key, reset, b, ttl, js, ns, absent)
   local j, f = tonumber(js), js -- f: fld(j), which js is already
   local h, s, v = nil, ZERO, nil
-  if not reset then
-    local r = redis.call('HMGET', key, 'h', 's', f)
+  if absent or not reset then
+    local r = absent and {} or redis.call('HMGET', key, 'h', 's', f)
     if not r[1] then
       if ns == '0' then
         redis.call('HSET', key, 's', '0', 'h', js)
@@ -258,14 +262,17 @@ end
 -- The counts read before the head moves stay right: moving it deletes only buckets at
 -- or before H-B, and those are not written. Everything is read and checked before the
 -- first write, so a counter that fails (a key of the wrong type, a sum past 2^63-1)
--- fails before it writes. An unknown counter starts with its head at H.
-local function merge_pairs(key, reset, b, ttl, lo, hi)
+-- fails before it writes. An unknown counter starts with its head at H. absent: see
+-- merge_one.
+local function merge_pairs(key, reset, b, ttl, lo, hi, absent)
   if hi < lo then -- a reset alone
-    redis.call('DEL', key)
+    if not absent then
+      redis.call('DEL', key)
+    end
     return
   end
   if hi == lo + 1 then
-    return merge_one(key, reset, b, ttl, ARGV[lo], ARGV[hi])
+    return merge_one(key, reset, b, ttl, ARGV[lo], ARGV[hi], absent)
   end
   local top = tonumber(ARGV[lo])
   for i = lo + 2, hi, 2 do
