@@ -68,6 +68,7 @@ type redisMemory struct {
 	baseUsed, used int64 // INFO used_memory
 	keys           int64 // DBSIZE after the load
 	load           time.Duration
+	cpu            time.Duration // redis-server's during the load
 	method         string
 }
 

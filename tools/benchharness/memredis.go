@@ -30,7 +30,7 @@ func (h *harness) loadRedis(ctx context.Context, c memCase) (redisMemory, error)
 	}
 	time.Sleep(500 * time.Millisecond)
 	m.baseRSS, m.baseUsed = r.RSS(), usedMemory(ctx, r.client)
-	start := time.Now()
+	start, cpu0 := time.Now(), r.CPU()
 	if c.viaLoader {
 		m.method = fmt.Sprintf("loader: HSET of %d bucket field(s) and PEXPIRE per key, pipelined", c.touches())
 		err = runLoader(ctx, r.addr, c, nowMs()/c.shape.bucketMs()-int64(c.touches())+1, c.touches(), "m:")
@@ -43,7 +43,7 @@ func (h *harness) loadRedis(ctx context.Context, c memCase) (redisMemory, error)
 	if err != nil {
 		return m, fmt.Errorf("loading redis: %w", err)
 	}
-	m.load = time.Since(start)
+	m.load, m.cpu = time.Since(start), r.CPU()-cpu0
 	time.Sleep(time.Second)
 	m.rss, m.used = r.RSS(), usedMemory(ctx, r.client)
 	m.keys, _ = r.client.DBSize(ctx).Result()

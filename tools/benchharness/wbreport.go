@@ -38,15 +38,17 @@ func (r *Report) writeBehindTargets() []targetRow {
 		back.got = fmt.Sprintf("%s (%s vs %s; peak %s)", fmtRatio(q), fmtBytes(float64(w.backRSS)), fmtBytes(float64(w.baseRSS)), fmtBytes(float64(w.peakRSS)))
 		back.status = pass(q <= 1.5)
 	}
-	rate.got = fmt.Sprintf("%s/s (%d in %s; redis-server %.0f%% of a core, %s of its CPU a counter)",
-		fmtRate(w.drainRate()), w.unwritten, fmtDur(w.drain.Round(time.Millisecond)), 100*w.redisCPU.Seconds()/w.drain.Seconds(), fmtDur(w.redisCPUPer()))
+	rate.got = fmt.Sprintf("%s/s (%d in %s; redis-server %.0f%% of a core, %s of its CPU a counter; plain HSET and PEXPIRE, pipelined: %s)",
+		fmtRate(w.drainRate()), w.unwritten, fmtDur(w.drain.Round(time.Millisecond)), 100*w.redisCPU.Seconds()/w.drain.Seconds(), fmtDur(w.redisCPUPer()),
+		fmtDur(w.floor.cpuPer(w.c.n)))
 	rate.status = pass(w.drainRate() >= 150_000)
 	if m != nil {
 		q := ratio(float64(w.peakRSS), float64(m.lc.rss))
 		peak.got = fmt.Sprintf("%s (%s vs %s)", fmtRatio(q), fmtBytes(float64(w.peakRSS)), fmtBytes(float64(m.lc.rss)))
 		peak.status = pass(q <= 1.5)
 		u := ratio(w.usedPerCounter(), m.redis.usedPerCounter(m.c.n))
-		used.got = fmt.Sprintf("%s (%s vs %s)", fmtRatio(u), fmtBytes(w.usedPerCounter()), fmtBytes(m.redis.usedPerCounter(m.c.n)))
+		used.got = fmt.Sprintf("%s (%s vs %s; MEMORY USAGE of one counter %d B vs %d B)", fmtRatio(u), fmtBytes(w.usedPerCounter()),
+			fmtBytes(m.redis.usedPerCounter(m.c.n)), w.usage, w.floor.usage)
 		used.status = pass(u <= 1.0)
 	}
 	return []targetRow{peak, rate, used, back}
@@ -74,6 +76,7 @@ func (r *Report) writeBehindSection() string {
 		{"CPU during the drain: redis-server, node", fmtDur(w.redisCPU.Round(time.Millisecond)) + ", " + fmtDur(w.nodeCPU.Round(time.Millisecond)),
 			fmt.Sprintf("%.0f%%, %.0f%% of a core", 100*w.redisCPU.Seconds()/w.drain.Seconds(), 100*w.nodeCPU.Seconds()/w.drain.Seconds())},
 		{"Redis used_memory growth", fmtBytes(float64(w.used - w.baseUsed)), fmtBytes(w.usedPerCounter()) + " a counter"},
+		{"MEMORY USAGE of one counter (lc:{m:0}:…)", fmt.Sprintf("%d B", w.usage), "the key, its value and their headers, as the allocator rounds them"},
 		{"Redis keys", fmt.Sprint(w.keys), "the counters and the node's own (its writer mark, the partition stamps)"},
 		{"sampled counters in Redis holding their touch", fmt.Sprintf("%d of %d", w.inRedis, w.sampled), ""},
 		{"until the node held no counter, after the drain", fmtDur(w.expiry.Round(time.Second)), "the window, then the sweeps"},
@@ -82,9 +85,23 @@ func (r *Report) writeBehindSection() string {
 	if m := r.baseline(); m != nil {
 		rows = append(rows,
 			[]string{"baseline: node without Redis, RSS after the load", fmtBytes(float64(m.lc.rss)), ""},
-			[]string{"baseline: hash window, Redis used_memory growth", fmtBytes(float64(m.redis.used - m.redis.baseUsed)), fmtBytes(m.redis.usedPerCounter(m.c.n)) + " a counter"})
+			[]string{"baseline: hash window, Redis used_memory growth", fmtBytes(float64(m.redis.used - m.redis.baseUsed)), fmtBytes(m.redis.usedPerCounter(m.c.n)) + " a counter"},
+			[]string{"baseline: hash window, redis-server's CPU for the load", fmtDur(m.redis.cpu.Round(time.Millisecond)),
+				fmtDur(m.redis.cpu/time.Duration(max(m.c.n, 1))) + " a counter (" + m.redis.method + ")"})
 	}
+	rows = append(rows,
+		[]string{"floor: plain HSET of one field and PEXPIRE a counter, pipelined, into a fresh redis-server: its CPU",
+			fmtDur(w.floor.cpu.Round(time.Millisecond)), fmtDur(w.floor.cpuPer(w.c.n)) + " a counter" + ceiling(w.floor.cpuPer(w.c.n))},
+		[]string{"floor: MEMORY USAGE of one key (m:0)", fmt.Sprintf("%d B", w.floor.usage), "the hash window's form"})
 	b.WriteString(table([]string{"", "measured", ""}, rows))
 	b.WriteString("\n")
 	return b.String()
+}
+
+// ceiling is what perCounter of one core's CPU allows a second, said after a figure.
+func ceiling(perCounter time.Duration) string {
+	if perCounter <= 0 {
+		return ""
+	}
+	return "; at a full core, " + fmtRate(1/perCounter.Seconds()) + " counters/s at most"
 }

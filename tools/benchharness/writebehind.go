@@ -24,6 +24,27 @@ type wbResult struct {
 	inRedis, sampled  int           // sampled counters whose Redis hash holds their touch
 	expiry            time.Duration // from the drain's end until the node held no counter
 	backRSS           int64         // the node's RSS a minute after it held no counter
+	usage             int64         // MEMORY USAGE of one of its counters in Redis
+	floor             redisFloor
+}
+
+// redisFloor is what the same new counters cost a fresh redis-server written the
+// cheapest way a hash per counter can be: one HSET of one field and a PEXPIRE each,
+// pipelined, with no script (the hash window's form, without its reads). It bounds
+// any write-behind that keeps a hash per counter, so it tells how much of the drain's
+// cost is Redis's own.
+type redisFloor struct {
+	cpu   time.Duration // redis-server's during the load
+	load  time.Duration
+	usage int64 // MEMORY USAGE of one of its keys
+}
+
+// cpuPer is redis-server's CPU per counter of the floor's load.
+func (f redisFloor) cpuPer(n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return f.cpu / time.Duration(n)
 }
 
 // drainRate is the counters written behind a second after the load ended.
@@ -77,6 +98,7 @@ func (h *harness) runWriteBehind(ctx context.Context, c memCase) (*wbResult, err
 	}
 	w.used = usedMemory(ctx, r.client)
 	w.keys, _ = r.client.DBSize(ctx).Result()
+	w.usage, _ = r.client.MemoryUsage(ctx, fmt.Sprintf("lc:{m:0}:%d:%d", c.shape.windowMs, c.shape.buckets)).Result()
 	w.inRedis, w.sampled = sampleInRedis(ctx, r, c)
 	if w.expiry, err = h.waitExpired(ctx, n, c.shape.windowMs); err != nil {
 		return nil, err
@@ -87,7 +109,29 @@ func (h *harness) runWriteBehind(ctx context.Context, c memCase) (*wbResult, err
 	case <-time.After(time.Minute):
 	}
 	w.backRSS = n.RSS()
-	return w, nil
+	w.floor, err = h.runRedisFloor(ctx, c)
+	return w, err
+}
+
+// runRedisFloor writes the case's counters into a fresh redis-server as redisFloor
+// says and measures its CPU.
+func (h *harness) runRedisFloor(ctx context.Context, c memCase) (redisFloor, error) {
+	var f redisFloor
+	h.logf("write-behind: the same %s as plain HSET and PEXPIRE into Redis", c.label())
+	r, err := h.startRedis("redis-floor", "")
+	if err != nil {
+		return f, err
+	}
+	defer h.procs.stopSome(r.proc)
+	defer r.client.Close()
+	time.Sleep(500 * time.Millisecond) // let the new process settle
+	start, cpu0 := time.Now(), r.CPU()
+	if err := runLoader(ctx, r.addr, c, nowMs()/c.shape.bucketMs(), 1, "m:"); err != nil {
+		return f, fmt.Errorf("the floor's load: %w", err)
+	}
+	f.load, f.cpu = time.Since(start), r.CPU()-cpu0
+	f.usage, _ = r.client.MemoryUsage(ctx, "m:0").Result()
+	return f, nil
 }
 
 // waitExpired polls the node's counters until it holds none (their window and three
