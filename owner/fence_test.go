@@ -160,6 +160,99 @@ func TestWriteInDoubtOfCountersSentInAHandoffIsNotSentAgainAfterRedisLostItsData
 	mustCount(t, b.Owner, k, 6)
 }
 
+// The same with a write-behind that flushes in parts (Config.FlushBatch): the write in
+// doubt is the first part's, the other counters' deltas wait in the store behind it and
+// go with them as their pending part. Once Redis lost its data, the part in doubt is not
+// sent again, and nothing is counted twice or lost (sim TestSimulationInParts runs whole
+// clusters so).
+func TestWriteInDoubtOfAFlushInPartsIsNotSentAgainAfterRedisLostItsData(t *testing.T) {
+	srv := startRedisServer(t)
+	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
+	var cut *cutRedis
+	n := net{flush: time.Hour, batch: 1, wrap: func(r Redis) Redis {
+		cut = &cutRedis{Redis: r}
+		return cut
+	}}
+	a := n.sole(t, "a", st)
+	n.wrap = nil
+	b := n.add(t, "b", st)
+	two := ringOf("a", "b")
+	ks := keysOf(two, "b", 3)
+	for _, k := range ks {
+		do(a.Owner, incr(k, 5))
+	}
+	a.flushOnce(context.Background()) // in three parts, one after the other
+	for _, k := range ks {
+		redisIs(t, st, k, 5)
+	}
+	srv.Pause()
+	for _, k := range ks {
+		do(a.Owner, incr(k, 1))
+	}
+	a.kickFlush()
+	eventually(t, "a's write of a first part in doubt", func() error {
+		if !a.InDoubt() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	cut.cut.Store(true) // a sends nothing again until Redis lost its data
+	srv.Resume()
+	applied := 0
+	for _, k := range ks {
+		if redisCount(t, st, k) == 6 {
+			applied++
+		}
+	}
+	if applied != 1 {
+		t.Fatalf("%d counters at 6 in Redis once the part in doubt applied; want 1 (a part of one counter)", applied)
+	}
+	b.SetRing(two)
+	a.SetRing(two) // Redis cut for a: the counters go to b directly, the part in doubt as a fence
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.leases.grantAll()
+	eventually(t, "b counts 6 of each", func() error {
+		for _, k := range ks {
+			if r := do(b.Owner, count(k))[0]; r.Err != nil || r.Count != 6 {
+				return fmt.Errorf("count of %s on b: %d, %v", k, r.Count, r.Err)
+			}
+		}
+		return nil
+	})
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	if err := rc.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !a.InDoubt() {
+		t.Fatal("a sent its write again before Redis lost its data: the test proves nothing")
+	}
+	cut.cut.Store(false)
+	eventually(t, "b writes its memory back in full", func() error {
+		b.Tick()
+		b.flushOnce(context.Background())
+		for _, k := range ks {
+			if got, err := fallbacktest.Count(context.Background(), st, k, sp, t0); err != nil || got != 6 {
+				return fmt.Errorf("Redis counts %d of %s, %v; want 6", got, k, err)
+			}
+		}
+		return nil
+	})
+	a.flushOnce(context.Background())
+	a.flushOnce(context.Background())
+	if a.InDoubt() {
+		t.Fatal("a's write still in doubt after its flushes with Redis up")
+	}
+	for _, k := range ks {
+		if got := redisCount(t, st, k); got != 6 {
+			t.Fatalf("Redis counts %d of %s after a's flushes; want 6 (a's write in doubt counted twice)", got, k)
+		}
+		mustCount(t, b.Owner, k, 6)
+	}
+}
+
 // Counters handed over under a fence by a sender that knew Redis at this node's epoch are
 // not taken into memory: they load from Redis once the fenced write applied. Should
 // Redis lose its data before that, the fence goes, and so does the sender's write in

@@ -173,6 +173,7 @@ type net struct {
 	refused atomic.Int64      // Handoffs refused by their receiver
 	clock   atomic.Int64      // the counters' clock, ms; t0 until set
 	flush   time.Duration     // owners' FlushInterval (default 20ms)
+	batch   int               // owners' FlushBatch (0: DefaultFlushBatch)
 	bounds  *leaparray.Bounds // the bounds of the stores of owners added next; nil: none
 	wrap    func(Redis) Redis // when set, what the owners added next use as Redis
 	run     uint64            // the run (Config.Incarnation) of the owners added next; 0: runs not checked
@@ -277,7 +278,7 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 		logs = slog.DiscardHandler
 	}
 	o := New(Config{Self: name, Incarnation: n.run, Writer: name + ".test", Store: store, Redis: rio, Leases: fl, Peers: PeersIO(n),
-		Now: n.now, FlushInterval: every, HandoffWait: time.Second, Leaving: n.leaving,
+		Now: n.now, FlushInterval: every, FlushBatch: n.batch, HandoffWait: time.Second, Leaving: n.leaving,
 		Logger: slog.New(logs)})
 	fl.onChange = o.LeasesChanged
 	go o.Run()

@@ -126,7 +126,7 @@ func (n *node) start(found bool) {
 	inc := n.inc
 	n.owner = owner.New(owner.Config{Self: n.name, Incarnation: inc, Writer: owner.WriterName(n.name, inc), Store: n.store,
 		Redis: rc, Peers: peers{n}, Leases: n.keeper, Clock: mono, Now: n.wall,
-		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, FlushBatch: flushBatch, HandoffWait: handoffWait,
+		ID: func() uint64 { return inc << 32 }, FlushInterval: flushInterval, FlushBatch: w.opt.FlushBatch, HandoffWait: handoffWait,
 		OnAmbiguous: func(h *owner.Handoff, delivered bool) { w.ambiguous(h, delivered) },
 		Leaving:     n.seesLeaving,
 		Logger:      slog.New(traceHandler{n: n})})

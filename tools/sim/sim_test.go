@@ -38,16 +38,27 @@ func firstSeed(t *testing.T) uint64 {
 	return 1
 }
 
+// flushBatch is the counters of a write-behind batch: LEAPCOUNT_SIM_FLUSH_BATCH, or 0
+// (production's, owner.DefaultFlushBatch).
+func flushBatch(t *testing.T) int {
+	if v, err := strconv.Atoi(os.Getenv("LEAPCOUNT_SIM_FLUSH_BATCH")); err == nil && v > 0 {
+		t.Logf("write-behind batches of at most %d counters", v)
+		return v
+	}
+	return 0
+}
+
 // TestSimulation runs whole clusters through faults, one seed each, alternately with
 // and without Redis, and fails with the story of every seed that broke a rule.
-// LEAPCOUNT_SIM_SEED replays one seed (LEAPCOUNT_SIM_REDIS=true for the Redis mode).
+// LEAPCOUNT_SIM_SEED replays one seed (LEAPCOUNT_SIM_REDIS=true for the Redis mode);
+// LEAPCOUNT_SIM_FLUSH_BATCH=n flushes in batches of at most n counters.
 func TestSimulation(t *testing.T) {
 	if v := os.Getenv("LEAPCOUNT_SIM_SEED"); v != "" {
 		seed, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			t.Fatalf("LEAPCOUNT_SIM_SEED=%q: %v", v, err)
 		}
-		r := Run(Options{Seed: seed, Redis: os.Getenv("LEAPCOUNT_SIM_REDIS") == "true", Faults: true})
+		r := Run(Options{Seed: seed, Redis: os.Getenv("LEAPCOUNT_SIM_REDIS") == "true", Faults: true, FlushBatch: flushBatch(t)})
 		t.Logf("%s", r.Report())
 		if r.Failed() {
 			t.Fail()
@@ -56,7 +67,7 @@ func TestSimulation(t *testing.T) {
 	}
 	n, first := seedsToRun(), firstSeed(t)
 	start := time.Now()
-	results := runSeeds(first, n, Options{Faults: true})
+	results := runSeeds(first, n, Options{Faults: true, FlushBatch: flushBatch(t)})
 	var steps, ops, faults int
 	var slices sliceStats
 	var failed []string
@@ -75,6 +86,32 @@ func TestSimulation(t *testing.T) {
 	if slices.Lent == 0 || slices.Spent == 0 || slices.TakenBack == 0 {
 		t.Errorf("slices lent %d, spent %d, taken back %d: the simulation no longer exercises them", slices.Lent, slices.Spent, slices.TakenBack)
 	}
+}
+
+// TestSimulationInParts runs seeds with a write-behind of at most 3 counters a batch
+// (Options.FlushBatch), so that a flush goes in many parts, the queue's and the store's
+// (owner drainBatch), as a store of more than owner.DefaultFlushBatch counters does;
+// TestSimulation flushes as production does, a run's few hundred counters in one batch.
+// Its seeds hold 4264, which in parts of 3 once counted a write in doubt twice, with a
+// mix of faults runs now leave out (Redis restarting empty while down as members come
+// and go: docs/development.md, Known gaps, Redis emptied).
+func TestSimulationInParts(t *testing.T) {
+	first, n := uint64(4201), 300
+	if raceEnabled {
+		n = 20
+	}
+	start := time.Now()
+	var failed []string
+	for _, r := range runSeeds(first, n, Options{Faults: true, FlushBatch: 3}) {
+		if r.Failed() && len(failed) < 3 {
+			t.Errorf("%s", r.Report())
+		}
+		if r.Failed() {
+			failed = append(failed, fmt.Sprintf("%d (redis %v)", r.Seed, r.Redis))
+		}
+	}
+	t.Logf("seeds %d-%d in parts of 3 in %v; %d failed %v (replay: LEAPCOUNT_SIM_FLUSH_BATCH=3 make sim SEED=n REDIS=...)",
+		first, first+uint64(n)-1, time.Since(start).Round(time.Millisecond), len(failed), failed)
 }
 
 // seedsThatFailed are seeds beyond make test's that failed in an earlier
@@ -187,7 +224,7 @@ func TestListFailing(t *testing.T) {
 	var first uint64
 	var n int
 	fmt.Sscanf(v, "%d:%d", &first, &n)
-	for _, r := range runSeeds(first, n, Options{Faults: true}) {
+	for _, r := range runSeeds(first, n, Options{Faults: true, FlushBatch: flushBatch(t)}) {
 		if r.Failed() {
 			t.Logf("seed %d redis %v: %s", r.Seed, r.Redis, r.Violations[0])
 		}

@@ -19,11 +19,6 @@ const (
 	handoffWait   = 2 * time.Second // --handoff-wait
 	retryWait     = 2 * time.Second // route.DefaultRetryWait
 	gossipEvery   = 100 * time.Millisecond
-	// flushBatch is production's (owner.DefaultFlushBatch): a run's few hundred counters
-	// go in one batch a flush. A flush in many parts (3 counters each) passes seeds
-	// 1-3600 but fails 4264 (Redis restarting empty while a write in doubt, handed on
-	// under a fence, is sent again and applied twice): open, docs/development.md.
-	flushBatch = owner.DefaultFlushBatch
 )
 
 var bg = context.Background()
@@ -40,6 +35,10 @@ type Options struct {
 	// Placement is the ring's (default: ring.PlacementMatching on odd seeds,
 	// ring.PlacementConsistent on even ones, so the checks cover both).
 	Placement ring.Placement
+	// FlushBatch bounds the counters of a write-behind batch (owner.Config.FlushBatch;
+	// default production's, owner.DefaultFlushBatch, under which a run's few hundred
+	// counters go in one batch a flush). A few counters a batch flush in many parts.
+	FlushBatch int
 }
 
 // fleet reports whether the seed's run is a fleet's: one seed in four (with Redis and
@@ -72,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Duration == 0 {
 		o.Duration = 20 * time.Second
+	}
+	if o.FlushBatch == 0 {
+		o.FlushBatch = owner.DefaultFlushBatch
 	}
 	return o
 }
