@@ -133,15 +133,7 @@ func TestWriteInDoubtOfCountersSentInAHandoffIsNotSentAgainAfterRedisLostItsData
 		}
 		return nil
 	})
-	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer rc.Close()
-	if err := rc.FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if !a.InDoubt() {
-		t.Fatal("a sent its write again before Redis lost its data: the test proves nothing")
-	}
-	cut.cut.Store(false)
+	emptyRedisWhileInDoubt(t, srv, a, cut)
 	eventually(t, "b writes its memory back in full", func() error {
 		b.Tick()
 		b.flushOnce(context.Background())
@@ -221,15 +213,7 @@ func TestWriteInDoubtOfAFlushInPartsIsNotSentAgainAfterRedisLostItsData(t *testi
 		}
 		return nil
 	})
-	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer rc.Close()
-	if err := rc.FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if !a.InDoubt() {
-		t.Fatal("a sent its write again before Redis lost its data: the test proves nothing")
-	}
-	cut.cut.Store(false)
+	emptyRedisWhileInDoubt(t, srv, a, cut)
 	eventually(t, "b writes its memory back in full", func() error {
 		b.Tick()
 		b.flushOnce(context.Background())
@@ -434,6 +418,21 @@ func (c *cutRedis) ProbeReplicas(now int64, done func(error)) {
 
 // sixthInDoubt has a count 5 increments of k and write them to Redis, then a 6th whose
 // write is in doubt: Redis (srv) paused as it was sent.
+// emptyRedisWhileInDoubt has Redis lose its data while a's write is in doubt, and then
+// lets a reach Redis again.
+func emptyRedisWhileInDoubt(t *testing.T, srv *testredis.Server, a *testOwner, cut *cutRedis) {
+	t.Helper()
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	if err := rc.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !a.InDoubt() {
+		t.Fatal("a sent its write again before Redis lost its data: the test proves nothing")
+	}
+	cut.cut.Store(false)
+}
+
 func sixthInDoubt(t *testing.T, a *testOwner, srv *testredis.Server, st *fallback.Store, k string) {
 	t.Helper()
 	do(a.Owner, incr(k, 5))
