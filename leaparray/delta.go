@@ -1,12 +1,14 @@
 package leaparray
 
+import "math"
+
 // Deltas: what was added to counters since the last Drain, kept only by a store made
 // with WithDeltas (a node that persists to Redis writes them behind). A slab keeps, per
 // slot, 1 + the index of the slot's entry in dl (0: nothing pending), and the entries in
 // a list reused from drain to drain, so steady write-behind allocates nothing here. An
 // entry holds its first bucket and is pointer-free, so that the list is a vec (mapped
-// once large, outside the collector's heap): a flood of new counters waiting to be
-// written costs a fixed 8 bytes each. The first bucket is packed in 32 bits: its index
+// once large, outside the collector's heap), 8 bytes each; a counter made since the last
+// drain needs none, only a mark (whole.go). The first bucket is packed in 32 bits: its index
 // relative to the slab's pendBase in 12 (signed) and its count in 19, which nearly
 // every flush interval's adds fit; a counter with more than one bucket pending, or one
 // that does not fit, keeps them in the slab's more, by slot (each bucket in one place:
@@ -59,6 +61,9 @@ func (s *slab[C]) noteAdd(slot int, j int64, n uint64) {
 		return
 	}
 	idx := s.pend.s[slot]
+	if idx == wholeRing { // the add is in its ring, all of which is pending
+		return
+	}
 	if idx == 0 {
 		if len(s.dl.s) == 0 {
 			s.pendBase = j
@@ -131,20 +136,48 @@ func (s *slab[C]) takePending(slot int) []Bucket {
 	if !s.deltas || s.pend.s[slot] == 0 {
 		return nil
 	}
+	if s.isWhole(slot) {
+		s.clearWhole(slot)
+		return s.appendBuckets(nil, slot)
+	}
 	e := &s.dl.s[s.pend.s[slot]-1]
 	out := s.bucketsOf(e)
-	s.clearEntry(e)
-	e.slot = -1
-	s.pend.s[slot] = 0
+	s.dropEntry(slot)
 	return out
 }
 
-// movePending follows a counter moved from slot last to slot (by remove).
+// dropPending forgets slot's pending buckets.
+func (s *slab[C]) dropPending(slot int) {
+	switch {
+	case !s.deltas || s.pend.s[slot] == 0:
+	case s.isWhole(slot):
+		s.clearWhole(slot)
+	default:
+		s.dropEntry(slot)
+	}
+}
+
+// dropEntry lets go of slot's entry.
+func (s *slab[C]) dropEntry(slot int) {
+	e := &s.dl.s[s.pend.s[slot]-1]
+	s.clearEntry(e)
+	e.slot = -1
+	s.pend.s[slot] = 0
+}
+
+// movePending follows a counter moved from slot last to slot (by remove), whose ring
+// is already there. A mark that would sit below fresh becomes an entry.
 func (s *slab[C]) movePending(last, slot int) {
 	if !s.deltas {
 		return
 	}
 	s.pend.s[slot] = s.pend.s[last]
+	if s.isWhole(slot) {
+		if slot < s.fresh {
+			s.materialize(slot)
+		}
+		return
+	}
 	if idx := s.pend.s[slot]; idx != 0 {
 		e := &s.dl.s[idx-1]
 		if e.hasMore() {
@@ -200,6 +233,7 @@ func (sh *shard) drain(dst []Delta, sp Spec) []Delta {
 
 // drain appends every pending delta to dst and clears them.
 func (s *slab[C]) drain(dst []Delta, sp Spec) []Delta {
+	dst, _ = s.drainWhole(dst, sp, len(s.refs.s), math.MaxInt)
 	for i := range s.dl.s {
 		e := &s.dl.s[i]
 		if e.slot >= 0 && e.holds() {
@@ -228,13 +262,21 @@ func (s *slab[C]) pendingOf(slot int) []Bucket {
 	if !s.deltas || s.pend.s[slot] == 0 {
 		return nil
 	}
+	if s.isWhole(slot) {
+		return s.appendBuckets(nil, slot)
+	}
 	return s.bucketsOf(&s.dl.s[s.pend.s[slot]-1])
 }
 
-// drainSome is drain for at most max counters, of those within quota (how many of
-// each pending list's first entries the pass may take): it reports whether the quota is
-// used up, and then, as drain does, appends the resets still recorded.
-func (sh *shard) drainSome(dst []Delta, sp Spec, quota *[3]int, max int) ([]Delta, bool) {
+// drainQuota is what a pass of DrainSome may take of one slab: the first entries of its
+// pending list, and the marked counters below until, as they were when it reached the
+// shard.
+type drainQuota struct{ entries, until int }
+
+// drainSome is drain for at most max counters, of those within quota: it reports
+// whether the quota is used up, and then, as drain does, appends the resets still
+// recorded.
+func (sh *shard) drainSome(dst []Delta, sp Spec, quota *[3]drainQuota, max int) ([]Delta, bool) {
 	from := len(dst)
 	dst, quota[0] = sh.one.drainSome(dst, sp, quota[0], max)
 	dst, quota[1] = sh.narrow.drainSome(dst, sp, quota[1], max-(len(dst)-from))
@@ -242,7 +284,7 @@ func (sh *shard) drainSome(dst []Delta, sp Spec, quota *[3]int, max int) ([]Delt
 	for i := from; i < len(dst) && len(sh.resets) > 0; i++ {
 		dst[i].Reset = sh.takeReset(dst[i].Key)
 	}
-	if *quota != [3]int{} {
+	if *quota != [3]drainQuota{} {
 		return dst, false
 	}
 	for key := range sh.resets {
@@ -252,10 +294,24 @@ func (sh *shard) drainSome(dst []Delta, sp Spec, quota *[3]int, max int) ([]Delt
 	return dst, true
 }
 
-// drainSome takes up to max counters' deltas from the first quota entries of the
+// quota is what a pass reaching the slab now may take of it.
+func (s *slab[C]) quota() drainQuota { return drainQuota{entries: len(s.dl.s), until: len(s.refs.s)} }
+
+// drainSome takes up to max counters' deltas within q, the marked counters first, and
+// returns what is left of it.
+func (s *slab[C]) drainSome(dst []Delta, sp Spec, q drainQuota, max int) ([]Delta, drainQuota) {
+	dst, taken := s.drainWhole(dst, sp, q.until, max)
+	if s.fresh >= min(q.until, len(s.refs.s)) {
+		q.until = 0
+	}
+	dst, q.entries = s.drainEntries(dst, sp, q.entries, max-taken)
+	return dst, q
+}
+
+// drainEntries takes up to max counters' deltas from the first quota entries of the
 // pending list and returns what is left of the quota. The entries not taken move to the
 // front, in order, so that the next part starts with them.
-func (s *slab[C]) drainSome(dst []Delta, sp Spec, quota, max int) ([]Delta, int) {
+func (s *slab[C]) drainEntries(dst []Delta, sp Spec, quota, max int) ([]Delta, int) {
 	dl := s.dl.s
 	quota = min(quota, len(dl))
 	k := 0

@@ -67,8 +67,18 @@ func testDeltasRebuildTheStore(t *testing.T, drain func(*Store) []Delta) {
 			src.Incr(key, sp, randN(r), now)
 		case p < 87:
 			src.Allow(key, sp, r.Int64N(40), randN(r), now)
-		case p < 90:
+		case p < 89:
 			src.Reset(key, sp, now)
+		case p < 90: // state from elsewhere, which the replica has too: not pending
+			bs := []Bucket{{Index: sp.Bucket(now), Count: uint64(randN(r))}}
+			src.Merge(key, sp, bs)
+			replica.Merge(key, sp, bs)
+		case p < 91: // a handed-in counter's pending part: counted, and still to write
+			bs := []Bucket{{Index: sp.Bucket(now), Count: uint64(randN(r))}}
+			src.Merge(key, sp, bs)
+			src.AddPending(key, sp, bs, false)
+		case p < 92: // what expired goes, pending or not: it counts for nothing anywhere
+			src.Sweep(now, 1+r.IntN(50))
 		case p < 97:
 			apply(drain(src))
 		default:

@@ -68,6 +68,10 @@ func (sh *shard) unfold(key string, h uint64, r ref) ref {
 		rh, counts := sh.wide.ring(to.slot)
 		*rh, counts[slot(hd.bucket, len(counts))] = hd, hd.sum
 	}
+	if sh.one.isWhole(r.slot) {
+		sh.one.clearWhole(r.slot)
+		sh.markWhole(to)
+	}
 	for _, b := range sh.one.takePending(r.slot) {
 		sh.noteAdd(to, b.Index, b.Count)
 	}

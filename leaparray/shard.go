@@ -101,7 +101,11 @@ func (sh *shard) widen(key string, h uint64, r ref, j int64, n uint64) ref {
 	for i, c := range counts {
 		wcounts[i] = uint64(c)
 	}
-	for _, b := range sh.narrow.takePending(r.slot) { // what is not yet written behind moves too
+	if sh.narrow.isWhole(r.slot) { // what is not yet written behind moves too
+		sh.narrow.clearWhole(r.slot)
+		sh.wide.markWhole(w)
+	}
+	for _, b := range sh.narrow.takePending(r.slot) {
 		sh.wide.noteAdd(w, b.Index, b.Count)
 	}
 	sh.narrow.remove(r.slot, h)

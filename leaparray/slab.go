@@ -33,6 +33,8 @@ type slab[C count] struct {
 	// pendBase is the bucket index dl's first buckets are kept relative to: the bucket
 	// of the first add since dl was last empty.
 	pendBase int64
+	fresh    int // every counter marked pending whole (whole.go) is at this slot or above
+	whole    int // how many are
 }
 
 type keyRef struct{ off, len uint32 }
@@ -170,7 +172,7 @@ func home(fp, mask uint64) uint64 { return (fp * 0x9E3779B97F4A7C15) >> 32 & mas
 // remove deletes the counter in slot, moving the last counter into its place.
 func (s *slab[C]) remove(slot int, h uint64) {
 	s.unindex(h, slot)
-	s.takePending(slot)
+	s.dropPending(slot)
 	s.garbage += int(s.refs.s[slot].len)
 	last := len(s.refs.s) - 1
 	if slot != last {
@@ -184,6 +186,7 @@ func (s *slab[C]) remove(slot int, h uint64) {
 	}
 	if s.deltas {
 		s.pend.truncate(last)
+		s.fresh = min(s.fresh, last)
 	}
 	s.refs.truncate(last)
 	s.heads.truncate(last)
@@ -243,6 +246,7 @@ func (s *slab[C]) free() {
 	s.pend.free()
 	s.dl.free()
 	s.more, s.garbage = nil, 0
+	s.fresh, s.whole = 0, 0
 }
 
 // compactKeys copies the live keys into a new arena.

@@ -24,7 +24,8 @@ type Option func(*Store)
 
 // WithDeltas makes the store keep what each counter gained since the last Drain, and
 // which counters were reset, for write-behind persistence. It costs 4 bytes per counter,
-// the pending entries, and a map entry per counter reset since the last Drain.
+// an 8-byte pending entry per counter with deltas that was held before the last Drain
+// (one made since needs none: whole.go), and a map entry per counter reset since.
 func WithDeltas() Option { return func(s *Store) { s.tables.deltas = true } }
 
 // NewStore returns an empty store.
@@ -87,7 +88,7 @@ func (s *Store) incr(key string, sp Spec, n, now int64, m mode) (int64, error) {
 	var c uint64
 	full := false
 	err := s.locked(key, sp, m, func(sh *shard, h uint64, bucketMs int64) {
-		r, j := sh.at(key, h, floorDiv(now, bucketMs), m)
+		r, j := sh.atCounting(key, h, floorDiv(now, bucketMs), m)
 		if full = r.slot < 0; full {
 			return
 		}
@@ -132,7 +133,7 @@ func (s *Store) allow(key string, sp Spec, limit, n, now int64, m mode) (Decisio
 	}
 	full := false
 	err := s.locked(key, sp, m, func(sh *shard, h uint64, bucketMs int64) {
-		r, j := sh.at(key, h, floorDiv(now, bucketMs), m)
+		r, j := sh.atCounting(key, h, floorDiv(now, bucketMs), m)
 		if r.slot < 0 {
 			full = m != lookup
 			return
@@ -200,6 +201,7 @@ func (s *Store) Merge(key string, sp Spec, buckets []Bucket) {
 	}
 	s.locked(key, sp, admit, func(sh *shard, h uint64, _ int64) {
 		r, _ := sh.at(key, h, newestBucket(buckets), admit)
+		sh.materialize(r) // what is merged is not pending
 		for _, b := range buckets {
 			r = sh.widen(key, h, r, b.Index, b.Count)
 			sh.add(r, b.Index, b.Count)

@@ -30,6 +30,7 @@ func (s *Store) Take(key string, sp Spec, j, n, now int64) int64 {
 	var took uint64
 	s.locked(key, sp, lookup, func(sh *shard, h uint64, bucketMs int64) {
 		if r, at := sh.at(key, h, floorDiv(now, bucketMs), lookup); r.slot >= 0 {
+			sh.materialize(r) // pending and memory part here
 			took = sh.take(r, at, j, want)
 			sh.takePendingAt(r, j, want)
 		}
@@ -95,7 +96,7 @@ func (sh *shard) takePendingAt(r ref, j int64, n uint64) {
 // bucket, and a counter left with nothing pending lets go of its entry as takePending
 // does: Drain then gives it no Delta, as if it had not been added to.
 func (s *slab[C]) takePendingAt(slot int, j int64, n uint64) {
-	if !s.deltas || s.pend.s[slot] == 0 {
+	if !s.deltas || s.pend.s[slot] == 0 || s.isWhole(slot) { // Take materialized a mark
 		return
 	}
 	e := &s.dl.s[s.pend.s[slot]-1]

@@ -46,7 +46,9 @@ func drainMatching[C count](s *slab[C], sp Spec, match func(string) bool, dst []
 	}
 	for slot := range s.refs.s {
 		if s.pend.s[slot] != 0 && match(s.keyView(slot)) {
-			dst = append(dst, Delta{Key: s.key(slot), Spec: sp, Buckets: s.takePending(slot)})
+			if bs := s.takePending(slot); len(bs) > 0 { // a marked counter's ring may be empty
+				dst = append(dst, Delta{Key: s.key(slot), Spec: sp, Buckets: bs})
+			}
 		}
 	}
 	return dst
@@ -110,6 +112,7 @@ func (s *Store) AddPending(key string, sp Spec, buckets []Bucket, reset bool) bo
 			return
 		}
 		held = true
+		sh.materialize(r) // what is added now is pending beyond its ring
 		for _, b := range buckets {
 			sh.noteAdd(r, b.Index, b.Count)
 		}
@@ -165,8 +168,8 @@ type DrainCursor struct {
 	list   []*table // the tables when the pass began (a table made later waits for the next)
 	table  int
 	shard  int
-	inside bool   // the pass is inside list[table].shards[shard]: quota holds what is left
-	quota  [3]int // of the shard's one, narrow and wide pending lists, when it was reached
+	inside bool          // the pass is inside list[table].shards[shard]: quota holds what is left
+	quota  [3]drainQuota // of the shard's one, narrow and wide slabs, when it was reached
 	begun  bool
 }
 
@@ -189,7 +192,7 @@ func (s *Store) DrainSome(c *DrainCursor, dst []Delta, max int) ([]Delta, bool) 
 			sh := &t.shards[c.shard]
 			sh.mu.Lock()
 			if !c.inside {
-				c.quota, c.inside = [3]int{len(sh.one.dl.s), len(sh.narrow.dl.s), len(sh.wide.dl.s)}, true
+				c.quota, c.inside = [3]drainQuota{sh.one.quota(), sh.narrow.quota(), sh.wide.quota()}, true
 			}
 			var done bool
 			dst, done = sh.drainSome(dst, t.spec, &c.quota, room)
@@ -208,7 +211,10 @@ func (s *Store) DrainSome(c *DrainCursor, dst []Delta, max int) ([]Delta, bool) 
 func (s *Store) PendingCounters() int {
 	n := 0
 	s.eachShard(func(_ *table, sh *shard) {
-		n += len(sh.one.dl.s) + len(sh.narrow.dl.s) + len(sh.wide.dl.s) + len(sh.resets)
+		n += sh.one.pendingCounters() + sh.narrow.pendingCounters() + sh.wide.pendingCounters() + len(sh.resets)
 	})
 	return n
 }
+
+// pendingCounters is about how many of the slab's counters have deltas not yet drained.
+func (s *slab[C]) pendingCounters() int { return len(s.dl.s) + s.whole }
