@@ -1,0 +1,114 @@
+package owner
+
+import (
+	"github.com/leapcount/leapcount/fallback"
+	"github.com/leapcount/leapcount/lease"
+	"github.com/leapcount/leapcount/ring"
+)
+
+// Late resets: a reset decided under a lease that lapsed before Redis confirmed it must not
+// erase what another node decided since. The write-behind strips such resets as a batch
+// goes, and drops them from what waits when the lease lapses.
+
+// stripLateResets takes out of sb what this node may not write now: a reset of a
+// counter whose partition's lease lapsed after the reset was decided (another node may
+// have decided the counter since, and written it: a reset landing after the other's
+// writes would erase them) goes without its reset (what it erased may then come back,
+// docs/guarantees.md; never what another node counted), and a whole state written back
+// after Redis lost its data (writeback.go) does not go at all (the decider writes its own).
+// A reset of a partition this node owns and does not hold the lease of now (its lease
+// is ending, or, for counters handed to it, not granted yet) waits in the queue: written
+// while it is held, or stripped if the lease lapses first (dropLateResets). Any other
+// partition's is stripped. The caller holds mu.
+func (o *Owner) stripLateResets(sb *sentBatch) {
+	rg := o.ring.Load()
+	if rg == nil {
+		return
+	}
+	now := o.cfg.Clock.Since()
+	var later []fallback.Delta
+	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
+		p := rg.Partition(d.Key)
+		lapsed := sb.lapsed.Has(p)
+		switch {
+		case !d.Reset || !lapsed && o.cfg.Leases.Holds(p, now):
+			return d, true
+		case !lapsed && o.parts.get(p).waitsForLease():
+			later = append(later, d)
+			return d, false
+		case d.Base:
+			return d, false
+		}
+		d.Reset = false
+		return d, true
+	})
+	if len(later) > 0 {
+		o.flush.enqueue(later)
+		n -= len(later)
+	}
+	if n > 0 {
+		o.cfg.Logger.Warn("resets not written before this node's lease ended are dropped: what they erased may come back", "deltas", n)
+	}
+}
+
+// dropLateResets makes the resets of partitions ps, decided before their lease ended
+// and not yet confirmed in Redis, go without their reset (stripLateResets): those
+// pending in the store are drained now (what is decided after a new grant is not
+// touched), those queued lose it at once, those in batches when they go next. The caller
+// holds mu.
+func (o *Owner) dropLateResets(ps lease.Set) {
+	rg := o.ring.Load()
+	if o.cfg.Redis == nil || rg == nil || ps.Len() == 0 {
+		return
+	}
+	for _, sb := range o.flush.batches {
+		if sb.lapsed == nil {
+			sb.lapsed = lease.NewSet(rg.PartitionCount())
+		}
+		ps.Each(sb.lapsed.Add)
+	}
+	var ds []fallback.Delta
+	for _, d := range o.cfg.Store.DrainMatching(func(k string) bool { return ps.Has(rg.Partition(k)) }, nil) {
+		ds = append(ds, fallback.Delta{Key: d.Key, Spec: d.Spec, Buckets: d.Buckets})
+	}
+	f := &o.flush
+	f.mu.Lock()
+	kept := f.queue[:0]
+	for _, d := range f.queue {
+		switch {
+		case !ps.Has(rg.Partition(d.Key)) || !d.Reset:
+		case d.Base:
+			f.unref([]fallback.CounterRef{refOf(d)})
+			continue // late: another node may decide it now (writeback.go)
+		default:
+			d.Reset = false
+		}
+		kept = append(kept, d)
+	}
+	f.queue = kept
+	f.reindexQueue()
+	f.mu.Unlock()
+	f.enqueue(ds)
+}
+
+// withoutLateResets strips from ds, taken out of a batch, the resets of the partitions
+// whose lease lapsed after the batch was made (lapsed, dropLateResets), and drops their
+// whole states (returned, to be unreferenced), as stripLateResets does when the batch
+// goes: out of it, they would go on as if decided under a lease still held.
+func withoutLateResets(ds []fallback.Delta, lapsed lease.Set, rg *ring.Ring) (kept []fallback.Delta, dropped []fallback.CounterRef) {
+	if lapsed == nil || lapsed.Len() == 0 || rg == nil {
+		return ds, nil
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		if d.Reset && lapsed.Has(rg.Partition(d.Key)) {
+			if d.Base {
+				dropped = append(dropped, refOf(d))
+				continue
+			}
+			d.Reset = false
+		}
+		out = append(out, d)
+	}
+	return out, dropped
+}
