@@ -1,0 +1,78 @@
+package lease
+
+import (
+	"slices"
+	"time"
+)
+
+// Silent reports whether the member named name can renew no lease: it crashed, froze or
+// was cut off, whatever gossip says of it yet. Between this node and a voter (either
+// way) heartbeats pass directly: name is silent when this node once exchanged
+// heartbeats with it and none passed between them for a lease's length before now
+// (silentHere). Two members that are not voters exchange none: name is silent when a
+// majority of the voters said so in their latest replies, fresh within a lease's
+// length; without that majority it can hold nothing.
+//
+// Only the time since both could talk counts: since is when this node last saw the
+// member appear (its gossip state or run began then; 0: unknown), and one that was
+// frozen (or starved) itself hears nobody meanwhile, through no fault of theirs. Each
+// gets a lease's length from then: a member that restarts is not silent before its
+// first heartbeat could come.
+func (k *Keeper) Silent(name string, since, now time.Duration) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if name == k.cfg.Self || now-max(since, k.awakeAt(now)) <= k.cfg.Duration {
+		return false
+	}
+	if k.voters.Has(k.cfg.Self) || k.voters.Has(name) || k.voters.Empty() {
+		return k.silentHere(name, now)
+	}
+	n := 0
+	for voter, r := range k.silentBy {
+		if k.voters.Has(voter) && now-r.at <= k.cfg.Duration && slices.Contains(r.names, name) {
+			n++
+		}
+	}
+	return n >= k.voters.Quorum()
+}
+
+// heardSilent is a voter's Reply.Silent, and when it came.
+type heardSilent struct {
+	at    time.Duration
+	names []string
+}
+
+// awakeAt is when this node last began to run after missing rounds (frozen or
+// starved): it heard nobody before. The caller holds mu.
+func (k *Keeper) awakeAt(now time.Duration) time.Duration {
+	if now-k.lastRound > 2*k.cfg.Heartbeat {
+		return now // it has just run again, and not begun a round yet
+	}
+	return k.awake
+}
+
+// silentHere reports whether this node once exchanged heartbeats with name and none
+// passed between them for a lease's length before now. Heartbeats pass between a voter
+// and every member, not between two members that are not voters: each pair gets a
+// lease's length from when this node took its voter set (one that made it, or name, a
+// voter only just now heard nothing of name while neither was one). The caller holds mu.
+func (k *Keeper) silentHere(name string, now time.Duration) bool {
+	last := k.lastHeard[name]
+	return name != k.cfg.Self && last != 0 && now-max(last, k.awakeAt(now), k.voters.since) > k.cfg.Duration
+}
+
+// silentMembers lists the members silentHere, for this node's replies as a voter.
+// The caller holds mu.
+func (k *Keeper) silentMembers(now time.Duration) []string {
+	if !k.voters.Has(k.cfg.Self) {
+		return nil
+	}
+	var out []string
+	for name := range k.lastHeard {
+		if k.silentHere(name, now) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
