@@ -194,7 +194,10 @@ func (s *Store) Snapshot(key string, sp Spec, now int64) []Bucket {
 // Merge adds buckets to the counter bucket by bucket, creating it if needed, whatever
 // the store's bounds (it takes in state handed over from elsewhere: see Admits).
 // Buckets older than the counter's window at its head are dropped: they count for
-// nothing.
+// nothing. With WithDeltas what is merged is not pending: where the deltas go has it
+// already. So with a reset of the counter pending (ResetPending), which erases it there,
+// the caller makes what it merged pending too (AddPending), as an owner does with a
+// handed-in counter's pending part.
 func (s *Store) Merge(key string, sp Spec, buckets []Bucket) {
 	if len(buckets) == 0 {
 		return
