@@ -69,9 +69,9 @@ func (st *Store) setCmd(c *batchCall, deltas []Delta, keyOf func(i int) string) 
 	}
 	c.argsAt = len(cmd)
 	cmd = append(cmd, st.onceTTLMs(), c.seq, uint64(0))
-	var ttl deltaTTL
+	var boxes argBoxes
 	for _, i := range c.owners {
-		cmd = appendDeltaArgs(cmd, deltas[i], ttl.of(st, deltas[i].Spec))
+		cmd = appendDeltaArgs(cmd, deltas[i], boxes.ttl(st, deltas[i].Spec), &boxes)
 	}
 	c.cmd = cmd
 }
@@ -94,31 +94,34 @@ var errBehind = errors.New("an earlier call of this writer and slot has not appl
 func (st *Store) NewBatch(writer string, deltas []Delta) *Batch {
 	b := &Batch{deltas: deltas, dropped: &FlushError{}}
 	cs := st.groupDeltas(deltas, b.dropped)
-	keys := make([]string, len(deltas)) // each delta's counter key
-	filling := map[uint16]*batchCall{}  // per slot (all slot 0 when not a Cluster)
-	var slots []uint16                  // the slots of filling, in the order first seen
+	keys := make([]string, len(deltas))           // each delta's counter key
+	filling := newPerSlot[*batchCall](st.cluster) // the call each slot is filling
+	var slots []uint16                            // the slots of filling, in the order first seen
 	for _, g := range cs.groups {
-		c := filling[g.slot]
+		c, seen := filling.get(g.slot)
 		if c != nil && (len(c.owners)+g.n > st.cfg.FlushKeys || c.pairs+g.pairs > flushPairs) {
 			b.calls = append(b.calls, c)
 			c = nil
 		}
 		if c == nil {
-			if _, seen := filling[g.slot]; !seen {
+			if !seen {
 				slots = append(slots, g.slot)
 			}
-			c = st.newCall(writer, g.slot, min(cs.left[g.slot], st.cfg.FlushKeys))
-			filling[g.slot] = c
+			left, _ := cs.left.get(g.slot)
+			c = st.newCall(writer, g.slot, min(left, st.cfg.FlushKeys))
+			filling.set(g.slot, c)
 		}
 		for i := g.first; i >= 0; i = cs.next[i] {
 			keys[i] = g.ck
 			c.owners = append(c.owners, int(i))
 		}
 		c.pairs += g.pairs
-		cs.left[g.slot] -= g.n
+		left, _ := cs.left.get(g.slot)
+		cs.left.set(g.slot, left-g.n)
 	}
 	for _, slot := range slots {
-		b.calls = append(b.calls, filling[slot])
+		c, _ := filling.get(slot)
+		b.calls = append(b.calls, c)
 	}
 	for _, c := range b.calls {
 		st.setCmd(c, deltas, func(i int) string { return keys[i] })
@@ -134,7 +137,7 @@ func (st *Store) NewBatch(writer string, deltas []Delta) *Batch {
 type counterGroups struct {
 	groups []counterGroup
 	next   []int32
-	left   map[uint16]int // per slot, the deltas of its groups not yet in a call
+	left   perSlot[int] // per slot, the deltas of its groups not yet in a call
 }
 
 type counterGroup struct {
@@ -148,7 +151,7 @@ type counterGroup struct {
 // those with nothing to do.
 func (st *Store) groupDeltas(deltas []Delta, dropped *FlushError) counterGroups {
 	cs := counterGroups{groups: make([]counterGroup, 0, len(deltas)), next: make([]int32, len(deltas)),
-		left: map[uint16]int{}}
+		left: newPerSlot[int](st.cluster)}
 	byKey := make(map[string]int, len(deltas))
 	for i, d := range deltas {
 		cs.next[i] = -1
@@ -176,7 +179,8 @@ func (st *Store) groupDeltas(deltas []Delta, dropped *FlushError) counterGroups 
 		gr := &cs.groups[g]
 		gr.n++
 		gr.pairs += len(d.Buckets)
-		cs.left[gr.slot]++
+		left, _ := cs.left.get(gr.slot)
+		cs.left.set(gr.slot, left+1)
 	}
 	return cs
 }
@@ -378,33 +382,47 @@ func named(d Delta, err error) error {
 // appendDelta appends merge_many's arguments for one delta: reset, B, TTL, the number of
 // pairs and the pairs.
 func (st *Store) appendDelta(args []any, d Delta) []any {
-	return appendDeltaArgs(args, d, st.ttlMs(d.Spec))
+	return appendDeltaArgs(args, d, st.ttlMs(d.Spec), nil)
 }
 
-func appendDeltaArgs(args []any, d Delta, ttl any) []any {
+func appendDeltaArgs(args []any, d Delta, ttl any, boxes *argBoxes) []any {
 	reset := 0
 	if d.Reset {
 		reset = 1
 	}
 	args = append(args, reset, d.Spec.Buckets, ttl, len(d.Buckets))
 	for _, b := range d.Buckets {
-		args = append(args, b.Index, b.Count) // (go-redis writes a count in decimal; one below 256 boxes for free)
+		args = append(args, boxes.index(b.Index), b.Count) // (go-redis writes a count in decimal; one below 256 boxes for free)
 	}
 	return args
 }
 
-// deltaTTL is the TTL of the last Spec asked for, boxed once: a call's counters mostly
-// share a Spec, and boxing it for each cost an allocation per counter.
-type deltaTTL struct {
-	sp  leaparray.Spec
-	ttl any
+// argBoxes boxes once the arguments a call's deltas repeat: the TTL of the last Spec
+// asked for (a call's counters mostly share a Spec) and the last bucket index (a key
+// flood's share its bucket). Boxing each for each delta cost an allocation per counter
+// (BenchmarkNewBatch: allocs/delta). A nil *argBoxes boxes each index anew.
+type argBoxes struct {
+	sp           leaparray.Spec
+	ttlBox       any
+	lastIndex    int64
+	lastIndexBox any
 }
 
-func (t *deltaTTL) of(st *Store, sp leaparray.Spec) any {
-	if t.ttl == nil || t.sp != sp {
-		t.sp, t.ttl = sp, st.ttlMs(sp)
+func (a *argBoxes) ttl(st *Store, sp leaparray.Spec) any {
+	if a.ttlBox == nil || a.sp != sp {
+		a.sp, a.ttlBox = sp, st.ttlMs(sp)
 	}
-	return t.ttl
+	return a.ttlBox
+}
+
+func (a *argBoxes) index(j int64) any {
+	if a == nil {
+		return j
+	}
+	if a.lastIndexBox == nil || a.lastIndex != j {
+		a.lastIndex, a.lastIndexBox = j, j
+	}
+	return a.lastIndexBox
 }
 
 // checkDelta checks what merging a delta needs: a valid shape and counts that fit in a

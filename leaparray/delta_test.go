@@ -245,6 +245,27 @@ func TestMergedAfterAPendingResetIsWrittenAfterIt(t *testing.T) {
 	}
 }
 
+// HeldOrResetPending is Has or ResetPending, asked under one lock.
+func TestHeldOrResetPending(t *testing.T) {
+	s := NewStore(WithDeltas())
+	sp := Spec{WindowMs: 1000, Buckets: 10}
+	s.Incr("held", sp, 1, t0)
+	s.Reset("reset", sp, t0) // not held: a reset alone waits to be written
+	check := func(when string, want map[string]bool) {
+		t.Helper()
+		for key, w := range want {
+			got := s.HeldOrResetPending(key, sp)
+			if got != w || got != (s.Has(key, sp) || s.ResetPending(key, sp)) {
+				t.Fatalf("%s: HeldOrResetPending(%q) = %v; want %v (Has %v, ResetPending %v)",
+					when, key, got, w, s.Has(key, sp), s.ResetPending(key, sp))
+			}
+		}
+	}
+	check("before a drain", map[string]bool{"held": true, "reset": true, "absent": false})
+	s.Drain(nil)
+	check("after a drain", map[string]bool{"held": true, "reset": false, "absent": false})
+}
+
 // Base is the counter without what is pending of it: what drained before, which Redis
 // holds once those deltas are written.
 func TestBaseIsWhatDrained(t *testing.T) {

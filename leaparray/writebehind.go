@@ -99,6 +99,18 @@ func (s *Store) ResetPending(key string, sp Spec) bool {
 	return pending
 }
 
+// HeldOrResetPending is Has(key, sp) || ResetPending(key, sp) under one lock: what an
+// owner asks of every op before it decides it, to tell whether it needs a load.
+func (s *Store) HeldOrResetPending(key string, sp Spec) bool {
+	known := false
+	s.locked(key, sp, lookup, func(sh *shard, h uint64, _ int64) {
+		if _, known = sh.find(key, h); !known {
+			_, known = sh.resets[key]
+		}
+	})
+	return known
+}
+
 // AddPending records buckets (and, with reset, a reset ahead of everything pending) as
 // pending write-behind of a held counter, without changing its counts, and reports
 // whether the counter is held. A node that takes over a counter with the part its last

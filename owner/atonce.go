@@ -31,7 +31,7 @@ func (o *Owner) decideAtOnce(ops []counter.Op, results []counter.Result) bool {
 		if o.judge(p, now, redisUp) != decideIt {
 			return false
 		}
-		if o.cfg.Redis != nil && !o.cfg.Store.Has(op.Key, spec(op)) && !o.cfg.Store.ResetPending(op.Key, spec(op)) {
+		if o.cfg.Redis != nil && !o.cfg.Store.HeldOrResetPending(op.Key, spec(op)) {
 			if !o.skipsLoad(p, op) {
 				return false // Redis may hold some of it: a load
 			}

@@ -174,8 +174,10 @@ func (f *flusher) empty() bool {
 // unref releases one hold on each of refs; a counter none holds is settled.
 func (f *flusher) unref(refs []fallback.CounterRef) {
 	for _, r := range refs {
-		if f.refs[r]--; f.refs[r] <= 0 {
-			delete(f.refs, r)
+		if n := f.refs[r] - 1; n > 0 {
+			f.refs[r] = n
+		} else {
+			delete(f.refs, r) // (a map operation fewer than decrementing first: a flood's counters are held once)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func (o *Owner) listMisses(rg *ring.Ring, r *request, now time.Duration) (*load,
 	l := &load{r: r, rg: rg, mark: o.cfg.Store.ResetMark()}
 	for i := range r.ops {
 		op := &r.ops[i]
-		if !op.Checked() || o.cfg.Store.Has(op.Key, spec(op)) || o.cfg.Store.ResetPending(op.Key, spec(op)) {
+		if !op.Checked() || o.cfg.Store.HeldOrResetPending(op.Key, spec(op)) {
 			continue // in memory, or reset here: what Redis holds of it is erased
 		}
 		p := rg.SlotPartition(op.Slot)
