@@ -48,16 +48,43 @@ for i = first + 1, #KEYS, 1000 do -- unpack stays far within Lua's stack
   end
   none = redis.call('EXISTS', unpack(KEYS, i, math.min(i + 999, #KEYS))) == 0
 end
+-- new_counter is merge_one for a counter Redis does not hold and one (bucket, count)
+-- pair, a key flood's every delta: its HSET and PEXPIRE, called with redis.pcall, which
+-- answers a failure (an OOM) as a value, instead of inside a pcall of merge_pairs: the
+-- calls between them, the empty table merge_one reads and the pcall cost Redis about a
+-- fifth of a new counter's time (BenchmarkFlushDeltas/1buckets/new: redis-us/delta).
+local function new_counter(key, ttl, js, ns)
+  local r
+  if ns == '0' then
+    r = redis.pcall('HSET', key, 's', '0', 'h', js)
+  else
+    r = redis.pcall('HSET', key, js, ns, 's', ns, 'h', js)
+  end
+  if type(r) == 'table' and r.err then
+    return false, r.err
+  end
+  r = redis.pcall('PEXPIRE', key, ttl)
+  if type(r) == 'table' and r.err then
+    return false, r.err
+  end
+  return true
+end
+
 local met = {}
 local a = 4
 for k = first, #KEYS do
-  local reset, b, ttl, m = ARGV[a] == '1', tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  local m = tonumber(ARGV[a + 3])
   local lo = a + 4
-  a = lo + 2 * m
   local key = KEYS[k]
   local absent = none and not met[key]
   met[key] = true
-  local ok, err = pcall(merge_pairs, key, reset, b, ttl, lo, a - 1, absent)
+  local ok, err
+  if absent and m == 1 then -- (reset or not: erasing nothing changes nothing)
+    ok, err = new_counter(key, ARGV[a + 2], ARGV[lo], ARGV[lo + 1])
+  else
+    ok, err = pcall(merge_pairs, key, ARGV[a] == '1', tonumber(ARGV[a + 1]), ARGV[a + 2], lo, lo + 2 * m - 1, absent)
+  end
+  a = lo + 2 * m
   if ok then
     res[#res + 1] = 1
   else
