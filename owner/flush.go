@@ -140,6 +140,31 @@ func (f *flusher) enqueue(ds []fallback.Delta) {
 	f.queuedHigh, f.refsHigh = max(f.queuedHigh, len(f.queued)), max(f.refsHigh, len(f.refs))
 }
 
+// enqueueOlder adds deltas taken back out of a batch (stripLateResets): older than
+// anything queued of their counters since the batch was made, so each goes before
+// them. Added after them, a reset taken back would erase the counts that followed it.
+func (f *flusher) enqueueOlder(ds []fallback.Delta) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range ds {
+		r := refOf(d)
+		first := slices.IndexFunc(f.queue, func(q fallback.Delta) bool { return refOf(q) == r })
+		switch {
+		case first < 0:
+			f.queued[r] = len(f.queue)
+			f.queue = append(f.queue, d)
+			f.refs[r]++
+		case !d.Base && !f.queue[first].Base:
+			f.queue[first] = fold(d, f.queue[first])
+		default:
+			f.queue = slices.Insert(f.queue, first, d)
+			f.refs[r]++
+			f.reindexQueue()
+		}
+	}
+	f.queuedHigh, f.refsHigh = max(f.queuedHigh, len(f.queued)), max(f.refsHigh, len(f.refs))
+}
+
 // fold is delta a followed by b, as one: a reset in b drops what a added.
 func fold(a, b fallback.Delta) fallback.Delta {
 	if b.Reset {

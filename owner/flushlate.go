@@ -43,7 +43,7 @@ func (o *Owner) stripLateResets(sb *sentBatch) {
 		return d, true
 	})
 	if len(later) > 0 {
-		o.flush.enqueue(later)
+		o.flush.enqueueOlder(later)
 		n -= len(later)
 	}
 	if n > 0 {
