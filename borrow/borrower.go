@@ -13,18 +13,19 @@ import (
 type Config struct {
 	// Now is this node's monotonic clock (clock.Clock.Since).
 	Now func() time.Duration
-	// HotAfter is how many allows of one counter forwarded within a Period make it hot:
-	// slices are asked for hot counters only (default 100). A hot counter stays hot
-	// while half as many come (hysteresis).
+	// HotAfter is how many allows of one counter another node owns, arriving here
+	// within a Period (forwarded, or decided from a slice), make it hot: slices are asked
+	// for hot counters only (default 100). A hot counter stays hot while half as many
+	// come (hysteresis).
 	HotAfter int
-	// Period is the span forwards are counted over (default 1 s); a slice asked for
+	// Period is the span those allows are counted over (default 1 s); a slice asked for
 	// holds about a Period of them.
 	Period time.Duration
 	// Drift is the clocks' rate allowance, as the lease's (default 0.01): a slice's time
 	// to live is shortened by twice it on this node's clock.
 	Drift float64
 	// MaxSlices bounds the slices held at once (default 4096), MaxTracked the counters
-	// whose forwards are counted in a Period (default 4096).
+	// whose allows are counted in a Period (default 4096).
 	MaxSlices, MaxTracked int
 }
 
@@ -106,8 +107,8 @@ type Borrower struct {
 	mu      sync.Mutex
 	held    map[counterOf]*slice
 	asking  map[counterOf]bool // a Borrow is out for it
-	cur     map[counterOf]int  // forwards this period
-	prev    map[counterOf]int  // forwards last period
+	cur     map[counterOf]int  // allows this period (count)
+	prev    map[counterOf]int  // allows last period
 	started time.Duration      // when this period began
 	due     []Return           // returns to send
 	stats   Stats
@@ -144,14 +145,16 @@ func (b *Borrower) Spend(op *counter.Op) (res counter.Result, from uint64, ok bo
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.held[counterFor(op)]
-	if s == nil || s.spent+op.N > s.n || (b.cfg.Now() >= s.until && !mutate.On(mutate.SpendPastDeadline)) {
+	c, now := counterFor(op), b.cfg.Now()
+	s := b.held[c]
+	if s == nil || s.spent+op.N > s.n || (now >= s.until && !mutate.On(mutate.SpendPastDeadline)) {
 		return counter.Result{}, 0, false
 	}
 	s.spent += op.N
 	b.stats.Spent += uint64(op.N)
-	c := s.base + s.spent
-	return counter.Result{Allowed: true, Sliced: true, Count: c, Remaining: max(0, op.Limit-c)}, s.id, true
+	b.count(c, now)
+	n := s.base + s.spent
+	return counter.Result{Allowed: true, Sliced: true, Count: n, Remaining: max(0, op.Limit-n)}, s.id, true
 }
 
 // Ask notes that op (Sliceable) is forwarded to its owner, and returns how large a
@@ -165,17 +168,13 @@ func (b *Borrower) Ask(op *counter.Op) int64 {
 	c := counterFor(op)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.turn()
-	n, tracked := b.cur[c]
-	if tracked || len(b.cur) < b.cfg.MaxTracked {
-		n++
-		b.cur[c] = n
-	}
+	now := b.cfg.Now()
+	n := b.count(c, now)
 	hot := n >= b.cfg.HotAfter || (b.prev[c] >= b.cfg.HotAfter && n >= b.cfg.HotAfter/2)
 	if !hot || b.asking[c] || len(b.held) >= b.cfg.MaxSlices {
 		return 0
 	}
-	if s := b.held[c]; s != nil && s.spent < s.n && b.cfg.Now() < s.until {
+	if s := b.held[c]; s != nil && s.spent < s.n && now < s.until {
 		return 0
 	}
 	b.asking[c] = true
@@ -183,16 +182,29 @@ func (b *Borrower) Ask(op *counter.Op) int64 {
 	return int64(max(n, b.prev[c], 1))
 }
 
+// count adds one to c's ops this period (forwarded, or decided from a slice), and
+// returns them. A counter decided from its slices is as hot as its ops say: counting
+// forwards alone made it cool while its slice lasted, so that its next slice came only
+// after HotAfter forwards more, and held no more than those. The caller holds mu.
+func (b *Borrower) count(c counterOf, now time.Duration) int {
+	b.turn(now)
+	n, tracked := b.cur[c]
+	if tracked || len(b.cur) < b.cfg.MaxTracked {
+		n++
+		b.cur[c] = n
+	}
+	return n
+}
+
 // turn starts a new period when the current one is over.
-func (b *Borrower) turn() {
-	now := b.cfg.Now()
+func (b *Borrower) turn(now time.Duration) {
 	if now-b.started < b.cfg.Period {
 		return
 	}
 	b.prev, b.cur = b.cur, b.prev
 	clear(b.cur)
 	if now-b.started >= 2*b.cfg.Period {
-		clear(b.prev) // a whole period went by without forwards
+		clear(b.prev) // a whole period went by without allows
 	}
 	b.started = now
 }

@@ -68,6 +68,36 @@ func TestASliceIsAskedForHotCountersAndSpent(t *testing.T) {
 	}
 }
 
+// A counter decided from its slice is as hot as the allows that arrive for it: when
+// the slice is spent in a later period, the next forward asks again at once, for as
+// many as arrived. (Counting forwards alone, it had cooled while its slice lasted: the
+// next slice came only after half of HotAfter forwards more, and held only those.)
+func TestASlicedCounterStaysHot(t *testing.T) {
+	clk := &fakeClock{}
+	b := newBorrower(t, clk, 10)
+	op := allowOp("k", 1000)
+	var ask int64
+	for i := 0; i < 10; i++ {
+		ask = b.Ask(&op)
+	}
+	if ask != 10 {
+		t.Fatalf("tenth forward asked %d; want 10", ask)
+	}
+	b.Got(&op, clk.now, counter.Result{Allowed: true, Count: 10, Lent: &counter.Lent{ID: 1, N: 30, TTL: 10 * time.Second}})
+	clk.now += 1500 * time.Millisecond // the next period
+	for i := 0; i < 30; i++ {
+		if _, _, ok := b.Spend(&op); !ok {
+			t.Fatalf("spend %d of a live slice of 30 failed", i+1)
+		}
+	}
+	if _, _, ok := b.Spend(&op); ok {
+		t.Fatal("spent past the slice")
+	}
+	if ask := b.Ask(&op); ask != 31 {
+		t.Fatalf("the forward after the slice was spent asked %d; want 31 (30 decided from the slice this period, and itself)", ask)
+	}
+}
+
 // A slice ends early on this node's clock by the rate allowance, after which nothing is
 // spent from it and its unspent part is given back; a return whose outcome is unknown
 // goes again, a bounded number of times.
