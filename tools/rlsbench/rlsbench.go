@@ -186,17 +186,35 @@ func startRatelimit(ps *procs, dir, bin string, n int) (target, error) {
 		t.name = fmt.Sprintf("envoyproxy/ratelimit ×%d + Redis", n)
 	}
 	for i := 0; i < n; i++ {
-		gport := freePort()
-		rl, err := ps.start([]string{"RUNTIME_ROOT=" + dir, "RUNTIME_SUBDIRECTORY=rl", "RUNTIME_WATCH_ROOT=false", "USE_STATSD=false",
-			"LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=127.0.0.1:" + strconv.Itoa(rport), "HOST=127.0.0.1",
-			"GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1", "PORT=" + strconv.Itoa(freePort()), "GRPC_PORT=" + strconv.Itoa(gport),
-			"DEBUG_PORT=" + strconv.Itoa(freePort())}, bin)
+		addr, pid, err := startRatelimitInstance(ps, dir, bin, rport)
 		if err != nil {
 			return t, err
 		}
-		t.addrs, t.pids = append(t.addrs, "127.0.0.1:"+strconv.Itoa(gport)), append(t.pids, rl.Process.Pid)
+		t.addrs, t.pids = append(t.addrs, addr), append(t.pids, pid)
 	}
 	return t, nil
+}
+
+// startRatelimitInstance starts one envoyproxy/ratelimit on Redis's rport and waits
+// until its gRPC port listens. A port freePort chose may be taken before the service
+// binds it (the service then exits), so a start that fails is tried again on others.
+func startRatelimitInstance(ps *procs, dir, bin string, rport int) (addr string, pid int, err error) {
+	for try := 0; try < 3; try++ {
+		gport := freePort()
+		rl, err2 := ps.start([]string{"RUNTIME_ROOT=" + dir, "RUNTIME_SUBDIRECTORY=rl", "RUNTIME_WATCH_ROOT=false", "USE_STATSD=false",
+			"LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=127.0.0.1:" + strconv.Itoa(rport), "HOST=127.0.0.1",
+			"GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1", "PORT=" + strconv.Itoa(freePort()), "GRPC_PORT=" + strconv.Itoa(gport),
+			"DEBUG_PORT=" + strconv.Itoa(freePort())}, bin)
+		if err2 != nil {
+			return "", 0, err2
+		}
+		addr = "127.0.0.1:" + strconv.Itoa(gport)
+		if err = rl.listening(addr, 20*time.Second); err == nil {
+			return addr, rl.Process.Pid, nil
+		}
+		rl.Process.Kill()
+	}
+	return "", 0, fmt.Errorf("envoyproxy/ratelimit: %w", err)
 }
 
 // startCluster starts n leapcount nodes, the first one's gossip address joined by the
@@ -245,13 +263,21 @@ func startCluster(ps *procs, o Options, n int, cfgPath string) (target, error) {
 // procs are the processes a run started; stopAll kills them.
 type procs struct {
 	dir  string
-	cmds []*exec.Cmd
+	cmds []*proc
 }
 
-func (ps *procs) start(env []string, name string, args ...string) (*exec.Cmd, error) {
+// proc is a server process started for a run.
+type proc struct {
+	*exec.Cmd
+	log    string        // its output
+	exited chan struct{} // closed once it exited
+}
+
+func (ps *procs) start(env []string, name string, args ...string) (*proc, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
-	log, err := os.Create(filepath.Join(ps.dir, fmt.Sprintf("%s-%d.log", filepath.Base(name), len(ps.cmds))))
+	p := &proc{Cmd: cmd, log: filepath.Join(ps.dir, fmt.Sprintf("%s-%d.log", filepath.Base(name), len(ps.cmds))), exited: make(chan struct{})}
+	log, err := os.Create(p.log)
 	if err != nil {
 		return nil, err
 	}
@@ -260,15 +286,44 @@ func (ps *procs) start(env []string, name string, args ...string) (*exec.Cmd, er
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	ps.cmds = append(ps.cmds, cmd)
-	return cmd, nil
+	go func() {
+		cmd.Wait()
+		close(p.exited)
+	}()
+	ps.cmds = append(ps.cmds, p)
+	return p, nil
 }
 
 func (ps *procs) stopAll() {
 	for _, p := range ps.cmds {
 		p.Process.Kill()
-		p.Wait()
+		<-p.exited
 	}
+}
+
+// listening waits until p accepts connections on addr: an error if it exits first or
+// timeout passes, with the end of its output.
+func (p *proc) listening(addr string, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); ; {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it listened on %s: %s", filepath.Base(p.Path), addr, p.tail())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not listen on %s within %v: %s", filepath.Base(p.Path), addr, timeout, p.tail())
+		}
+	}
+}
+
+// tail is the end of p's output.
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b[max(0, len(b)-2000):])
 }
 
 // ping is nil once the redis-server on port answers PING.
