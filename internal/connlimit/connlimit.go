@@ -5,9 +5,11 @@
 package connlimit
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -74,6 +76,17 @@ type conn struct {
 // NetConn is the connection the listener accepted, for a server that serves its file
 // descriptor itself; Close must still be called on c to give its place back.
 func (c *conn) NetConn() net.Conn { return c.Conn }
+
+// SyscallConn is the accepted connection's, so that a server may write to its socket
+// without waiting; errNoSyscallConn when it has none.
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errNoSyscallConn
+}
+
+var errNoSyscallConn = errors.New("connlimit: the connection has no file descriptor")
 
 func (c *conn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })

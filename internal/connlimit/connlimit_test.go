@@ -3,6 +3,7 @@ package connlimit
 import (
 	"bufio"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,5 +88,30 @@ func TestNoCap(t *testing.T) {
 	}
 	if got := l.Refused(); got != 0 {
 		t.Fatalf("Refused() = %d; want 0", got)
+	}
+}
+
+// An accepted connection lends its socket (a server writes to it without waiting),
+// and closing it still gives its place back.
+func TestAcceptedConnectionLendsItsSocket(t *testing.T) {
+	l := listen(t, 1)
+	ch := accepted(l)
+	dial(t, l)
+	c := <-ch
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		t.Fatalf("an accepted %T is not a syscall.Conn", c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd uintptr
+	if err := rc.Control(func(f uintptr) { fd = f }); err != nil || fd == 0 {
+		t.Fatalf("the socket's descriptor: %d, %v", fd, err)
+	}
+	c.Close()
+	if got := l.Open(); got != 0 {
+		t.Fatalf("Open() = %d after Close; want 0", got)
 	}
 }

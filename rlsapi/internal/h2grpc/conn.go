@@ -81,7 +81,7 @@ func (st *stream) stop() {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, w: newWriter(nc, s.cfg.WriteTimeout), streams: map[uint32]*stream{}, lastActive: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(newMeter(nc), 16<<10)) // calm.go
+	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(newMeter(readFlusher{c.w, nc}), 16<<10)) // calm.go
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderBytes
 	c.fr.SetMaxReadFrameSize(16384) // the default we advertise by not naming it

@@ -10,6 +10,9 @@
 // itself (it never waits: a call decided elsewhere is answered when its handler
 // replies, from the goroutine that brought the answer) or starts a UnaryHandler on a
 // goroutine of its own; the answers of calls that end together leave in one write.
+// The answers the reader queues it writes itself before it reads again, as much as
+// the socket takes without waiting (writer.flush): the writer's goroutine, woken only
+// for the rest and for answers from elsewhere, would cost a thread's wake-up a batch.
 //
 // What it keeps of the protocol: HTTP/2 flow control both ways (a response waits for
 // the peer's window; the peer gets its windows back as requests are consumed, and one

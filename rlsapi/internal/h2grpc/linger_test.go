@@ -3,7 +3,6 @@ package h2grpc
 import (
 	"bytes"
 	"io"
-	"net"
 	"testing"
 	"time"
 )
@@ -14,20 +13,7 @@ import (
 // (the client reads slowly, or not yet). The hostile-client suite saw a PING flood's
 // connection reset before its GOAWAY (make test-long, 2026-12-04).
 func TestAFloodsConnectionEndsWithItsGoAwayNotAReset(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, server := tcpPair(t)
 	go func() { // the flood, for as long as the connection takes it
 		b := make([]byte, 16<<10)
 		for {

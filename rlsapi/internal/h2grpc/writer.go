@@ -2,10 +2,12 @@ package h2grpc
 
 import (
 	"errors"
+	"io"
 	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -41,6 +43,12 @@ type writer struct {
 
 	pending atomic.Int32 // calls whose handlers run
 
+	// Writes on the reader (flush).
+	raw          syscall.RawConn // the socket, to write without waiting; nil for TLS
+	readerWrites bool            // the reader is between reads: it flushes before the next
+	writing      bool            // the reader is writing what it took from buf
+	loopWrites   atomic.Int64    // writes the loop made (tests)
+
 	blocked   []*stream // answers the client's windows hold back (stream.held), in order
 	heldBytes int       // their bytes
 	finished  []*stream // held answers since gone out, or reset: their calls end (conn.forget)
@@ -52,6 +60,7 @@ type writer struct {
 
 func newWriter(nc net.Conn, timeout time.Duration) *writer {
 	w := &writer{nc: nc, timeout: timeout, connWin: 65535, initWin: 65535, maxFrame: 16384, done: make(chan struct{})}
+	w.raw = socketOf(nc)
 	w.ready.L, w.room.L = &w.mu, &w.mu
 	return w
 }
@@ -74,8 +83,9 @@ func (w *writer) loop() {
 	for {
 		w.mu.Lock()
 		// Closing, answers still held back wait for the client's windows (a stop
-		// that cannot wait longer aborts).
-		for len(w.buf) == 0 && w.err == nil && (!w.closing || len(w.blocked) > 0) {
+		// that cannot wait longer aborts). While the reader writes (flush), the
+		// frames after its must wait for it.
+		for w.err == nil && (w.writing || len(w.buf) == 0 && (!w.closing || len(w.blocked) > 0)) {
 			w.idle = true
 			w.ready.Wait()
 		}
@@ -99,6 +109,7 @@ func (w *writer) loop() {
 		w.mu.Unlock()
 		w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
 		_, err := w.nc.Write(out)
+		w.loopWrites.Add(1)
 		w.mu.Lock()
 		if cap(out) <= maxQueued {
 			w.spare = out[:0]
@@ -137,9 +148,75 @@ func (w *writer) abort(err error) {
 	w.nc.Close()
 }
 
-// queued ends an append: it wakes the loop; w.mu is held.
+// maxDeferred bounds the bytes queued for the reader to write before its next read
+// (flush): past it the loop is woken to write them now.
+const maxDeferred = 64 << 10
+
+// queued ends an append: it wakes the loop, unless the reader writes the frames
+// before it reads again; w.mu is held.
 func (w *writer) queued() {
-	if w.idle {
+	if w.idle && !(w.readerWrites && len(w.buf) <= maxDeferred) {
+		w.ready.Signal()
+	}
+}
+
+// read is the reader's read: it flushes what is queued first, and what it queues
+// until the next read it will flush then, without waking the loop.
+func (w *writer) read(r io.Reader, p []byte) (int, error) {
+	w.flush()
+	n, err := r.Read(p)
+	if n > 0 && err == nil {
+		w.mu.Lock()
+		w.readerWrites = true
+		w.mu.Unlock()
+	}
+	return n, err
+}
+
+// readFlusher is the connection as its reader reads it (writer.read).
+type readFlusher struct {
+	w *writer
+	r io.Reader
+}
+
+func (f readFlusher) Read(p []byte) (int, error) { return f.w.read(f.r, p) }
+
+// flush writes what is queued when the loop is idle, on the reader before it reads
+// again: the kernel takes what it can without waiting, and the loop is woken for the
+// rest. Waking the loop's goroutine for every batch of answers costs a thread's
+// wake-up when the process has an idle P, which on shared cores is most of a small
+// call's cost. Without a socket to write to without waiting (TLS), it wakes the loop.
+func (w *writer) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.readerWrites = false
+	if len(w.buf) == 0 || !w.idle || w.err != nil {
+		return // the loop, busy, writes it after what it writes now
+	}
+	if w.raw == nil || w.writing || w.closing {
+		w.ready.Signal()
+		return
+	}
+	out := w.buf
+	w.buf, w.spare = w.spare[:0], nil
+	w.writing = true
+	w.room.Broadcast()
+	w.mu.Unlock()
+	n, err := tryWrite(w.raw, out)
+	w.mu.Lock()
+	w.writing = false
+	switch {
+	case err != nil:
+		w.fail(err)
+		return
+	case n == len(out):
+		if cap(out) <= maxQueued && w.spare == nil {
+			w.spare = out[:0]
+		}
+	default: // the rest goes first, before what was queued meanwhile
+		w.buf = append(out[:copy(out, out[n:])], w.buf...)
+	}
+	if len(w.buf) > 0 || w.closing {
 		w.ready.Signal()
 	}
 }
