@@ -136,6 +136,7 @@ func (w *writer) fail(err error) {
 func (w *writer) close() {
 	w.mu.Lock()
 	w.closing = true
+	w.readerWrites = false // the reader has stopped: it flushes no more
 	w.ready.Broadcast()
 	w.mu.Unlock()
 }
