@@ -2,6 +2,7 @@ package borrow
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -179,7 +180,22 @@ func (b *Borrower) Ask(op *counter.Op) int64 {
 	}
 	b.asking[c] = true
 	b.stats.Asked++
-	return int64(max(n, b.prev[c], 1))
+	return askSize(max(n, b.prev[c], 1), op, b.cfg.Period)
+}
+
+// askSize is how many units to ask for, for a counter with demand allows a period: a
+// period's worth, or a bucket's where its buckets are shorter. A slice ends with the
+// bucket it is lent in, so what it held past a bucket's demand would only come back
+// unspent, and meanwhile stand between the limit and the other nodes.
+func askSize(demand int, op *counter.Op, period time.Duration) int64 {
+	if op.Buckets <= 0 {
+		return int64(demand)
+	}
+	bucket := time.Duration(op.Window/int64(op.Buckets)) * time.Millisecond
+	if bucket >= period {
+		return int64(demand)
+	}
+	return max(1, int64(math.Ceil(float64(demand)*float64(bucket)/float64(period))))
 }
 
 // count adds one to c's ops this period (forwarded, or decided from a slice), and

@@ -68,6 +68,21 @@ func TestASliceIsAskedForHotCountersAndSpent(t *testing.T) {
 	}
 }
 
+// A counter whose buckets are shorter than a period (a per-second limit's are 100 ms)
+// is asked a bucket's worth, not a period's: its slice ends with its bucket.
+func TestShortBucketsAskABucketsWorth(t *testing.T) {
+	clk := &fakeClock{}
+	b := newBorrower(t, clk, 20)
+	op := counter.Op{Kind: counter.Allow, Key: "k", Window: 1000, Buckets: 10, N: 1, Limit: 1000}
+	var ask int64
+	for i := 0; i < 20; i++ {
+		ask = b.Ask(&op)
+	}
+	if ask != 2 {
+		t.Fatalf("the 20th forward in a period asked %d; want 2, the demand of a 100 ms bucket", ask)
+	}
+}
+
 // A counter decided from its slice is as hot as the allows that arrive for it: when
 // the slice is spent in a later period, the next forward asks again at once, for as
 // many as arrived. (Counting forwards alone, it had cooled while its slice lasted: the

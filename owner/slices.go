@@ -32,8 +32,11 @@ const (
 	// sliceKeep is the part of the limit never lent: the last units are decided by the
 	// owner alone.
 	sliceKeep = 16
-	// minSliceTTL: a slice that would end sooner is not worth its round trip.
+	// minSliceTTL: a slice that would end sooner is not worth its round trip, unless
+	// its buckets are short (minSliceTTLFor).
 	minSliceTTL = 100 * time.Millisecond
+	// sliceTTLShare is the part of a short bucket a slice must still have.
+	sliceTTLShare = 5
 	// returnGrace is how long after its end a slice's return is still taken; a return
 	// later than that is dropped (the counter stays too high: under-admission only).
 	returnGrace = 10 * time.Second
@@ -80,6 +83,13 @@ func sliceSize(limit, count, ask int64) int64 {
 	return min(ask, left/sliceShare)
 }
 
+// minSliceTTLFor is the least time a slice of a counter of sp must have left to be lent:
+// minSliceTTL, or a fifth of a bucket shorter than five of it. A slice ends with its
+// bucket, so a per-second limit's 100 ms buckets would otherwise never be lent.
+func minSliceTTLFor(sp leaparray.Spec) time.Duration {
+	return min(minSliceTTL, time.Duration(sp.BucketMs())*time.Millisecond/sliceTTLShare)
+}
+
 // settleSlices lends the slices the Borrows among ops asked for and takes back what
 // Returns give back, once Local decided them (results). The caller holds decide shared
 // and decided every op of ops here.
@@ -109,7 +119,7 @@ func (o *Owner) lendSlice(p int, op *counter.Op, count int64) *counter.Lent {
 	bucket := sp.Bucket(now)
 	ttl := min(time.Duration((bucket+1)*sp.BucketMs()-now)*time.Millisecond, o.cfg.Leases.DecideUntil(p)-mono)
 	s := sliceSize(op.Limit, count, op.Ask)
-	if ttl < minSliceTTL || s < 1 {
+	if ttl < minSliceTTLFor(sp) || s < 1 {
 		return nil
 	}
 	if o.SlicesOut() >= maxSlicesOut {

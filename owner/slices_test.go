@@ -125,6 +125,26 @@ func TestSlicesEndWithTheLeaseAndTheMemory(t *testing.T) {
 	mustCount(t, a.Owner, "j", held)
 }
 
+// A counter with short buckets (a per-second limit's are 100 ms) is lent slices for as
+// long as a fifth of its bucket is left, not minSliceTTL: a slice ends with its bucket,
+// and none of such a counter's would ever have been lent.
+func TestShortBucketsAreLentSlices(t *testing.T) {
+	var n net
+	n.clock.Store(t0 + 30) // 70 ms of a 100 ms bucket left
+	a := n.add(t, "a", nil)
+	a.SetRing(ringOf("a"))
+	a.leases.grantAll()
+	perSecond := counter.Op{Kind: counter.Borrow, Key: "s", Window: 1000, Buckets: 10, N: 1, Limit: 1000, Ask: 50}
+	r := do(a.Owner, perSecond)[0]
+	if r.Lent == nil || r.Lent.TTL != 70*time.Millisecond {
+		t.Fatalf("with 70 ms of a 100 ms bucket left: got %+v (lent %+v); want a slice of 70ms", r, r.Lent)
+	}
+	n.clock.Store(t0 + 85) // 15 ms left: less than a fifth
+	if r := do(a.Owner, perSecond)[0]; !r.Allowed || r.Lent != nil {
+		t.Errorf("with 15 ms of a 100 ms bucket left: got %+v (lent %+v); want allowed, no slice", r, r.Lent)
+	}
+}
+
 // bumpGen starts a new generation of p's Record, as counters handed in do.
 func (o *Owner) bumpGen(p int) { o.do(func() { o.step(p, Event{Kind: CountersIn}) }) }
 
