@@ -258,9 +258,16 @@ func TestGoQueueFullFailsAtOnce(t *testing.T) {
 			start(i, context.Background())
 		}
 	}
+	// A call whose expiry won the race is handed its outcome on the timer's goroutine,
+	// which may not have run yet: wait for every done before reading what it was given.
 	wait.For(t, 5*time.Second, func() error {
 		if g := runtime.NumGoroutine(); g > base+10 {
 			return fmt.Errorf("%d goroutines after %d calls found the queue full; want at most %d", g, over, base+10)
+		}
+		for i := n - over; i < n; i++ {
+			if calls[i].Load() == 0 {
+				return fmt.Errorf("call %d past a full queue: done not called yet", i)
+			}
 		}
 		return nil
 	})
