@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"golang.org/x/net/http2"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -53,12 +55,13 @@ func TestAFlushTheSocketTakesInPartGoesOnInOrder(t *testing.T) {
 
 	// Rounds of frames as a reader queues them between reads, each flushed as it
 	// flushes them before it reads again, while the client reads nothing: the first
-	// rounds the socket takes whole, one in part, and the loop the rest.
+	// rounds the socket takes whole, one in part, and the loop the rest, after which
+	// the loop, its write waiting for the client, is left every later round.
 	const frames, perRound = 120, 10 // less than maxQueued in all: queuing never waits
 	payload := make([]byte, 6000)
+	waitLoopIdle(t, w) // a flush writes only while the loop waits for frames
 	for i := 0; i < frames; i++ {
 		if i%perRound == 0 {
-			waitLoopIdle(t, w)
 			w.mu.Lock()
 			w.readerWrites = true
 			w.mu.Unlock()
@@ -74,9 +77,6 @@ func TestAFlushTheSocketTakesInPartGoesOnInOrder(t *testing.T) {
 			w.flush()
 		}
 	}
-	if w.loopWrites.Load() == 0 {
-		t.Fatal("the socket took every flush whole: nothing was left for the loop")
-	}
 	got := make(chan error, 1)
 	go func() { got <- readNumberedFrames(client, frames) }()
 	select {
@@ -87,24 +87,23 @@ func TestAFlushTheSocketTakesInPartGoesOnInOrder(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the client did not get every frame within 20s")
 	}
+	// Counted once a write returns: the loop's last waited for the client to read.
+	if w.loopWrites.Load() == 0 {
+		t.Fatal("the socket took every flush whole: nothing was left for the loop")
+	}
 }
 
-// waitLoopIdle waits until w's loop waits for frames, or its write of what a flush
-// left is blocked: a flush writes only while the loop is idle.
+// waitLoopIdle waits until w's loop, started, waits for frames.
 func waitLoopIdle(t *testing.T, w *writer) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	wait.For(t, 5*time.Second, func() error {
 		w.mu.Lock()
-		idle := w.idle
-		w.mu.Unlock()
-		if idle || w.loopWrites.Load() > 0 {
-			return
+		defer w.mu.Unlock()
+		if !w.idle {
+			return errors.New("the writer's loop does not wait for frames")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the writer's loop did not start within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // readNumberedFrames reads n DATA frames and checks each is the next, whole.
