@@ -166,7 +166,7 @@ type Config struct {
 	TLSHandshakeTimeout time.Duration
 	// TLSHandshakeRate (--tls-handshake-rate) is how many TLS handshakes a second the
 	// client TLS ports begin, all together, a second's worth at once; one beyond waits
-	// its turn up to TLSHandshakeTimeout, else its connection is closed (zero:
+	// its turn up to half of TLSHandshakeTimeout, else its connection is closed (zero:
 	// DefaultTLSHandshakeRate; negative: no bound).
 	TLSHandshakeRate float64
 	// GRPCRequestTimeout: a gRPC request must arrive whole within it of its headers

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -47,5 +48,12 @@ func (n *Node) pacer() certfiles.Pacer {
 
 // tlsConfig is the TLS configuration of a client port offering nextProtos.
 func (n *Node) tlsConfig(nextProtos []string) *tls.Config {
-	return n.clientTLS.ServerConfig(nextProtos, n.pacer(), n.cfg.TLSHandshakeTimeout)
+	return n.clientTLS.ServerConfig(nextProtos, n.pacer(), maxHandshakeWait(n.cfg.TLSHandshakeTimeout))
+}
+
+// maxHandshakeWait is how long a handshake may wait its turn: half of its time. A turn
+// that came later would leave the handshake too little to finish, and the turn, with
+// the costly step it admits, would be spent on a connection that then times out.
+func maxHandshakeWait(handshakeTimeout time.Duration) time.Duration {
+	return handshakeTimeout / 2
 }

@@ -68,7 +68,7 @@ func newFlagSet(v *flagValues, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&v.cfg.ClusterName, "cluster-name", "", "cluster name: nodes of another cluster are refused on gossip and rpc")
 	fs.IntVar(&v.cfg.MaxKeyBytes, "max-key-bytes", 256, "longest key accepted, in bytes")
 	fs.Int64Var(&v.cfg.MaxBodyBytes, "max-body-bytes", node.DefaultMaxBodyBytes, "largest HTTP request body accepted, in bytes")
-	fs.Float64Var(&v.cfg.TLSHandshakeRate, "tls-handshake-rate", node.DefaultTLSHandshakeRate, "TLS handshakes a second the client TLS ports begin, all together (a second's worth at once); one beyond waits its turn up to 10 s, else its connection is closed; negative: no bound")
+	fs.Float64Var(&v.cfg.TLSHandshakeRate, "tls-handshake-rate", node.DefaultTLSHandshakeRate, "TLS handshakes a second the client TLS ports begin, all together (a second's worth at once); one beyond waits its turn up to 5 s (half of the 10 s handshake timeout), else its connection is closed; negative: no bound")
 	fs.IntVar(&v.cfg.MaxClients, "max-clients", node.DefaultMaxClients, "most open client connections, on RESP, on HTTP and on gRPC each; more are refused")
 	fs.DurationVar(&v.cfg.RESPIdleTimeout, "resp-idle-timeout", node.DefaultRESPIdleTimeout, "close a RESP connection that sends nothing for this long (0: never)")
 	fs.Int64Var(&v.cfg.MaxCounters, "max-counters", 0, "most counters this node holds (one of more than 16 buckets counts once per 16); new ones beyond are refused (0: a quarter of memory, logged at start)")
