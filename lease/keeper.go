@@ -78,6 +78,9 @@ type Keeper struct {
 	offsets    map[string]ntp.Estimate  // each member's counters' clock against this node's (ClockOffsets)
 	silentNow  []string                 // the members this node, a voter, finds silent as its last round began (Reply.Silent)
 	silentBy   map[string]heardSilent   // what each voter's last reply said was silent (Silent)
+	// foundSilent are the members Silent found silent, each since when, until one is
+	// heard again: a freeze of this node does not excuse them (stillSilent).
+	foundSilent map[string]time.Duration
 
 	stats   stats                         // Stats
 	changed atomic.Pointer[chan struct{}] // closed and replaced whenever a lease may have changed
@@ -95,7 +98,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 		holder: NewHolder(cfg.Config, cfg.Partitions), voters: NewVoters(cfg.Config, cfg.Self),
 		claims: NewSet(cfg.Partitions), dropping: NewSet(cfg.Partitions), held: NewSet(cfg.Partitions),
 		next: 1, lastHeard: map[string]time.Duration{}, runs: map[string]uint64{}, leftRuns: map[string]uint64{}, noVoters: map[string]time.Duration{},
-		offsets: map[string]ntp.Estimate{}, silentBy: map[string]heardSilent{}, kick: make(chan struct{}, 1)}
+		offsets: map[string]ntp.Estimate{}, silentBy: map[string]heardSilent{}, foundSilent: map[string]time.Duration{}, kick: make(chan struct{}, 1)}
 	if cfg.Found {
 		k.voters.Found()
 	} else {
@@ -186,6 +189,11 @@ func (k *Keeper) SetView(view View, peers []Peer) {
 			delete(k.silentBy, name)
 		}
 	}
+	for name := range k.foundSilent {
+		if !k.known(name) {
+			delete(k.foundSilent, name)
+		}
+	}
 }
 
 // known reports whether name is a voter or a member membership sees alive: whose
@@ -201,6 +209,7 @@ func (k *Keeper) heard(name string, voters []string, now time.Duration) {
 		return
 	}
 	k.lastHeard[name] = now
+	delete(k.foundSilent, name)
 	switch {
 	case !k.voters.Empty():
 		clear(k.noVoters)

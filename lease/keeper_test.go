@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -280,6 +281,55 @@ func TestPeersAreNotSilentToANodeThatWasFrozen(t *testing.T) {
 	}
 	if !a.Silent("b", 0, now) {
 		t.Fatal("b not silent after a ran a lease's length without hearing it")
+	}
+}
+
+// A member silent to a node before that node froze stays silent through the freeze
+// until it is heard again: the freeze excuses only the members that went quiet during
+// it. Before, the frozen node took every member back into its ring as it ran again (its
+// partitions moved to one that could not answer), then left it out a lease later; under
+// load a partition so moved stayed undecided while its counters' Handoff to the silent
+// member was in doubt (TestFleetLosesAMemberThatIsNotAVoter failed in make test).
+func TestASilentPeerStaysSilentThroughAFreeze(t *testing.T) {
+	var now time.Duration
+	cfg := Config{Duration: time.Second}
+	hb := cfg.WithDefaults().Heartbeat
+	a := NewKeeper(KeeperConfig{Config: cfg, Self: "a", Incarnation: 1, Partitions: 4, Found: true, Clock: clockAt(&now)})
+	a.SetView(View{Alive: []string{"a", "b", "c"}}, nil)
+	now = 10 * time.Second
+	a.Begin()
+	a.Handle(&Request{From: "b", Incarnation: 1, Round: 1})
+	round := uint64(1)
+	for range 8 { // c answers every round, b none
+		now += hb
+		a.Begin()
+		round++
+		a.Handle(&Request{From: "c", Incarnation: 1, Round: round})
+	}
+	// The ring is built from Silent: a finds b silent before it freezes.
+	if !a.Silent("b", 0, now) || a.Silent("c", 0, now) {
+		t.Fatalf("before the freeze: b silent %v, c silent %v; want b alone", a.Silent("b", 0, now), a.Silent("c", 0, now))
+	}
+	now += 5 * time.Second // a frozen: no round, nothing heard
+	if !a.Silent("b", 0, now) {
+		t.Fatal("b, silent before a froze, not silent to a before a's first round after the freeze")
+	}
+	if a.Silent("c", 0, now) {
+		t.Fatal("c, heard up to the freeze, silent to a before a's first round after it")
+	}
+	a.Begin()
+	if !a.Silent("b", 0, now) {
+		t.Fatal("b, silent before a froze, not silent to a right after a ran again")
+	}
+	if a.Silent("c", 0, now) {
+		t.Fatal("c silent to a right after a ran again")
+	}
+	if got := a.silentNow; !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("a's replies as a voter say %v silent; want [b]", got)
+	}
+	a.Handle(&Request{From: "b", Incarnation: 1, Round: 2})
+	if a.Silent("b", 0, now) {
+		t.Fatal("b still silent once a heard it again")
 	}
 }
 

@@ -166,6 +166,7 @@ func (k *Keeper) Absorb(name string, req *Request, rep *Reply) {
 	k.heard(name, rep.Voters, now)
 	if k.voters.Has(name) {
 		k.silentBy[name] = heardSilent{at: now, names: rep.Silent}
+		k.unfindSilent(rep.Silent)
 	}
 	if rep.Refused == RefusedNone && sameVoters(req, rep) {
 		k.holder.Grant(req.Round, name, rep.Granted)

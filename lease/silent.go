@@ -18,22 +18,62 @@ import (
 // frozen (or starved) itself hears nobody meanwhile, through no fault of theirs. Each
 // gets a lease's length from then: a member that restarts is not silent before its
 // first heartbeat could come.
+//
+// A member found silent before this node froze stays silent through the freeze until it
+// is heard again (stillSilent): the freeze excuses only the members that went quiet
+// during it.
 func (k *Keeper) Silent(name string, since, now time.Duration) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if name == k.cfg.Self || now-max(since, k.awakeAt(now)) <= k.cfg.Duration {
+	if name == k.cfg.Self {
 		return false
 	}
-	if k.voters.Has(k.cfg.Self) || k.voters.Has(name) || k.voters.Empty() {
-		return k.silentHere(name, now)
+	if now-max(since, k.awakeAt(now)) <= k.cfg.Duration {
+		return k.stillSilent(name, since)
 	}
-	n := 0
-	for voter, r := range k.silentBy {
-		if k.voters.Has(voter) && now-r.at <= k.cfg.Duration && slices.Contains(r.names, name) {
-			n++
+	silent := false
+	if k.votersPair(name) {
+		silent = k.silentHere(name, now)
+	} else {
+		n := 0
+		for voter, r := range k.silentBy {
+			if k.voters.Has(voter) && now-r.at <= k.cfg.Duration && slices.Contains(r.names, name) {
+				n++
+			}
+		}
+		silent = n >= k.voters.Quorum()
+	}
+	if _, found := k.foundSilent[name]; silent && !found {
+		k.foundSilent[name] = now
+	}
+	return silent
+}
+
+// votersPair reports whether heartbeats pass between this node and name: one of them is
+// a voter (or there are none yet). The caller holds mu.
+func (k *Keeper) votersPair(name string) bool {
+	return k.voters.Has(k.cfg.Self) || k.voters.Has(name) || k.voters.Empty()
+}
+
+// stillSilent reports whether Silent found name silent, and nothing since says
+// otherwise: no heartbeat of it passed, no voter's reply left it out, and gossip saw it
+// appear (since) a lease's length or more before (not a new run, which has had no time
+// to send one). Taking such a member back into the ring as this node ran again after a
+// freeze moved its partitions to it, where nothing could be decided, and back a lease
+// later. The caller holds mu.
+func (k *Keeper) stillSilent(name string, since time.Duration) bool {
+	at, ok := k.foundSilent[name]
+	return ok && since <= at-k.cfg.Duration
+}
+
+// unfindSilent forgets, of the members found silent between two that are not voters, those
+// a voter's reply does not say are silent. The caller holds mu.
+func (k *Keeper) unfindSilent(silent []string) {
+	for name := range k.foundSilent {
+		if !k.votersPair(name) && !slices.Contains(silent, name) {
+			delete(k.foundSilent, name)
 		}
 	}
-	return n >= k.voters.Quorum()
 }
 
 // heardSilent is a voter's Reply.Silent, and when it came.
@@ -58,7 +98,13 @@ func (k *Keeper) awakeAt(now time.Duration) time.Duration {
 // voter only just now heard nothing of name while neither was one). The caller holds mu.
 func (k *Keeper) silentHere(name string, now time.Duration) bool {
 	last := k.lastHeard[name]
-	return name != k.cfg.Self && last != 0 && now-max(last, k.awakeAt(now), k.voters.since) > k.cfg.Duration
+	if name == k.cfg.Self || last == 0 || now-max(last, k.voters.since) <= k.cfg.Duration {
+		return false
+	}
+	if now-k.awakeAt(now) <= k.cfg.Duration {
+		return k.stillSilent(name, 0) // this node ran again only just now
+	}
+	return true
 }
 
 // silentMembers lists the members silentHere, for this node's replies as a voter.
