@@ -313,17 +313,20 @@ func (k *Keeper) Found(with ...string) {
 	k.voters.FoundWith(fresh, k.view.Zones)
 }
 
-// Quorate reports whether this node has exchanged a heartbeat with a majority of its
-// voters (itself included) within one lease duration before now: whether it can hope
-// to be granted anything. A node cut off from the majority cannot, and says so at once
-// rather than keep clients waiting.
+// Quorate reports whether this node may hope to be granted anything: it has exchanged a
+// heartbeat with a majority of its voters (itself included) within one lease duration
+// before now, or it has not had that long to: it ran again only just now after missing
+// rounds (frozen or starved), and heard nobody meanwhile through no fault of theirs (as
+// Silent excuses them). A node cut off from the majority says so at once rather than keep
+// clients waiting; one that was only starved must not say so of a cluster that is fine.
 func (k *Keeper) Quorate(now time.Duration) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.quorate(now)
+	return k.quorate(now) || !k.voters.Empty() && now-k.awakeAt(now) <= k.cfg.Duration
 }
 
-// quorate is Quorate; the caller holds mu.
+// quorate reports whether this node has exchanged a heartbeat with a majority of its
+// voters (itself included) within one lease duration before now. The caller holds mu.
 func (k *Keeper) quorate(now time.Duration) bool {
 	n := 0
 	for _, v := range k.voters.List() {

@@ -353,3 +353,101 @@ func TestLeftRunIsTheRunGossipSaysLeft(t *testing.T) {
 		t.Fatalf("b's left run %d once its next run is alive; want 7 still", got)
 	}
 }
+
+// A node that missed heartbeat rounds (frozen, or starved of CPU) heard nobody meanwhile,
+// through no fault of theirs: it does not say it cannot reach a majority before its own
+// rounds have had a lease's length to hear them. Saying so at once failed clients' ops on
+// a cluster that was fine (node TestMembershipChangesUnderLoad under make test: 3 of 1354
+// answered unavailable). A node whose rounds nobody answers for a lease says so.
+func TestAStarvedNodeDoesNotSayItIsCutOff(t *testing.T) {
+	var now time.Duration
+	cfg := Config{Duration: time.Second}
+	hb := cfg.WithDefaults().Heartbeat
+	a := NewKeeper(KeeperConfig{Config: cfg, Self: "a", Incarnation: 1, Partitions: 4, Clock: clockAt(&now)})
+	a.voters = votersOf("a", "a", "b", "c")
+	a.SetView(View{Alive: []string{"a", "b", "c"}}, nil)
+	now = 10 * time.Second
+	for round := uint64(1); round <= 8; round++ { // b answers every round, c none
+		a.Begin()
+		a.Handle(&Request{From: "b", Incarnation: 1, Round: round})
+		now += hb
+	}
+	if !a.Quorate(now) {
+		t.Fatal("a, which hears b, says it cannot reach a majority of a, b and c")
+	}
+	now += 3 * cfg.Duration // a starved: no round, nothing heard
+	if !a.Quorate(now) {
+		t.Fatal("a, starved, says it cannot reach a majority before its first round after")
+	}
+	woke := now
+	for ; now-woke <= cfg.Duration; now += hb {
+		a.Begin() // rounds nobody answers
+		if !a.Quorate(now) {
+			t.Fatalf("a says it cannot reach a majority %v after it ran again; want it to wait a lease (%v)", now-woke, cfg.Duration)
+		}
+	}
+	a.Begin()
+	if a.Quorate(now) {
+		t.Fatalf("a, whose rounds nobody answered for %v, says it reaches a majority", now-woke)
+	}
+}
+
+// A network whose every heartbeat takes longer than a heartbeat interval, though well
+// within a lease, still holds leases: a reply counts whenever it comes within a lease
+// (its grants hold from when its round was sent). Given up after a heartbeat, every
+// exchange failed: nobody held anything, and every node said it could not reach a
+// majority.
+func TestSlowHeartbeatsStillHoldLeases(t *testing.T) {
+	cfg := Config{Duration: time.Second, Heartbeat: 100 * time.Millisecond}
+	net := &slowNet{directNet: directNet{keepers: map[string]*Keeper{}, cut: map[string]bool{}}, delay: cfg.Heartbeat * 3 / 2}
+	names := []string{"a", "b", "c"}
+	var ks []*Keeper
+	var peers []Peer
+	for i, n := range names {
+		k := NewKeeper(KeeperConfig{Config: cfg, Self: n, Incarnation: 1, Partitions: 4, Exchanger: net, Found: i == 0})
+		net.keepers[n] = k
+		ks = append(ks, k)
+		peers = append(peers, Peer{Name: n, Addr: n})
+	}
+	for _, k := range ks {
+		k.SetView(View{Alive: names}, peers)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, k := range ks {
+		wg.Add(1)
+		go func() { defer wg.Done(); k.Run(ctx) }()
+	}
+	if err := wait.True(10*time.Second, func() bool { return len(ks[2].Voters()) == 3 }); err != nil {
+		t.Fatalf("c has voters %v; want all three", ks[2].Voters())
+	}
+	ks[1].SetClaims(claim(4, 1))
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := ks[1].Wait(wctx, 1); err != nil {
+		t.Fatalf("b never held partition 1 with heartbeats taking %v (voters %v): %v", net.delay, ks[1].Voters(), err)
+	}
+	for _, k := range ks {
+		if !k.Quorate(k.now()) {
+			t.Errorf("%s says it cannot reach a majority", k.cfg.Self)
+		}
+	}
+}
+
+// slowNet is directNet whose heartbeats take delay to arrive (one not delivered when its
+// sender gave up first).
+type slowNet struct {
+	directNet
+	delay time.Duration
+}
+
+func (s *slowNet) Exchange(ctx context.Context, addr string, req *Request) (*Reply, error) {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.directNet.Exchange(ctx, addr, req)
+}

@@ -9,7 +9,7 @@ import (
 // Round sends one round of heartbeats: the node grants itself what its own table
 // allows, asks the voters (targets) for the rest, and counts the
 // grants as replies come in. It returns once the requests are sent; replies are counted
-// as they arrive, within one heartbeat.
+// as they arrive, within a lease's length (exchange).
 func (k *Keeper) Round(ctx context.Context) {
 	req, peers := k.Begin()
 	for _, p := range peers {
@@ -145,8 +145,14 @@ func (k *Keeper) checkLapses(now time.Duration) Set {
 	return lapsed
 }
 
+// exchange sends req to p and absorbs its reply. A reply slower than a heartbeat still
+// counts: its grants hold from when the round was sent (Holder.Grant), and it shows p
+// reachable. Given up at one heartbeat, every round of a cluster whose round trips take
+// longer (a slow network, or nodes starved of CPU) failed: no lease held, and each node,
+// hearing no majority, answered unavailable. A reply later than a lease renews nothing.
+// Rounds in flight to one peer stay about Duration/Heartbeat at most.
 func (k *Keeper) exchange(ctx context.Context, p Peer, req *Request) {
-	ctx, cancel := context.WithTimeout(ctx, k.cfg.Heartbeat)
+	ctx, cancel := context.WithTimeout(ctx, k.cfg.Duration)
 	defer cancel()
 	rep, err := k.cfg.Exchanger.Exchange(ctx, p.Addr, req)
 	if err != nil || rep.Round != req.Round {
