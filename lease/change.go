@@ -63,7 +63,7 @@ type proposal struct {
 	want     []string // the set this node wants next
 	promises map[string]ChangeState
 	accepts  map[string]bool
-	at       time.Duration // when ballot began
+	at       time.Duration // when the ballot's current phase began
 }
 
 // Quarantine makes this node promise and accept nothing before until: an acceptor's
@@ -100,8 +100,8 @@ func (v *Voters) newBallot(now time.Duration) {
 	p.promises, p.accepts = map[string]ChangeState{}, map[string]bool{}
 }
 
-// retryAfter is how long a ballot may go without being chosen before the next begins
-// (a rival's ballot overtook it, or messages were lost).
+// retryAfter is how long a ballot's phase may go unanswered by a majority before the next
+// ballot begins (a rival's ballot overtook it, or messages were lost).
 func (v *Voters) retryAfter() time.Duration { return v.cfg.Duration / 2 }
 
 // stepProposal moves the proposal on as far as the answers so far allow, this node's
@@ -112,7 +112,7 @@ func (v *Voters) stepProposal(now time.Duration) bool {
 		v.prop = nil
 		return false
 	}
-	if now-p.at > v.retryAfter() {
+	if now-p.at > v.retryAfter() && now-v.overtaken > v.retryAfter() {
 		v.newBallot(now)
 	}
 	v.answer(v.self, v.Accept(v.self, v.ChangeMsg(), v.List(), v.version, now))
@@ -125,7 +125,9 @@ func (v *Voters) stepProposal(now time.Duration) bool {
 				best = st
 			}
 		}
-		p.accept, p.value = true, p.want
+		// Each phase gets retryAfter from its start: a ballot that had to finish both
+		// within it never did where a round trip took more than a quarter of a lease.
+		p.accept, p.value, p.at = true, p.want, now
 		if best.Accepted != (Ballot{}) {
 			p.value = best.Value
 		}
@@ -171,6 +173,7 @@ func (v *Voters) Accept(from string, m *ChangeMsg, voters []string, version uint
 			a.promised, a.accepted, a.value = m.Ballot, m.Ballot, slices.Clone(m.Value)
 		}
 		v.highest = max(v.highest, m.Ballot.N)
+		v.noteBallot(m.Ballot, now)
 	}
 	return &ChangeState{Base: a.base, Promised: a.promised, Accepted: a.accepted, Value: a.value}
 }
@@ -183,6 +186,7 @@ func (v *Voters) Answered(from string, st *ChangeState, now time.Duration) bool 
 		return false
 	}
 	v.highest = max(v.highest, st.Promised.N)
+	v.noteBallot(st.Promised, now)
 	accept := p.accept
 	v.answer(from, st)
 	if !accept && len(p.promises) >= v.Quorum() || accept && len(p.accepts) >= v.Quorum() {
@@ -190,6 +194,18 @@ func (v *Voters) Answered(from string, st *ChangeState, now time.Duration) bool 
 		return true
 	}
 	return false
+}
+
+// noteBallot records, at now, a ballot of another proposer seen above this node's own:
+// this node lets it run for retryAfter before it begins another. Two voters that want the
+// same change (each makes the change it sees next) and each retried half a lease after its
+// ballot began overtook each other for good once two round trips took longer than that
+// (TestSlowHeartbeatsStillHoldLeases at a quarter of a lease); the one overtaken now waits
+// for the other's ballot to be chosen, and goes on should it stall.
+func (v *Voters) noteBallot(b Ballot, now time.Duration) {
+	if p := v.prop; p != nil && b.By != v.self && p.ballot.Less(b) {
+		v.overtaken = now
+	}
 }
 
 // answer records one acceptor's state: a promise to this ballot, or its acceptance.

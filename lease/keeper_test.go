@@ -393,13 +393,14 @@ func TestAStarvedNodeDoesNotSayItIsCutOff(t *testing.T) {
 }
 
 // A network whose every heartbeat takes longer than a heartbeat interval, though well
-// within a lease, still holds leases: a reply counts whenever it comes within a lease
-// (its grants hold from when its round was sent). Given up after a heartbeat, every
-// exchange failed: nobody held anything, and every node said it could not reach a
-// majority.
+// within a lease (0.3 of it), still forms its voters and holds leases: a reply counts
+// whenever it comes within a lease (its grants hold from when its round was sent). Given
+// up after a heartbeat, every exchange failed: nobody held anything, and every node said
+// it could not reach a majority. Past a quarter of a lease, two voters' ballots for the
+// same change overtook each other for good (Voters.noteBallot).
 func TestSlowHeartbeatsStillHoldLeases(t *testing.T) {
 	cfg := Config{Duration: time.Second, Heartbeat: 100 * time.Millisecond}
-	net := &slowNet{directNet: directNet{keepers: map[string]*Keeper{}, cut: map[string]bool{}}, delay: cfg.Heartbeat * 3 / 2}
+	net := &slowNet{directNet: directNet{keepers: map[string]*Keeper{}, cut: map[string]bool{}}, delay: 3 * cfg.Heartbeat}
 	names := []string{"a", "b", "c"}
 	var ks []*Keeper
 	var peers []Peer
