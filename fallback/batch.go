@@ -461,9 +461,23 @@ func (b *Batch) Unconfirmed() []Delta {
 // without the reset: applied late, it would erase what the counter's next owner wrote
 // meanwhile.
 func (st *Store) Rewrite(b *Batch, fn func(Delta) (Delta, bool)) int {
+	return st.rewrite(b, func(c *batchCall) bool { return c.state != confirmed }, fn)
+}
+
+// DropInDoubt drops the deltas of b's calls in doubt (sent, not answered) that drop
+// names, and reports how many. A writer drops what it must not send again although it
+// may not have applied: once Redis lost its data, the record that makes a call apply
+// once is gone, and another node may hold those counts already.
+func (st *Store) DropInDoubt(b *Batch, drop func(Delta) bool) int {
+	return st.rewrite(b, func(c *batchCall) bool { return c.state == inDoubt },
+		func(d Delta) (Delta, bool) { return d, !drop(d) })
+}
+
+// rewrite is Rewrite over the calls of b that match.
+func (st *Store) rewrite(b *Batch, match func(*batchCall) bool, fn func(Delta) (Delta, bool)) int {
 	n := 0
 	for _, c := range b.calls {
-		if c.state == confirmed {
+		if !match(c) {
 			continue
 		}
 		changed := false

@@ -21,6 +21,10 @@ type Delta struct {
 	// back after Redis lost its data (see the owner's writeBackInFull): its writer drops it,
 	// rather than strip its reset, once its right to the counter has ended.
 	Base bool
+	// WriteBack marks a Base written back because Redis lost its data (not one that
+	// stands for a reset handed in): its writer drops it once another node's late write
+	// of the counter shows that its memory lacks that write, which its reset would erase.
+	WriteBack bool
 }
 
 // CounterRef names one counter: its key and its shape.

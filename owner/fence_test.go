@@ -134,14 +134,7 @@ func TestWriteInDoubtOfCountersSentInAHandoffIsNotSentAgainAfterRedisLostItsData
 		return nil
 	})
 	emptyRedisWhileInDoubt(t, srv, a, cut)
-	eventually(t, "b writes its memory back in full", func() error {
-		b.Tick()
-		b.flushOnce(context.Background())
-		if got, err := fallbacktest.Count(context.Background(), st, k, sp, t0); err != nil || got != 6 {
-			return fmt.Errorf("Redis counts %d, %v; want 6", got, err)
-		}
-		return nil
-	})
+	writesUntil(t, "b writes its memory back in full", b.Owner, st, k, 6, "")
 	a.flushOnce(context.Background())
 	if a.InDoubt() {
 		t.Fatal("a's write still in doubt after a flush with Redis up")

@@ -73,6 +73,10 @@ type sentBatch struct {
 	// lapsed are the partitions whose lease ended after this batch was made: its
 	// resets of their counters are dropped before it goes again (dropLateResets).
 	lapsed lease.Set
+	// staleBases are the partitions whose memory went stale by another node's late
+	// write after this batch was made: its whole states of their counters are dropped
+	// before it goes again (dropStaleBases).
+	staleBases lease.Set
 	// handed are the partitions whose deltas in this batch were handed on directly
 	// under a fence (ownFences) since Redis last lost its data; orphaned those handed
 	// on before it did (writeBackInFull): see dropSentInHandoffs.
@@ -304,6 +308,7 @@ func (o *Owner) flushNext() {
 			return
 		}
 		o.dropSentInHandoffs(sb) // (the stamp may have just found Redis emptied)
+		o.dropLapsedInDoubt(sb)
 		o.ask(func() {
 			o.cfg.Redis.SendBatch(sb.b, func(err error) {
 				o.post(func() { o.sent(sb, err) })

@@ -36,6 +36,9 @@ type Redis interface {
 	// Rewrite replaces or drops deltas of b's unconfirmed calls, keeping each call's
 	// seq (fallback.Store.Rewrite).
 	Rewrite(b Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int
+	// DropInDoubt drops the deltas of b's calls in doubt that drop names
+	// (fallback.Store.DropInDoubt).
+	DropInDoubt(b Batch, drop func(fallback.Delta) bool) int
 }
 
 // Batch is write-behind that applies at most once (fallback.Batch).
@@ -150,6 +153,10 @@ func (r redisIO) Reached(fs []fallback.Fence, done func(bool, error)) {
 
 func (r redisIO) Rewrite(b Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int {
 	return r.st.Rewrite(b.(*fallback.Batch), fn)
+}
+
+func (r redisIO) DropInDoubt(b Batch, drop func(fallback.Delta) bool) int {
+	return r.st.DropInDoubt(b.(*fallback.Batch), drop)
 }
 
 func (r redisIO) ProbeReplicas(now int64, done func(error)) {

@@ -134,7 +134,8 @@ func (o *Owner) polledLate(seq int64, marks map[int]int64, err error) {
 	}
 	l.polls.Add(1)
 	l.known, l.seq = true, seq
-	moved := o.marksRead(marks)
+	moved, marked := o.marksRead(marks)
+	o.dropStaleBases(marked)
 	if n := o.markStale(moved, LateWrite); n > 0 {
 		o.cfg.Logger.Warn("another node wrote deltas late: these partitions are reloaded from Redis before they are decided again", "partitions", n)
 		o.wakeAfter()
@@ -143,9 +144,11 @@ func (o *Owner) polledLate(seq int64, marks map[int]int64, err error) {
 
 // marksRead notes the marks a poll read (nil: none changed since the last) and returns
 // the partitions to make stale: those to reload at this poll, and those whose mark
-// moved. The marks read replace those known. The caller holds mu.
-func (o *Owner) marksRead(marks map[int]int64) lease.Set {
-	moved := lease.NewSet(o.parts.count())
+// moved; and, of those, the ones whose mark moved (another node's late write landed
+// since the last poll, not a reload for want of knowing). The marks read replace those
+// known. The caller holds mu.
+func (o *Owner) marksRead(marks map[int]int64) (moved, marked lease.Set) {
+	moved, marked = lease.NewSet(o.parts.count()), lease.NewSet(o.parts.count())
 	for p := range o.parts.rec() {
 		r := o.parts.at(p)
 		if r.Late.Reload {
@@ -158,12 +161,13 @@ func (o *Owner) marksRead(marks map[int]int64) lease.Set {
 		m, ok := marks[p]
 		if ok && r.Late.Seen != m {
 			moved.Add(p)
+			marked.Add(p)
 		}
 		if r.Late.Seen != m {
 			o.step(p, Event{Kind: MarkRead, Ms: m})
 		}
 	}
-	return moved
+	return moved, marked
 }
 
 // forgetLate makes the late-write marks of ps count as unseen: their counters came

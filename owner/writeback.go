@@ -111,7 +111,7 @@ func (o *Owner) writeBackInFull() {
 					continue // started blind, or stale: its memory lacks what Redis holds
 				}
 				// All its buckets: its pending part is queued ahead of this.
-				ds = append(ds, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Reset: true, Base: true})
+				ds = append(ds, fallback.Delta{Key: e.Key, Spec: e.Spec, Buckets: e.Buckets, Reset: true, Base: true, WriteBack: true})
 			}
 			o.flush.enqueue(ds)
 			n += len(ds)
@@ -197,7 +197,7 @@ func (o *Owner) writeBackDue() int {
 		return ready.Has(p) && !o.startedBlind(p, key)
 	},
 		func(key string, sp leaparray.Spec, base []leaparray.Bucket) {
-			ds = append(ds, fallback.Delta{Key: key, Spec: sp, Buckets: base, Reset: true, Base: true})
+			ds = append(ds, fallback.Delta{Key: key, Spec: sp, Buckets: base, Reset: true, Base: true, WriteBack: true})
 		})
 	o.flush.enqueue(ds)
 	return len(ds)

@@ -406,6 +406,32 @@ func (c *redisClient) Time(done func(int64, error)) {
 	})
 }
 
+// DropInDoubt drops deltas of calls in doubt: one that applied is in what Redis held
+// when it lost its data (wipes.go), and one that did not is lost.
+func (c *redisClient) DropInDoubt(ob owner.Batch, drop func(fallback.Delta) bool) int {
+	n := 0
+	for _, k := range ob.(*simBatch).calls {
+		if k.state != inDoubt {
+			continue
+		}
+		kept := k.deltas[:0]
+		for _, d := range k.deltas {
+			if !drop(d) {
+				kept = append(kept, d)
+				continue
+			}
+			n++
+			if !k.applied {
+				c.srv.w.lateDropped(c.n, d)
+			}
+		}
+		if k.deltas = kept; len(k.deltas) == 0 {
+			k.state = confirmed
+		}
+	}
+	return n
+}
+
 func (c *redisClient) Rewrite(ob owner.Batch, fn func(fallback.Delta) (fallback.Delta, bool)) int {
 	n := 0
 	for _, k := range ob.(*simBatch).calls {

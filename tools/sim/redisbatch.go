@@ -26,6 +26,9 @@ type simCall struct {
 	seq    uint64
 	deltas []fallback.Delta
 	state  callState
+	// applied: Redis applied the call (its counts are in Redis, or were until it lost
+	// its data: what a loss may lose, wipes.go).
+	applied bool
 }
 
 // NewBatch cuts deltas into calls of at most 8 counters (a counter's deltas in one),
@@ -85,6 +88,7 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 					}
 				}
 				c.srv.marks[k.writer] = k.seq
+				k.applied = true
 			}
 		}
 		return c.srv.replicated()

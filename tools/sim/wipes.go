@@ -162,6 +162,22 @@ func (w *world) inDoubtDropped(n *node, writer string, d fallback.Delta) {
 	}
 }
 
+// lateDropped is told of a delta of a call in doubt that never applied, which n took out
+// of its write-behind (DropInDoubt, from owner dropLapsedInDoubt: Redis lost its data,
+// and the partition's lease lapsed on n since): no one holds its counts.
+func (w *world) lateDropped(n *node, d fallback.Delta) {
+	var amount int64
+	for _, b := range d.Buckets {
+		amount += int64(b.Count)
+	}
+	if amount == 0 {
+		return
+	}
+	w.trace("%s drops a write in doubt of %d of %s that never applied", n.name, amount, d.Key)
+	w.keys.lose(d.Key, amount)
+	w.keys.overAdmit(d.Key, allowLimit)
+}
+
 // lateMiss is a node's memory of a partition, in one generation, that lacks a late
 // write of a counter of it (world.noteWrite): until its owner reloads it, that memory
 // does not hold the counter whole.
