@@ -63,7 +63,7 @@ func (l *Local) do(op *Op, now int64) Result {
 	if err := l.Limits.Ready(op); err != nil {
 		return Result{Err: err}
 	}
-	if l.Hot != nil {
+	if l.Hot != nil && op.Kind != Borrow && op.Kind != Return { // (a node's ask or return, not a client's op)
 		l.Hot.Observe(op.Key, now)
 	}
 	sp := leaparray.Spec{WindowMs: op.Window, Buckets: op.Buckets}

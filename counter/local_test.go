@@ -45,3 +45,30 @@ func TestLocalOnAFullStore(t *testing.T) {
 		t.Errorf("incr of a new counter once the reset made room: got %+v; want count 1", r)
 	}
 }
+
+type keysHeard []string
+
+func (k *keysHeard) Observe(key string, _ int64) { *k = append(*k, key) }
+
+// The hot-key sketch hears the ops clients sent, not the asks for slices and their
+// returns that nodes send each other beside them.
+func TestLocalTellsTheSketchOnlyClientsOps(t *testing.T) {
+	var heard keysHeard
+	l := &Local{Store: leaparray.NewStore(), Now: func() int64 { return 1_700_000_000_000 }, Hot: &heard}
+	ops := []Op{
+		{Kind: Allow, Key: "client", Window: 1000, Buckets: 10, N: 1, Limit: 5},
+		{Kind: Borrow, Key: "ask", Window: 1000, Buckets: 10, Limit: 5, Ask: 2},
+		{Kind: Return, Key: "return", Window: 1000, Buckets: 10, N: 1, Limit: 5},
+		{Kind: Incr, Key: "incr", Window: 1000, Buckets: 10, N: 1},
+	}
+	res := make([]Result, len(ops))
+	l.DecideNow(ops, res)
+	for i := range res {
+		if res[i].Err != nil {
+			t.Fatalf("%v: %v", ops[i].Kind, res[i].Err)
+		}
+	}
+	if len(heard) != 2 || heard[0] != "client" || heard[1] != "incr" {
+		t.Fatalf("the sketch heard %q; want [client incr]", heard)
+	}
+}

@@ -10,7 +10,8 @@ type Decided struct {
 
 // ClusterHot is one key of a cluster's merged report: the sum of what the nodes that
 // decided it counted, and those nodes (more than one when its owner changed within the
-// span).
+// span, or when its limit is sliced: the nodes that decided ops from slices), Sliced
+// when any of them marked it so.
 type ClusterHot struct {
 	Hot
 	Nodes []string `json:"nodes"`
@@ -24,10 +25,12 @@ type ClusterReport struct {
 }
 
 // Merge sums the nodes' reports key by key and keeps the top n. A key is decided on its
-// owner alone, so each node's top keys are the cluster's top keys of that node's
-// partitions; a key whose owner changed within the span is summed over its owners,
-// which may leave out what an owner counted below its own top n. The bounds add up too:
-// the true ops lie in [sum of Low, sum of High] wherever each node's do.
+// owner, and on the nodes that hold slices of its limit, so each node's top keys are
+// the cluster's top keys of that node's partitions and of the slices it holds; a key
+// decided on several nodes within the span (its owner changed, or it is sliced) is
+// summed over them, which may leave out what one of them counted below its own top n.
+// The bounds add up too: the true ops lie in [sum of Low, sum of High] wherever each
+// node's do.
 func Merge(reports []Decided, n int) ClusterReport {
 	var out ClusterReport
 	byKey := map[string]*ClusterHot{}
@@ -46,6 +49,7 @@ func Merge(reports []Decided, n int) ClusterReport {
 			c.PerSecond += h.PerSecond
 			c.Low += h.Low
 			c.High += h.High
+			c.Sliced = c.Sliced || h.Sliced
 			c.Nodes = append(c.Nodes, d.Node)
 		}
 	}

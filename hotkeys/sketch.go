@@ -87,6 +87,9 @@ type Hot struct {
 	Low   uint64 `json:"ops_low"`
 	High  uint64 `json:"ops_high"`
 	Error uint64 `json:"error"`
+	// Sliced: the key's limit is being sliced on the node that reports it (it lent
+	// slices of it, or holds some). The sketch leaves it false; the node marks it.
+	Sliced bool `json:"sliced,omitempty"`
 
 	counted, inherited uint64 // samples of it in the span, and how many may be another key's
 }

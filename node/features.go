@@ -16,11 +16,15 @@ const (
 	// and takes them back (counter.Return). A release before it cannot read either op,
 	// and drops the connection that carries it.
 	featureSlices uint8 = 1 << 3
+	// featureHotKeysSliced: this node reads hotkeys.FlagSliced in a KindHotKeys
+	// request and marks its keys being sliced. A release before it finds the request
+	// malformed.
+	featureHotKeysSliced uint8 = 1 << 4
 )
 
 // features are the bits this node advertises.
 func (n *Node) features() uint8 {
-	f := featureHotKeys | featureQuotaShare | featureSlices
+	f := featureHotKeys | featureQuotaShare | featureSlices | featureHotKeysSliced
 	if n.cfg.Placement != PlacementConsistent {
 		f |= featureMatching
 	}

@@ -21,19 +21,29 @@ type HotKeysView struct {
 
 // hotKeys reports the n keys decided here most often lately.
 func (n *Node) hotKeys(top int) any {
-	v := HotKeysView{Node: n.cfg.Name, Report: n.hot.Top(top, n.cfg.Now())}
+	v := HotKeysView{Node: n.cfg.Name, Report: n.topKeys(top)}
+	for _, k := range v.Keys {
+		if k.Sliced {
+			v.Sliced = append(v.Sliced, k.Key)
+		}
+	}
+	return v
+}
+
+// topKeys is the n keys decided here most often lately, those being sliced here
+// marked (this node lent slices of them, or holds some).
+func (n *Node) topKeys(top int) hotkeys.Report {
+	r := n.hot.Top(top, n.cfg.Now())
 	sliced := n.owner.SlicedKeys()
 	if n.borrower != nil {
 		for _, k := range n.borrower.Keys() {
 			sliced[k] = true
 		}
 	}
-	for _, k := range v.Keys {
-		if sliced[k.Key] {
-			v.Sliced = append(v.Sliced, k.Key)
-		}
+	for i := range r.Keys {
+		r.Keys[i].Sliced = sliced[r.Keys[i].Key]
 	}
-	return v
+	return r
 }
 
 // ClusterHotKeysView is the body of GET /v1/hotkeys?scope=cluster (hotkeys --cluster):
@@ -64,7 +74,7 @@ const clusterAskers = 16
 // slow) is listed in Missing, so a partial report never passes for a whole one.
 func (n *Node) clusterHotKeys(ctx context.Context, top int) any {
 	v := ClusterHotKeysView{Node: n.cfg.Name}
-	reports := []hotkeys.Decided{{Node: n.cfg.Name, Report: n.hot.Top(top, n.cfg.Now())}}
+	reports := []hotkeys.Decided{{Node: n.cfg.Name, Report: n.topKeys(top)}}
 	var ask []cluster.Member
 	for _, m := range n.cluster.Members() {
 		switch {
@@ -88,7 +98,11 @@ func (n *Node) clusterHotKeys(ctx context.Context, top int) any {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			answers[i], errs[i] = peerrpc.HotKeys{C: n.rpcClient}.Top(ctx, m.RPCAddr, top)
+			var flags uint64
+			if m.Features&featureHotKeysSliced != 0 {
+				flags = hotkeys.FlagSliced
+			}
+			answers[i], errs[i] = peerrpc.HotKeys{C: n.rpcClient}.Top(ctx, m.RPCAddr, top, flags)
 		}()
 	}
 	wg.Wait()

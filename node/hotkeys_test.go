@@ -124,3 +124,62 @@ func TestClusterHotKeysMergeEveryMembers(t *testing.T) {
 		t.Fatalf("scope=everywhere: %v; want 400", err)
 	}
 }
+
+// A hot key sliced to the nodes it comes in by is decided there too, from their slices:
+// the cluster's hot keys count those ops on the nodes that decided them (not only on
+// the owner, which sees a fraction of them), name those nodes, and mark the key sliced;
+// so does each borrower's own report.
+func TestClusterHotKeysCountOpsDecidedFromSlices(t *testing.T) {
+	c := nodetest.MakeCluster(t, 3, func(cfg *node.Config) { cfg.Slices, cfg.SliceAfter = true, 5 })
+	owner := ownerNode(t, c, "hot")
+	const each = 3000 // allows sent through each node that does not own "hot"
+	var borrowers []*node.Node
+	ctx := context.Background()
+	for _, n := range c.Nodes {
+		if n == owner {
+			continue
+		}
+		borrowers = append(borrowers, n)
+		cl := respClient(t, n)
+		for sent := 0; sent < each; sent += 100 {
+			p := cl.Pipeline()
+			for range 100 {
+				p.Do(ctx, "SW.ALLOW", "hot", "1m", 1_000_000)
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var r node.ClusterHotKeysView
+	if err := getJSON(owner, "/v1/hotkeys?scope=cluster&n=3", &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Keys) == 0 || r.Keys[0].Key != "hot" || len(r.Missing) != 0 {
+		t.Fatalf("got %+v; want \"hot\" first, no member missing", r)
+	}
+	k := r.Keys[0]
+	total := len(borrowers) * each
+	if k.Ops < uint64(total/2) || k.Ops > uint64(total*2) || !k.Sliced {
+		t.Errorf("hot: %+v; want about %d ops (every allow, wherever decided), marked sliced", k, total)
+	}
+	for _, n := range borrowers {
+		spent := scrape(n, "leapcount_slices_spent_total")
+		// One op in 16 is sampled: 320 ops decided leave none sampled with odds
+		// (15/16)^320, about 1e-9.
+		if spent >= 320 && !slices.Contains(k.Nodes, n.Name()) {
+			t.Errorf("%s decided %v allows from slices; the cluster's report names only %v", n.Name(), spent, k.Nodes)
+		}
+		t.Logf("%s: %v allows decided from slices", n.Name(), spent)
+		if spent < 320 {
+			continue
+		}
+		var own node.HotKeysView
+		if err := getJSON(n, "/v1/hotkeys?n=3", &own); err != nil {
+			t.Fatal(err)
+		}
+		if len(own.Keys) == 0 || own.Keys[0].Key != "hot" || !own.Keys[0].Sliced {
+			t.Errorf("%s's own hot keys %+v: want \"hot\" first, marked sliced", n.Name(), own)
+		}
+	}
+}

@@ -186,7 +186,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.rpcSrv = peerrpc.NewServer(n.router, countingReceiver{n.owner, n.handoffs}, n.keeper.Handle, cfg.Logger.With("component", "rpc"))
-	peerrpc.HandleHotKeys(n.rpcSrv, func(top int) hotkeys.Report { return n.hot.Top(top, n.cfg.Now()) })
+	peerrpc.HandleHotKeys(n.rpcSrv, n.topKeys)
 	n.quotaDemands = fairshare.New(2*(cfg.RLQSTTL+cfg.RLQSDelivery), nil)
 	peerrpc.HandleQuotaShare(n.rpcSrv, n.quotaDemands.Share)
 	n.rpcSrv.SetHandshake(auth.Server)

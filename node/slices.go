@@ -33,7 +33,8 @@ func (n *Node) newBorrower() error {
 		return err
 	}
 	n.borrower = b
-	n.router.Slices = &route.SliceConfig{Borrower: b, Now: n.clock.Since, Lends: n.lends}
+	n.router.Slices = &route.SliceConfig{Borrower: b, Now: n.clock.Since, Lends: n.lends,
+		Spent: func(key string) { n.hot.Observe(key, n.cfg.Now()) }}
 	return nil
 }
 

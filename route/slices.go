@@ -19,6 +19,10 @@ type SliceConfig struct {
 	Borrower *borrow.Borrower
 	Now      func() time.Duration     // the Borrower's clock
 	Lends    func(member string) bool // whether the member takes Borrows
+
+	// Spent, when set, is told the key of each op decided from a slice: such an op is
+	// decided here, not on its owner, so this node's hot-key sketch must hear it.
+	Spent func(key string)
 }
 
 // slicedCall is a batch some of whose ops were decided from slices or go with asks: the
@@ -53,6 +57,9 @@ func (r *Router) useSlices(rg *ring.Ring, b *counter.Batch) (rest *counter.Batch
 		if res, _, ok := s.Borrower.Spend(op); ok {
 			b.Results[i] = res
 			spent = append(spent, i)
+			if s.Spent != nil {
+				s.Spent(op.Key)
+			}
 		} else if ask := s.Borrower.Ask(op); ask > 0 {
 			if !s.Lends(m.Name) { // (asked second: Ask is the cheaper, and mostly 0)
 				s.Borrower.Failed(op)

@@ -85,14 +85,22 @@ func writeHotKeys(out io.Writer, hot *node.HotKeysView) {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	// The range, not "± error": sampling makes it wide and lopsided for a key with few
 	// samples (hotkeys/bounds.go).
-	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\tTRUE OPS (99%)")
+	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\tTRUE OPS (99%)\tSLICED")
 	for _, k := range hot.Keys {
-		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d-%d\n", k.Key, k.PerSecond, k.Ops, k.Low, k.High)
+		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d-%d\t%s\n", k.Key, k.PerSecond, k.Ops, k.Low, k.High, slicedMark(k.Sliced))
 	}
 	if len(hot.Keys) == 0 {
-		fmt.Fprintln(tw, "(none)\t\t\t")
+		fmt.Fprintln(tw, "(none)\t\t\t\t")
 	}
 	tw.Flush()
+}
+
+// slicedMark is a hot key's SLICED column: its limit is being sliced (lent, or held).
+func slicedMark(sliced bool) string {
+	if sliced {
+		return "sliced"
+	}
+	return ""
 }
 
 // writeClusterHotKeys prints a cluster's merged hot keys, each with the members that
@@ -100,12 +108,12 @@ func writeHotKeys(out io.Writer, hot *node.HotKeysView) {
 func writeClusterHotKeys(out io.Writer, hot *node.ClusterHotKeysView) {
 	fmt.Fprintf(out, "hot keys of %d members, merged by %s (last %.0f s, one op in %d sampled)\n", len(hot.Members), hot.Node, float64(hot.SpanMs)/1000, hot.SampleEvery)
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\tTRUE OPS (99%)\tDECIDED ON")
+	fmt.Fprintln(tw, "KEY\tOPS/S\tOPS\tTRUE OPS (99%)\tDECIDED ON\tSLICED")
 	for _, k := range hot.Keys {
-		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d-%d\t%s\n", k.Key, k.PerSecond, k.Ops, k.Low, k.High, strings.Join(k.Nodes, ","))
+		fmt.Fprintf(tw, "%q\t%.1f\t%d\t%d-%d\t%s\t%s\n", k.Key, k.PerSecond, k.Ops, k.Low, k.High, strings.Join(k.Nodes, ","), slicedMark(k.Sliced))
 	}
 	if len(hot.Keys) == 0 {
-		fmt.Fprintln(tw, "(none)\t\t\t\t")
+		fmt.Fprintln(tw, "(none)\t\t\t\t\t")
 	}
 	tw.Flush()
 	for _, m := range hot.Missing {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leapcount/leapcount/hotkeys"
 	"github.com/leapcount/leapcount/internal/testkit/wait"
 	"github.com/leapcount/leapcount/node"
 )
@@ -20,17 +21,18 @@ import (
 // have moved to the two others, a majority of the voters; hotkeys lists the keys a node
 // decided. Both find the token in --token-file.
 // threeNodes starts three node binaries that share a token file, the second and third
-// joining the first, and waits until status reads the whole cluster as OK.
-func threeNodes(t *testing.T) (nodes []proc, tokenFile string) {
+// joining the first, each with the flags extra, and waits until status reads the whole
+// cluster as OK.
+func threeNodes(t *testing.T, extra ...string) (nodes []proc, tokenFile string) {
 	t.Helper()
 	bin := nodeBinary(t)
 	tokenFile = filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	nodes = append(nodes, startBinary(t, bin, "--name", "s1", "--token-file", tokenFile))
+	nodes = append(nodes, startBinary(t, bin, append([]string{"--name", "s1", "--token-file", tokenFile}, extra...)...))
 	for _, name := range []string{"s2", "s3"} {
-		nodes = append(nodes, startBinary(t, bin, "--name", name, "--token-file", tokenFile, "--join", nodes[0].gossip))
+		nodes = append(nodes, startBinary(t, bin, append([]string{"--name", name, "--token-file", tokenFile, "--join", nodes[0].gossip}, extra...)...))
 	}
 	waitStatus(t, nodes[0], tokenFile, func(code int, out string) bool { return code == 0 && strings.Contains(out, "s3") })
 	return nodes, tokenFile
@@ -115,5 +117,27 @@ func TestStatusSaysReplicasBehind(t *testing.T) {
 	writeStatus(&out, &node.ClusterView{Self: "n1", Status: "degraded", Redis: "down"}, &node.HotKeysView{}, nil)
 	if strings.Contains(out.String(), "replicas behind") {
 		t.Fatalf("status:\n%s\nwant no word of replicas when Redis is simply down", out.String())
+	}
+}
+
+// hotkeys marks a key whose limit is being sliced in its SLICED column, in a node's
+// report and in a cluster's, and leaves the others' empty.
+func TestHotkeysMarkSlicedKeys(t *testing.T) {
+	keys := []hotkeys.Hot{{Key: "hot", Ops: 900, Sliced: true}, {Key: "warm", Ops: 90}}
+	var own bytes.Buffer
+	writeHotKeys(&own, &node.HotKeysView{Node: "s1", Report: hotkeys.Report{SpanMs: 1000, SampleEvery: 16, Keys: keys}})
+	wide := &node.ClusterHotKeysView{Node: "s1", Members: []string{"s1", "s2"}}
+	for _, k := range keys {
+		wide.Keys = append(wide.Keys, hotkeys.ClusterHot{Hot: k, Nodes: []string{"s1", "s2"}})
+	}
+	var merged bytes.Buffer
+	writeClusterHotKeys(&merged, wide)
+	for _, out := range []string{own.String(), merged.String()} {
+		lines := strings.Split(out, "\n")
+		if len(lines) < 4 || !strings.HasSuffix(strings.TrimSpace(lines[1]), "SLICED") ||
+			!strings.HasPrefix(lines[2], `"hot"`) || !strings.HasSuffix(strings.TrimSpace(lines[2]), "sliced") ||
+			!strings.HasPrefix(lines[3], `"warm"`) || strings.Contains(lines[3], "sliced") {
+			t.Errorf("want a SLICED column, \"hot\" marked, \"warm\" not:\n%s", out)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +52,42 @@ func TestStatusPageShowsAKilledMemberDead(t *testing.T) {
 	}
 	if !memberRow("s1", "alive").MatchString(dom) || !strings.Contains(dom, `class="badge warn"`) {
 		t.Fatalf("the page does not show s1 alive and the cluster needing attention:\n%s", dom)
+	}
+}
+
+// A hot key sliced to the nodes it comes in by (--slices) is marked sliced in the
+// page's whole-cluster hot keys, decided on more than one member.
+func TestStatusPageMarksASlicedKey(t *testing.T) {
+	browser := chromium(t)
+	nodes, _ := threeNodes(t, "--slices", "--slice-after", "5")
+	for _, p := range nodes { // two of the three forward "hot" and slice it
+		allowMany(t, p, "hot", 1000)
+	}
+	dom := loadPage(t, browser, "http://"+nodes[0].http+"/ui#token=s3cret&hot=cluster", artifact(t, "ui-sliced-hot-key.png"))
+	row := regexp.MustCompile(`<td class="key">hot</td>(<td[^>]*>[^<]*</td>){3}<td>s\d(, s\d)+</td><td class="sliced">sliced</td>`)
+	if !row.MatchString(dom) {
+		t.Fatalf("the cluster's hot keys do not show \"hot\" decided on several members, sliced:\n%s", dom)
+	}
+}
+
+// allowMany sends n allows of key (a limit never reached) to p over HTTP, one at a time.
+func allowMany(t *testing.T, p proc, key string, n int) {
+	t.Helper()
+	body := fmt.Sprintf(`{"key":%q,"window":"1m","limit":1000000}`, key)
+	for range n {
+		req, err := http.NewRequest("POST", "http://"+p.http+"/v1/allow", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("allow through %s: %s", p.http, resp.Status)
+		}
 	}
 }
 

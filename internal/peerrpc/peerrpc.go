@@ -118,23 +118,24 @@ func HandleHotKeys(s *Server, top func(n int) hotkeys.Report) {
 	s.HandleMessages(rpc.KindHotKeys, rpc.MessageHandler{MaxBytes: hotkeys.MaxRequestBytes,
 		Answer: func(_ context.Context, body, out []byte) ([]byte, error) {
 			d := wire.NewDecoder(body)
-			n := hotkeys.ReadRequest(&d)
+			n, flags := hotkeys.ReadRequest(&d)
 			if err := d.End(); err != nil {
 				return nil, err
 			}
 			r := top(n)
-			return hotkeys.AppendReport(out, &r), nil
+			return hotkeys.AppendReport(out, &r, flags), nil
 		}})
 }
 
 // HotKeys is the rpc client asking peers for their top keys.
 type HotKeys struct{ C *Client }
 
-// Top asks the member at addr for its top n keys (1 to hotkeys.MaxTop).
-func (h HotKeys) Top(ctx context.Context, addr string, n int) (hotkeys.Report, error) {
+// Top asks the member at addr for its top n keys (1 to hotkeys.MaxTop), with flags
+// (hotkeys.FlagSliced) only if it reads them.
+func (h HotKeys) Top(ctx context.Context, addr string, n int, flags uint64) (hotkeys.Report, error) {
 	var r hotkeys.Report
-	err := h.C.Send(ctx, addr, rpc.KindHotKeys, hotkeys.AppendRequest(nil, n), func(d *wire.Decoder) error {
-		r = hotkeys.ReadReport(d, n)
+	err := h.C.Send(ctx, addr, rpc.KindHotKeys, hotkeys.AppendRequest(nil, n, flags), func(d *wire.Decoder) error {
+		r = hotkeys.ReadReport(d, n, flags)
 		return nil
 	})
 	return r, NotSent(err)
