@@ -23,12 +23,7 @@ import (
 func TestHandoffCarriesTheWriteInDoubtAsAFence(t *testing.T) {
 	srv := startRedisServer(t)
 	st := openStore(t, srv.URL(), fallback.Config{ReadTimeout: 150 * time.Millisecond, BreakerFailures: -1})
-	var n net
-	a, b := n.sole(t, "a", st), n.add(t, "b", st)
-	two := ringOf("a", "b")
-	k := keysOf(two, "b", 1)[0]
-	do(a.Owner, incr(k, 5))
-	redisIs(t, st, k, 5)
+	n, a, b, two, k := fiveForB(t, st)
 	srv.Pause()
 	defer srv.Resume()
 	do(a.Owner, incr(k, 1))

@@ -56,8 +56,9 @@ func (o *Owner) stripLateResets(sb *sentBatch) {
 // dropLateResets makes the resets of partitions ps, decided before their lease ended
 // and not yet confirmed in Redis, go without their reset (stripLateResets): those
 // pending in the store are drained now (what is decided after a new grant is not
-// touched), those queued lose it at once, those in batches when they go next. The caller
-// holds mu.
+// touched), those queued lose it at once, those in batches when they go next, and those
+// on their way to a new owner in a release before they are handed on
+// (dropReleasedResets). The caller holds mu.
 func (o *Owner) dropLateResets(ps lease.Set) {
 	rg := o.ring.Load()
 	if o.cfg.Redis == nil || rg == nil || ps.Len() == 0 {
@@ -91,6 +92,9 @@ func (o *Owner) dropLateResets(ps lease.Set) {
 	f.reindexQueue()
 	f.mu.Unlock()
 	f.enqueue(ds)
+	if n := o.dropReleasedResets(rg, ps); n > 0 {
+		o.cfg.Logger.Warn("resets on their way to a new owner dropped: this node's lease ended before they were handed on; what they erased may come back", "counters", n)
+	}
 }
 
 // dropStaleBases drops the whole states of partitions ps, written back after Redis lost

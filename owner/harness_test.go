@@ -169,16 +169,16 @@ func (f *fakeLeases) grantAll() {
 type net struct {
 	mu      sync.Mutex
 	owners  map[string]*Owner
-	fail    func(to string, h *Handoff) (drop, lose bool)
-	refused atomic.Int64      // Handoffs refused by their receiver
-	clock   atomic.Int64      // the counters' clock, ms; t0 until set
-	flush   time.Duration     // owners' FlushInterval (default 20ms)
-	batch   int               // owners' FlushBatch (0: DefaultFlushBatch)
-	bounds  *leaparray.Bounds // the bounds of the stores of owners added next; nil: none
-	wrap    func(Redis) Redis // when set, what the owners added next use as Redis
-	run     uint64            // the run (Config.Incarnation) of the owners added next; 0: runs not checked
-	logs    slog.Handler      // where the owners added next log (nil: nowhere)
-	leavers map[string]bool   // the members every owner sees leaving (Config.Leaving); under mu
+	fail    func(to string, h *Handoff) (drop, lose bool) // both: not delivered, the sender left in doubt
+	refused atomic.Int64                                  // Handoffs refused by their receiver
+	clock   atomic.Int64                                  // the counters' clock, ms; t0 until set
+	flush   time.Duration                                 // owners' FlushInterval (default 20ms)
+	batch   int                                           // owners' FlushBatch (0: DefaultFlushBatch)
+	bounds  *leaparray.Bounds                             // the bounds of the stores of owners added next; nil: none
+	wrap    func(Redis) Redis                             // when set, what the owners added next use as Redis
+	run     uint64                                        // the run (Config.Incarnation) of the owners added next; 0: runs not checked
+	logs    slog.Handler                                  // where the owners added next log (nil: nowhere)
+	leavers map[string]bool                               // the members every owner sees leaving (Config.Leaving); under mu
 	// redisClock, when set, is Redis's clock (TIME), ms, for the owners added next;
 	// nil: the counters' clock (now), so that the owners know their clock agrees with
 	// Redis's and skip loads where they may (clock.go).
@@ -223,7 +223,10 @@ func (n *net) Handoff(ctx context.Context, addr string, h *Handoff) error {
 	if fail != nil {
 		drop, lose = fail(addr, h)
 	}
-	if drop {
+	switch {
+	case drop && lose:
+		return errors.New("no answer (not delivered)") // in doubt to the sender
+	case drop:
 		return fmt.Errorf("%w: dropped", counter.ErrNotSent)
 	}
 	err := o.Handoff(ctx, h)
@@ -423,6 +426,19 @@ func eventually(t *testing.T, what string, cond func() error) {
 }
 
 // sole adds an owner that the ring makes the only member, holding every partition.
+// fiveForB is owner a alone in its ring, owner b not yet in it, and a key that b owns in
+// ring two (a's and b's), counted 5 on a and written to Redis.
+func fiveForB(t *testing.T, st *fallback.Store) (n *net, a, b *testOwner, two *ring.Ring, k string) {
+	t.Helper()
+	n = new(net)
+	a, b = n.sole(t, "a", st), n.add(t, "b", st)
+	two = ringOf("a", "b")
+	k = keysOf(two, "b", 1)[0]
+	do(a.Owner, incr(k, 5))
+	redisIs(t, st, k, 5)
+	return n, a, b, two, k
+}
+
 func (n *net) sole(t testing.TB, name string, redis *fallback.Store) *testOwner {
 	o := n.add(t, name, redis)
 	o.SetRing(ringOf(name))

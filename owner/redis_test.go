@@ -118,12 +118,7 @@ func (h *messageCount) WithGroup(string) slog.Handler      { return h }
 // the 5 it lost were gone from Redis though the counter was in memory throughout).
 func TestReleaseWithRedisDownGoesDirect(t *testing.T) {
 	srv, st := startRedis(t)
-	var n net
-	a, b := n.sole(t, "a", st), n.add(t, "b", st)
-	two := ringOf("a", "b")
-	k := keysOf(two, "b", 1)[0]
-	do(a.Owner, incr(k, 5))
-	redisIs(t, st, k, 5)
+	_, a, b, two, k := fiveForB(t, st)
 	stopRedis(t, srv, st, a.Owner)
 	do(a.Owner, incr(k, 3))
 	b.SetRing(two)
@@ -137,15 +132,77 @@ func TestReleaseWithRedisDownGoesDirect(t *testing.T) {
 	redisIs(t, st, k, 8)
 }
 
+// A reset on its way to a new owner whose lease lapsed before it was handed on (sim
+// seed 114162): the new owner may have been granted the partition since and counted;
+// the reset arrives without its reset, and erases none of that. So too when its Handoff
+// was out, in doubt, as the lease lapsed: sent again, it goes without.
+func TestAResetHandedOnAfterItsLeaseLapsedErasesNothing(t *testing.T) {
+	for _, inDoubt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in doubt=%v", inDoubt), func(t *testing.T) { resetHandedOnAfterALapse(t, inDoubt) })
+	}
+}
+
+func resetHandedOnAfterALapse(t *testing.T, inDoubt bool) {
+	srv, st := startRedis(t)
+	n, a, b, two, k := fiveForB(t, st)
+	var held atomic.Bool // a's Handoffs do not get through while set
+	held.Store(true)
+	n.fail = func(to string, h *Handoff) (bool, bool) {
+		stopped := held.Load() && len(h.Counters) > 0
+		return stopped, stopped && inDoubt
+	}
+	pauseRedis(t, srv, st, a.Owner)
+	do(a.Owner, reset(k)) // decided under a's lease, not written
+	b.SetRing(two)
+	a.SetRing(two)
+	eventually(t, "a hands its counters on directly", func() error {
+		a.lock()
+		defer a.unlock()
+		for _, rel := range a.releases.jobs {
+			if !inDoubt && !rel.persist {
+				return nil
+			}
+			for _, s := range rel.sends {
+				if s.inDoubt && !s.flying {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("a hands nothing on directly yet (in doubt: %v)", inDoubt)
+	})
+	a.lapse(two.Partition(k))
+	srv.Resume()
+	eventually(t, "Redis back", func() error {
+		if !st.Healthy() {
+			do(b.Owner, count("probe"))
+			return fmt.Errorf("Redis still looks down")
+		}
+		return nil
+	})
+	b.leases.grantAll()
+	// b loads 5 (the reset never reached Redis) and counts 2.
+	if r := do(b.Owner, incr(k, 2))[0]; r.Err != nil || r.Count != 7 {
+		t.Fatalf("incr on b: %+v; want 7", r)
+	}
+	held.Store(false)
+	if err := a.WaitReleased(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustCount(t, b.Owner, k, 7)
+	eventually(t, "Redis has b's 7", func() error {
+		b.flushOnce(context.Background())
+		got, err := fallbacktest.Count(context.Background(), st, k, sp, n.now())
+		if err == nil && got != 7 {
+			err = fmt.Errorf("Redis has %d", got)
+		}
+		return err
+	})
+}
+
 // A Handoff names the Redis epoch its sender knew.
 func TestHandoffNamesTheSendersEpoch(t *testing.T) {
 	srv, st := startRedis(t)
-	var n net
-	a, b := n.sole(t, "a", st), n.add(t, "b", st)
-	two := ringOf("a", "b")
-	k := keysOf(two, "b", 1)[0]
-	do(a.Owner, incr(k, 5))
-	redisIs(t, st, k, 5) // written: a knows the epoch
+	n, a, b, two, _ := fiveForB(t, st) // written: a knows the epoch
 	stopRedis(t, srv, st, a.Owner)
 	var epochs sync.Map
 	n.fail = func(to string, h *Handoff) (bool, bool) {
@@ -515,12 +572,7 @@ func TestPartitionStaleDuringALoadIsDecidedOnceReloaded(t *testing.T) {
 // seed 17414).
 func TestCountersHandedOverWhileRedisDownReloadWhenBack(t *testing.T) {
 	srv, st := startRedis(t)
-	var n net
-	a, b := n.sole(t, "a", st), n.add(t, "b", st)
-	two := ringOf("a", "b")
-	k := keysOf(two, "b", 1)[0]
-	do(a.Owner, incr(k, 5))
-	redisIs(t, st, k, 5)
+	_, a, b, two, k := fiveForB(t, st)
 	pauseRedis(t, srv, st, a.Owner)
 	b.SetRing(two)
 	a.SetRing(two) // a hands k to b directly

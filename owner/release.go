@@ -70,6 +70,7 @@ type send struct {
 	outSince time.Duration // in doubt: when the receiver was first seen out of the ring
 	next     time.Duration // in doubt: when to send h again
 	wait     time.Duration
+	lapsed   lease.Set // partitions whose lease lapsed while h was out: it goes again without their resets
 }
 
 // startRelease begins the release of partitions ps, which the ring just took away.

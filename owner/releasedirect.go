@@ -189,6 +189,8 @@ func (o *Owner) sendHandoff(rel *release, s *send) {
 			s.h.Partitions = s.parts
 		}
 		s.n = n
+	} else if rg := o.ring.Load(); s.lapsed != nil && rg != nil {
+		s.h, s.lapsed = withoutResetsIn(rg, s.lapsed, s.h), nil
 	}
 	s.flying = true
 	h := s.h
