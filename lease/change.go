@@ -85,6 +85,7 @@ func (v *Voters) propose(next []string, now time.Duration) bool {
 	}
 	if v.prop == nil || v.prop.base != v.version {
 		v.prop = &proposal{base: v.version, want: next}
+		v.overtakenBy = Ballot{} // (a rival's ballots of another change)
 		v.newBallot(now)
 	}
 	return v.stepProposal(now)
@@ -201,10 +202,13 @@ func (v *Voters) Answered(from string, st *ChangeState, now time.Duration) bool 
 // same change (each makes the change it sees next) and each retried half a lease after its
 // ballot began overtook each other for good once two round trips took longer than that
 // (TestSlowHeartbeatsStillHoldLeases at a quarter of a lease); the one overtaken now waits
-// for the other's ballot to be chosen, and goes on should it stall.
+// for the other's ballot to be chosen, and goes on should it stall. Only a ballot above
+// the last one noted starts the wait: acceptors report the same promise in every answer,
+// and a rival that stopped (paused, gone) would otherwise hold this node back for good
+// (sim seed 145334: the voters never grew back to five).
 func (v *Voters) noteBallot(b Ballot, now time.Duration) {
-	if p := v.prop; p != nil && b.By != v.self && p.ballot.Less(b) {
-		v.overtaken = now
+	if p := v.prop; p != nil && b.By != v.self && p.ballot.Less(b) && v.overtakenBy.Less(b) {
+		v.overtaken, v.overtakenBy = now, b
 	}
 }
 

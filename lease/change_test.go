@@ -92,6 +92,33 @@ func TestRivalVoterChangesEndInOne(t *testing.T) {
 	}
 }
 
+// A rival's ballot that an acceptor promised, its proposer then stopped (paused, gone),
+// holds another voter's change back for retryAfter, not for good, though the acceptor
+// reports that promise in every answer (sim seed 145334: the voters never grew back to
+// five).
+func TestAStoppedRivalHoldsAChangeBackOnlyAWhile(t *testing.T) {
+	view := View{Alive: []string{"a", "b", "c"}, Leaving: []string{"b"}}
+	a, c := votersOf("a", "a", "b", "c"), votersOf("c", "a", "b", "c")
+	for _, v := range []*Voters{a, c} {
+		v.Update(View{Alive: view.Alive}, 0)
+	}
+	now := time.Hour
+	rival := &ChangeMsg{Base: 1, Ballot: Ballot{N: 7, By: "b"}} // b's prepare; b then stops
+	if st := c.Accept("b", rival, []string{"a", "b", "c"}, 1, now); st == nil || st.Promised != rival.Ballot {
+		t.Fatalf("c answered b's prepare with %+v; want a promise", st)
+	}
+	never := func() bool { return false }
+	start := now
+	for a.Version() == 1 && now-start < 10*a.retryAfter() {
+		now += 50 * time.Millisecond
+		a.Update(view, now) // a wants b, which is leaving, out
+		exchange(a, c, now, never)
+	}
+	if a.Version() != 2 || !slices.Equal(a.List(), []string{"a", "c"}) {
+		t.Fatalf("after %v a has %v (version %d); want [a c] at version 2 within a few times %v", now-start, a.List(), a.Version(), a.retryAfter())
+	}
+}
+
 // A node that started (not founded) promises and accepts nothing for a grant's length:
 // its earlier run may have accepted a change it no longer remembers, and a majority
 // counting its fresh promise could choose another.

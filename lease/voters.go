@@ -19,8 +19,10 @@ type Voters struct {
 	acc     acceptor  // this node's acceptor state for the change from its set (change.go)
 	prop    *proposal // the change this node proposes from its set, if any
 	highest uint64    // the highest ballot number seen
-	// overtaken: when this node's proposal last saw another's ballot above its own.
-	overtaken time.Duration
+	// overtaken: when this node's proposal last saw another's ballot above its own,
+	// overtakenBy, and above any seen before.
+	overtaken   time.Duration
+	overtakenBy Ballot
 	// acceptsFrom: no promise or acceptance before this (Quarantine).
 	acceptsFrom time.Duration
 }
