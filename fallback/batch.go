@@ -29,6 +29,12 @@ type Batch struct {
 	deltas  []Delta
 	calls   []*batchCall
 	dropped *FlushError // invalid deltas, reported by the next SendBatch
+	// late are the deltas whose reset had a deadline (Delta.ResetBy) and is not known
+	// to have applied: Redis found it past, or an earlier send applied its call.
+	late []int
+	// clock is Redis's clock (µs) as read by the earliest call the last send
+	// had answered (0: none).
+	clock int64
 }
 
 // callState is what is known of one call of a batch.
@@ -219,6 +225,7 @@ func (st *Store) newCall(writer string, slot uint16, deltas int) *batchCall {
 func (st *Store) SendBatch(ctx context.Context, b *Batch) error {
 	fe := b.dropped
 	b.dropped = &FlushError{}
+	b.clock = 0
 	var todo []*batchCall
 	wait := map[string]uint64{} // per writer key, the last unconfirmed call's seq
 	for _, c := range b.calls {
@@ -239,7 +246,7 @@ func (st *Store) SendBatch(ctx context.Context, b *Batch) error {
 		}
 		cmds, tried := st.runAll(ctx, trip)
 		for k, cmd := range cmds {
-			st.settle(todo[k], cmd, tried, b.deltas, fe)
+			st.settle(b, todo[k], cmd, tried, fe)
 		}
 		todo = todo[n:]
 	}
@@ -253,13 +260,19 @@ func (st *Store) SendBatch(ctx context.Context, b *Batch) error {
 // settle records what cmd, c's reply, says of c: confirmed when Redis answered it (per
 // counter errors then go to fe as dropped deltas), else unsent or in doubt, its deltas in
 // fe. tried says the call was handed to go-redis at all.
-func (st *Store) settle(c *batchCall, cmd *redis.Cmd, tried bool, deltas []Delta, fe *FlushError) {
-	applied, replies, err := mergeReply(cmd, len(c.owners))
+func (st *Store) settle(b *Batch, c *batchCall, cmd *redis.Cmd, tried bool, fe *FlushError) {
+	r, err := mergeReply(cmd, len(c.owners))
 	if err == nil {
 		c.state = confirmed
+		if r.clock > 0 && (b.clock == 0 || r.clock < b.clock) {
+			b.clock = r.clock
+		}
 		for k, i := range c.owners {
-			if applied && replies[k] != nil {
-				fe.add(i, named(deltas[i], replies[k]))
+			switch {
+			case r.applied && r.errs[k] != nil:
+				fe.add(i, named(b.deltas[i], r.errs[k]))
+			case r.applied && r.late[k], !r.applied && b.deltas[i].Reset && b.deltas[i].ResetBy > 0:
+				b.late = append(b.late, i)
 			}
 		}
 		return
@@ -273,30 +286,42 @@ func (st *Store) settle(c *batchCall, cmd *redis.Cmd, tried bool, deltas []Delta
 	}
 }
 
-// mergeReply reads merge_many's reply for n counters: whether this call applied it
-// ({1, r1..rn}) or found it applied before ({0}), and per counter nil or its error;
-// errBehind for {2}.
-func mergeReply(cmd *redis.Cmd, n int) (applied bool, replies []error, err error) {
+// mergeResult is merge_many's reply for one call.
+type mergeResult struct {
+	applied bool    // this call applied it ({1, ...}), or found it applied before ({0, t})
+	errs    []error // when applied, per counter nil or its error
+	late    []bool  // when applied, per counter: its reset was past its deadline
+	clock   int64   // Redis's clock as the call ran, µs
+}
+
+// mergeReply reads merge_many's reply for n counters; errBehind for {2}.
+func mergeReply(cmd *redis.Cmd, n int) (mergeResult, error) {
 	v, err := cmd.Slice()
 	if err != nil {
-		return false, nil, err
+		return mergeResult{}, err
 	}
-	if len(v) == 1 && v[0] == int64(0) {
-		return false, nil, nil
+	if len(v) == 2 && v[0] == int64(0) {
+		t, _ := v[1].(int64)
+		return mergeResult{clock: t}, nil
 	}
 	if len(v) == 1 && v[0] == int64(2) {
-		return false, nil, errBehind
+		return mergeResult{}, errBehind
 	}
-	if len(v) != n+1 || v[0] != int64(1) {
-		return false, nil, fmt.Errorf("merge_many answered %d values for %d counters", len(v), n)
+	if len(v) != n+2 || v[0] != int64(1) {
+		return mergeResult{}, fmt.Errorf("merge_many answered %d values for %d counters", len(v), n)
 	}
-	replies = make([]error, n)
-	for k, r := range v[1:] {
-		if r != int64(1) {
-			replies[k] = errors.New(fmt.Sprint(r))
+	r := mergeResult{applied: true, errs: make([]error, n), late: make([]bool, n)}
+	r.clock, _ = v[n+1].(int64)
+	for k, x := range v[1 : n+1] {
+		switch x {
+		case int64(1):
+		case int64(3):
+			r.late[k] = true
+		default:
+			r.errs[k] = errors.New(fmt.Sprint(x))
 		}
 	}
-	return true, replies, nil
+	return r, nil
 }
 
 // neverSent reports whether a call that failed with err certainly did not run: no
@@ -386,15 +411,25 @@ func (st *Store) appendDelta(args []any, d Delta) []any {
 }
 
 func appendDeltaArgs(args []any, d Delta, ttl any, boxes *argBoxes) []any {
-	reset := 0
-	if d.Reset {
-		reset = 1
-	}
-	args = append(args, reset, d.Spec.Buckets, ttl, len(d.Buckets))
+	args = append(args, resetArg(d), d.Spec.Buckets, ttl, len(d.Buckets))
 	for _, b := range d.Buckets {
 		args = append(args, boxes.index(b.Index), b.Count) // (go-redis writes a count in decimal; one below 256 boxes for free)
 	}
 	return args
+}
+
+// resetArg is merge_many's reset argument for d: 0, 1, or its deadline (negative for a
+// Base, skipped whole when late).
+func resetArg(d Delta) int64 {
+	switch {
+	case !d.Reset:
+		return 0
+	case d.ResetBy <= 1:
+		return 1
+	case d.Base:
+		return -d.ResetBy
+	}
+	return d.ResetBy
 }
 
 // argBoxes boxes once the arguments a call's deltas repeat: the TTL of the last Spec

@@ -48,7 +48,7 @@ func (st *Store) rewrite(b *Batch, match func(*batchCall) bool, fn func(Delta) (
 		kept := c.owners[:0]
 		for _, i := range c.owners {
 			d, keep := fn(b.deltas[i])
-			if !keep || d.Reset != b.deltas[i].Reset || len(d.Buckets) != len(b.deltas[i].Buckets) {
+			if !keep || d.Reset != b.deltas[i].Reset || d.ResetBy != b.deltas[i].ResetBy || len(d.Buckets) != len(b.deltas[i].Buckets) {
 				changed = true
 				n++
 			}

@@ -25,6 +25,12 @@ type Delta struct {
 	// stands for a reset handed in): its writer drops it once another node's late write
 	// of the counter shows that its memory lacks that write, which its reset would erase.
 	WriteBack bool
+	// ResetBy, with Reset, is when the reset stops applying, on Redis's clock (µs since
+	// the Unix epoch; 0: never): the end of its writer's right to the counter. Past it,
+	// another node may have written the counter, so Redis merges the buckets without
+	// the reset, or skips a Base whole, and the send reports it (Batch.LateResets).
+	// Its writer sets it as it sends (Batch.RedisTime tells it Redis's clock).
+	ResetBy int64
 }
 
 // CounterRef names one counter: its key and its shape.

@@ -111,7 +111,7 @@ func TestFlushManyEqualsPerCounterMerge(t *testing.T) {
 		}
 		cmds, _ := st.runAll(bg, single)
 		for _, cmd := range cmds {
-			if _, _, err := mergeReply(cmd, 1); err != nil {
+			if _, err := mergeReply(cmd, 1); err != nil {
 				t.Fatal(err)
 			}
 		}

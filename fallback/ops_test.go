@@ -148,9 +148,9 @@ func (st *Store) Merge(ctx context.Context, key string, sp leaparray.Spec, bucke
 	if len(buckets) == 0 {
 		return nil // nothing to add, as for an empty snapshot in memory
 	}
-	_, replies, err := mergeReply(st.run(ctx, st.mergeCall(d)), 1)
+	r, err := mergeReply(st.run(ctx, st.mergeCall(d)), 1)
 	if err == nil {
-		err = replies[0]
+		err = r.errs[0]
 	}
 	if err != nil {
 		return unavailable("merge", err)

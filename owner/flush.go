@@ -320,12 +320,14 @@ func (o *Owner) flushNext() {
 // sent goes on after a batch's send: confirmed, its counters settle (its late writes
 // marked first) and the next batch goes; else the flush ends.
 func (o *Owner) sent(sb *sentBatch, err error) {
+	o.noteRedisTime(sb.b)
 	if err != nil || !sb.b.Confirmed() {
 		o.cfg.Logger.Debug("write-behind incomplete; sent again later", "err", err, "in_doubt", sb.b.InDoubt())
 		o.flushFailed()
 		return
 	}
 	o.flush.failures, o.flush.retryAt = 0, 0
+	o.lateResetsDone(sb)
 	o.noteLate(sb.refs)
 	o.noteDeparted(sb.refs, sb.newest)
 	settle := func(bool) { // the marks before the refs go: a load that waited for them must find the mark

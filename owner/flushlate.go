@@ -27,29 +27,35 @@ func (o *Owner) stripLateResets(sb *sentBatch) {
 	}
 	now := o.cfg.Clock.Since()
 	var later []fallback.Delta
-	n := o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
+	stripped := 0
+	o.cfg.Redis.Rewrite(sb.b, func(d fallback.Delta) (fallback.Delta, bool) {
 		p := rg.Partition(d.Key)
 		lapsed := sb.lapsed.Has(p)
 		switch {
 		case d.WriteBack && sb.staleBases.Has(p):
+			stripped++
 			return d, false // its memory lacks a late write, which the reset would erase
-		case !d.Reset || !lapsed && o.cfg.Leases.Holds(p, now):
+		case !d.Reset:
+			return d, true
+		case !lapsed && o.cfg.Leases.Holds(p, now):
+			d.ResetBy = o.resetDeadline(p, now) // (resetby.go)
 			return d, true
 		case !lapsed && o.parts.get(p).waitsForLease():
 			later = append(later, d)
 			return d, false
 		case d.Base:
+			stripped++
 			return d, false
 		}
+		stripped++
 		d.Reset = false
 		return d, true
 	})
 	if len(later) > 0 {
 		o.flush.enqueueOlder(later)
-		n -= len(later)
 	}
-	if n > 0 {
-		o.cfg.Logger.Warn("resets not written before this node's lease ended are dropped: what they erased may come back", "deltas", n)
+	if stripped > 0 {
+		o.cfg.Logger.Warn("resets not written before this node's lease ended are dropped: what they erased may come back", "deltas", stripped)
 	}
 }
 

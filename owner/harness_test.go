@@ -37,7 +37,7 @@ type fakeLeases struct {
 	peerRun  atomic.Uint64 // the run heard of every peer; 0: 1
 	onHolds  func()        // when set, called (once, then cleared) as Holds is first asked
 	asked    atomic.Int64  // Holds calls
-	until    time.Duration // DecideUntil of a partition held (0: an hour)
+	until    time.Duration // DecideUntil and Until of a partition held (0: an hour; Until: for ever)
 }
 
 func newFakeLeases() *fakeLeases {
@@ -95,13 +95,18 @@ func (f *fakeLeases) grantAfter(p, asks int) {
 	f.refuse[p] = asks
 }
 
-// Until is far off for a partition held, 0 for one not held: a write confirmed while
-// the test holds p is on time, one after is late.
+// Until is until (or, unset, far off) for a partition held, 0 for one not held: a
+// write confirmed while the test holds p is on time, one after is late.
 func (f *fakeLeases) Until(p int) time.Duration {
-	if f.Holds(p, 0) {
-		return math.MaxInt64
+	if !f.Holds(p, 0) {
+		return 0
 	}
-	return 0
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.until > 0 {
+		return f.until
+	}
+	return math.MaxInt64
 }
 
 func (f *fakeLeases) Wait(ctx context.Context, p int) error {

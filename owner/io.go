@@ -48,6 +48,8 @@ type Batch interface {
 	TakeUnsent() []fallback.Delta
 	Fences(match func(fallback.Delta) bool) []fallback.Fence
 	Unconfirmed() []fallback.Delta
+	LateResets() []fallback.Delta
+	RedisTime() int64
 }
 
 // Peers delivers Handoffs to other nodes (production: PeersIO over internal/peerrpc's

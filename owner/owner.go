@@ -108,9 +108,10 @@ type Owner struct {
 	selfLeaving bool      // Leave was called: no counters are taken in any more (under mu)
 	redisEpoch  redisEpochWatch
 	polled      time.Duration
-	probing     bool       // a probe of Redis's replicas is under way (under mu; replicas.go)
-	clock       clockWatch // the counters' clock against Redis's (clock.go)
-	lend        lender     // the limit slices lent and not yet returned (slices.go)
+	probing     bool         // a probe of Redis's replicas is under way (under mu; replicas.go)
+	clock       clockWatch   // the counters' clock against Redis's (clock.go)
+	redisNow    redisReading // Redis's clock, as the write-behind last read it (under mu; resetby.go)
+	lend        lender       // the limit slices lent and not yet returned (slices.go)
 
 	loaded, skipped atomic.Int64  // counters loaded from Redis; created without a load
 	unknownSteps    atomic.Uint64 // events Step did not expect (UnknownTransitions)

@@ -265,8 +265,8 @@ end
 -- fails before it writes. An unknown counter starts with its head at H. absent: see
 -- merge_one.
 local function merge_pairs(key, reset, b, ttl, lo, hi, absent)
-  if hi < lo then -- a reset alone
-    if not absent then
+  if hi < lo then -- a reset alone (or one past its deadline: nothing)
+    if reset and not absent then
       redis.call('DEL', key)
     end
     return

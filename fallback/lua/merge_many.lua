@@ -8,17 +8,32 @@
 -- before it in this key that was not confirmed when this was sent (0: none).
 -- KEYS: the writer key (when ARGV[1] is not 0), holding the highest seq of its writer
 -- applied in this slot, then the counters, a counter once per delta (its deltas in
--- order). ARGV, from ARGV[4], for each counter in turn: reset (0/1), B, ttl (ms), m,
--- then m (bucket, count) pairs j1, c1, ..., jm, cm (m = 0: a reset alone).
--- Returns {0} when seq is not above the mark: applied before, and nothing is done but
--- refresh the mark's TTL. {2}
+-- order). ARGV, from ARGV[4], for each counter in turn: reset, B, ttl (ms), m, then m
+-- (bucket, count) pairs j1, c1, ..., jm, cm (m = 0: a reset alone). reset is 0 (none),
+-- 1 (erase first), or a deadline on Redis's clock (µs since the Unix epoch, TIME): d > 1
+-- erases first only before d, and later merges the pairs alone; -d, a counter's whole
+-- state (fallback.Delta.Base), is merged only before d, and later skipped. A deadline
+-- is the end of its writer's lease: after it another node may have written the counter,
+-- and a late reset would erase that.
+-- Returns {0, t} when seq is not above the mark: applied before, and nothing is done
+-- but refresh the mark's TTL. {2}
 -- when the mark is below the wait: the call before has not applied, and this one must
 -- not pass it (nothing is done either; the writer sends both again). Else the call is
--- applied: {1, r1, r2, ...}, one reply per counter in order, 1 when merged, else the
--- error message. Setting the mark is the script's first write, so a call that fails
+-- applied: {1, r1, r2, ..., t}, one reply per counter in order, 1 when merged, 3 when
+-- merged without its reset or skipped (past its deadline), else the error message.
+-- t is Redis's clock (µs) as the call ran: writers measure deadlines from it. Setting the mark is the script's first write, so a call that fails
 -- before it leaves nothing, and one that passes it runs to the end: a counter that
 -- fails (its key holds a string, WRONGTYPE) fails before it writes and does not stop the
 -- others, as Redis does not undo a script's writes when the script fails.
+local now -- Redis's clock, µs, read once
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return now
+end
+
 local first, res = 1, { 1 }
 if ARGV[1] ~= '0' then
   local mark = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
@@ -26,7 +41,7 @@ if ARGV[1] ~= '0' then
     -- A write (the mark's TTL, refreshed), so that a WAIT after this call covers the
     -- run that applied it, perhaps on another connection (fallback/replicas.go).
     redis.call('PEXPIRE', KEYS[1], ARGV[1])
-    return { 0 }
+    return { 0, clock() }
   end
   if mark < tonumber(ARGV[3]) then
     return { 2 }
@@ -78,14 +93,22 @@ for k = first, #KEYS do
   local key = KEYS[k]
   local absent = none and not met[key]
   met[key] = true
-  local ok, err
-  if absent and m == 1 then -- (reset or not: erasing nothing changes nothing)
+  local r, late = tonumber(ARGV[a]), false
+  if r ~= 0 and r ~= 1 then
+    late = clock() >= math.abs(r)
+  end
+  local ok, err = true, nil
+  if late and r < 0 then
+    -- A whole state past its deadline: what Redis holds may be newer.
+  elseif absent and m == 1 then -- (reset or not: erasing nothing changes nothing)
     ok, err = new_counter(key, ARGV[a + 2], ARGV[lo], ARGV[lo + 1])
   else
-    ok, err = pcall(merge_pairs, key, ARGV[a] == '1', tonumber(ARGV[a + 1]), ARGV[a + 2], lo, lo + 2 * m - 1, absent)
+    ok, err = pcall(merge_pairs, key, r ~= 0 and not late, tonumber(ARGV[a + 1]), ARGV[a + 2], lo, lo + 2 * m - 1, absent)
   end
   a = lo + 2 * m
-  if ok then
+  if ok and late then
+    res[#res + 1] = 3
+  elseif ok then
     res[#res + 1] = 1
   else
     if type(err) == 'table' then
@@ -94,4 +117,5 @@ for k = first, #KEYS do
     res[#res + 1] = tostring(err)
   end
 end
+res[#res + 1] = clock()
 return res

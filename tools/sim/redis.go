@@ -441,7 +441,7 @@ func (c *redisClient) Rewrite(ob owner.Batch, fn func(fallback.Delta) (fallback.
 		kept := k.deltas[:0]
 		for _, d := range k.deltas {
 			nd, keep := fn(d)
-			if !keep || nd.Reset != d.Reset || len(nd.Buckets) != len(d.Buckets) {
+			if !keep || nd.Reset != d.Reset || nd.ResetBy != d.ResetBy || len(nd.Buckets) != len(d.Buckets) {
 				n++
 			}
 			if keep {

@@ -11,6 +11,8 @@ import (
 // simBatch is a batch of write-behind calls, each applied at most once (by its seq).
 type simBatch struct {
 	calls []*simCall
+	late  []fallback.Delta // resets with a deadline not known to have applied (LateResets)
+	clock int64            // Redis's clock, µs, as the last send's calls ran (RedisTime)
 }
 
 type callState uint8
@@ -57,6 +59,7 @@ func (c *redisClient) NewBatch(writer string, ds []fallback.Delta) owner.Batch {
 // SendBatch sends the calls not yet confirmed, in order, in one round trip.
 func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 	b := ob.(*simBatch)
+	b.clock = 0
 	var todo []*simCall
 	for _, k := range b.calls {
 		if k.state != confirmed {
@@ -76,10 +79,23 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 			k.state = inDoubt // on its way: only its answer says whether it applied
 		}
 	}
+	var clock int64
+	appliedNow := map[*simCall][]fallback.Delta{} // the calls this send applied: their late resets
 	c.call(func() any {
+		w := c.srv.w
+		clock = w.epochMs*1000 + int64(w.sched.now/time.Microsecond)
 		for _, k := range todo {
 			if k.seq > c.srv.marks[k.writer] {
+				appliedNow[k] = nil
 				for _, d := range k.deltas {
+					if d.Reset && d.ResetBy > 0 && clock >= d.ResetBy {
+						// Past its deadline (merge_many): a Base is skipped, a reset dropped.
+						appliedNow[k] = append(appliedNow[k], d)
+						if d.Base {
+							continue
+						}
+						d.Reset = false
+					}
 					c.srv.w.noteWrite(c.n, d, k.writer, k.seq)
 					c.srv.w.wipeWrittenBack(d.Key, k.writer, d.Base)
 					c.srv.apply(d)
@@ -94,13 +110,27 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 		return c.srv.replicated()
 	}, func(v any, err error) {
 		if err = c.wrote(v == true, err); err == nil {
+			b.clock = clock
 			for _, k := range todo {
 				k.state = confirmed
+				late, now := appliedNow[k]
+				if !now { // found applied before: none of its resets is known to have
+					late = slices.DeleteFunc(slices.Clone(k.deltas), func(d fallback.Delta) bool { return !d.Reset || d.ResetBy == 0 })
+				}
+				b.late = append(b.late, late...)
 			}
 		}
 		done(err)
 	})
 }
+
+func (b *simBatch) LateResets() []fallback.Delta {
+	late := b.late
+	b.late = nil
+	return late
+}
+
+func (b *simBatch) RedisTime() int64 { return b.clock }
 
 func (b *simBatch) Confirmed() bool {
 	for _, k := range b.calls {
