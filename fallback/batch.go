@@ -271,7 +271,7 @@ func (st *Store) settle(b *Batch, c *batchCall, cmd *redis.Cmd, tried bool, fe *
 			switch {
 			case r.applied && r.errs[k] != nil:
 				fe.add(i, named(b.deltas[i], r.errs[k]))
-			case r.applied && r.late[k], !r.applied && b.deltas[i].Reset && b.deltas[i].ResetBy > 0:
+			case r.applied && r.late[k], !r.applied && pastDeadline(b.deltas[i], r.clock):
 				b.late = append(b.late, i)
 			}
 		}
@@ -284,6 +284,12 @@ func (st *Store) settle(b *Batch, c *batchCall, cmd *redis.Cmd, tried bool, fe *
 	for _, i := range c.owners {
 		fe.add(i, err)
 	}
+}
+
+// pastDeadline reports whether d's reset has a deadline that Redis's clock, at us, may
+// have passed as the call applied (before us): a call found applied before ran no later.
+func pastDeadline(d Delta, us int64) bool {
+	return d.Reset && d.ResetBy > 0 && (us == 0 || us >= d.ResetBy)
 }
 
 // mergeResult is merge_many's reply for one call.

@@ -29,7 +29,9 @@ type Delta struct {
 	// the Unix epoch; 0: never): the end of its writer's right to the counter. Past it,
 	// another node may have written the counter, so Redis merges the buckets without
 	// the reset, or skips a Base whole, and the send reports it (Batch.LateResets).
-	// Its writer sets it as it sends (Batch.RedisTime tells it Redis's clock).
+	// Its writer sets it as it first sends (Batch.RedisTime tells it Redis's clock) and
+	// keeps it: a send found applied before is late only if Redis's clock as it answered
+	// is past it, and another send may have carried any deadline it was given.
 	ResetBy int64
 }
 

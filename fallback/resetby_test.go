@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,6 +78,15 @@ func TestResetAppliesOnlyBeforeItsDeadline(t *testing.T) {
 		if got := b.LateResets(); len(got) != 0 {
 			t.Errorf("late resets reported again: %v", got)
 		}
+		// Its reply lost, the call sent again is found applied before, as Redis's clock
+		// reads before the on-time deadline and past the others.
+		loseReplies(b)
+		if err := st.SendBatch(bg, b); err != nil {
+			t.Fatal(err)
+		}
+		if got := lateKeys(b.LateResets()); len(got) != 2 || !got["a/late"] || !got["a/base"] {
+			t.Errorf("sent again, late resets %v; want a/late and a/base (not a/on-time: its deadline is ahead)", got)
+		}
 		wantCount(t, st, "a/late", sp, now, 7, "its buckets merged without the reset")
 		wantCount(t, st, "a/base", sp, now, 4, "a Base past its deadline is skipped")
 		wantCount(t, st, "a/on-time", sp, now, 1, "reset in time")
@@ -123,4 +133,40 @@ func TestResetAppliesOnlyBeforeItsDeadline(t *testing.T) {
 		wantCount(t, st, "b/base", sp, now, 4, "run past its deadline: skipped")
 		wantCount(t, st, "b/plain", sp, now, 7, "an add, once")
 	})
+}
+
+// What a late reset leaves to send again: per counter whose last reset is late, that
+// reset with the buckets of the counter's later deltas added, as a Base; nothing for a
+// counter whose last reset applied in time, nor for one with no late reset.
+func TestLateStatesFoldWhatFollowsALateReset(t *testing.T) {
+	sp := spec(60_000, 60)
+	d := func(key string, reset bool, counts ...uint64) Delta {
+		var bs []leaparray.Bucket
+		for j, c := range counts {
+			bs = append(bs, leaparray.Bucket{Index: int64(100 + j), Count: c})
+		}
+		return Delta{Key: key, Spec: sp, Buckets: bs, Reset: reset, ResetBy: 7}
+	}
+	ds := []Delta{
+		d("a", true, 1),     // 0: late
+		d("b", true),        // 1: late, then a reset in time
+		d("a", false, 2, 5), // 2
+		d("c", false, 4),    // 3: no reset
+		d("b", true, 3),     // 4: in time
+		d("a", false, 1),    // 5
+		d("e", true),        // 6: in time, then a late one
+		d("e", true, 6),     // 7: late
+	}
+	late := map[int]bool{0: true, 1: true, 7: true}
+	got := LateStates(ds, func(i int) bool { return late[i] })
+	want := []Delta{
+		{Key: "a", Spec: sp, Reset: true, Base: true, Buckets: []leaparray.Bucket{{Index: 100, Count: 4}, {Index: 101, Count: 5}}},
+		{Key: "e", Spec: sp, Reset: true, Base: true, Buckets: []leaparray.Bucket{{Index: 100, Count: 6}}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("LateStates = %+v\nwant %+v", got, want)
+	}
+	if ds[0].Buckets[0].Count != 1 {
+		t.Errorf("LateStates changed the deltas it was given: %+v", ds[0])
+	}
 }

@@ -174,22 +174,8 @@ func fold(a, b fallback.Delta) fallback.Delta {
 	if b.Reset {
 		return b
 	}
-	a.Buckets = addBuckets(append([]leaparray.Bucket(nil), a.Buckets...), b.Buckets)
+	a.Buckets = fallback.AddBuckets(append([]leaparray.Bucket(nil), a.Buckets...), b.Buckets)
 	return a
-}
-
-func addBuckets(dst, src []leaparray.Bucket) []leaparray.Bucket {
-next:
-	for _, b := range src {
-		for i := range dst {
-			if dst[i].Index == b.Index {
-				dst[i].Count += b.Count
-				continue next
-			}
-		}
-		dst = append(dst, b)
-	}
-	return dst
 }
 
 // empty reports whether no delta waits to be written: none queued, none in a batch.

@@ -38,7 +38,9 @@ func (o *Owner) stripLateResets(sb *sentBatch) {
 		case !d.Reset:
 			return d, true
 		case !lapsed && o.cfg.Leases.Holds(p, now):
-			d.ResetBy = o.resetDeadline(p, now) // (resetby.go)
+			if d.ResetBy == 0 { // (its first send's stays: resetby.go)
+				d.ResetBy = o.resetDeadline(p, now)
+			}
 			return d, true
 		case !lapsed && o.parts.get(p).waitsForLease():
 			later = append(later, d)

@@ -339,7 +339,7 @@ func combine(ds []fallback.Delta) ([]leaparray.Bucket, bool) {
 		if d.Reset {
 			out, reset = nil, true
 		}
-		out = addBuckets(out, d.Buckets)
+		out = fallback.AddBuckets(out, d.Buckets)
 	}
 	return out, reset
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/leapcount/leapcount/fallback"
-	"github.com/leapcount/leapcount/leaparray"
 	"github.com/leapcount/leapcount/lease"
 )
 
@@ -18,8 +17,8 @@ import (
 // (fallback.Batch.RedisTime): the clock the script compares with.
 //
 // A reset Redis did not apply, or may not have, while this node still holds its
-// counter leaves Redis without the reset that memory holds: the counter is written
-// back in full (lateResetsDone).
+// counter leaves Redis without the reset that memory holds: it is sent again
+// (lateResetsDone).
 
 // redisReading is Redis's clock as a write-behind reply read it.
 type redisReading struct {
@@ -56,11 +55,15 @@ func (o *Owner) resetDeadline(p int, now time.Duration) int64 {
 	return r.us + int64(float64(left/time.Microsecond)*(1-resetDrift))
 }
 
-// lateResetsDone writes back in full the counters of sb whose reset Redis did not
-// apply, or may not have (past their deadline), while this node holds them: memory
-// holds the reset, Redis the counts before it. One whose lease lapsed since sb was made
-// is another node's now: its reset goes as a late one does (stripLateResets). The
-// caller holds mu.
+// lateResetsDone sends again, as whole states (Base), the resets of sb that Redis did
+// not apply, or may not have (past their deadline), of counters whose lease this node
+// still holds: memory holds the reset, Redis the counts before it. A reset delta and
+// the counter's deltas after it in sb hold all it had since the reset, so sent again
+// (fallback.LateStates) they make Redis hold that whatever the first send did; what
+// came after sb is queued or pending behind them. As a Base it is dropped, not
+// stripped of its reset, should the lease lapse before it goes: stripped, its counts
+// would count twice. One whose lease lapsed is another node's now, and left as a late
+// reset is (stripLateResets). The caller holds mu.
 func (o *Owner) lateResetsDone(sb *sentBatch) {
 	late := sb.b.LateResets()
 	rg := o.ring.Load()
@@ -68,36 +71,14 @@ func (o *Owner) lateResetsDone(sb *sentBatch) {
 		return
 	}
 	now := o.cfg.Clock.Since()
-	held := map[fallback.CounterRef]bool{} // true once its base is found
+	var again []fallback.Delta
 	for _, d := range late {
-		p := rg.Partition(d.Key)
-		if !sb.lapsed.Has(p) && o.cfg.Leases.Holds(p, now) && o.parts.at(p).State == Owned && !o.startedBlind(p, d.Key) {
-			held[refOf(d)] = false
+		if p := rg.Partition(d.Key); !sb.lapsed.Has(p) && o.cfg.Leases.Holds(p, now) {
+			again = append(again, d)
 		}
 	}
-	if len(held) == 0 {
-		return
+	if len(again) > 0 {
+		o.flush.enqueueOlder(again) // (ahead of what its counters queued since)
+		o.cfg.Logger.Warn("resets Redis ran past their deadline, or may have, while this node held their counters: sent again", "counters", len(again))
 	}
-	var ds []fallback.Delta
-	o.cfg.Store.Bases(func(key string) bool {
-		for ref := range held { // (a handful)
-			if ref.Key == key {
-				return true
-			}
-		}
-		return false
-	}, func(key string, sp leaparray.Spec, base []leaparray.Bucket) {
-		ref := fallback.CounterRef{Key: key, Spec: sp}
-		if _, ok := held[ref]; ok {
-			held[ref] = true
-			ds = append(ds, fallback.Delta{Key: key, Spec: sp, Buckets: base, Reset: true, Base: true, WriteBack: true})
-		}
-	})
-	for ref, found := range held {
-		if !found { // not in memory: nothing since the reset, which is all it holds
-			ds = append(ds, fallback.Delta{Key: ref.Key, Spec: ref.Spec, Reset: true, Base: true, WriteBack: true})
-		}
-	}
-	o.flush.enqueue(ds)
-	o.cfg.Logger.Warn("resets Redis ran past their deadline, or may have, while this node held their counters: those are written back in full", "counters", len(ds))
 }

@@ -105,9 +105,9 @@ func TestAResetReachingRedisAfterItsLeaseErasesNothing(t *testing.T) {
 }
 
 // A reset that reaches Redis past its deadline while its writer still holds the counter
-// (its lease renewed meanwhile) is not applied: the writer, told so, writes its memory
-// back in full, and Redis ends as memory (without that, Redis stayed at 5).
-func TestAResetPastItsDeadlineWhileHeldIsWrittenBackInFull(t *testing.T) {
+// (its lease renewed meanwhile) is not applied: the writer, told so, sends it again, and
+// Redis ends as memory (without that, Redis stayed at 5).
+func TestAResetPastItsDeadlineWhileHeldIsSentAgain(t *testing.T) {
 	_, a, _, k, st, letGo := resetOnTheWire(t)
 	a.leases.setUntil(0) // renewed
 	letGo()

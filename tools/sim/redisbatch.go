@@ -80,17 +80,17 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 		}
 	}
 	var clock int64
-	appliedNow := map[*simCall][]fallback.Delta{} // the calls this send applied: their late resets
+	appliedNow := map[*simCall]map[int]bool{} // the calls this send applied: their late resets
 	c.call(func() any {
 		w := c.srv.w
 		clock = w.epochMs*1000 + int64(w.sched.now/time.Microsecond)
 		for _, k := range todo {
 			if k.seq > c.srv.marks[k.writer] {
-				appliedNow[k] = nil
-				for _, d := range k.deltas {
+				appliedNow[k] = map[int]bool{}
+				for i, d := range k.deltas {
 					if d.Reset && d.ResetBy > 0 && clock >= d.ResetBy {
 						// Past its deadline (merge_many): a Base is skipped, a reset dropped.
-						appliedNow[k] = append(appliedNow[k], d)
+						appliedNow[k][i] = true
 						if d.Base {
 							continue
 						}
@@ -114,10 +114,13 @@ func (c *redisClient) SendBatch(ob owner.Batch, done func(error)) {
 			for _, k := range todo {
 				k.state = confirmed
 				late, now := appliedNow[k]
-				if !now { // found applied before: none of its resets is known to have
-					late = slices.DeleteFunc(slices.Clone(k.deltas), func(d fallback.Delta) bool { return !d.Reset || d.ResetBy == 0 })
-				}
-				b.late = append(b.late, late...)
+				b.late = append(b.late, fallback.LateStates(k.deltas, func(i int) bool {
+					if now {
+						return late[i]
+					}
+					d := k.deltas[i] // found applied before: it may have run as late as now
+					return d.Reset && d.ResetBy > 0 && clock >= d.ResetBy
+				})...)
 			}
 		}
 		done(err)
