@@ -34,6 +34,9 @@ type clockWatch struct {
 	// first is when (Clock.Since, as ns + 1; 0: never) the first measurement began: a
 	// node that has tried for clockKnownFor and knows nothing says so (RedisClock).
 	first atomic.Int64
+	// reading is the last reading of Redis's clock on the monotonic clock, however
+	// loose: what a reset's deadline is measured from (resetby.go).
+	reading atomic.Pointer[redisReading]
 }
 
 // measureClock measures the counters' clock against Redis's, when it is due and Redis
@@ -60,6 +63,7 @@ func (o *Owner) readRedisClock() {
 		if err != nil {
 			return
 		}
+		c.reading.Store(&redisReading{us: us, at: o.cfg.Clock.Since()})
 		e := ntp.FromReading(ntp.Ms(t0), time.Duration(us)*time.Microsecond, ntp.Ms(t3), o.cfg.Clock.Since())
 		if e.Err <= clockMaxErr {
 			c.est.Store(&e)

@@ -39,7 +39,7 @@ func (o *Owner) stripLateResets(sb *sentBatch) {
 			return d, true
 		case !lapsed && o.cfg.Leases.Holds(p, now):
 			if d.ResetBy == 0 { // (its first send's stays: resetby.go)
-				d.ResetBy = o.resetDeadline(p, now)
+				d.ResetBy = o.resetDeadline(p)
 			}
 			return d, true
 		case !lapsed && o.parts.get(p).waitsForLease():

@@ -184,9 +184,10 @@ type net struct {
 	run     uint64                                        // the run (Config.Incarnation) of the owners added next; 0: runs not checked
 	logs    slog.Handler                                  // where the owners added next log (nil: nowhere)
 	leavers map[string]bool                               // the members every owner sees leaving (Config.Leaving); under mu
-	// redisClock, when set, is Redis's clock (TIME), ms, for the owners added next;
-	// nil: the counters' clock (now), so that the owners know their clock agrees with
-	// Redis's and skip loads where they may (clock.go).
+	// redisClock, when set, is Redis's clock (TIME), ms, for the owners added next (n.now:
+	// their clock agrees with Redis's, and they skip loads where they may, clock.go);
+	// nil: Redis's own, which the tests' counters' clock is not (and scripts read: a
+	// reset's deadline is on it, resetby.go).
 	redisClock func() int64
 }
 
@@ -271,12 +272,8 @@ func (n *net) add(t testing.TB, name string, redis *fallback.Store) *testOwner {
 		every = 20 * time.Millisecond
 	}
 	rio := RedisIO(redis)
-	if rio != nil {
-		clock := n.redisClock
-		if clock == nil {
-			clock = n.now
-		}
-		rio = clockedRedis{rio, clock}
+	if rio != nil && n.redisClock != nil {
+		rio = clockedRedis{rio, n.redisClock}
 	}
 	if n.wrap != nil && rio != nil {
 		rio = n.wrap(rio)

@@ -14,13 +14,15 @@ import (
 // goes with a deadline on Redis's clock (fallback.Delta.ResetBy), the lease's end as
 // Redis's clock will show it at the earliest, and Redis merges one that comes later
 // without its reset. Redis's clock is read from the write-behind's own replies
-// (fallback.Batch.RedisTime): the clock the script compares with.
+// (fallback.Batch.RedisTime: the clock the script compares with), and from the clock
+// watch's TIME once a second (clock.go), so that an owner that wrote nothing for a
+// while has a recent reading too.
 //
 // A reset Redis did not apply, or may not have, while this node still holds its
 // counter leaves Redis without the reset that memory holds: it is sent again
 // (lateResetsDone).
 
-// redisReading is Redis's clock as a write-behind reply read it.
+// redisReading is a reading of Redis's clock.
 type redisReading struct {
 	us int64         // Redis's clock, µs since the Unix epoch (0: none)
 	at time.Duration // Clock.Since when this node had it: Redis's clock was at least us then
@@ -43,12 +45,25 @@ func (o *Owner) noteRedisTime(b Batch) {
 }
 
 // resetDeadline is the deadline of a reset of partition p sent now: Redis's clock at
-// the end of this node's lease of p, at the earliest; 0 (none) without a reading of
-// Redis's clock from the last clockKnownFor, or without a lease. The caller holds mu.
-func (o *Owner) resetDeadline(p int, now time.Duration) int64 {
-	r := o.redisNow
+// the end of this node's lease of p, at the earliest, from the later of the last two
+// readings of Redis's clock, the write-behind's and the clock watch's (clock.go); 0
+// (none) without either, or without a lease. Each reading is a bound however old: its
+// age only takes resetDrift of it off the deadline. The caller holds mu.
+func (o *Owner) resetDeadline(p int) int64 {
 	until := o.cfg.Leases.Until(p)
-	if r.us == 0 || now-r.at > clockKnownFor || until <= r.at {
+	if until <= 0 {
+		return 0
+	}
+	by := deadlineFrom(o.redisNow, until)
+	if r := o.clock.reading.Load(); r != nil {
+		by = max(by, deadlineFrom(*r, until))
+	}
+	return by
+}
+
+// deadlineFrom is Redis's clock at until, at the earliest, by reading r; 0 without r.
+func deadlineFrom(r redisReading, until time.Duration) int64 {
+	if r.us == 0 {
 		return 0
 	}
 	left := min(until-r.at, resetDeadlineMax)
@@ -79,6 +94,7 @@ func (o *Owner) lateResetsDone(sb *sentBatch) {
 	}
 	if len(again) > 0 {
 		o.flush.enqueueOlder(again) // (ahead of what its counters queued since)
+		o.kick()                    // (the flush under way may have drained already)
 		o.cfg.Logger.Warn("resets Redis ran past their deadline, or may have, while this node held their counters: sent again", "counters", len(again))
 	}
 }

@@ -36,9 +36,11 @@ func (f *fakeLeases) setUntil(d time.Duration) {
 	f.until = d
 }
 
-// resetOnTheWire: a counts 5 of k (written), then resets k under a lease that ends
-// 300 ms later; the reset's write leaves and is held on its way past the lease's end.
-func resetOnTheWire(t *testing.T) (n *net, a, b *testOwner, k string, st *fallback.Store, letGo func()) {
+// resetOnTheWire: a counts 5 of k (written; with first, nothing), then resets k under
+// a lease that ends 300 ms later; the reset's write leaves and is held on its way past
+// the lease's end. With first, the reset is a's first write: its only reading of
+// Redis's clock is its clock watch's (TIME).
+func resetOnTheWire(t *testing.T, first bool) (n *net, a, b *testOwner, k string, st *fallback.Store, letGo func()) {
 	t.Helper()
 	_, st = startRedis(t)
 	n = new(net)
@@ -49,8 +51,10 @@ func resetOnTheWire(t *testing.T) (n *net, a, b *testOwner, k string, st *fallba
 	n.wrap = nil
 	b = n.add(t, "b", st)
 	k = keysOf(ringOf("a", "b"), "b", 1)[0]
-	do(a.Owner, incr(k, 5))
-	redisIs(t, st, k, 5) // (a's write-behind has read Redis's clock from its replies)
+	if !first {
+		do(a.Owner, incr(k, 5))
+		redisIs(t, st, k, 5) // (a's write-behind has read Redis's clock from its replies)
+	}
 	until := a.cfg.Clock.Since() + 300*time.Millisecond
 	a.leases.setUntil(until)
 	hold.Store(true)
@@ -78,17 +82,29 @@ func resetOnTheWire(t *testing.T) (n *net, a, b *testOwner, k string, st *fallba
 // A reset whose write reaches Redis after its writer's lease ended, and after the next
 // owner loaded the counter and wrote to it, erases none of what that owner wrote
 // (sim seed 143630: the write sent under the lease while Redis was slow). Before its
-// deadline, Redis erased b's 2 with a's reset: 0 where b counted 7.
+// deadline, Redis erased b's 2 with a's reset: 0 where b counted 7. The same for a
+// reset that is its writer's first write (its deadline from the clock watch's reading
+// of Redis's clock: 0 where b counted 2 with the write replies' alone).
 func TestAResetReachingRedisAfterItsLeaseErasesNothing(t *testing.T) {
-	_, a, b, k, st, letGo := resetOnTheWire(t)
+	for _, first := range []bool{false, true} {
+		t.Run(fmt.Sprintf("first write=%v", first), func(t *testing.T) { resetReachingRedisLate(t, first) })
+	}
+}
+
+func resetReachingRedisLate(t *testing.T, first bool) {
+	_, a, b, k, st, letGo := resetOnTheWire(t, first)
+	want := int64(7)
+	if first {
+		want = 2
+	}
 	p := ringOf("a", "b").Partition(k)
 	a.lapse(p)
 	b.SetRing(ringOf("a", "b"))
 	b.leases.grantAll()
-	if r := do(b.Owner, incr(k, 2))[0]; r.Err != nil || r.Count != 7 {
-		t.Fatalf("incr on b: %+v; want 7 (it loads 5)", r)
+	if r := do(b.Owner, incr(k, 2))[0]; r.Err != nil || r.Count != want {
+		t.Fatalf("incr on b: %+v; want %d (it loads what a wrote)", r, want)
 	}
-	redisIs(t, st, k, 7)
+	redisIs(t, st, k, want)
 	letGo()
 	eventually(t, "a's reset confirmed", func() error {
 		a.flushOnce(context.Background())
@@ -98,17 +114,17 @@ func TestAResetReachingRedisAfterItsLeaseErasesNothing(t *testing.T) {
 		return nil
 	})
 	got, err := fallbacktest.Count(context.Background(), st, k, sp, b.now())
-	if err != nil || got != 7 {
-		t.Fatalf("Redis counts %d (%v); want b's 7 (what a's late reset erased comes back; nothing b counted goes)", got, err)
+	if err != nil || got != want {
+		t.Fatalf("Redis counts %d (%v); want b's %d (what a's late reset erased comes back; nothing b counted goes)", got, err, want)
 	}
-	mustCount(t, b.Owner, k, 7)
+	mustCount(t, b.Owner, k, want)
 }
 
 // A reset that reaches Redis past its deadline while its writer still holds the counter
 // (its lease renewed meanwhile) is not applied: the writer, told so, sends it again, and
 // Redis ends as memory (without that, Redis stayed at 5).
 func TestAResetPastItsDeadlineWhileHeldIsSentAgain(t *testing.T) {
-	_, a, _, k, st, letGo := resetOnTheWire(t)
+	_, a, _, k, st, letGo := resetOnTheWire(t, false)
 	a.leases.setUntil(0) // renewed
 	letGo()
 	eventually(t, "Redis as a's memory", func() error {
