@@ -82,6 +82,10 @@
 // it writes and alone, and the reply lists a result per counter. A delta with Reset
 // deletes the counter's hash and then merges its buckets, in the same call, so a reset
 // is ordered with the adds around it; a counter's deltas all go in one call, in order.
+// A reset may carry a deadline on Redis's clock (Delta.ResetBy, its writer's lease's
+// end): a call that runs later merges its buckets without the reset, and says so
+// (Batch.LateResets); every reply carries Redis's TIME, which writers measure
+// deadlines from (Batch.RedisTime).
 // SendBatch pipelines the calls, FlushChunk deltas (and at most 16384 buckets) per
 // round trip, so that Redis runs a round trip's scripts well within the read timeout.
 // BenchmarkWriteBehindCommands counts the EVALSHAs this takes against one per request.
