@@ -40,11 +40,12 @@ type decision struct {
 // decide answers req from rules, counting with the Decider at now (wall clock), and
 // waits for the counts.
 func (s *Server) decide(ctx context.Context, req *request, rules *limits.Rules, now time.Time) (*rlspb.RateLimitResponse, error) {
-	d, err := s.prepare(req, rules)
-	if err != nil {
+	var d decision
+	if err := s.prepare(req, rules, &d); err != nil {
 		return nil, err
 	}
 	var results []counter.Result
+	var err error
 	if d.allOrNothing {
 		results, err = s.countAllOrNothing(ctx, d.checks, d.ops)
 	} else {
@@ -53,15 +54,21 @@ func (s *Server) decide(ctx context.Context, req *request, rules *limits.Rules, 
 	if err != nil {
 		return nil, err
 	}
-	return s.answer(req.domain, d.checks, d.ops, results, now), nil
+	return s.answer(req.domain, d.checks, d.ops, results, now, nil), nil
 }
 
-// prepare matches req's descriptors with rules and makes the ops that count them.
-func (s *Server) prepare(req *request, rules *limits.Rules) (decision, error) {
+// prepare matches req's descriptors with rules and makes the ops that count them, into
+// into, whose checks and ops take them when their capacity does.
+func (s *Server) prepare(req *request, rules *limits.Rules, into *decision) error {
 	if err := s.validate(req); err != nil {
-		return decision{}, err
+		return err
 	}
-	checks := make([]check, len(req.descriptors))
+	checks := into.checks[:0]
+	if cap(checks) < len(req.descriptors) {
+		checks = make([]check, 0, len(req.descriptors))
+	}
+	checks = checks[:len(req.descriptors)]
+	clear(checks)
 	var replaced map[string]bool
 	for i := range req.descriptors {
 		d := &req.descriptors[i]
@@ -91,7 +98,10 @@ func (s *Server) prepare(req *request, rules *limits.Rules) (decision, error) {
 			n += len(c.rule.Limits)
 		}
 	}
-	ops := make([]counter.Op, 0, n) // one allocation (BenchmarkDecide)
+	ops := into.ops[:0]
+	if cap(ops) < n {
+		ops = make([]counter.Op, 0, n) // one allocation (BenchmarkDecide)
+	}
 	for i := range checks {
 		c := &checks[i]
 		if c.rule == nil || c.rule.Unlimited {
@@ -112,7 +122,8 @@ func (s *Server) prepare(req *request, rules *limits.Rules) (decision, error) {
 		}
 	}
 	all := s.cfg.DeniedConsumesNothing || rules != nil && rules.DeniedConsumesNothing(req.domain)
-	return decision{checks: checks, ops: ops, allOrNothing: all}, nil
+	*into = decision{checks: checks, ops: ops, allOrNothing: all}
+	return nil
 }
 
 // do decides ops and waits for them; an op not decided makes the call's error.
@@ -122,21 +133,6 @@ func (s *Server) do(ctx context.Context, ops []counter.Op) ([]counter.Result, er
 		counter.Do(ctx, s.cfg.Decider, ops, results)
 	}
 	return s.decided(results)
-}
-
-// start decides ops without waiting and calls then with their results (decided), at
-// once or from the goroutine that brings the last of them.
-func (s *Server) start(ctx context.Context, ops []counter.Op, then func([]counter.Result, error)) {
-	results := make([]counter.Result, len(ops))
-	if len(ops) == 0 {
-		then(results, nil)
-		return
-	}
-	b := &counter.Batch{Ops: ops, Results: results}
-	b.Done = func() { then(s.decided(results)) }
-	if s.cfg.Decider.Decide(ctx, b) {
-		b.Done()
-	}
 }
 
 // decided returns results, or the call's error when an op was not decided.
@@ -233,12 +229,9 @@ func (s *Server) bucketsOf(l limits.Limit) int {
 	return 1
 }
 
-// answer builds the response from the counts.
-func (s *Server) answer(domain string, checks []check, ops []counter.Op, results []counter.Result, now time.Time) *rlspb.RateLimitResponse {
-	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK, Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(checks))}
-	// The statuses and their parts are allocated together, a slice each: fewer
-	// allocations for the collector to sweep (BenchmarkDecide).
-	a := newStatusArena(len(checks))
+// answer builds the response from the counts, in room when it is large enough.
+func (s *Server) answer(domain string, checks []check, ops []counter.Op, results []counter.Result, now time.Time, room *answerRoom) *rlspb.RateLimitResponse {
+	resp, a := room.take(len(checks))
 	var closest *rlspb.RateLimitResponse_DescriptorStatus
 	over, quota, quotaOver := 0, 0, 0
 	for i, c := range checks {
@@ -319,6 +312,28 @@ type statusArena struct {
 func newStatusArena(n int) statusArena {
 	return statusArena{statuses: make([]rlspb.RateLimitResponse_DescriptorStatus, n),
 		limits: make([]rlspb.RateLimitResponse_RateLimit, n), resets: make([]durationpb.Duration, n)}
+}
+
+// answerRoom is a response of up to callDescriptors statuses, with their parts, kept
+// in its call (rlsCall) rather than allocated a part at a time.
+type answerRoom struct {
+	resp     rlspb.RateLimitResponse
+	statuses [callDescriptors]*rlspb.RateLimitResponse_DescriptorStatus
+	status   [callDescriptors]rlspb.RateLimitResponse_DescriptorStatus
+	limits   [callDescriptors]rlspb.RateLimitResponse_RateLimit
+	resets   [callDescriptors]durationpb.Duration
+}
+
+// take returns an empty response of n statuses and their parts: room's when it is
+// large enough (r may be nil), else new. The statuses and their parts are allocated
+// together, a slice each: fewer allocations for the collector to sweep (BenchmarkDecide).
+func (r *answerRoom) take(n int) (*rlspb.RateLimitResponse, statusArena) {
+	if r == nil || n > callDescriptors {
+		resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK, Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, n)}
+		return resp, newStatusArena(n)
+	}
+	r.resp.OverallCode, r.resp.Statuses = rlspb.RateLimitResponse_OK, r.statuses[:n]
+	return &r.resp, statusArena{statuses: r.status[:n], limits: r.limits[:n], resets: r.resets[:n]}
 }
 
 // untilReset is how long until the window next moves on: the end of the current

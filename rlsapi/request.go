@@ -19,6 +19,9 @@ type request struct {
 	domain      string
 	descriptors []descriptor
 	hitsAddend  uint32
+	// room, when large enough, takes decodeRequest's entries, and descriptors' own
+	// capacity its descriptors: a call's storage (rlsCall), not an allocation each.
+	room []limits.Entry
 }
 
 // descriptor is a RateLimitDescriptor's fields the handler uses.
@@ -79,8 +82,14 @@ func decodeRequest(msg []byte, r *request, maxDescriptors int) error {
 		return &tooManyDescriptors{nd, maxDescriptors}
 	}
 	d.all = string(msg)
-	r.descriptors = make([]descriptor, 0, nd)
-	entries := make([]limits.Entry, 0, ne)
+	r.descriptors = r.descriptors[:0]
+	if cap(r.descriptors) < nd {
+		r.descriptors = make([]descriptor, 0, nd)
+	}
+	entries := r.room[:0]
+	if cap(entries) < ne {
+		entries = make([]limits.Entry, 0, ne)
+	}
 	err := d.fields(0, len(msg), func(num protowire.Number, typ protowire.Type, v uint64, at, n int) error {
 		switch {
 		case num == 1 && typ == protowire.BytesType:

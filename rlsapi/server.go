@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/leapcount/leapcount/counter"
 	"github.com/leapcount/leapcount/internal/authlimit"
@@ -170,52 +169,6 @@ func New(cfg Config) (*Server, error) {
 
 // shouldRateLimitMethod is ShouldRateLimit's full gRPC method name.
 const shouldRateLimitMethod = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
-
-// shouldRateLimitCall is ShouldRateLimit on h2grpc's call path, what grpc.Server and
-// the interceptors do for it (the token, the call's metrics) without them, and without
-// waiting: a call whose descriptors this node decides at once is answered on the
-// connection's reader, one with descriptors elsewhere when their owners answer, on the
-// goroutine that brings the last answer. A goroutine per call, woken when its forwards
-// are answered, costs a wake-up per call.
-func (s *Server) shouldRateLimitCall(ctx context.Context, c *h2grpc.Call, reply func([]byte, error)) {
-	start := time.Now()
-	end := func(out []byte, err error) {
-		mm := s.metrics.method(shouldRateLimitMethod)
-		mm.duration.Observe(time.Since(start).Seconds())
-		s.metrics.code(mm, status.Code(err)).Inc()
-		reply(out, err)
-	}
-	req := &request{} // its token was checked as its headers came (authorizeCall)
-	if err := decodeRequest(c.Message, req, s.cfg.MaxDescriptors); err != nil {
-		end(nil, decodeError(err))
-		return
-	}
-	rules, err := s.rulesFor(req)
-	var d decision
-	if err == nil {
-		d, err = s.prepare(req, rules)
-	}
-	if err != nil {
-		end(nil, err)
-		return
-	}
-	ctx, cancel := s.callContext(ctx)
-	now := s.cfg.Now()
-	finish := func(results []counter.Result, err error) {
-		cancel()
-		if err != nil {
-			end(nil, err)
-			return
-		}
-		end(proto.MarshalOptions{}.MarshalAppend(c.Out, s.answer(req.domain, d.checks, d.ops, results, now)))
-	}
-	if d.allOrNothing {
-		// Two rounds, the second chosen by the first: rare enough to wait for.
-		go func() { finish(s.countAllOrNothing(ctx, d.checks, d.ops)) }()
-		return
-	}
-	s.start(ctx, d.ops, finish)
-}
 
 // decodeError is the status of a request decodeRequest refused: as grpc.Server
 // answers a message it cannot unmarshal, or as validate answers too many descriptors.
