@@ -60,6 +60,7 @@ type stream struct {
 	running bool               // a handler runs it: it stays counted until that ends
 	cancel  context.CancelFunc // an other call's context
 	ctx     callCtx            // a call of ours: its handler's context
+	reply   asyncReply         // an async call's answer on its way (runAsync)
 
 	// Guarded by writer.mu.
 	sendDelta int64  // the client's window for it, over its initial window

@@ -24,27 +24,39 @@ func (c *conn) runUnary(ctx context.Context, st *stream) {
 
 // runAsync runs an AsyncHandler on the reader; the call is answered when it replies.
 func (c *conn) runAsync(ctx context.Context, st *stream) {
-	bp := outBufs.Get().(*[]byte)
-	call := &Call{Method: st.method, Authorization: st.auth, Remote: c.nc.RemoteAddr(), Message: st.msg[5:],
-		Out: append((*bp)[:0], 0, 0, 0, 0, 0)}
-	var replied atomic.Bool
-	reply := func(out []byte, err error) {
-		if !replied.CompareAndSwap(false, true) {
-			return // a handler that replies twice: the first answer stands
-		}
-		if err == nil && len(out) < 5 {
-			err = status.Error(codes.Internal, "handler answered without the 5 bytes of Call.Out")
-		}
-		c.answer(st, bp, out, err, true)
-		c.s.handlers.Done()
-	}
+	a := &st.reply
+	a.c, a.st, a.bp = c, st, outBufs.Get().(*[]byte)
+	a.call = Call{Method: st.method, Authorization: st.auth, Remote: c.nc.RemoteAddr(), Message: st.msg[5:],
+		Out: append((*a.bp)[:0], 0, 0, 0, 0, 0)}
+	reply := a.reply // one allocation: the call, its flag and its buffer live in st
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.cfg.Logger.Error("grpc: handler panicked", "method", st.method, "panic", p)
 			reply(nil, status.Error(codes.Internal, fmt.Sprintf("handler panicked: %v", p)))
 		}
 	}()
-	st.async(ctx, call, reply)
+	st.async(ctx, &a.call, reply)
+}
+
+// asyncReply is an async call's answer on its way: what its handler's reply needs.
+type asyncReply struct {
+	c       *conn
+	st      *stream
+	bp      *[]byte
+	call    Call
+	replied atomic.Bool
+}
+
+// reply answers the call; a handler that replies twice: the first answer stands.
+func (a *asyncReply) reply(out []byte, err error) {
+	if !a.replied.CompareAndSwap(false, true) {
+		return
+	}
+	if err == nil && len(out) < 5 {
+		err = status.Error(codes.Internal, "handler answered without the 5 bytes of Call.Out")
+	}
+	a.c.answer(a.st, a.bp, out, err, true)
+	a.c.s.handlers.Done()
 }
 
 // answer answers st with out (its handler's answer, in *bp's memory) or err, and ends
