@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -22,6 +21,7 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	fr     *http2.Framer
+	hdrs   *headerList // the HEADERS frame read last, decoded (the reader's alone)
 	w      *writer
 	ctx    context.Context // ends when the connection does
 	cancel context.CancelFunc
@@ -83,8 +83,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, w: newWriter(nc, s.cfg.WriteTimeout), streams: map[uint32]*stream{}, lastActive: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(newMeter(readFlusher{c.w, nc}), 16<<10)) // calm.go
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderBytes
+	c.hdrs = newHeaderList(s.cfg.MaxHeaderBytes)
 	c.fr.SetMaxReadFrameSize(16384) // the default we advertise by not naming it
 	c.streamWindow = uint32(max(65535, s.cfg.MaxRecvMsgSize+5))
 	c.in.avail = connWindow // the handshake's WINDOW_UPDATE gives it
@@ -208,8 +207,11 @@ func readPreface(r io.Reader) error {
 // frame handles one frame; an error ends the connection.
 func (c *conn) frame(f http2.Frame) error {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
-		return c.onHeaders(f)
+	case *http2.HeadersFrame:
+		if err := c.hdrs.read(f, c.fr); err != nil {
+			return err
+		}
+		return c.onHeaders(c.hdrs)
 	case *http2.DataFrame:
 		return c.onData(f)
 	case *http2.SettingsFrame:
@@ -261,8 +263,8 @@ func (c *conn) stream(id uint32) *stream {
 }
 
 // onHeaders opens a call, or ends one whose client sent trailers.
-func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
-	id := f.StreamID
+func (c *conn) onHeaders(f *headerList) error {
+	id := f.StreamID()
 	if st := c.stream(id); st != nil {
 		if !f.StreamEnded() || st.ended.Load() {
 			return http2.ConnectionError(http2.ErrCodeProtocol)
@@ -281,7 +283,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if refused {
 		return c.w.control(http2.FrameRSTStream, 0, id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeRefusedStream)))
 	}
-	if (f.HasPriority() && f.Priority.StreamDep == id) || malformed(f) {
+	if (f.HasPriority() && f.Priority().StreamDep == id) || malformed(f) {
 		// RFC 9113: a stream that depends on itself (5.3.1), a malformed request (8.1.1)
 		return c.w.control(http2.FrameRSTStream, 0, id, binary.BigEndian.AppendUint32(nil, uint32(http2.ErrCodeProtocol)))
 	}

@@ -21,9 +21,9 @@ type headerError struct {
 func (e *headerError) Error() string { return e.msg }
 
 // checkHeaders reads what a call needs from its headers into st.
-func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
+func (c *conn) checkHeaders(f *headerList, st *stream) error {
 	switch {
-	case f.Truncated:
+	case f.truncated:
 		return &headerError{431, codes.ResourceExhausted, fmt.Sprintf("header list over %d bytes", c.s.cfg.MaxHeaderBytes)}
 	case f.PseudoValue("method") != "POST":
 		return &headerError{405, codes.Internal, fmt.Sprintf("invalid gRPC request method %q", f.PseudoValue("method"))}
@@ -65,7 +65,7 @@ func (c *conn) checkHeaders(f *http2.MetaHeadersFrame, st *stream) error {
 // PROTOCOL_ERROR: a pseudo-header field missing or empty (8.3.1; CONNECT, which has no
 // :scheme or :path, is left to be refused as not gRPC), or a connection-specific field
 // (8.2.2: TE only as "trailers", which gRPC clients send).
-func malformed(f *http2.MetaHeadersFrame) bool {
+func malformed(f *headerList) bool {
 	if f.PseudoValue("method") == "" {
 		return true
 	}

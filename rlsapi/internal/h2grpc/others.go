@@ -16,7 +16,7 @@ import (
 
 // startOther starts Others handler on a call the server has no unary handler
 // for (grpc.Server.ServeHTTP: streaming calls, health, reflection).
-func (c *conn) startOther(st *stream, f *http2.MetaHeadersFrame) {
+func (c *conn) startOther(st *stream, f *headerList) {
 	st.body = &body{consumed: func(n int, more bool) {
 		if more {
 			c.giveStream(st, n)
@@ -25,7 +25,7 @@ func (c *conn) startOther(st *stream, f *http2.MetaHeadersFrame) {
 		}
 	}}
 	st.body.cond.L = &st.body.mu
-	hdr := make(http.Header, len(f.Fields))
+	hdr := make(http.Header, len(f.fields))
 	for _, hf := range f.RegularFields() {
 		k := http.CanonicalHeaderKey(hf.Name)
 		hdr[k] = append(hdr[k], hf.Value)
