@@ -246,3 +246,26 @@ func BenchmarkReadHeaders(b *testing.B) {
 		}
 	})
 }
+
+// FuzzHeaderList compares headerList with MetaHeadersFrame on any bytes as HPACK,
+// split once into a CONTINUATION.
+func FuzzHeaderList(f *testing.F) {
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	enc.WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
+	enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/grpc"})
+	f.Add(buf.Bytes(), uint16(3), uint16(200))
+	f.Add([]byte{0x82, 0x86, 0x84}, uint16(0), uint16(64))
+	f.Fuzz(func(t *testing.T, block []byte, cut, limit uint16) {
+		var cuts []int
+		if cut > 0 {
+			cuts = []int{int(cut)}
+		}
+		wire := headerFrames(t, block, cuts, true)
+		want := readWithMeta(wire, uint32(limit)+1)
+		got := readWithList(newHeaderList(uint32(limit)+1), wire)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("block %x, cut %d, cap %d:\n got %+v\nwant %+v", block, cut, limit+1, got, want)
+		}
+	})
+}
