@@ -83,7 +83,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, w: newWriter(nc, s.cfg.WriteTimeout), streams: map[uint32]*stream{}, lastActive: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(newMeter(readFlusher{c.w, nc}), 16<<10)) // calm.go
-	c.fr.SetReuseFrames()                                                                    // a DATA frame's payload is copied as it is read (onData): one frame serves them all
+	// A DATA frame's payload is copied as it is read (onData): one frame serves them all.
+	c.fr.SetReuseFrames()
 	c.hdrs = newHeaderList(s.cfg.MaxHeaderBytes)
 	c.fr.SetMaxReadFrameSize(16384) // the default we advertise by not naming it
 	c.streamWindow = uint32(max(65535, s.cfg.MaxRecvMsgSize+5))
